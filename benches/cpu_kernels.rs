@@ -1,0 +1,100 @@
+//! Criterion benchmarks of the f32 CPU kernels (heimdall-cpu), single-threaded, with the
+//! throughput reported in GFLOP/s (one multiply-add = 2 FLOP).
+//!
+//! `cargo bench -p heimdall-benches --bench cpu_kernels`
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use heimdall_cpu::kernels::{Epilogue, PackedConv, PackedDepthwise, Par, Window};
+use std::hint::black_box;
+
+fn data(len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * 7919 % 1000) as f32) / 500.0 - 1.0)
+        .collect()
+}
+
+fn window(h: usize, w: usize, c: usize, out_c: usize, k: usize, stride: usize) -> Window {
+    let out_h = h.div_ceil(stride);
+    let out_w = w.div_ceil(stride);
+    let pad = |input: usize, out: usize| ((out - 1) * stride + k).saturating_sub(input) / 2;
+    Window {
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h,
+        out_w,
+        out_c,
+        k_h: k,
+        k_w: k,
+        stride_h: stride,
+        stride_w: stride,
+        dil_h: 1,
+        dil_w: 1,
+        pad_top: pad(h, out_h),
+        pad_left: pad(w, out_w),
+    }
+}
+
+fn conv(c: &mut Criterion, name: &str, w: Window, threads: usize) {
+    let par = Par::new(threads);
+    let conv = PackedConv::new(
+        &data(w.out_c * w.k_h * w.k_w * w.in_c),
+        Some(&data(w.out_c)),
+        w,
+    );
+    let input = data(w.in_h * w.in_w * w.in_c);
+    let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+    let mut scratch = vec![0.0; conv.scratch_len(&par)];
+    let flops = 2 * w.out_h * w.out_w * w.out_c * w.k_h * w.k_w * w.in_c;
+    let mut g = c.benchmark_group("conv");
+    g.throughput(Throughput::Elements(flops as u64));
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            conv.run(
+                &par,
+                black_box(&input),
+                &mut out,
+                &mut scratch,
+                &Epilogue::NONE,
+            )
+        })
+    });
+    g.finish();
+}
+
+fn depthwise(c: &mut Criterion, name: &str, w: Window, threads: usize) {
+    let par = Par::new(threads);
+    let dw = PackedDepthwise::new(&data(w.k_h * w.k_w * w.out_c), Some(&data(w.out_c)), w);
+    let input = data(w.in_h * w.in_w * w.in_c);
+    let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+    let flops = 2 * w.out_h * w.out_w * w.out_c * w.k_h * w.k_w;
+    let mut g = c.benchmark_group("depthwise");
+    g.throughput(Throughput::Elements(flops as u64));
+    g.bench_function(name, |b| {
+        b.iter(|| dw.run(&par, black_box(&input), &mut out, &Epilogue::NONE))
+    });
+    g.finish();
+}
+
+fn kernels(c: &mut Criterion) {
+    conv(c, "1x1_64x64x32_to_64", window(64, 64, 32, 64, 1, 1), 1);
+    conv(c, "1x1_16x16x128_to_128", window(16, 16, 128, 128, 1, 1), 1);
+    conv(c, "3x3s2_128x128x3_to_24", window(128, 128, 3, 24, 3, 2), 1);
+    conv(c, "3x3_32x32x32_to_32", window(32, 32, 32, 32, 3, 1), 1);
+    depthwise(c, "3x3_64x64x32", window(64, 64, 32, 32, 3, 1), 1);
+    depthwise(c, "5x5_64x64x32", window(64, 64, 32, 32, 5, 1), 1);
+    depthwise(c, "3x3s2_64x64x32", window(64, 64, 32, 32, 3, 2), 1);
+    conv(
+        c,
+        "1x1_64x64x32_to_64_2threads",
+        window(64, 64, 32, 64, 1, 1),
+        2,
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = kernels
+}
+criterion_main!(benches);

@@ -1,0 +1,1 @@
+//! Criterion benchmarks live in this package; see the `[[bench]]` targets in its manifest.

@@ -1,0 +1,101 @@
+//! `heimdall bench MODEL`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use heimdall::{load_model, LoadOptions};
+use heimdall_cpu::{CpuModel, CpuOptions};
+use serde_json::json;
+
+use crate::Backend;
+
+/// Arguments of `bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The model file (.tflite).
+    model: PathBuf,
+    /// Backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// Timed runs (after warm-up).
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+    /// Warm-up runs.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// CPU threads (default: available cores, at most 4).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also report the median time of each op.
+    #[arg(long)]
+    per_op: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Median, 90th percentile and maximum of a set of durations, in ms.
+pub fn summary(mut v: Vec<Duration>) -> (f64, f64, f64) {
+    v.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    let pick = |q: f64| ms(v[((v.len() - 1) as f64 * q).round() as usize]);
+    (pick(0.5), pick(0.9), ms(*v.last().expect("not empty")))
+}
+
+/// Runs `bench`.
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let graph = load_model(&args.model, LoadOptions::default())?;
+    let Backend::Cpu = args.backend;
+    let options = args.threads.map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
+    let mut model = CpuModel::compile(&graph, options)?;
+    // A deterministic input in [-1, 1].
+    for (i, shape) in model.input_shapes().iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0).collect();
+        model.set_input(i, &data)?;
+    }
+    for _ in 0..args.warmup {
+        model.run()?;
+    }
+    let n_ops = model.num_ops();
+    let mut totals = Vec::with_capacity(args.runs);
+    let mut per_op: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); n_ops];
+    let mut times = vec![Duration::ZERO; n_ops];
+    for _ in 0..args.runs.max(1) {
+        let start = Instant::now();
+        if args.per_op {
+            model.run_range_timed(0..n_ops, Some(&mut times))?;
+        } else {
+            model.run()?;
+        }
+        totals.push(start.elapsed());
+        if args.per_op {
+            for (k, t) in times.iter().enumerate() {
+                per_op[k].push(*t);
+            }
+        }
+    }
+    let (median, p90, max) = summary(totals);
+    let threads = options.threads;
+    let ops: Vec<_> = if args.per_op {
+        per_op.into_iter().enumerate().map(|(k, v)| json!({"index": k, "op": model.op_name(k), "median_ms": summary(v).0})).collect()
+    } else {
+        Vec::new()
+    };
+    if args.json {
+        let mut doc = json!({"model": graph.name, "backend": "cpu", "threads": threads, "runs": args.runs, "median_ms": median, "p90_ms": p90, "max_ms": max});
+        if args.per_op {
+            doc["ops"] = json!(ops);
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("{} on cpu ({threads} threads, {} runs): median {median:.3} ms, p90 {p90:.3} ms, max {max:.3} ms", graph.name, args.runs);
+        for o in &ops {
+            println!("  {:>4} {:<26} {:>8.4} ms", o["index"], o["op"].as_str().unwrap_or(""), o["median_ms"].as_f64().unwrap_or(0.0));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! `heimdall`: the command-line face of the engine (inspect, run, bench, simulate).
+
+mod cmd_bench;
+mod cmd_inspect;
+mod cmd_run;
+mod cmd_simulate;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Run several neural networks beside an AR renderer: inspect, run and benchmark models, and
+/// simulate the frame-budget coordinator.
+#[derive(Parser)]
+#[command(name = "heimdall", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List a model's ops in order with shapes, attributes, FLOPs, weight bytes and backends.
+    Inspect(cmd_inspect::InspectArgs),
+    /// Run a model on `.npy` inputs and write its outputs as `.npy`.
+    Run(cmd_run::RunArgs),
+    /// Measure a model's latency (median, p90, max after warm-up), optionally per op.
+    Bench(cmd_bench::BenchArgs),
+    /// Run the coordinator on a virtual clock over a scenario file.
+    Simulate(cmd_simulate::SimulateArgs),
+}
+
+/// Backends a model can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The f32 CPU backend.
+    Cpu,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Inspect(a) => cmd_inspect::run(a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Bench(a) => cmd_bench::run(a),
+        Command::Simulate(a) => cmd_simulate::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,16 @@
+//! The analyzer: step costs and their online profiles, Band's units, and Heimdall's frame-budget
+//! chunks.
+//!
+//! A model is a sequence of *steps* in topological order (op indices of the engine's plan). Each
+//! step has a GPU and a CPU cost and a set of processors able to run it. [`units`] groups maximal
+//! runs of steps with the same processor set; [`partition`] packs each GPU-capable unit greedily
+//! into chunks that fit the [`FrameBudget`]; [`ModelProfile`] keeps the costs up to date from
+//! measurements with an exponential moving average and serialises to JSON.
+
+mod chunks;
+mod profile;
+mod units;
+
+pub use chunks::{Chunk, FrameBudget, Partition, partition};
+pub use profile::{CostModel, ModelProfile, ProfileError, StepCost};
+pub use units::{Unit, units};

@@ -1,0 +1,387 @@
+//! The discrete-event simulation loop.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::time::Instant;
+
+use super::report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
+use super::scenario::Scenario;
+use crate::coordinator::{
+    Completion, Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request, WorkId,
+};
+use crate::model::ModelId;
+use crate::policy::{UnknownPolicy, policy_by_name};
+use crate::processor::Processor;
+use crate::timeline::{Lane, Timeline};
+
+/// The result of a simulation.
+#[derive(Clone, Debug)]
+pub struct SimOutput {
+    /// Frame, DNN and scheduler statistics.
+    pub report: Report,
+    /// Everything decided and executed (empty unless recording was asked for).
+    pub timeline: Timeline,
+    /// Every finished inference, in completion order.
+    pub completions: Vec<Completion>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    GpuDone(GpuItem),
+    CpuDone { worker: usize, id: WorkId },
+    Vsync(usize),
+    Request { dnn: usize, index: usize },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum GpuItem {
+    Render { frame: usize, start: f64 },
+    Chunk { id: WorkId, model: ModelId, start: f64 },
+}
+
+impl Kind {
+    fn rank(&self) -> u8 {
+        match self {
+            Kind::GpuDone(_) => 0,
+            Kind::CpuDone { .. } => 1,
+            Kind::Vsync(_) => 2,
+            Kind::Request { .. } => 3,
+        }
+    }
+}
+
+struct Ev {
+    t: f64,
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    /// Reversed: the heap pops the earliest event first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.t.total_cmp(&self.t)
+            .then(o.kind.rank().cmp(&self.kind.rank()))
+            .then(o.seq.cmp(&self.seq))
+    }
+}
+
+struct Sim<'a> {
+    sc: &'a Scenario,
+    coord: Coordinator,
+    heap: BinaryHeap<Ev>,
+    seq: u64,
+    period: f64,
+    end_ms: f64,
+    gpu_end: f64,
+    next_vsync: usize,
+    last_render_end: f64,
+    workers: Vec<bool>,
+    frames_on_time: usize,
+    render_ends: Vec<f64>,
+    completions: Vec<Completion>,
+    gpu_busy: Vec<f64>,
+    cpu_busy: Vec<f64>,
+    decision_us: Vec<f64>,
+    cpu_started: HashMap<WorkId, f64>,
+    cpu_model: HashMap<WorkId, usize>,
+    record: bool,
+}
+
+/// Runs `scenario` under the policy called `policy`; `record_timeline` keeps the timeline for a
+/// trace.
+pub fn simulate(
+    scenario: &Scenario,
+    policy: &str,
+    record_timeline: bool,
+) -> Result<SimOutput, UnknownPolicy> {
+    simulate_with(scenario, policy, record_timeline, |_| {})
+}
+
+/// [`simulate`] with the coordinator's configuration adjusted by `tweak` (e.g. to switch the
+/// deadline override or the offload off).
+pub fn simulate_with(
+    scenario: &Scenario,
+    policy: &str,
+    record_timeline: bool,
+    tweak: impl FnOnce(&mut CoordinatorConfig),
+) -> Result<SimOutput, UnknownPolicy> {
+    let policy = policy_by_name(policy)?;
+    let mut cfg = CoordinatorConfig::new(scenario.budget());
+    cfg.alpha = scenario.alpha;
+    cfg.cpu_workers = scenario.cpu_workers;
+    cfg.record_timeline = record_timeline;
+    tweak(&mut cfg);
+    let mut coord = Coordinator::new(cfg, policy);
+    for d in &scenario.dnns {
+        coord.register(d.spec());
+    }
+    let n = scenario.dnns.len();
+    let period = 1000.0 / scenario.frame_rate;
+    let mut sim = Sim {
+        sc: scenario,
+        coord,
+        heap: BinaryHeap::new(),
+        seq: 0,
+        period,
+        end_ms: scenario.duration_s * 1000.0,
+        gpu_end: 0.0,
+        next_vsync: 0,
+        last_render_end: 0.0,
+        workers: vec![false; scenario.cpu_workers],
+        frames_on_time: 0,
+        render_ends: Vec::new(),
+        completions: Vec::new(),
+        gpu_busy: vec![0.0; n],
+        cpu_busy: vec![0.0; n],
+        decision_us: Vec::new(),
+        cpu_started: HashMap::new(),
+        cpu_model: HashMap::new(),
+        record: record_timeline,
+    };
+    sim.run();
+    Ok(sim.finish())
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: f64, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Ev {
+            t,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn frames(&self) -> usize {
+        (self.sc.duration_s * self.sc.frame_rate).round() as usize
+    }
+
+    fn run(&mut self) {
+        for k in 0..self.frames() {
+            self.push(k as f64 * self.period, Kind::Vsync(k));
+        }
+        for (i, d) in self.sc.dnns.iter().enumerate() {
+            for (index, t) in d.request.times(self.end_ms).into_iter().enumerate() {
+                self.push(t, Kind::Request { dnn: i, index });
+            }
+        }
+        while let Some(ev) = self.heap.pop() {
+            if ev.t > self.end_ms {
+                break;
+            }
+            let now = ev.t;
+            let event = match ev.kind {
+                Kind::Vsync(k) => {
+                    self.next_vsync = k + 1;
+                    if self.last_render_end > now {
+                        if self.record {
+                            self.coord.timeline_mut().instant(
+                                Lane::Render,
+                                "render",
+                                format!("dropped frame {k}"),
+                                now,
+                                Vec::new(),
+                            );
+                        }
+                    } else {
+                        let start = now.max(self.gpu_end);
+                        let end = start + self.sc.render_ms;
+                        self.gpu_end = end;
+                        self.last_render_end = end;
+                        self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
+                    }
+                    continue;
+                }
+                Kind::GpuDone(GpuItem::Render { frame, start }) => {
+                    let vsync = frame as f64 * self.period;
+                    let on_time = now <= vsync + self.period + 1e-9;
+                    self.frames_on_time += usize::from(on_time);
+                    self.render_ends.push(now);
+                    if self.record {
+                        let args = vec![("on_time", on_time.to_string())];
+                        self.coord.timeline_mut().span(
+                            Lane::Render,
+                            "render",
+                            format!("frame {frame}"),
+                            start,
+                            now,
+                            args,
+                        );
+                    }
+                    Event::FrameRendered
+                }
+                Kind::GpuDone(GpuItem::Chunk { id, model, start }) => {
+                    self.gpu_busy[model.0] += now - start;
+                    if let Some(c) = self.coord.gpu_done(id, start, now) {
+                        self.completions.push(c);
+                    }
+                    Event::GpuWorkDone
+                }
+                Kind::CpuDone { worker, id } => {
+                    self.workers[worker] = false;
+                    let start = self.cpu_started.remove(&id).unwrap_or(now);
+                    let model = self.coord_model_of_cpu(id);
+                    if let Some(m) = model {
+                        self.cpu_busy[m] += now - start;
+                    }
+                    if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
+                        self.completions.push(c);
+                    }
+                    Event::CpuWorkDone
+                }
+                Kind::Request { dnn, index } => {
+                    let d = &self.sc.dnns[dnn];
+                    let cv = if d.content_variation.is_empty() {
+                        0.0
+                    } else {
+                        d.content_variation[index % d.content_variation.len()]
+                    };
+                    let req = Request {
+                        capture_ms: now,
+                        content_variation: cv,
+                    };
+                    self.coord.submit(ModelId(dnn), req, now);
+                    Event::Request
+                }
+            };
+            self.decide(now, event);
+        }
+    }
+
+    fn coord_model_of_cpu(&mut self, id: WorkId) -> Option<usize> {
+        self.cpu_model.remove(&id)
+    }
+
+    fn finish(self) -> SimOutput {
+        let sc = self.sc;
+        let frames = self.frames();
+        let dur = sc.duration_s;
+        // Frame rate per 1/3 s window, as in the paper; only whole windows count.
+        let windows = (dur * 3.0 + 1e-9).floor() as usize;
+        let mut per_window = vec![0usize; windows.max(1)];
+        for &t in &self.render_ends {
+            let w = (t / (1000.0 / 3.0)).floor() as usize;
+            if w < windows {
+                per_window[w] += 1;
+            }
+        }
+        let fps_min_window = if windows == 0 {
+            self.render_ends.len() as f64 / dur
+        } else {
+            per_window.iter().copied().min().unwrap_or(0) as f64 * 3.0
+        };
+        let frame_stats = FrameStats {
+            target_fps: sc.frame_rate,
+            frames: frames as u64,
+            rendered: self.render_ends.len() as u64,
+            on_time_rate: if frames == 0 { 1.0 } else { self.frames_on_time as f64 / frames as f64 },
+            fps_mean: self.render_ends.len() as f64 / dur,
+            fps_min_window,
+        };
+        let mut dnns = Vec::new();
+        for (i, d) in sc.dnns.iter().enumerate() {
+            let lats: Vec<f64> = self
+                .completions
+                .iter()
+                .filter(|c| c.model.0 == i)
+                .map(|c| c.latency_ms())
+                .collect();
+            let misses = self
+                .completions
+                .iter()
+                .filter(|c| c.model.0 == i && c.deadline_met == Some(false))
+                .count();
+            let status = self.coord.status(ModelId(i), self.end_ms);
+            let mut offloaded_ms = 0.0;
+            let h = &status.mode_history;
+            for (k, &(t, p)) in h.iter().enumerate() {
+                if p == Processor::Cpu {
+                    let until = h.get(k + 1).map_or(self.end_ms, |x| x.0).min(self.end_ms);
+                    offloaded_ms += (until - t).max(0.0);
+                }
+            }
+            dnns.push(DnnStats {
+                name: d.name.clone(),
+                completed: lats.len() as u64,
+                latency_ms: LatencyStats::of(&lats),
+                deadline_miss_rate: if lats.is_empty() {
+                    0.0
+                } else {
+                    misses as f64 / lats.len() as f64
+                },
+                gpu_busy_ms: self.gpu_busy[i],
+                cpu_busy_ms: self.cpu_busy[i],
+                offloaded_ms,
+                offload_switches: (h.len() - 1) as u64,
+                deadline_overrides: status.deadline_overrides,
+                oversized_steps: status.oversized_steps.len() as u64,
+            });
+        }
+        let n = self.decision_us.len().max(1) as f64;
+        let scheduler = SchedulerStats {
+            decisions: self.decision_us.len() as u64,
+            decision_us_mean: self.decision_us.iter().sum::<f64>() / n,
+            decision_us_max: self.decision_us.iter().copied().fold(0.0, f64::max),
+        };
+        SimOutput {
+            report: Report {
+                policy: self.coord.policy_name(),
+                frames: frame_stats,
+                dnns,
+                scheduler,
+            },
+            timeline: self.coord.timeline().clone(),
+            completions: self.completions,
+        }
+    }
+
+    fn decide(&mut self, now: f64, event: Event) {
+        let window = GpuWindow {
+            start_ms: now.max(self.gpu_end),
+            end_ms: self.next_vsync as f64 * self.period,
+        };
+        let idle = self.workers.iter().filter(|b| !**b).count();
+        let t0 = Instant::now();
+        let d: Decision = self.coord.schedule(now, event, window, idle);
+        self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        for g in d.gpu {
+            let cost: f64 = self.sc.dnns[g.model.0].gpu_op_ms[g.ops.clone()]
+                .iter()
+                .sum::<f64>()
+                + self.sc.chunk_overhead_ms;
+            let start = now.max(self.gpu_end);
+            self.gpu_end = start + cost;
+            self.push(
+                self.gpu_end,
+                Kind::GpuDone(GpuItem::Chunk {
+                    id: g.id,
+                    model: g.model,
+                    start,
+                }),
+            );
+        }
+        for c in d.cpu {
+            let worker = self
+                .workers
+                .iter()
+                .position(|b| !*b)
+                .expect("the coordinator got the idle count");
+            self.workers[worker] = true;
+            let cost: f64 = self.sc.dnns[c.model.0].cpu_op_ms[c.ops.clone()].iter().sum();
+            self.cpu_started.insert(c.id, now);
+            self.cpu_model.insert(c.id, c.model.0);
+            self.push(now + cost, Kind::CpuDone { worker, id: c.id });
+        }
+    }
+}

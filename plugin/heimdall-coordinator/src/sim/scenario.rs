@@ -1,0 +1,319 @@
+//! Scenario files: a workload described without the real models.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyzer::{FrameBudget, StepCost};
+use crate::model::ModelSpec;
+use crate::utility::UtilityParams;
+
+/// Errors reading a scenario. Messages name the offending field.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not JSON, an unknown field, or a value of the wrong type.
+    #[error("bad scenario JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A value is out of range.
+    #[error("bad scenario: `{field}` {problem}")]
+    Invalid {
+        /// Path of the field, e.g. `dnns[1].gpu_op_ms[3]`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// A workload: frame rate and render time, CPU workers, and the DNNs (all times in ms).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Target frame rate, Hz.
+    pub frame_rate: f64,
+    /// Render time of one frame on the GPU, ms.
+    pub render_ms: f64,
+    /// Simulated time, seconds.
+    pub duration_s: f64,
+    /// Parallel CPU workers.
+    pub cpu_workers: usize,
+    /// Cost of dispatching one GPU chunk, ms.
+    #[serde(default)]
+    pub chunk_overhead_ms: f64,
+    /// Safety margin of the frame budget, ms.
+    #[serde(default = "default_margin")]
+    pub budget_margin_ms: f64,
+    /// Relaxation of the frame budget for chunk tails, ms.
+    #[serde(default = "default_relaxation")]
+    pub relaxation_ms: f64,
+    /// Weight of the content variation in the utility (default 0.01).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// The DNNs.
+    pub dnns: Vec<DnnScenario>,
+}
+
+fn default_margin() -> f64 {
+    1.0
+}
+fn default_relaxation() -> f64 {
+    5.0
+}
+fn default_alpha() -> f64 {
+    0.01
+}
+
+/// One DNN of a scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnnScenario {
+    /// Name.
+    pub name: String,
+    /// GPU time of every op, ms (ignored for CPU-only ops).
+    pub gpu_op_ms: Vec<f64>,
+    /// CPU time of every op, ms.
+    pub cpu_op_ms: Vec<f64>,
+    /// Ops the GPU cannot run (fallback ops), by index.
+    #[serde(default)]
+    pub cpu_only_ops: Vec<usize>,
+    /// When inferences are requested.
+    pub request: RequestPattern,
+    /// Relative deadline, ms.
+    #[serde(default)]
+    pub deadline_ms: Option<f64>,
+    /// Utility parameters.
+    #[serde(default)]
+    pub utility: UtilityParams,
+    /// Content variation of successive requests, cycled.
+    #[serde(default)]
+    pub content_variation: Vec<f64>,
+}
+
+/// When a DNN is requested: `{"period_ms": P}` (from `start_ms`, default 0) or
+/// `{"events_ms": [...]}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestPattern {
+    /// A request every `period_ms`.
+    #[serde(default)]
+    pub period_ms: Option<f64>,
+    /// First periodic request, ms.
+    #[serde(default)]
+    pub start_ms: Option<f64>,
+    /// Requests at these times.
+    #[serde(default)]
+    pub events_ms: Option<Vec<f64>>,
+}
+
+impl RequestPattern {
+    /// The request times before `end_ms`, in order.
+    pub fn times(&self, end_ms: f64) -> Vec<f64> {
+        if let Some(p) = self.period_ms {
+            let mut t = self.start_ms.unwrap_or(0.0);
+            let mut v = Vec::new();
+            while t < end_ms {
+                v.push(t);
+                t += p;
+            }
+            v
+        } else {
+            let mut v: Vec<f64> = self
+                .events_ms
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|t| *t < end_ms)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        }
+    }
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn check(ok: bool, field: impl Into<String>, problem: &str) -> Result<(), ScenarioError> {
+    if ok { Ok(()) } else { Err(invalid(field, problem)) }
+}
+
+fn nonneg(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+impl Scenario {
+    /// Parses and validates a scenario.
+    pub fn from_json(text: &str) -> Result<Self, ScenarioError> {
+        let s: Scenario = serde_json::from_str(text)?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Reads, parses and validates a scenario file.
+    pub fn from_file(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Self::from_json(&text)
+    }
+
+    /// Checks every value, naming the first bad field.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        check(
+            self.frame_rate.is_finite() && self.frame_rate > 0.0,
+            "frame_rate",
+            "must be > 0",
+        )?;
+        let period = 1000.0 / self.frame_rate;
+        check(
+            nonneg(self.render_ms) && self.render_ms < period,
+            "render_ms",
+            "must be >= 0 and shorter than the frame period",
+        )?;
+        check(
+            self.duration_s.is_finite() && self.duration_s > 0.0 && self.duration_s <= 3600.0,
+            "duration_s",
+            "must be in (0, 3600]",
+        )?;
+        check(self.cpu_workers >= 1, "cpu_workers", "must be >= 1")?;
+        check(nonneg(self.chunk_overhead_ms), "chunk_overhead_ms", "must be >= 0")?;
+        check(nonneg(self.budget_margin_ms), "budget_margin_ms", "must be >= 0")?;
+        check(nonneg(self.relaxation_ms), "relaxation_ms", "must be >= 0")?;
+        check(nonneg(self.alpha), "alpha", "must be >= 0")?;
+        check(
+            self.budget().budget_ms() > self.chunk_overhead_ms,
+            "budget_margin_ms",
+            "leaves no frame budget (1/frame_rate - render_ms - budget_margin_ms <= chunk_overhead_ms)",
+        )?;
+        check(!self.dnns.is_empty(), "dnns", "must not be empty")?;
+        let mut names = HashSet::new();
+        for (i, d) in self.dnns.iter().enumerate() {
+            let f = |x: &str| format!("dnns[{i}].{x}");
+            check(!d.name.is_empty(), f("name"), "must not be empty")?;
+            check(names.insert(d.name.as_str()), f("name"), "is used twice")?;
+            check(!d.gpu_op_ms.is_empty(), f("gpu_op_ms"), "must not be empty")?;
+            check(
+                d.cpu_op_ms.len() == d.gpu_op_ms.len(),
+                f("cpu_op_ms"),
+                "must have one entry per op (as many as gpu_op_ms)",
+            )?;
+            for (k, &t) in d.gpu_op_ms.iter().enumerate() {
+                check(nonneg(t), f(&format!("gpu_op_ms[{k}]")), "must be finite and >= 0")?;
+            }
+            for (k, &t) in d.cpu_op_ms.iter().enumerate() {
+                check(nonneg(t), f(&format!("cpu_op_ms[{k}]")), "must be finite and >= 0")?;
+            }
+            let mut seen = HashSet::new();
+            for (k, &op) in d.cpu_only_ops.iter().enumerate() {
+                let field = f(&format!("cpu_only_ops[{k}]"));
+                check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
+                check(seen.insert(op), field, "is listed twice")?;
+            }
+            let r = &d.request;
+            match (&r.period_ms, &r.events_ms) {
+                (Some(p), None) => {
+                    check(p.is_finite() && *p > 0.0, f("request.period_ms"), "must be > 0")?;
+                    check(
+                        r.start_ms.is_none_or(nonneg),
+                        f("request.start_ms"),
+                        "must be >= 0",
+                    )?;
+                }
+                (None, Some(ev)) => {
+                    check(r.start_ms.is_none(), f("request.start_ms"), "only goes with period_ms")?;
+                    for (k, &t) in ev.iter().enumerate() {
+                        check(
+                            nonneg(t),
+                            f(&format!("request.events_ms[{k}]")),
+                            "must be finite and >= 0",
+                        )?;
+                    }
+                }
+                _ => {
+                    return Err(invalid(
+                        f("request"),
+                        "needs exactly one of period_ms and events_ms",
+                    ));
+                }
+            }
+            if let Some(dl) = d.deadline_ms {
+                check(dl.is_finite() && dl > 0.0, f("deadline_ms"), "must be > 0")?;
+            }
+            let u = &d.utility;
+            check(u.l0.is_finite(), f("utility.l0"), "must be finite")?;
+            check(nonneg(u.beta), f("utility.beta"), "must be >= 0")?;
+            check(
+                u.gamma.is_finite() && u.gamma > 0.0,
+                f("utility.gamma"),
+                "must be > 0",
+            )?;
+            for (k, &c) in d.content_variation.iter().enumerate() {
+                check(
+                    nonneg(c),
+                    f(&format!("content_variation[{k}]")),
+                    "must be finite and >= 0",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The frame budget of this scenario.
+    pub fn budget(&self) -> FrameBudget {
+        FrameBudget {
+            frame_period_ms: 1000.0 / self.frame_rate,
+            render_ms: self.render_ms,
+            margin_ms: self.budget_margin_ms,
+            relaxation_ms: self.relaxation_ms,
+            chunk_overhead_ms: self.chunk_overhead_ms,
+        }
+    }
+
+    /// The same scenario with only the DNN called `name` (for its isolated latency).
+    pub fn only(&self, name: &str) -> Option<Scenario> {
+        let d = self.dnns.iter().find(|d| d.name == name)?;
+        Some(Scenario {
+            dnns: vec![d.clone()],
+            ..self.clone()
+        })
+    }
+}
+
+impl DnnScenario {
+    /// The per-step costs.
+    pub fn steps(&self) -> Vec<StepCost> {
+        let mut steps: Vec<StepCost> = self
+            .gpu_op_ms
+            .iter()
+            .zip(&self.cpu_op_ms)
+            .map(|(&g, &c)| StepCost::gpu_and_cpu(g, c))
+            .collect();
+        for &op in &self.cpu_only_ops {
+            steps[op] = StepCost::cpu_only(self.cpu_op_ms[op]);
+        }
+        steps
+    }
+
+    /// The model spec to register.
+    pub fn spec(&self) -> ModelSpec {
+        ModelSpec {
+            name: self.name.clone(),
+            steps: self.steps(),
+            utility: self.utility,
+            deadline_ms: self.deadline_ms,
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Tests that fail if a policy, the deadline override or the offload were wrong. Expectations are
+//! computed by hand or by independent code, never read back from the code under test.
+
+use heimdall_coordinator::policy::{
+    JobView, LeastSlackTime, ModelCosts, Policy, PolicyContext, UnitCost, least_latency_sequence,
+};
+use heimdall_coordinator::sim::{DnnScenario, RequestPattern, Scenario, simulate, simulate_with};
+use heimdall_coordinator::{ModelId, Processor, ProcessorSet, UtilityParams, analyzer};
+use proptest::prelude::*;
+
+fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> DnnScenario {
+    DnnScenario {
+        name: name.into(),
+        gpu_op_ms: vec![op_ms; ops],
+        cpu_op_ms: vec![op_ms * cpu_factor; ops],
+        cpu_only_ops: vec![],
+        request: RequestPattern {
+            period_ms: Some(period_ms),
+            start_ms: None,
+            events_ms: None,
+        },
+        deadline_ms: None,
+        utility: UtilityParams::default(),
+        content_variation: vec![],
+    }
+}
+
+fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
+    let s = Scenario {
+        frame_rate: 30.0,
+        render_ms: 3.0,
+        duration_s,
+        cpu_workers: 2,
+        chunk_overhead_ms: 0.05,
+        budget_margin_ms: 1.0,
+        relaxation_ms: 5.0,
+        alpha: 0.01,
+        dnns,
+    };
+    s.validate().unwrap();
+    s
+}
+
+fn u(l0: f64, beta: f64, gamma: f64) -> UtilityParams {
+    UtilityParams { l0, beta, gamma }
+}
+
+/// Mean utility at completion, `L0 - beta * latency_s^gamma`, computed here from latencies.
+fn mean_completion_utility(out: &heimdall_coordinator::sim::SimOutput, i: usize, p: UtilityParams) -> f64 {
+    let v: Vec<f64> = out
+        .completions
+        .iter()
+        .filter(|c| c.model.0 == i)
+        .map(|c| p.l0 - p.beta * (c.latency_ms() / 1000.0).powf(p.gamma))
+        .collect();
+    assert!(!v.is_empty(), "model {i} never completed");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Three continuously requested DNNs that together overload the GPU, decaying at different rates
+/// (beta 1, 2, 4, gamma 1). MaxMinUtility runs whichever has the lowest utility, so their
+/// mean utilities at completion stay together: stated spread <= 0.6 (6 % of L0 = 10).
+/// Running them first-come-first-served (`fifo`) ignores the decay rates and spreads them by more
+/// than 1.
+#[test]
+fn max_min_utility_keeps_continuous_dnns_within_spread() {
+    let params = [u(10.0, 1.0, 1.0), u(10.0, 2.0, 1.0), u(10.0, 4.0, 1.0)];
+    let mut d = vec![
+        dnn("a", 60, 2.0, 4.0, 100.0),
+        dnn("b", 60, 2.0, 4.0, 100.0),
+        dnn("c", 60, 2.0, 4.0, 100.0),
+    ];
+    for (x, p) in d.iter_mut().zip(params) {
+        x.utility = p;
+    }
+    let sc = scenario(d, 20.0);
+    let spread = |policy: &str| {
+        let out = simulate_with(&sc, policy, false, |c| c.offload.enabled = false).unwrap();
+        let m: Vec<f64> = (0..3).map(|i| mean_completion_utility(&out, i, params[i])).collect();
+        m.iter().copied().fold(f64::MIN, f64::max) - m.iter().copied().fold(f64::MAX, f64::min)
+    };
+    let mm = spread("max_min_utility");
+    let fifo = spread("fifo");
+    eprintln!("spread: max_min {mm}, fifo {fifo}");
+    assert!(mm <= 0.6, "max_min spread {mm}");
+    assert!(fifo > 1.0, "fifo spread {fifo} (the test scenario must discriminate)");
+}
+
+/// Two identical DNNs (500 ms of GPU work each, always requested) that overload the GPU; `hi` has
+/// the higher L0 and gamma (10, 2 against 5, 1; beta 1 for both). Their requests wait 0.5 s and
+/// more, where `hi` loses `2*a*d + d^2 > d` per interval `d` (a > 0.48 s), so MaxTotalUtility must
+/// give `hi` clearly more inferences and lower latency; MaxMinUtility runs the lowest utility,
+/// which is `lo`'s, so it must not favour `hi`.
+#[test]
+fn max_total_utility_favours_higher_l0_and_gamma() {
+    let mut hi = dnn("hi", 100, 5.0, 10.0, 100.0);
+    hi.utility = u(10.0, 1.0, 2.0);
+    let mut lo = dnn("lo", 100, 5.0, 10.0, 100.0);
+    lo.utility = u(5.0, 1.0, 1.0);
+    let sc = scenario(vec![hi, lo], 30.0);
+    let mt = simulate_with(&sc, "max_total_utility", false, |c| c.offload.enabled = false).unwrap();
+    let (h, l) = (mt.report.dnn("hi").unwrap(), mt.report.dnn("lo").unwrap());
+    eprintln!("max_total: hi {h:?}\nlo {l:?}");
+    assert!(h.completed >= l.completed + 3, "hi {} vs lo {}", h.completed, l.completed);
+    assert!(h.latency_ms.mean < 0.85 * l.latency_ms.mean);
+    let mm = simulate_with(&sc, "max_min_utility", false, |c| c.offload.enabled = false).unwrap();
+    let (h2, l2) = (mm.report.dnn("hi").unwrap(), mm.report.dnn("lo").unwrap());
+    eprintln!("max_min: hi {h2:?}\nlo {l2:?}");
+    assert!(h2.completed <= l2.completed, "max_min favoured hi: {} vs {}", h2.completed, l2.completed);
+}
+
+/// One decision, computed by hand: at age 0.6 s, interval 1/30 s,
+/// hi (L0 10, beta 10, gamma 2) loses 10*((0.6+1/30)^2 - 0.36) = 0.4111 over the interval;
+/// lo (L0 10, beta 10, gamma 1) loses 10/30 = 0.3333; so max_total runs hi, max_min runs the one
+/// with lower utility now: hi has 10 - 3.6 = 6.4, lo has 10 - 6 = 4, so lo.
+#[test]
+fn utility_policies_one_decision_by_hand() {
+    let costs = ModelCosts::default();
+    let view = |m: usize, p: UtilityParams| JobView {
+        model: ModelId(m),
+        seq: m as u64,
+        t_start_ms: 0.0,
+        utility: p,
+        content_variation: 0.0,
+        deadline_ms: None,
+        next_op: 0,
+        remaining_ms: 10.0,
+        costs: &costs,
+    };
+    let ctx = PolicyContext {
+        now_ms: 600.0,
+        interval_ms: 1000.0 / 30.0,
+        alpha: 0.01,
+        gpu_free_ms: 600.0,
+        cpu_free_ms: 600.0,
+    };
+    let hi = view(0, u(10.0, 10.0, 2.0));
+    let lo = view(1, u(10.0, 10.0, 1.0));
+    let mt = heimdall_coordinator::policy::MaxTotalUtility;
+    assert!(mt.score(&ctx, &hi) > mt.score(&ctx, &lo));
+    assert!((mt.score(&ctx, &hi) - 0.41111).abs() < 1e-3);
+    let mm = heimdall_coordinator::policy::MaxMinUtility;
+    assert!(mm.score(&ctx, &lo) > mm.score(&ctx, &hi));
+}
+
+/// `urgent` has no utility left to lose (L0 = 0), so MaxTotalUtility alone never prefers it over
+/// the continuously requested, high-utility `hog`; its deadline (600 ms for 80 ms of GPU work)
+/// must still be met thanks to the override, and is missed without it.
+#[test]
+fn deadline_override_fires() {
+    let mut hog = dnn("hog", 50, 2.0, 20.0, 30.0);
+    hog.utility = u(10.0, 10.0, 2.0);
+    let mut urgent = dnn("urgent", 40, 2.0, 20.0, 1000.0);
+    urgent.utility = u(0.0, 1.0, 1.0);
+    urgent.deadline_ms = Some(600.0);
+    let sc = scenario(vec![hog, urgent], 10.0);
+    let with = simulate_with(&sc, "max_total_utility", false, |c| c.offload.enabled = false).unwrap();
+    let r = with.report.dnn("urgent").unwrap();
+    assert!(r.deadline_overrides > 0);
+    assert_eq!(r.completed, 10);
+    assert_eq!(r.deadline_miss_rate, 0.0, "latency {:?}", r.latency_ms);
+    let without = simulate_with(&sc, "max_total_utility", false, |c| {
+        c.offload.enabled = false;
+        c.deadline_override = false;
+    })
+    .unwrap();
+    let r2 = without.report.dnn("urgent").unwrap();
+    assert!(
+        r2.completed < 10 || r2.deadline_miss_rate > 0.0,
+        "without the override urgent should miss: {r2:?}"
+    );
+}
+
+/// `a` and `b` (important) are requested for the first 6 s only; `c` (least important, 80 ms of
+/// GPU work, 240 ms on the CPU) is requested continuously. While all three run, the GPU is
+/// overloaded and `c` waits longest: it must move to the CPU; once `a` and `b` stop, it must come
+/// back to the GPU, and switch exactly twice (no ping-pong). `a` and `b` never move.
+#[test]
+fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
+    let mut a = dnn("a", 50, 2.0, 6.0, 150.0); // 100 ms of GPU work every 150 ms
+    a.utility = u(10.0, 10.0, 2.0);
+    let mut b = dnn("b", 50, 2.0, 6.0, 150.0);
+    b.utility = u(10.0, 10.0, 2.0);
+    for x in [&mut a, &mut b] {
+        x.request = RequestPattern {
+            period_ms: None,
+            start_ms: None,
+            events_ms: Some((0..40).map(|k| k as f64 * 150.0).collect()),
+        };
+    }
+    let mut c = dnn("c", 40, 2.0, 3.0, 100.0);
+    c.utility = u(1.0, 1.0, 1.0);
+    let sc = scenario(vec![a, b, c], 16.0);
+    let out = simulate(&sc, "max_total_utility", true).unwrap();
+    let r = &out.report;
+    assert_eq!(r.dnn("a").unwrap().offload_switches, 0);
+    assert_eq!(r.dnn("b").unwrap().offload_switches, 0);
+    let c = r.dnn("c").unwrap();
+    assert_eq!(c.offload_switches, 2, "{c:?}");
+    // Switch times from the trace's offload instants.
+    let switches: Vec<(f64, String)> = out
+        .timeline
+        .events()
+        .iter()
+        .filter(|e| e.category == "offload")
+        .map(|e| (e.start_ms, e.name.clone()))
+        .collect();
+    assert_eq!(switches.len(), 2);
+    assert_eq!(switches[0].1, "c -> cpu");
+    assert!(switches[0].0 < 6000.0, "offloaded at {}", switches[0].0);
+    assert_eq!(switches[1].1, "c -> gpu");
+    assert!(switches[1].0 > 6000.0 && switches[1].0 < 9000.0, "back at {}", switches[1].0);
+    // When offloaded, c was the most delayed: its last GPU latency exceeds a's and b's.
+    let last = |m: usize| {
+        out.completions
+            .iter()
+            .filter(|x| x.model.0 == m && x.finished_ms < switches[0].0 && !x.offloaded)
+            .map(|x| x.latency_ms())
+            .last()
+    };
+    let lc = last(2).unwrap_or(switches[0].0);
+    assert!(lc > last(0).unwrap() && lc > last(1).unwrap());
+}
+
+fn unit(set: ProcessorSet, gpu: f64, cpu: f64) -> UnitCost {
+    UnitCost { processors: set, gpu_ms: gpu, cpu_ms: cpu }
+}
+
+/// Band's Figure 12, with the NPU played by the GPU. Job 1: units A, B (GPU or CPU) and C (CPU
+/// only), SLO 80; job 2: units E, F (GPU or CPU), SLO 100. Times chosen so that, as in the paper,
+/// {A,B}(GPU) - {C}(CPU) takes 10 and {E,F}(GPU) takes 10: slacks 70 and 90, so job 1 and
+/// subgraph {A,B} on the GPU are selected.
+#[test]
+fn lst_on_band_figure_12() {
+    let both = ProcessorSet::GPU_AND_CPU;
+    let job1 = [unit(both, 3.0, 8.0), unit(both, 3.0, 8.0), unit(ProcessorSet::CPU_ONLY, 0.0, 4.0)];
+    let job2 = [unit(both, 5.0, 20.0), unit(both, 5.0, 20.0)];
+    // Hand enumeration for job 1: {A,B}G+{C}C = 6+4 = 10; {A}G+{B}G+{C}C = 10; {A}G+{B,C}C = 15;
+    // {A,B,C}C = 20: best 10, first subgraph {A,B} on GPU (the longer first subgraph of equal
+    // cost is found first by the DP, as Band's merged subgraph).
+    let p1 = least_latency_sequence(&job1, 0.0, 0.0, 0.0);
+    assert!((p1.finish_ms - 10.0).abs() < 1e-9);
+    assert_eq!(p1.first.as_ref().unwrap().1, Processor::Gpu);
+    assert!(p1.first.as_ref().unwrap().0.start == 0);
+    let p2 = least_latency_sequence(&job2, 0.0, 0.0, 0.0);
+    assert!((p2.finish_ms - 10.0).abs() < 1e-9);
+    assert_eq!(p2.first, Some((0..2, Processor::Gpu)));
+
+    // The policy picks by least slack: 80 - 10 = 70 < 100 - 10 = 90.
+    let costs1 = costs_of(&job1);
+    let costs2 = costs_of(&job2);
+    let ctx = PolicyContext { now_ms: 0.0, interval_ms: 33.3, alpha: 0.0, gpu_free_ms: 0.0, cpu_free_ms: 0.0 };
+    let v1 = j(0, 80.0, &costs1);
+    let v2 = j(1, 100.0, &costs2);
+    assert!((LeastSlackTime::slack_ms(&ctx, &v1) - 70.0).abs() < 1e-9);
+    assert!((LeastSlackTime::slack_ms(&ctx, &v2) - 90.0).abs() < 1e-9);
+    assert!(LeastSlackTime.score(&ctx, &v1) > LeastSlackTime.score(&ctx, &v2));
+
+    // Not earliest-deadline-first: give job 2 a slow remainder (40 on GPU) -> slack 60 < 70.
+    let job2_slow = [unit(both, 20.0, 80.0), unit(both, 20.0, 80.0)];
+    let costs2s = costs_of(&job2_slow);
+    let v2s = j(1, 100.0, &costs2s);
+    assert!(LeastSlackTime.score(&ctx, &v2s) > LeastSlackTime.score(&ctx, &v1));
+
+    // Busy processors count: with the GPU busy until 25, job 1 is fastest all on the CPU
+    // (max(0, free cpu) + 8 + 8 + 4 = 20) rather than 25 + 6 + 4 = 35.
+    let p1b = least_latency_sequence(&job1, 0.0, 25.0, 0.0);
+    assert!((p1b.finish_ms - 20.0).abs() < 1e-9);
+    assert_eq!(p1b.first.unwrap().1, Processor::Cpu);
+}
+
+fn j(m: usize, dl: f64, costs: &ModelCosts) -> JobView<'_> {
+    JobView {
+        model: ModelId(m),
+        seq: m as u64,
+        t_start_ms: 0.0,
+        utility: UtilityParams::default(),
+        content_variation: 0.0,
+        deadline_ms: Some(dl),
+        next_op: 0,
+        remaining_ms: 0.0,
+        costs,
+    }
+}
+
+/// Model costs with one step per unit.
+fn costs_of(units: &[UnitCost]) -> ModelCosts {
+    let steps: Vec<analyzer::StepCost> = units
+        .iter()
+        .map(|u| analyzer::StepCost { gpu_ms: u.gpu_ms, cpu_ms: u.cpu_ms, processors: u.processors })
+        .collect();
+    let mut g = vec![0.0];
+    let mut c = vec![0.0];
+    for s in &steps {
+        g.push(g.last().unwrap() + if s.processors.contains(Processor::Gpu) { s.gpu_ms } else { 0.0 });
+        c.push(c.last().unwrap() + s.cpu_ms);
+    }
+    ModelCosts { units: analyzer::units(&steps), prefix_gpu: g, prefix_cpu: c }
+}
+
+/// Exhaustive reference: every sequence of subgraphs and processors.
+fn brute(units: &[UnitCost], t: f64, gpu_free: f64, cpu_free: f64) -> f64 {
+    if units.is_empty() {
+        return t;
+    }
+    let mut best = f64::INFINITY;
+    let mut set = ProcessorSet::GPU_AND_CPU;
+    for j in 1..=units.len() {
+        set = set.intersection(units[j - 1].processors);
+        if set.is_empty() {
+            break;
+        }
+        for p in set.iter() {
+            let (free, cost) = match p {
+                Processor::Gpu => (gpu_free, units[..j].iter().map(|u| u.gpu_ms).sum::<f64>()),
+                Processor::Cpu => (cpu_free, units[..j].iter().map(|u| u.cpu_ms).sum::<f64>()),
+            };
+            best = best.min(brute(&units[j..], t.max(free) + cost, gpu_free, cpu_free));
+        }
+    }
+    best
+}
+
+proptest! {
+    #[test]
+    fn lst_dp_matches_exhaustive_search(
+        raw in prop::collection::vec((0u8..3, 0.0f64..20.0, 0.0f64..40.0), 1..8),
+        gpu_free in 0.0f64..30.0, cpu_free in 0.0f64..30.0,
+    ) {
+        let us: Vec<UnitCost> = raw.iter().map(|&(k, g, c)| {
+            let set = [ProcessorSet::GPU_AND_CPU, ProcessorSet::CPU_ONLY, ProcessorSet::GPU_ONLY][k as usize];
+            unit(set, g, c)
+        }).collect();
+        let dp = least_latency_sequence(&us, 0.0, gpu_free, cpu_free).finish_ms;
+        let bf = brute(&us, 0.0, gpu_free, cpu_free);
+        prop_assert!((dp - bf).abs() < 1e-6 || (dp.is_infinite() && bf.is_infinite()), "dp {} brute {}", dp, bf);
+    }
+}

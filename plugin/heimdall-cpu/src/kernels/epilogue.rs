@@ -1,0 +1,153 @@
+//! Fused epilogues: residual add then activation, applied where a kernel writes its output.
+
+/// An activation applied element-wise to a kernel's output.
+#[derive(Clone, Copy, Debug)]
+pub enum Act<'a> {
+    /// Identity.
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    /// `min(max(x, -1), 1)`.
+    ReluN1To1,
+    /// `1 / (1 + exp(-x))`.
+    Logistic,
+    /// `x * relu6(x + 3) / 6`.
+    HardSwish,
+    /// `tanh(x)`.
+    Tanh,
+    /// `x if x >= 0 else alpha[c] * x`, with one alpha per output channel (the slice's length is
+    /// the channel count) or a single shared alpha (length 1).
+    Prelu(&'a [f32]),
+}
+
+/// What a kernel applies to each output value before storing it: `act(value + residual)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue<'a> {
+    /// A tensor of exactly the output's shape added element-wise before the activation.
+    pub residual: Option<&'a [f32]>,
+    /// The activation.
+    pub act: Act<'a>,
+}
+
+impl Epilogue<'_> {
+    /// No residual, no activation.
+    pub const NONE: Epilogue<'static> = Epilogue {
+        residual: None,
+        act: Act::None,
+    };
+}
+
+impl<'a> Epilogue<'a> {
+    /// An epilogue with only an activation.
+    pub fn act(act: Act<'a>) -> Epilogue<'a> {
+        Epilogue {
+            residual: None,
+            act,
+        }
+    }
+
+    /// Whether applying this epilogue changes nothing.
+    pub fn is_identity(&self) -> bool {
+        self.residual.is_none() && matches!(self.act, Act::None)
+    }
+
+    /// Applies `act(x + residual)` in place to `out`, a contiguous piece of the whole output
+    /// tensor starting at element `offset`; `channels` is the tensor's innermost dimension (it
+    /// indexes per-channel PReLU alphas: the channel of `out[i]` is `(offset + i) % channels`).
+    pub fn apply(&self, out: &mut [f32], offset: usize, channels: usize) {
+        if let Some(res) = self.residual {
+            debug_assert!(res.len() >= offset + out.len());
+            let res = &res[offset..offset + out.len()];
+            for (o, r) in out.iter_mut().zip(res) {
+                *o += *r;
+            }
+        }
+        self.act.apply(out, offset, channels);
+    }
+}
+
+impl Act<'_> {
+    /// The activation of one value `x` of channel `c`.
+    #[inline]
+    pub fn eval(&self, x: f32, c: usize) -> f32 {
+        match *self {
+            Act::None => x,
+            Act::Relu => relu(x),
+            Act::Relu6 => relu6(x),
+            Act::ReluN1To1 => relu_n1_to_1(x),
+            Act::Logistic => logistic(x),
+            Act::HardSwish => hard_swish(x),
+            Act::Tanh => x.tanh(),
+            Act::Prelu(alpha) => {
+                let a = if alpha.len() == 1 { alpha[0] } else { alpha[c] };
+                prelu(x, a)
+            }
+        }
+    }
+
+    /// Applies the activation in place to `out`, a piece of a tensor starting at element
+    /// `offset` whose innermost dimension is `channels` (see [`Epilogue::apply`]).
+    pub fn apply(&self, out: &mut [f32], offset: usize, channels: usize) {
+        match *self {
+            Act::None => {}
+            Act::Relu => out.iter_mut().for_each(|x| *x = relu(*x)),
+            Act::Relu6 => out.iter_mut().for_each(|x| *x = relu6(*x)),
+            Act::ReluN1To1 => out.iter_mut().for_each(|x| *x = relu_n1_to_1(*x)),
+            Act::Logistic => out.iter_mut().for_each(|x| *x = logistic(*x)),
+            Act::HardSwish => out.iter_mut().for_each(|x| *x = hard_swish(*x)),
+            Act::Tanh => out.iter_mut().for_each(|x| *x = x.tanh()),
+            Act::Prelu(alpha) if alpha.len() == 1 => {
+                let a = alpha[0];
+                out.iter_mut().for_each(|x| *x = prelu(*x, a));
+            }
+            Act::Prelu(alpha) => {
+                debug_assert_eq!(alpha.len(), channels);
+                let c0 = offset % channels;
+                let head = (channels - c0).min(out.len());
+                let (first, rest) = out.split_at_mut(head);
+                for (x, a) in first.iter_mut().zip(&alpha[c0..]) {
+                    *x = prelu(*x, *a);
+                }
+                for row in rest.chunks_mut(channels) {
+                    for (x, a) in row.iter_mut().zip(alpha) {
+                        *x = prelu(*x, *a);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn relu(x: f32) -> f32 {
+    if x > 0.0 { x } else { 0.0 }
+}
+
+#[inline(always)]
+fn relu6(x: f32) -> f32 {
+    let y = if x > 0.0 { x } else { 0.0 };
+    if y < 6.0 { y } else { 6.0 }
+}
+
+#[inline(always)]
+fn relu_n1_to_1(x: f32) -> f32 {
+    let y = if x > -1.0 { x } else { -1.0 };
+    if y < 1.0 { y } else { 1.0 }
+}
+
+#[inline(always)]
+fn logistic(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[inline(always)]
+fn hard_swish(x: f32) -> f32 {
+    x * relu6(x + 3.0) / 6.0
+}
+
+#[inline(always)]
+fn prelu(x: f32, a: f32) -> f32 {
+    if x >= 0.0 { x } else { a * x }
+}

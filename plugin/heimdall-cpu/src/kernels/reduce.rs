@@ -1,0 +1,102 @@
+//! Mean over any set of axes of a tensor of rank at most 4 (TFLite MEAN).
+
+/// `output = mean of input over axes` for `input` of shape `shape` (rank <= 4). `axes` are
+/// non-negative axis indices (duplicates allowed); `output` holds the product of the kept
+/// dimensions (its layout is the same with or without keep_dims). Sums run in input order.
+pub fn mean(input: &[f32], shape: &[usize], axes: &[usize], output: &mut [f32]) {
+    debug_assert!(shape.len() <= 4);
+    debug_assert_eq!(input.len(), shape.iter().product::<usize>());
+    // Pad to rank 4 at the front.
+    let mut dims = [1usize; 4];
+    let mut reduced = [false; 4];
+    let off = 4 - shape.len();
+    dims[off..].copy_from_slice(shape);
+    for &a in axes {
+        debug_assert!(a < shape.len());
+        reduced[off + a] = true;
+    }
+    // Output strides (0 along reduced axes).
+    let mut ostride = [0usize; 4];
+    let mut s = 1;
+    for d in (0..4).rev() {
+        if !reduced[d] {
+            ostride[d] = s;
+            s *= dims[d];
+        }
+    }
+    debug_assert_eq!(output.len(), s);
+    output.fill(0.0);
+    let count: usize = (0..4).filter(|&d| reduced[d]).map(|d| dims[d]).product();
+    let inner = dims[3];
+    let mut i = 0;
+    for a in 0..dims[0] {
+        for b in 0..dims[1] {
+            for c in 0..dims[2] {
+                let base = a * ostride[0] + b * ostride[1] + c * ostride[2];
+                let src = &input[i..i + inner];
+                if reduced[3] {
+                    output[base] += src.iter().sum::<f32>();
+                } else {
+                    for (o, x) in output[base..base + inner].iter_mut().zip(src) {
+                        *o += *x;
+                    }
+                }
+                i += inner;
+            }
+        }
+    }
+    let n = count as f32;
+    if count > 0 {
+        output.iter_mut().for_each(|o| *o /= n);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // naive references index on purpose
+mod tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn mean_matches_reference(shape in proptest::collection::vec(1..7usize, 1..=4), mask in 0u8..16, seed in 0u64..1000) {
+            let rank = shape.len();
+            let axes: Vec<usize> = (0..rank).filter(|a| mask & (1 << a) != 0).collect();
+            let input = data(seed, shape.iter().product());
+            let out_shape: Vec<usize> = (0..rank).map(|d| if axes.contains(&d) { 1 } else { shape[d] }).collect();
+            let out_len: usize = out_shape.iter().product();
+            // Reference: for each output index, visit every input index and compare coordinates.
+            let mut reference = vec![0.0f64; out_len];
+            let mut counts = vec![0usize; out_len];
+            for flat in 0..input.len() {
+                let mut rem = flat;
+                let mut coord = vec![0; rank];
+                for d in (0..rank).rev() {
+                    coord[d] = rem % shape[d];
+                    rem /= shape[d];
+                }
+                let mut o = 0;
+                for d in 0..rank {
+                    o = o * out_shape[d] + if axes.contains(&d) { 0 } else { coord[d] };
+                }
+                reference[o] += input[flat] as f64;
+                counts[o] += 1;
+            }
+            let reference: Vec<f32> = reference.iter().zip(&counts).map(|(s, c)| (s / *c as f64) as f32).collect();
+            let mut out = vec![f32::NAN; out_len];
+            mean(&input, &shape, &axes, &mut out);
+            assert_close(&out, &reference);
+        }
+    }
+
+    #[test]
+    fn spatial_mean_hand_computed() {
+        // [1, 2, 2, 2]: mean over H and W per channel.
+        let input = [1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0];
+        let mut out = [0.0; 2];
+        mean(&input, &[1, 2, 2, 2], &[1, 2], &mut out);
+        assert_eq!(out, [2.5, 25.0]);
+    }
+}

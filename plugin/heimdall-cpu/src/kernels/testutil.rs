@@ -1,0 +1,154 @@
+//! Shared helpers of the kernel tests: deterministic data, geometry strategies, error metric.
+
+use super::Window;
+use proptest::prelude::*;
+
+/// Deterministic pseudo-random values in [-1, 1).
+pub fn data(seed: u64, len: usize) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Relative L2 error `||out - ref|| / ||ref||` (absolute when the reference is all zeros).
+pub fn rel_l2(out: &[f32], reference: &[f32]) -> f64 {
+    assert_eq!(out.len(), reference.len(), "length mismatch");
+    let mut num = 0.0f64;
+    let mut den = 0.0f64;
+    for (o, r) in out.iter().zip(reference) {
+        num += (*o as f64 - *r as f64).powi(2);
+        den += (*r as f64).powi(2);
+    }
+    if den == 0.0 {
+        num.sqrt()
+    } else {
+        (num / den).sqrt()
+    }
+}
+
+/// Asserts a relative L2 error of at most 1e-5.
+pub fn assert_close(out: &[f32], reference: &[f32]) {
+    let e = rel_l2(out, reference);
+    assert!(
+        e <= 1e-5,
+        "relative L2 error {e}: out {:?}.. ref {:?}..",
+        &out[..out.len().min(8)],
+        &reference[..reference.len().min(8)]
+    );
+}
+
+/// Padding choices of a generated window.
+#[derive(Clone, Copy, Debug)]
+pub enum Padding {
+    /// TFLite SAME.
+    Same,
+    /// TFLite VALID.
+    Valid,
+    /// Explicit top/left and bottom/right padding.
+    Explicit(usize, usize, usize, usize),
+}
+
+/// Output size and leading padding of one spatial dimension.
+pub fn out_dim(
+    input: usize,
+    k: usize,
+    stride: usize,
+    dil: usize,
+    pad: Padding,
+    vertical: bool,
+) -> (usize, usize) {
+    let eff = (k - 1) * dil + 1;
+    match pad {
+        Padding::Same => {
+            let out = input.div_ceil(stride);
+            let total = ((out - 1) * stride + eff).saturating_sub(input);
+            (out, total / 2)
+        }
+        Padding::Valid => ((input.saturating_sub(eff) / stride) + 1, 0),
+        Padding::Explicit(t, l, b, r) => {
+            let (lo, hi) = if vertical { (t, b) } else { (l, r) };
+            ((input + lo + hi - eff) / stride + 1, lo)
+        }
+    }
+}
+
+/// A window for the given sizes (`out_c` given separately), if its output is not empty.
+#[allow(clippy::too_many_arguments)]
+pub fn window(
+    h: usize,
+    w: usize,
+    c: usize,
+    out_c: usize,
+    k: (usize, usize),
+    s: (usize, usize),
+    d: usize,
+    pad: Padding,
+) -> Window {
+    let (oh, pt) = out_dim(h, k.0, s.0, d, pad, true);
+    let (ow, pl) = out_dim(w, k.1, s.1, d, pad, false);
+    Window {
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h: oh,
+        out_w: ow,
+        out_c,
+        k_h: k.0,
+        k_w: k.1,
+        stride_h: s.0,
+        stride_w: s.1,
+        dil_h: d,
+        dil_w: d,
+        pad_top: pt,
+        pad_left: pl,
+    }
+}
+
+/// Paddings: SAME, VALID, or explicit up to 2 per side.
+pub fn padding() -> impl Strategy<Value = Padding> {
+    prop_oneof![
+        Just(Padding::Same),
+        Just(Padding::Valid),
+        (0..3usize, 0..3usize, 0..3usize, 0..3usize)
+            .prop_map(|(a, b, c, d)| Padding::Explicit(a, b, c, d)),
+    ]
+}
+
+/// Window geometries: kernels 1/2/3/5, strides 1..3, dilation 1..2, odd sizes.
+pub fn windows(max_c: usize, with_out_c: bool) -> impl Strategy<Value = Window> {
+    (
+        1..12usize,
+        1..12usize,
+        1..max_c,
+        1..max_c,
+        prop_oneof![Just(1usize), Just(2), Just(3), Just(5)],
+        prop_oneof![Just(1usize), Just(2), Just(3), Just(5)],
+        1..4usize,
+        1..4usize,
+        prop_oneof![4 => Just(1usize), 1 => Just(2)],
+        padding(),
+    )
+        .prop_filter_map(
+            "window larger than padded input",
+            move |(h, w, c, oc, kh, kw, sh, sw, d, pad)| {
+                let (ph, pw) = match pad {
+                    Padding::Explicit(t, l, b, r) => (t + b, l + r),
+                    _ => (0, 0),
+                };
+                if (kh - 1) * d + 1 > h + ph || (kw - 1) * d + 1 > w + pw {
+                    return None;
+                }
+                let oc = if with_out_c { oc } else { c };
+                Some(window(h, w, c, oc, (kh, kw), (sh, sw), d, pad))
+            },
+        )
+}

@@ -1,0 +1,77 @@
+//! Load-time passes over the graph (DESIGN.md section 1).
+//!
+//! Each pass keeps the graph's outputs bit-for-bit the same up to float re-association inside a
+//! fused epilogue (the test suite runs every model with passes on and off and compares). They run
+//! in a fixed order by [`optimize`]:
+//! 1. [`fold_weights`]: `DENSIFY` and `DEQUANTIZE` of constants become constants.
+//! 2. [`fold_pad`]: a spatial zero `PAD` feeding only convolutions becomes their padding.
+//! 3. [`fuse_residual`]: an `ADD` of a producer's output and an earlier tensor becomes the
+//!    producer's residual epilogue.
+//! 4. [`fuse_activation`]: a following activation (ReLU, ReLU6, PReLU, hard-swish, logistic...)
+//!    becomes the producer's epilogue activation.
+//! 5. [`drop_reshapes`]: reshapes that change nothing their consumers can see disappear.
+
+mod fold_pad;
+mod fold_weights;
+mod fuse;
+mod reshape;
+
+pub use fold_pad::fold_pad;
+pub use fold_weights::fold_weights;
+pub use fuse::{fuse_activation, fuse_residual};
+pub use reshape::drop_reshapes;
+
+use crate::graph::Graph;
+use crate::IrError;
+
+/// How many ops each pass removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// `DENSIFY`/`DEQUANTIZE` ops folded into constants.
+    pub weights_folded: usize,
+    /// `PAD` ops folded into convolutions.
+    pub pads_folded: usize,
+    /// `ADD` ops fused as residual epilogues.
+    pub residuals_fused: usize,
+    /// Activation ops fused as epilogues.
+    pub activations_fused: usize,
+    /// Reshapes dropped.
+    pub reshapes_dropped: usize,
+}
+
+/// Runs every pass in order and re-validates the graph.
+pub fn optimize(graph: &mut Graph) -> Result<PassReport, IrError> {
+    let report = PassReport {
+        weights_folded: fold_weights(graph)?,
+        pads_folded: fold_pad(graph),
+        residuals_fused: fuse_residual(graph),
+        activations_fused: fuse_activation(graph),
+        reshapes_dropped: drop_reshapes(graph),
+    };
+    graph.validate()?;
+    Ok(report)
+}
+
+/// Removes the ops marked `None` and renames tensors read by the remaining ops.
+pub(crate) fn rebuild(graph: &mut Graph, ops: Vec<Option<crate::Op>>, rename: &[crate::TensorId]) {
+    let r = |t: &mut crate::TensorId| *t = rename[t.index()];
+    graph.ops = ops
+        .into_iter()
+        .flatten()
+        .map(|mut op| {
+            op.inputs.iter_mut().for_each(r);
+            if let Some(t) = op.epilogue.residual.as_mut() {
+                r(t);
+            }
+            if let crate::Activation::Prelu(t) = &mut op.epilogue.activation {
+                r(t);
+            }
+            op
+        })
+        .collect();
+}
+
+/// Identity renaming table.
+pub(crate) fn identity_rename(graph: &Graph) -> Vec<crate::TensorId> {
+    (0..graph.tensors.len() as u32).map(crate::TensorId).collect()
+}

@@ -1,0 +1,85 @@
+//! Shape helpers: broadcasting and padding arithmetic.
+
+/// NumPy-style broadcast of two shapes (aligned at the last dimension).
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
+        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Output size and leading padding of TFLite `SAME` padding along one axis.
+/// Returns `(out, pad_before, pad_after)`.
+pub fn same_padding(input: usize, kernel: usize, stride: usize, dilation: usize) -> (usize, usize, usize) {
+    let effective = (kernel - 1) * dilation + 1;
+    let out = input.div_ceil(stride);
+    let total = ((out - 1) * stride + effective).saturating_sub(input);
+    (out, total / 2, total - total / 2)
+}
+
+/// Output size of a window along one axis with explicit padding, or `None` when the window does
+/// not fit.
+pub fn window_out(input: usize, kernel: usize, stride: usize, dilation: usize, pad: usize) -> Option<usize> {
+    let effective = (kernel.checked_sub(1)?).checked_mul(dilation)? + 1;
+    let padded = input.checked_add(pad)?;
+    if padded < effective || stride == 0 {
+        return None;
+    }
+    Some((padded - effective) / stride + 1)
+}
+
+/// Row-major strides of a shape.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The shape as four NHWC dimensions, padding missing leading dimensions with 1.
+pub fn as_nhwc(shape: &[usize]) -> [usize; 4] {
+    let mut out = [1; 4];
+    let n = shape.len().min(4);
+    out[4 - n..].copy_from_slice(&shape[shape.len() - n..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_rules() {
+        assert_eq!(broadcast(&[1, 4, 4, 8], &[8]), Some(vec![1, 4, 4, 8]));
+        assert_eq!(broadcast(&[1, 4, 1, 8], &[1, 1, 5, 1]), Some(vec![1, 4, 5, 8]));
+        assert_eq!(broadcast(&[3], &[4]), None);
+        assert_eq!(broadcast(&[], &[2, 3]), Some(vec![2, 3]));
+    }
+
+    #[test]
+    fn same_padding_matches_tflite() {
+        // 128 input, 3x3 stride 2: out 64, total pad = 63*2+3-128 = 1 -> (0, 1).
+        assert_eq!(same_padding(128, 3, 2, 1), (64, 0, 1));
+        // 5x5 stride 1 on 16: out 16, total 4 -> (2, 2).
+        assert_eq!(same_padding(16, 5, 1, 1), (16, 2, 2));
+        // 2x2 stride 2 on 7: out 4, total 3*2+2-7 = 1 -> (0, 1).
+        assert_eq!(same_padding(7, 2, 2, 1), (4, 0, 1));
+    }
+
+    #[test]
+    fn window_out_valid() {
+        assert_eq!(window_out(130, 3, 2, 1, 0), Some(64));
+        assert_eq!(window_out(2, 3, 1, 1, 0), None);
+        assert_eq!(window_out(5, 1, 1, 1, 0), Some(5));
+    }
+}

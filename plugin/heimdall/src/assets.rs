@@ -1,0 +1,64 @@
+//! Where the bundled and fetched models, images and goldens are.
+//!
+//! Five models ship in `assets/models/`; the other MediaPipe models are fetched from the PyPI
+//! wheel into `.cache/models/` by `scripts/fetch_models.py` (checked against
+//! `assets/models/SHA256SUMS`). [`model_path`] runs that script when a model is missing, and
+//! fails loudly when it cannot fetch.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The 14 MediaPipe 0.10.21 models of MODELS.md.
+pub const MEDIAPIPE_MODELS: [&str; 14] = [
+    "face_detection_short_range",
+    "face_detection_full_range_sparse",
+    "face_landmark",
+    "face_landmark_with_attention",
+    "iris_landmark",
+    "palm_detection_lite",
+    "palm_detection_full",
+    "hand_landmark_lite",
+    "hand_landmark_full",
+    "hand_recrop",
+    "pose_detection",
+    "pose_landmark_full",
+    "selfie_segmentation",
+    "selfie_segmentation_landscape",
+];
+
+/// The workspace root (found from this crate's manifest directory, or `HEIMDALL_ROOT`).
+pub fn workspace_root() -> PathBuf {
+    if let Ok(root) = std::env::var("HEIMDALL_ROOT") {
+        return PathBuf::from(root);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// The path of a MediaPipe model by name, fetching it (with `scripts/fetch_models.py`) into
+/// `.cache/models/` if it is neither bundled nor cached yet.
+pub fn model_path(name: &str) -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let bundled = root.join("assets/models").join(format!("{name}.tflite"));
+    if bundled.exists() {
+        return Ok(bundled);
+    }
+    let cached = root.join(".cache/models").join(format!("{name}.tflite"));
+    if cached.exists() {
+        return Ok(cached);
+    }
+    let status = Command::new("python3")
+        .arg(root.join("scripts/fetch_models.py"))
+        .args(["--only", name])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run scripts/fetch_models.py to fetch {name}: {e}"))?;
+    if !status.success() || !cached.exists() {
+        return Err(format!("scripts/fetch_models.py could not fetch {name} ({status})"));
+    }
+    Ok(cached)
+}
+
+/// The golden directory of a model: `assets/goldens/<name>`.
+pub fn goldens_dir(name: &str) -> PathBuf {
+    workspace_root().join("assets/goldens").join(name)
+}

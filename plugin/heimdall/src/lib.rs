@@ -1,0 +1,127 @@
+//! The heimdall engine facade: load a model file into the graph IR (running the load-time
+//! passes), compile it for a backend, move tensors in and out as `.npy`.
+//!
+//! ```no_run
+//! use heimdall::{load_model, LoadOptions};
+//! use heimdall_cpu::{CpuModel, CpuOptions};
+//!
+//! let graph = load_model("assets/models/face_detection_short_range.tflite", LoadOptions::default())?;
+//! let mut model = CpuModel::compile(&graph, CpuOptions::default())?;
+//! model.set_input(0, &vec![0.0; 128 * 128 * 3])?;
+//! model.run()?;
+//! let scores = model.output(1)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod assets;
+pub mod npy;
+
+use std::path::Path;
+
+pub use heimdall_cpu as cpu;
+pub use heimdall_ir as ir;
+pub use heimdall_tflite as tflite;
+use heimdall_ir::passes::{optimize, PassReport};
+use heimdall_ir::Graph;
+use thiserror::Error;
+
+/// Errors of loading a model or moving tensors.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Reading a file failed.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// The file's format is not known from its extension.
+    #[error("{0}: unknown model format (expected a .tflite file)")]
+    UnknownFormat(String),
+    /// The TFLite importer rejected the file.
+    #[error("{path}: {error}")]
+    Import {
+        /// The file.
+        path: String,
+        /// Why.
+        error: heimdall_tflite::ImportError,
+    },
+    /// The passes produced an invalid graph (a bug: please report it with the model).
+    #[error("{path}: after the load-time passes: {error}")]
+    Passes {
+        /// The file.
+        path: String,
+        /// Why.
+        error: heimdall_ir::IrError,
+    },
+    /// A `.npy` file is malformed or not float32.
+    #[error("{path}: {message}")]
+    Npy {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The CPU backend refused the model or an input.
+    #[error(transparent)]
+    Cpu(#[from] heimdall_cpu::CpuError),
+}
+
+/// How to load a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Run the load-time passes (fold weights, fuse epilogues, fold pads, drop reshapes).
+    pub passes: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { passes: true }
+    }
+}
+
+/// Loads a model file (`.tflite`) into the IR.
+pub fn load_model(path: impl AsRef<Path>, options: LoadOptions) -> Result<Graph, Error> {
+    load_model_with_report(path, options).map(|(g, _)| g)
+}
+
+/// Loads a model file and reports what the passes did.
+pub fn load_model_with_report(path: impl AsRef<Path>, options: LoadOptions) -> Result<(Graph, PassReport), Error> {
+    let path = path.as_ref();
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|error| Error::Io { path: shown.clone(), error })?;
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("tflite") => load_tflite_bytes(&bytes, name, options).map_err(|e| match e {
+            Error::Import { error, .. } => Error::Import { path: shown.clone(), error },
+            Error::Passes { error, .. } => Error::Passes { path: shown.clone(), error },
+            other => other,
+        }),
+        _ => Err(Error::UnknownFormat(shown)),
+    }
+}
+
+/// Imports TFLite bytes and runs the passes if asked.
+pub fn load_tflite_bytes(bytes: &[u8], name: &str, options: LoadOptions) -> Result<(Graph, PassReport), Error> {
+    let mut graph = heimdall_tflite::import(bytes, name).map_err(|error| Error::Import { path: name.to_string(), error })?;
+    let report = if options.passes {
+        optimize(&mut graph).map_err(|error| Error::Passes { path: name.to_string(), error })?
+    } else {
+        PassReport::default()
+    };
+    Ok((graph, report))
+}
+
+/// Relative L2 error `||out - reference|| / ||reference||` (with a floor on the norm of the
+/// reference so all-zero references compare absolutely).
+pub fn rel_l2(out: &[f32], reference: &[f32]) -> f64 {
+    assert_eq!(out.len(), reference.len(), "rel_l2 of tensors of different sizes");
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&a, &b) in out.iter().zip(reference) {
+        num += (a as f64 - b as f64).powi(2);
+        den += (b as f64).powi(2);
+    }
+    num.sqrt() / den.sqrt().max(1e-30)
+}
