@@ -1,5 +1,6 @@
 //! Criterion benchmarks of the f32 CPU kernels (heimdall-cpu), single-threaded, with the
-//! throughput reported in GFLOP/s (one multiply-add = 2 FLOP).
+//! throughput reported as elements/s where one element is one FLOP (one multiply-add = 2
+//! FLOP), so criterion's "Gelem/s" reads as GFLOP/s.
 //!
 //! `cargo bench -p heimdall-benches --bench cpu_kernels`
 
@@ -80,6 +81,7 @@ fn kernels(c: &mut Criterion) {
     conv(c, "1x1_64x64x32_to_64", window(64, 64, 32, 64, 1, 1), 1);
     conv(c, "1x1_16x16x128_to_128", window(16, 16, 128, 128, 1, 1), 1);
     conv(c, "3x3s2_128x128x3_to_24", window(128, 128, 3, 24, 3, 2), 1);
+    conv(c, "5x5s2_128x128x3_to_24", window(128, 128, 3, 24, 5, 2), 1);
     conv(c, "3x3_32x32x32_to_32", window(32, 32, 32, 32, 3, 1), 1);
     depthwise(c, "3x3_64x64x32", window(64, 64, 32, 32, 3, 1), 1);
     depthwise(c, "5x5_64x64x32", window(64, 64, 32, 32, 5, 1), 1);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use heimdall::{load_model, LoadOptions};
+use heimdall::{LoadOptions, load_model};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use serde_json::json;
 
@@ -49,12 +49,16 @@ pub fn summary(mut v: Vec<Duration>) -> (f64, f64, f64) {
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let graph = load_model(&args.model, LoadOptions::default())?;
     let Backend::Cpu = args.backend;
-    let options = args.threads.map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
+    let options = args
+        .threads
+        .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
     let mut model = CpuModel::compile(&graph, options)?;
     // A deterministic input in [-1, 1].
     for (i, shape) in model.input_shapes().iter().enumerate() {
         let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n).map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0).collect();
+        let data: Vec<f32> = (0..n)
+            .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
+            .collect();
         model.set_input(i, &data)?;
     }
     for _ in 0..args.warmup {
@@ -81,7 +85,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let (median, p90, max) = summary(totals);
     let threads = options.threads;
     let ops: Vec<_> = if args.per_op {
-        per_op.into_iter().enumerate().map(|(k, v)| json!({"index": k, "op": model.op_name(k), "median_ms": summary(v).0})).collect()
+        per_op
+            .into_iter()
+            .enumerate()
+            .map(|(k, v)| json!({"index": k, "op": model.op_name(k), "median_ms": summary(v).0}))
+            .collect()
     } else {
         Vec::new()
     };
@@ -92,9 +100,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("{} on cpu ({threads} threads, {} runs): median {median:.3} ms, p90 {p90:.3} ms, max {max:.3} ms", graph.name, args.runs);
+        println!(
+            "{} on cpu ({threads} threads, {} runs): median {median:.3} ms, p90 {p90:.3} ms, max {max:.3} ms",
+            graph.name, args.runs
+        );
         for o in &ops {
-            println!("  {:>4} {:<26} {:>8.4} ms", o["index"], o["op"].as_str().unwrap_or(""), o["median_ms"].as_f64().unwrap_or(0.0));
+            println!(
+                "  {:>4} {:<26} {:>8.4} ms",
+                o["index"],
+                o["op"].as_str().unwrap_or(""),
+                o["median_ms"].as_f64().unwrap_or(0.0)
+            );
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use heimdall::{load_model_with_report, LoadOptions};
+use heimdall::{LoadOptions, load_model_with_report};
 use heimdall_ir::cost::op_cost;
 use heimdall_ir::{Activation, Graph, OpKind};
 use serde_json::json;
@@ -24,20 +24,45 @@ pub struct InspectArgs {
 /// Ops the file holds, by name (before any pass).
 pub fn file_op_counts(path: &PathBuf) -> anyhow::Result<heimdall::tflite::OpCounts> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(heimdall::tflite::op_counts(&bytes)?)
+    heimdall::tflite::op_counts(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn attributes(kind: &OpKind) -> String {
     match kind {
-        OpKind::Conv2d(a) | OpKind::TransposeConv2d(a) => format!("stride {}x{} pad {}/{}/{}/{}", a.stride[0], a.stride[1], a.pad.top, a.pad.bottom, a.pad.left, a.pad.right),
-        OpKind::DepthwiseConv2d { attrs: a, multiplier } => format!("stride {}x{} pad {}/{}/{}/{} x{multiplier}", a.stride[0], a.stride[1], a.pad.top, a.pad.bottom, a.pad.left, a.pad.right),
-        OpKind::MaxPool2d(p) | OpKind::AvgPool2d(p) => format!("{}x{} stride {}x{} pad {}/{}/{}/{}", p.filter[0], p.filter[1], p.stride[0], p.stride[1], p.pad.top, p.pad.bottom, p.pad.left, p.pad.right),
+        OpKind::Conv2d(a) | OpKind::TransposeConv2d(a) => format!(
+            "stride {}x{} pad {}/{}/{}/{}",
+            a.stride[0], a.stride[1], a.pad.top, a.pad.bottom, a.pad.left, a.pad.right
+        ),
+        OpKind::DepthwiseConv2d {
+            attrs: a,
+            multiplier,
+        } => format!(
+            "stride {}x{} pad {}/{}/{}/{} x{multiplier}",
+            a.stride[0], a.stride[1], a.pad.top, a.pad.bottom, a.pad.left, a.pad.right
+        ),
+        OpKind::MaxPool2d(p) | OpKind::AvgPool2d(p) => format!(
+            "{}x{} stride {}x{} pad {}/{}/{}/{}",
+            p.filter[0],
+            p.filter[1],
+            p.stride[0],
+            p.stride[1],
+            p.pad.top,
+            p.pad.bottom,
+            p.pad.left,
+            p.pad.right
+        ),
         OpKind::Mean { axes, keep_dims } => format!("axes {axes:?} keep_dims {keep_dims}"),
         OpKind::Pad { pads } => format!("pads {pads:?}"),
         OpKind::Concatenation { axis } => format!("axis {axis}"),
-        OpKind::ResizeBilinear { align_corners, half_pixel_centers } => format!("align_corners {align_corners} half_pixel {half_pixel_centers}"),
+        OpKind::ResizeBilinear {
+            align_corners,
+            half_pixel_centers,
+        } => format!("align_corners {align_corners} half_pixel {half_pixel_centers}"),
         OpKind::DepthToSpace { block } => format!("block {block}"),
-        OpKind::StridedSlice(s) => format!("begin {:?} stride {:?} count {:?}", s.begin, s.stride, s.count),
+        OpKind::StridedSlice(s) => format!(
+            "begin {:?} stride {:?} count {:?}",
+            s.begin, s.stride, s.count
+        ),
         _ => String::new(),
     }
 }
@@ -58,7 +83,12 @@ fn epilogue(graph: &Graph, op: &heimdall_ir::Op) -> String {
 /// Runs `inspect`.
 pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     let counts = file_op_counts(&args.model)?;
-    let (graph, report) = load_model_with_report(&args.model, LoadOptions { passes: !args.no_passes })?;
+    let (graph, report) = load_model_with_report(
+        &args.model,
+        LoadOptions {
+            passes: !args.no_passes,
+        },
+    )?;
     let shape = |t: heimdall_ir::TensorId| graph.tensor(t).shape.clone();
     let mut total = heimdall_ir::cost::OpCost::default();
     let mut rows = Vec::new();
@@ -67,7 +97,12 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         total.flops += c.flops;
         total.weight_bytes += c.weight_bytes;
         total.activation_bytes += c.activation_bytes;
-        let inputs: Vec<Vec<usize>> = op.inputs.iter().filter(|t| graph.tensor(**t).constant.is_none()).map(|&t| shape(t)).collect();
+        let inputs: Vec<Vec<usize>> = op
+            .inputs
+            .iter()
+            .filter(|t| graph.tensor(**t).constant.is_none())
+            .map(|&t| shape(t))
+            .collect();
         rows.push(json!({
             "index": i,
             "source_index": op.source,
@@ -95,8 +130,21 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    println!("model {}: {} ops in the file ({} without DEQUANTIZE/DENSIFY)", graph.name, counts.total(), counts.total() - decode);
-    println!("  {}", counts.0.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "model {}: {} ops in the file ({} without DEQUANTIZE/DENSIFY)",
+        graph.name,
+        counts.total(),
+        counts.total() - decode
+    );
+    println!(
+        "  {}",
+        counts
+            .0
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     for &t in &graph.inputs {
         println!("input  {:<40} {:?}", graph.tensor(t).name, shape(t));
     }
@@ -106,16 +154,25 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     if !args.no_passes {
         println!(
             "passes: {} weight ops folded, {} pads folded, {} residual adds and {} activations fused, {} reshapes dropped",
-            report.weights_folded, report.pads_folded, report.residuals_fused, report.activations_fused, report.reshapes_dropped
+            report.weights_folded,
+            report.pads_folded,
+            report.residuals_fused,
+            report.activations_fused,
+            report.reshapes_dropped
         );
     }
-    println!("{:>4} {:>5} {:<26} {:<22} {:<18} {:<34} {:<18} {:>10} {:>9} backends", "#", "file", "op", "input", "output", "attributes", "epilogue", "MFLOP", "weight B");
+    println!(
+        "{:>4} {:>5} {:<26} {:<22} {:<18} {:<34} {:<18} {:>10} {:>9} backends",
+        "#", "file", "op", "input", "output", "attributes", "epilogue", "MFLOP", "weight B"
+    );
     for r in &rows {
         let first = |v: &serde_json::Value| v.get(0).map(|s| s.to_string()).unwrap_or_default();
         println!(
             "{:>4} {:>5} {:<26} {:<22} {:<18} {:<34} {:<18} {:>10.3} {:>9} cpu",
             r["index"],
-            r["source_index"].as_u64().map_or("-".into(), |v| v.to_string()),
+            r["source_index"]
+                .as_u64()
+                .map_or("-".into(), |v| v.to_string()),
             r["op"].as_str().unwrap_or(""),
             first(&r["inputs"]),
             first(&r["outputs"]),

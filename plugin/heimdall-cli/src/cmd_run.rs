@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use heimdall::npy::{read_npy, write_npy};
-use heimdall::{load_model, LoadOptions};
+use heimdall::{LoadOptions, load_model};
 use heimdall_cpu::{CpuModel, CpuOptions};
 
 use crate::Backend;
@@ -32,21 +32,34 @@ pub struct RunArgs {
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let graph = load_model(&args.model, LoadOptions::default())?;
     let Backend::Cpu = args.backend;
-    let options = args.threads.map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
+    let options = args
+        .threads
+        .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
     let mut model = CpuModel::compile(&graph, options)?;
     let expected = model.input_shapes();
     if args.inputs.len() != expected.len() {
-        bail!("the model has {} inputs {:?}, {} given", expected.len(), expected, args.inputs.len());
+        bail!(
+            "the model has {} inputs {:?}, {} given",
+            expected.len(),
+            expected,
+            args.inputs.len()
+        );
     }
     for (i, path) in args.inputs.iter().enumerate() {
         let t = read_npy(path)?;
         if t.shape != expected[i] {
-            bail!("input {i} ({}): the model expects shape {:?}, the file has shape {:?}", path.display(), expected[i], t.shape);
+            bail!(
+                "input {i} ({}): the model expects shape {:?}, the file has shape {:?}",
+                path.display(),
+                expected[i],
+                t.shape
+            );
         }
         model.set_input(i, &t.data)?;
     }
     model.run()?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     for (i, shape) in model.output_shapes().iter().enumerate() {
         let path = args.out.join(format!("output_{i}.npy"));
         write_npy(&path, shape, model.output(i)?)?;

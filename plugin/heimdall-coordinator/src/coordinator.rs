@@ -316,8 +316,11 @@ impl Coordinator {
             chunks: m.analysis.partition.chunks.len(),
             oversized_steps: m.analysis.partition.oversized_steps.clone(),
             utility: m.job.as_ref().map(|j| {
-                m.utility
-                    .utility(now_ms - j.t_start, self.cfg.alpha, j.request.content_variation)
+                m.utility.utility(
+                    now_ms - j.t_start,
+                    self.cfg.alpha,
+                    j.request.content_variation,
+                )
             }),
         }
     }
@@ -342,7 +345,8 @@ impl Coordinator {
     pub fn observe_render(&mut self, render_ms: f64) {
         let old = self.cfg.budget;
         self.cfg.budget.render_ms = 0.1 * render_ms + 0.9 * old.render_ms;
-        let drift = (self.cfg.budget.budget_ms() - old.budget_ms()).abs() / old.budget_ms().max(1e-9);
+        let drift =
+            (self.cfg.budget.budget_ms() - old.budget_ms()).abs() / old.budget_ms().max(1e-9);
         if drift > self.cfg.repartition_drift {
             let b = self.cfg.budget;
             for m in &mut self.models {
@@ -440,7 +444,11 @@ impl Coordinator {
             interval_ms: self.cfg.budget.frame_period_ms,
             alpha: self.cfg.alpha,
             gpu_free_ms: window.start_ms.max(now_ms),
-            cpu_free_ms: if cpu_free.is_finite() { cpu_free } else { now_ms },
+            cpu_free_ms: if cpu_free.is_finite() {
+                cpu_free
+            } else {
+                now_ms
+            },
         };
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
@@ -588,10 +596,8 @@ impl Coordinator {
         &mut self,
         i: usize,
         ops: Range<usize>,
-        est: f64,
-        start: f64,
-        oversized: bool,
-        overridden: bool,
+        (est, start): (f64, f64),
+        (oversized, overridden): (bool, bool),
         out: &mut Decision,
     ) {
         let m = &mut self.models[i];
@@ -640,8 +646,9 @@ impl Coordinator {
         let mut cursor = frame_start;
         let mut excluded: Vec<usize> = Vec::new();
         // Keys are computed once per decision; only a job that got work is re-scored.
-        let mut keys: Vec<Option<(bool, f64)>> =
-            (0..self.models.len()).map(|i| self.key_of(ctx, i)).collect();
+        let mut keys: Vec<Option<(bool, f64)>> = (0..self.models.len())
+            .map(|i| self.key_of(ctx, i))
+            .collect();
         loop {
             if hard_end - cursor <= oh {
                 break;
@@ -692,7 +699,7 @@ impl Coordinator {
             };
             match pick {
                 Some((end, est, oversized)) => {
-                    self.dispatch_gpu(i, p..end, est, cursor, oversized, key.0, out);
+                    self.dispatch_gpu(i, p..end, (est, cursor), (oversized, key.0), out);
                     cursor += est;
                     keys[i] = self.key_of(ctx, i);
                 }
@@ -720,7 +727,7 @@ impl Coordinator {
                 .ops
                 .end;
             let est = a.costs.range_ms(p..end, Processor::Gpu) + oh;
-            self.dispatch_gpu(i, p..end, est, cursor, false, key.0, out);
+            self.dispatch_gpu(i, p..end, (est, cursor), (false, key.0), out);
             cursor += est;
         }
     }
@@ -749,7 +756,7 @@ impl Coordinator {
         let end = (p + k).min(unit_end);
         let est = a.costs.range_ms(p..end, Processor::Gpu) + self.cfg.budget.chunk_overhead_ms;
         let start = window.start_ms.max(ctx.now_ms);
-        self.dispatch_gpu(i, p..end, est, start, false, key.0, out);
+        self.dispatch_gpu(i, p..end, (est, start), (false, key.0), out);
     }
 
     /// Reports finished GPU work with its measured start and end; returns the completed
@@ -784,10 +791,14 @@ impl Coordinator {
         match w.processor {
             Processor::Gpu => {
                 let t = (measured - budget.chunk_overhead_ms).max(0.0);
-                m.analysis.profile.observe_range(w.ops.clone(), Processor::Gpu, t);
+                m.analysis
+                    .profile
+                    .observe_range(w.ops.clone(), Processor::Gpu, t);
             }
             Processor::Cpu => {
-                m.analysis.profile.observe_range(w.ops.clone(), Processor::Cpu, measured);
+                m.analysis
+                    .profile
+                    .observe_range(w.ops.clone(), Processor::Cpu, measured);
             }
         }
         m.analysis.refresh_costs();

@@ -133,11 +133,15 @@ impl Timeline {
             }
         }
         lanes.sort_by_key(|l| l.tid());
-        out.push(json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
-                        "args": {"name": "heimdall"}}));
+        out.push(
+            json!({"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+                        "args": {"name": "heimdall"}}),
+        );
         for l in &lanes {
-            out.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": l.tid(),
-                            "args": {"name": l.label()}}));
+            out.push(
+                json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": l.tid(),
+                            "args": {"name": l.label()}}),
+            );
         }
         for e in &self.events {
             let args: serde_json::Map<String, Value> = e

@@ -156,16 +156,20 @@ fn hand_computed_partition() {
     steps.push(StepCost::gpu_and_cpu(6.0, 1.0));
     steps.push(StepCost::gpu_and_cpu(5.0, 1.0));
     let p = partition(&steps, &budget(10.0, 2.0, 0.0));
-    let ranges: Vec<_> = p.chunks.iter().map(|c| (c.ops.clone(), c.processor)).collect();
+    let ranges: Vec<_> = p
+        .chunks
+        .iter()
+        .map(|c| (c.ops.clone(), c.processor))
+        .collect();
     assert_eq!(
         ranges,
         vec![
-            (0..2, Processor::Gpu),  // 8 (adding 4 would make 12 > 10; rest 24 > 12)
-            (2..3, Processor::Gpu),  // 4 (adding 11 exceeds)
-            (3..4, Processor::Gpu),  // 11 alone: oversized
-            (4..5, Processor::Gpu),  // 1
-            (5..6, Processor::Cpu),  // fallback op
-            (6..8, Processor::Gpu),  // 11 <= 10 + 2: relaxation keeps the tail together
+            (0..2, Processor::Gpu), // 8 (adding 4 would make 12 > 10; rest 24 > 12)
+            (2..3, Processor::Gpu), // 4 (adding 11 exceeds)
+            (3..4, Processor::Gpu), // 11 alone: oversized
+            (4..5, Processor::Gpu), // 1
+            (5..6, Processor::Cpu), // fallback op
+            (6..8, Processor::Gpu), // 11 <= 10 + 2: relaxation keeps the tail together
         ]
     );
     assert_eq!(p.oversized_steps, vec![3]);
@@ -173,7 +177,13 @@ fn hand_computed_partition() {
 
 #[test]
 fn profile_ema_and_json_round_trip() {
-    let mut prof = ModelProfile::new("m", vec![StepCost::gpu_and_cpu(2.0, 8.0), StepCost::gpu_and_cpu(4.0, 8.0)]);
+    let mut prof = ModelProfile::new(
+        "m",
+        vec![
+            StepCost::gpu_and_cpu(2.0, 8.0),
+            StepCost::gpu_and_cpu(4.0, 8.0),
+        ],
+    );
     // One measurement of step 0: 0.1 * 3 + 0.9 * 2 = 2.1.
     prof.observe_step(0, Processor::Gpu, 3.0);
     assert!((prof.steps[0].gpu_ms - 2.1).abs() < 1e-12);
@@ -183,7 +193,9 @@ fn profile_ema_and_json_round_trip() {
     assert!((prof.steps[1].cpu_ms - 8.4).abs() < 1e-12);
     let back = ModelProfile::from_json(&prof.to_json()).unwrap();
     assert_eq!(back, prof);
-    let bad = prof.to_json().replace("\"ema_alpha\": 0.1", "\"ema_alpha\": 1.5");
+    let bad = prof
+        .to_json()
+        .replace("\"ema_alpha\": 0.1", "\"ema_alpha\": 1.5");
     let err = ModelProfile::from_json(&bad).unwrap_err().to_string();
     assert!(err.contains("ema_alpha"), "{err}");
 }

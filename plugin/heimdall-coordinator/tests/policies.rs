@@ -46,7 +46,11 @@ fn u(l0: f64, beta: f64, gamma: f64) -> UtilityParams {
 }
 
 /// Mean utility at completion, `L0 - beta * latency_s^gamma`, computed here from latencies.
-fn mean_completion_utility(out: &heimdall_coordinator::sim::SimOutput, i: usize, p: UtilityParams) -> f64 {
+fn mean_completion_utility(
+    out: &heimdall_coordinator::sim::SimOutput,
+    i: usize,
+    p: UtilityParams,
+) -> f64 {
     let v: Vec<f64> = out
         .completions
         .iter()
@@ -76,14 +80,19 @@ fn max_min_utility_keeps_continuous_dnns_within_spread() {
     let sc = scenario(d, 20.0);
     let spread = |policy: &str| {
         let out = simulate_with(&sc, policy, false, |c| c.offload.enabled = false).unwrap();
-        let m: Vec<f64> = (0..3).map(|i| mean_completion_utility(&out, i, params[i])).collect();
+        let m: Vec<f64> = (0..3)
+            .map(|i| mean_completion_utility(&out, i, params[i]))
+            .collect();
         m.iter().copied().fold(f64::MIN, f64::max) - m.iter().copied().fold(f64::MAX, f64::min)
     };
     let mm = spread("max_min_utility");
     let fifo = spread("fifo");
     eprintln!("spread: max_min {mm}, fifo {fifo}");
     assert!(mm <= 0.6, "max_min spread {mm}");
-    assert!(fifo > 1.0, "fifo spread {fifo} (the test scenario must discriminate)");
+    assert!(
+        fifo > 1.0,
+        "fifo spread {fifo} (the test scenario must discriminate)"
+    );
 }
 
 /// Two identical DNNs (500 ms of GPU work each, always requested) that overload the GPU; `hi` has
@@ -98,15 +107,28 @@ fn max_total_utility_favours_higher_l0_and_gamma() {
     let mut lo = dnn("lo", 100, 5.0, 10.0, 100.0);
     lo.utility = u(5.0, 1.0, 1.0);
     let sc = scenario(vec![hi, lo], 30.0);
-    let mt = simulate_with(&sc, "max_total_utility", false, |c| c.offload.enabled = false).unwrap();
+    let mt = simulate_with(&sc, "max_total_utility", false, |c| {
+        c.offload.enabled = false
+    })
+    .unwrap();
     let (h, l) = (mt.report.dnn("hi").unwrap(), mt.report.dnn("lo").unwrap());
     eprintln!("max_total: hi {h:?}\nlo {l:?}");
-    assert!(h.completed >= l.completed + 3, "hi {} vs lo {}", h.completed, l.completed);
+    assert!(
+        h.completed >= l.completed + 3,
+        "hi {} vs lo {}",
+        h.completed,
+        l.completed
+    );
     assert!(h.latency_ms.mean < 0.85 * l.latency_ms.mean);
     let mm = simulate_with(&sc, "max_min_utility", false, |c| c.offload.enabled = false).unwrap();
     let (h2, l2) = (mm.report.dnn("hi").unwrap(), mm.report.dnn("lo").unwrap());
     eprintln!("max_min: hi {h2:?}\nlo {l2:?}");
-    assert!(h2.completed <= l2.completed, "max_min favoured hi: {} vs {}", h2.completed, l2.completed);
+    assert!(
+        h2.completed <= l2.completed,
+        "max_min favoured hi: {} vs {}",
+        h2.completed,
+        l2.completed
+    );
 }
 
 /// One decision, computed by hand: at age 0.6 s, interval 1/30 s,
@@ -154,7 +176,10 @@ fn deadline_override_fires() {
     urgent.utility = u(0.0, 1.0, 1.0);
     urgent.deadline_ms = Some(600.0);
     let sc = scenario(vec![hog, urgent], 10.0);
-    let with = simulate_with(&sc, "max_total_utility", false, |c| c.offload.enabled = false).unwrap();
+    let with = simulate_with(&sc, "max_total_utility", false, |c| {
+        c.offload.enabled = false
+    })
+    .unwrap();
     let r = with.report.dnn("urgent").unwrap();
     assert!(r.deadline_overrides > 0);
     assert_eq!(r.completed, 10);
@@ -209,21 +234,30 @@ fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
     assert_eq!(switches[0].1, "c -> cpu");
     assert!(switches[0].0 < 6000.0, "offloaded at {}", switches[0].0);
     assert_eq!(switches[1].1, "c -> gpu");
-    assert!(switches[1].0 > 6000.0 && switches[1].0 < 9000.0, "back at {}", switches[1].0);
+    assert!(
+        switches[1].0 > 6000.0 && switches[1].0 < 9000.0,
+        "back at {}",
+        switches[1].0
+    );
     // When offloaded, c was the most delayed: its last GPU latency exceeds a's and b's.
     let last = |m: usize| {
         out.completions
             .iter()
+            .rev()
             .filter(|x| x.model.0 == m && x.finished_ms < switches[0].0 && !x.offloaded)
             .map(|x| x.latency_ms())
-            .last()
+            .next()
     };
     let lc = last(2).unwrap_or(switches[0].0);
     assert!(lc > last(0).unwrap() && lc > last(1).unwrap());
 }
 
 fn unit(set: ProcessorSet, gpu: f64, cpu: f64) -> UnitCost {
-    UnitCost { processors: set, gpu_ms: gpu, cpu_ms: cpu }
+    UnitCost {
+        processors: set,
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+    }
 }
 
 /// Band's Figure 12, with the NPU played by the GPU. Job 1: units A, B (GPU or CPU) and C (CPU
@@ -233,7 +267,11 @@ fn unit(set: ProcessorSet, gpu: f64, cpu: f64) -> UnitCost {
 #[test]
 fn lst_on_band_figure_12() {
     let both = ProcessorSet::GPU_AND_CPU;
-    let job1 = [unit(both, 3.0, 8.0), unit(both, 3.0, 8.0), unit(ProcessorSet::CPU_ONLY, 0.0, 4.0)];
+    let job1 = [
+        unit(both, 3.0, 8.0),
+        unit(both, 3.0, 8.0),
+        unit(ProcessorSet::CPU_ONLY, 0.0, 4.0),
+    ];
     let job2 = [unit(both, 5.0, 20.0), unit(both, 5.0, 20.0)];
     // Hand enumeration for job 1: {A,B}G+{C}C = 6+4 = 10; {A}G+{B}G+{C}C = 10; {A}G+{B,C}C = 15;
     // {A,B,C}C = 20: best 10, first subgraph {A,B} on GPU (the longer first subgraph of equal
@@ -249,7 +287,13 @@ fn lst_on_band_figure_12() {
     // The policy picks by least slack: 80 - 10 = 70 < 100 - 10 = 90.
     let costs1 = costs_of(&job1);
     let costs2 = costs_of(&job2);
-    let ctx = PolicyContext { now_ms: 0.0, interval_ms: 33.3, alpha: 0.0, gpu_free_ms: 0.0, cpu_free_ms: 0.0 };
+    let ctx = PolicyContext {
+        now_ms: 0.0,
+        interval_ms: 33.3,
+        alpha: 0.0,
+        gpu_free_ms: 0.0,
+        cpu_free_ms: 0.0,
+    };
     let v1 = j(0, 80.0, &costs1);
     let v2 = j(1, 100.0, &costs2);
     assert!((LeastSlackTime::slack_ms(&ctx, &v1) - 70.0).abs() < 1e-9);
@@ -287,15 +331,30 @@ fn j(m: usize, dl: f64, costs: &ModelCosts) -> JobView<'_> {
 fn costs_of(units: &[UnitCost]) -> ModelCosts {
     let steps: Vec<analyzer::StepCost> = units
         .iter()
-        .map(|u| analyzer::StepCost { gpu_ms: u.gpu_ms, cpu_ms: u.cpu_ms, processors: u.processors })
+        .map(|u| analyzer::StepCost {
+            gpu_ms: u.gpu_ms,
+            cpu_ms: u.cpu_ms,
+            processors: u.processors,
+        })
         .collect();
     let mut g = vec![0.0];
     let mut c = vec![0.0];
     for s in &steps {
-        g.push(g.last().unwrap() + if s.processors.contains(Processor::Gpu) { s.gpu_ms } else { 0.0 });
+        g.push(
+            g.last().unwrap()
+                + if s.processors.contains(Processor::Gpu) {
+                    s.gpu_ms
+                } else {
+                    0.0
+                },
+        );
         c.push(c.last().unwrap() + s.cpu_ms);
     }
-    ModelCosts { units: analyzer::units(&steps), prefix_gpu: g, prefix_cpu: c }
+    ModelCosts {
+        units: analyzer::units(&steps),
+        prefix_gpu: g,
+        prefix_cpu: c,
+    }
 }
 
 /// Exhaustive reference: every sequence of subgraphs and processors.

@@ -46,7 +46,12 @@ fn trace_of_a_short_run_is_valid_chrome_trace_json() {
     let mut gpu: Vec<(f64, f64)> = events
         .iter()
         .filter(|e| e["ph"] == "X" && (e["cat"] == "render" || e["cat"] == "chunk"))
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .map(|e| {
+            (
+                e["ts"].as_f64().unwrap(),
+                e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
+            )
+        })
         .collect();
     gpu.sort_by(|a, b| a.0.total_cmp(&b.0));
     for w in gpu.windows(2) {

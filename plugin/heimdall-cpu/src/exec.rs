@@ -14,8 +14,8 @@ use crate::kernels::elementwise::{self, BinaryOp};
 use crate::kernels::fully_connected::PackedFullyConnected;
 use crate::kernels::resize::{self, ResizeBilinear};
 use crate::kernels::transpose_conv::PackedTransposeConv;
-use crate::kernels::{layout, pool, reduce, Act, Epilogue, Par, Window};
-use crate::plan::{plan_arena, ArenaPlan};
+use crate::kernels::{Act, Epilogue, Par, Window, layout, pool, reduce};
+use crate::plan::{ArenaPlan, plan_arena};
 
 /// Options of the CPU backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,9 @@ pub struct CpuOptions {
 
 impl Default for CpuOptions {
     fn default() -> Self {
-        CpuOptions { threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)) }
+        CpuOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        }
     }
 }
 
@@ -45,24 +47,64 @@ enum Kernel {
     FullyConnected(PackedFullyConnected),
     MaxPool(Window),
     AvgPool(Window),
-    Mean { shape: Vec<usize>, axes: Vec<usize> },
-    Binary { op: BinaryOp, a: Vec<usize>, b: Vec<usize> },
-    Prelu { x: Vec<usize>, alpha: Vec<usize> },
-    Unary { kind: UnaryKind, channels: usize },
-    Pad { shape: Vec<usize>, pads: Vec<(usize, usize)> },
+    Mean {
+        shape: Vec<usize>,
+        axes: Vec<usize>,
+    },
+    Binary {
+        op: BinaryOp,
+        a: Vec<usize>,
+        b: Vec<usize>,
+    },
+    Prelu {
+        x: Vec<usize>,
+        alpha: Vec<usize>,
+    },
+    Unary {
+        kind: UnaryKind,
+        channels: usize,
+    },
+    Pad {
+        shape: Vec<usize>,
+        pads: Vec<(usize, usize)>,
+    },
     Copy,
-    Dequantize { bits: Option<Vec<u16>> },
-    Densify { positions: Vec<usize> },
-    Concat { shapes: Vec<Vec<usize>>, axis: usize },
+    Dequantize {
+        bits: Option<Vec<u16>>,
+    },
+    Densify {
+        positions: Vec<usize>,
+    },
+    Concat {
+        shapes: Vec<Vec<usize>>,
+        axis: usize,
+    },
     Resize(ResizeBilinear),
-    DepthToSpace { h: usize, w: usize, c: usize, block: usize },
-    StridedSlice { shape: Vec<usize>, begin: Vec<isize>, end: Vec<isize>, stride: Vec<isize> },
+    DepthToSpace {
+        h: usize,
+        w: usize,
+        c: usize,
+        block: usize,
+    },
+    StridedSlice {
+        shape: Vec<usize>,
+        begin: Vec<isize>,
+        end: Vec<isize>,
+        stride: Vec<isize>,
+    },
     /// A convolution-like op whose weights or bias are computed at run time (only when the
     /// load-time passes are off, e.g. fp16 weights still behind a `DEQUANTIZE` op): its weights
     /// are packed on every run.
     Dynamic(DynamicKind, Window),
-    Landmarks2TransformMatrix(heimdall_ir::mediapipe::Landmarks2TransformMatrixAttrs, Vec<usize>),
-    TransformTensorBilinear(heimdall_ir::mediapipe::TransformTensorBilinearAttrs, Vec<usize>, Vec<usize>),
+    Landmarks2TransformMatrix(
+        heimdall_ir::mediapipe::Landmarks2TransformMatrixAttrs,
+        Vec<usize>,
+    ),
+    TransformTensorBilinear(
+        heimdall_ir::mediapipe::TransformTensorBilinearAttrs,
+        Vec<usize>,
+        Vec<usize>,
+    ),
     TransformLandmarks(heimdall_ir::mediapipe::TransformLandmarksAttrs, Vec<usize>),
 }
 
@@ -107,7 +149,10 @@ pub struct CpuModel {
 
 impl std::fmt::Debug for CpuModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuModel").field("ops", &self.steps.len()).field("arena_values", &self.arena.len()).finish()
+        f.debug_struct("CpuModel")
+            .field("ops", &self.steps.len())
+            .field("arena_values", &self.arena.len())
+            .finish()
     }
 }
 
@@ -120,34 +165,57 @@ impl CpuModel {
         let mut locs: Vec<Option<Loc>> = vec![None; graph.tensors.len()];
         for (i, t) in graph.tensors.iter().enumerate() {
             if let Some(c) = &t.constant {
-                locs[i] = Some(Loc::Const { index: constants.len() });
+                locs[i] = Some(Loc::Const {
+                    index: constants.len(),
+                });
                 constants.push(c.values.clone());
             } else if let Some(offset) = plan.offsets[i] {
-                locs[i] = Some(Loc::Arena { offset, len: t.numel() });
+                locs[i] = Some(Loc::Arena {
+                    offset,
+                    len: t.numel(),
+                });
             }
         }
         let mut steps = Vec::with_capacity(graph.ops.len());
         let mut scratch_len = 0;
         for (index, op) in graph.ops.iter().enumerate() {
-            let err = |message: String| CpuError::Op { index, name: op.kind.name().into(), message };
-            let loc = |t: TensorId| locs[t.index()].ok_or_else(|| err(format!("tensor {} has no storage", t.0)));
+            let err = |message: String| CpuError::Op {
+                index,
+                name: op.kind.name().into(),
+                message,
+            };
+            let loc = |t: TensorId| {
+                locs[t.index()].ok_or_else(|| err(format!("tensor {} has no storage", t.0)))
+            };
             let (kernel, scratch) = prepare(graph, op).map_err(&err)?;
             scratch_len = scratch_len.max(scratch);
             if op.outputs.len() != 1 {
-                return Err(err(format!("{} outputs, the CPU backend supports one", op.outputs.len())));
+                return Err(err(format!(
+                    "{} outputs, the CPU backend supports one",
+                    op.outputs.len()
+                )));
             }
             let output = loc(op.outputs[0])?;
-            let Loc::Arena { offset: out_at, len: out_len } = output else {
+            let Loc::Arena {
+                offset: out_at,
+                len: out_len,
+            } = output
+            else {
                 return Err(err("writes a constant".into()));
             };
-            let inputs: Vec<Loc> = op.inputs.iter().map(|&t| loc(t)).collect::<Result<_, _>>()?;
+            let inputs: Vec<Loc> = op
+                .inputs
+                .iter()
+                .map(|&t| loc(t))
+                .collect::<Result<_, _>>()?;
             let residual = op.epilogue.residual.map(loc).transpose()?;
             // The kernels read inputs while writing the output: the plan must keep them apart.
             for l in inputs.iter().chain(residual.iter()) {
-                if let Loc::Arena { offset, len } = *l {
-                    if offset < out_at + out_len && out_at < offset + len {
-                        return Err(err("input and output overlap in the arena plan".into()));
-                    }
+                if let Loc::Arena { offset, len } = *l
+                    && offset < out_at + out_len
+                    && out_at < offset + len
+                {
+                    return Err(err("input and output overlap in the arena plan".into()));
                 }
             }
             let act = match op.epilogue.activation {
@@ -155,25 +223,43 @@ impl CpuModel {
                 Activation::Unary(u) => EpAct::Unary(u),
                 Activation::Prelu(a) => {
                     let n = graph.tensor(a).numel();
-                    let c = graph.tensor(op.outputs[0]).shape.last().copied().unwrap_or(1);
+                    let c = graph
+                        .tensor(op.outputs[0])
+                        .shape
+                        .last()
+                        .copied()
+                        .unwrap_or(1);
                     if n != 1 && n != c {
-                        return Err(err(format!("fused PReLU alpha of {n} values for {c} channels")));
+                        return Err(err(format!(
+                            "fused PReLU alpha of {n} values for {c} channels"
+                        )));
                     }
                     EpAct::Prelu(loc(a)?)
                 }
             };
-            steps.push(Step { kernel, inputs, output, residual, act });
+            steps.push(Step {
+                kernel,
+                inputs,
+                output,
+                residual,
+                act,
+            });
         }
-        let io = |ids: &[TensorId], what: &'static str| -> Result<Vec<(Loc, Vec<usize>)>, CpuError> {
-            ids.iter()
-                .enumerate()
-                .map(|(i, &t)| {
-                    locs[t.index()]
-                        .map(|l| (l, graph.tensor(t).shape.clone()))
-                        .ok_or(CpuError::NoSuchTensor { what, index: i, count: ids.len() })
-                })
-                .collect()
-        };
+        let io =
+            |ids: &[TensorId], what: &'static str| -> Result<Vec<(Loc, Vec<usize>)>, CpuError> {
+                ids.iter()
+                    .enumerate()
+                    .map(|(i, &t)| {
+                        locs[t.index()]
+                            .map(|l| (l, graph.tensor(t).shape.clone()))
+                            .ok_or(CpuError::NoSuchTensor {
+                                what,
+                                index: i,
+                                count: ids.len(),
+                            })
+                    })
+                    .collect()
+            };
         Ok(CpuModel {
             names: graph.ops.iter().map(|o| o.kind.name()).collect(),
             steps,
@@ -217,27 +303,43 @@ impl CpuModel {
     /// Copies `data` into input `index`; its length must match the input's shape.
     pub fn set_input(&mut self, index: usize, data: &[f32]) -> Result<(), CpuError> {
         let count = self.inputs.len();
-        let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor { what: "input", index, count })?;
+        let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor {
+            what: "input",
+            index,
+            count,
+        })?;
         match *loc {
             Loc::Arena { offset, len } if len == data.len() => {
                 self.arena[offset..offset + len].copy_from_slice(data);
                 Ok(())
             }
-            _ => Err(CpuError::InputShape { index, expected: shape.clone(), got: data.len() }),
+            _ => Err(CpuError::InputShape {
+                index,
+                expected: shape.clone(),
+                got: data.len(),
+            }),
         }
     }
 
     /// The values of output `index` (valid after the op producing it has run).
     pub fn output(&self, index: usize) -> Result<&[f32], CpuError> {
         let count = self.outputs.len();
-        let (loc, _) = self.outputs.get(index).ok_or(CpuError::NoSuchTensor { what: "output", index, count })?;
+        let (loc, _) = self.outputs.get(index).ok_or(CpuError::NoSuchTensor {
+            what: "output",
+            index,
+            count,
+        })?;
         Ok(self.view(*loc))
     }
 
     /// The values of any tensor of the graph (constants, or activations whose memory has not
     /// been reused yet), for debugging and per-op comparisons.
     pub fn tensor(&self, id: TensorId) -> Option<&[f32]> {
-        self.locs.get(id.index()).copied().flatten().map(|l| self.view(l))
+        self.locs
+            .get(id.index())
+            .copied()
+            .flatten()
+            .map(|l| self.view(l))
     }
 
     fn view(&self, loc: Loc) -> &[f32] {
@@ -259,12 +361,27 @@ impl CpuModel {
     }
 
     /// Like [`CpuModel::run_range`], recording each op's wall time into `times` (indexed by op).
-    pub fn run_range_timed(&mut self, range: Range<usize>, times: Option<&mut [Duration]>) -> Result<(), CpuError> {
+    pub fn run_range_timed(
+        &mut self,
+        range: Range<usize>,
+        times: Option<&mut [Duration]>,
+    ) -> Result<(), CpuError> {
         let len = self.steps.len();
         if range.start > range.end || range.end > len {
-            return Err(CpuError::Range { start: range.start, end: range.end, len });
+            return Err(CpuError::Range {
+                start: range.start,
+                end: range.end,
+                len,
+            });
         }
-        let CpuModel { steps, constants, arena, scratch, par, .. } = self;
+        let CpuModel {
+            steps,
+            constants,
+            arena,
+            scratch,
+            par,
+            ..
+        } = self;
         let arena_ptr = ArenaPtr(arena.as_mut_ptr(), arena.len());
         let (steps, constants, scratch, par) = (&*steps, &*constants, scratch, &*par);
         par.install(move || {
@@ -293,15 +410,25 @@ unsafe impl Sync for ArenaPtr {}
 ///
 /// # Safety
 /// The step's output range must not overlap any range it reads (checked at compile).
-unsafe fn run_step(step: &Step, arena: &ArenaPtr, constants: &[Vec<f32>], scratch: &mut [f32], par: &Par) {
+unsafe fn run_step(
+    step: &Step,
+    arena: &ArenaPtr,
+    constants: &[Vec<f32>],
+    scratch: &mut [f32],
+    par: &Par,
+) {
     let read = |l: Loc| -> &[f32] {
         match l {
             // SAFETY: within the arena (planned), not overlapping the output (caller's contract).
-            Loc::Arena { offset, len } => unsafe { std::slice::from_raw_parts(arena.0.add(offset), len) },
+            Loc::Arena { offset, len } => unsafe {
+                std::slice::from_raw_parts(arena.0.add(offset), len)
+            },
             Loc::Const { index } => &constants[index],
         }
     };
-    let Loc::Arena { offset, len } = step.output else { unreachable!("checked at compile") };
+    let Loc::Arena { offset, len } = step.output else {
+        unreachable!("checked at compile")
+    };
     debug_assert!(offset + len <= arena.1);
     // SAFETY: as above.
     let out: &mut [f32] = unsafe { std::slice::from_raw_parts_mut(arena.0.add(offset), len) };
@@ -311,7 +438,10 @@ unsafe fn run_step(step: &Step, arena: &ArenaPtr, constants: &[Vec<f32>], scratc
         EpAct::Unary(u) => unary_act(u),
         EpAct::Prelu(l) => Act::Prelu(read(l)),
     };
-    let ep = Epilogue { residual: step.residual.map(read), act };
+    let ep = Epilogue {
+        residual: step.residual.map(read),
+        act,
+    };
     match &step.kernel {
         Kernel::Conv(k) => k.run(par, input(0), out, scratch, &ep),
         Kernel::Depthwise(k) => k.run(par, input(0), out, &ep),
@@ -320,15 +450,29 @@ unsafe fn run_step(step: &Step, arena: &ArenaPtr, constants: &[Vec<f32>], scratc
         Kernel::MaxPool(w) => pool::max_pool(par, w, input(0), out, &ep),
         Kernel::AvgPool(w) => pool::avg_pool(par, w, input(0), out, &ep),
         Kernel::Mean { shape, axes } => reduce::mean(input(0), shape, axes, out),
-        Kernel::Binary { op, a, b } => elementwise::binary(par, *op, input(0), a, input(1), b, out, &ep),
-        Kernel::Prelu { x, alpha } => elementwise::prelu(par, input(0), x, input(1), alpha, out, &ep),
-        Kernel::Unary { kind, channels } => {
-            elementwise::activation(par, input(0), out, *channels, &Epilogue { residual: None, act: unary_act(*kind) })
+        Kernel::Binary { op, a, b } => {
+            elementwise::binary(par, *op, input(0), a, input(1), b, out, &ep)
         }
+        Kernel::Prelu { x, alpha } => {
+            elementwise::prelu(par, input(0), x, input(1), alpha, out, &ep)
+        }
+        Kernel::Unary { kind, channels } => elementwise::activation(
+            par,
+            input(0),
+            out,
+            *channels,
+            &Epilogue {
+                residual: None,
+                act: unary_act(*kind),
+            },
+        ),
         Kernel::Pad { shape, pads } => layout::pad(input(0), shape, pads, 0.0, out),
         Kernel::Copy => layout::copy(input(0), out),
         Kernel::Dequantize { bits } => match bits {
-            Some(bits) => out.iter_mut().zip(bits).for_each(|(o, &b)| *o = half_to_f32(b)),
+            Some(bits) => out
+                .iter_mut()
+                .zip(bits)
+                .for_each(|(o, &b)| *o = half_to_f32(b)),
             None => layout::copy(input(0), out),
         },
         Kernel::Densify { positions } => {
@@ -338,28 +482,62 @@ unsafe fn run_step(step: &Step, arena: &ArenaPtr, constants: &[Vec<f32>], scratc
             }
         }
         Kernel::Concat { shapes, axis } => {
-            let parts: Vec<(&[f32], &[usize])> = (0..shapes.len()).map(|i| (input(i), shapes[i].as_slice())).collect();
+            let parts: Vec<(&[f32], &[usize])> = (0..shapes.len())
+                .map(|i| (input(i), shapes[i].as_slice()))
+                .collect();
             layout::concat(&parts, *axis, out);
         }
         Kernel::Resize(r) => resize::resize_bilinear(par, r, input(0), out),
-        Kernel::DepthToSpace { h, w, c, block } => layout::depth_to_space(input(0), *h, *w, *c, *block, out),
-        Kernel::StridedSlice { shape, begin, end, stride } => layout::strided_slice(input(0), shape, begin, end, stride, out),
+        Kernel::DepthToSpace { h, w, c, block } => {
+            layout::depth_to_space(input(0), *h, *w, *c, *block, out)
+        }
+        Kernel::StridedSlice {
+            shape,
+            begin,
+            end,
+            stride,
+        } => layout::strided_slice(input(0), shape, begin, end, stride, out),
         Kernel::Dynamic(kind, w) => {
             let bias = (step.inputs.len() > 2).then(|| input(2));
             match *kind {
-                DynamicKind::Conv => PackedConv::new(input(1), bias, *w).run(par, input(0), out, scratch, &ep),
-                DynamicKind::Depthwise => PackedDepthwise::new(input(1), bias, *w).run(par, input(0), out, &ep),
-                DynamicKind::TransposeConv => PackedTransposeConv::new(input(1), bias, *w).run(par, input(0), out, scratch, &ep),
-                DynamicKind::FullyConnected { inputs, outputs } => {
-                    PackedFullyConnected::new(input(1), bias, inputs, outputs).run(par, input(0), out, &ep)
+                DynamicKind::Conv => {
+                    PackedConv::new(input(1), bias, *w).run(par, input(0), out, scratch, &ep)
                 }
+                DynamicKind::Depthwise => {
+                    PackedDepthwise::new(input(1), bias, *w).run(par, input(0), out, &ep)
+                }
+                DynamicKind::TransposeConv => PackedTransposeConv::new(input(1), bias, *w).run(
+                    par,
+                    input(0),
+                    out,
+                    scratch,
+                    &ep,
+                ),
+                DynamicKind::FullyConnected { inputs, outputs } => PackedFullyConnected::new(
+                    input(1),
+                    bias,
+                    inputs,
+                    outputs,
+                )
+                .run(par, input(0), out, &ep),
             }
         }
-        Kernel::Landmarks2TransformMatrix(a, shape) => crate::mediapipe::landmarks_to_transform_matrix(a, input(0), shape, out),
-        Kernel::TransformTensorBilinear(a, shape, out_shape) => {
-            crate::mediapipe::transform_tensor_bilinear(a, input(0), shape, input(1), out, out_shape)
+        Kernel::Landmarks2TransformMatrix(a, shape) => {
+            crate::mediapipe::landmarks_to_transform_matrix(a, input(0), shape, out)
         }
-        Kernel::TransformLandmarks(a, shape) => crate::mediapipe::transform_landmarks(a, input(0), shape, input(1), out),
+        Kernel::TransformTensorBilinear(a, shape, out_shape) => {
+            crate::mediapipe::transform_tensor_bilinear(
+                a,
+                input(0),
+                shape,
+                input(1),
+                out,
+                out_shape,
+            )
+        }
+        Kernel::TransformLandmarks(a, shape) => {
+            crate::mediapipe::transform_landmarks(a, input(0), shape, input(1), out)
+        }
     }
 }
 
@@ -400,11 +578,23 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         let t = graph.tensor(op.inputs[i]);
         match &t.constant {
             Some(c) if c.sparsity.is_none() => Ok(&c.values),
-            Some(_) => Err(format!("input {i} ('{}') is sparse: run the passes (DENSIFY) first", t.name)),
-            None => Err(format!("input {i} ('{}') must be a constant (weights computed at run time are not supported)", t.name)),
+            Some(_) => Err(format!(
+                "input {i} ('{}') is sparse: run the passes (DENSIFY) first",
+                t.name
+            )),
+            None => Err(format!(
+                "input {i} ('{}') must be a constant (weights computed at run time are not supported)",
+                t.name
+            )),
         }
     };
-    let bias = |i: usize| -> Result<Option<&[f32]>, String> { if op.inputs.len() > i { constant(i).map(Some) } else { Ok(None) } };
+    let bias = |i: usize| -> Result<Option<&[f32]>, String> {
+        if op.inputs.len() > i {
+            constant(i).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
     let window = |x: &[usize], k: [usize; 2], a: &heimdall_ir::ConvAttrs, out: &[usize]| Window {
         in_h: x[1],
         in_w: x[2],
@@ -422,7 +612,11 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         pad_left: a.pad.left,
     };
     let out4 = as_nhwc(&out_shape);
-    let weights_dynamic = op.inputs.iter().skip(1).any(|&t| graph.tensor(t).constant.is_none());
+    let weights_dynamic = op
+        .inputs
+        .iter()
+        .skip(1)
+        .any(|&t| graph.tensor(t).constant.is_none());
     if weights_dynamic {
         let conv_attrs = |a: &heimdall_ir::ConvAttrs| {
             let f = shape(1);
@@ -431,16 +625,51 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         match &op.kind {
             OpKind::Conv2d(a) => {
                 let w = conv_attrs(a);
-                return Ok((Kernel::Dynamic(DynamicKind::Conv, w), crate::kernels::conv::conv_scratch_len(&w, crate::MAX_THREADS)));
+                return Ok((
+                    Kernel::Dynamic(DynamicKind::Conv, w),
+                    crate::kernels::conv::conv_scratch_len(&w, crate::MAX_THREADS),
+                ));
             }
-            OpKind::DepthwiseConv2d { attrs, .. } => return Ok((Kernel::Dynamic(DynamicKind::Depthwise, conv_attrs(attrs)), 0)),
+            OpKind::DepthwiseConv2d { attrs, .. } => {
+                return Ok((
+                    Kernel::Dynamic(DynamicKind::Depthwise, conv_attrs(attrs)),
+                    0,
+                ));
+            }
             OpKind::TransposeConv2d(a) => {
                 let w = conv_attrs(a);
-                return Ok((Kernel::Dynamic(DynamicKind::TransposeConv, w), crate::kernels::transpose_conv::transpose_conv_scratch_len(&w)));
+                return Ok((
+                    Kernel::Dynamic(DynamicKind::TransposeConv, w),
+                    crate::kernels::transpose_conv::transpose_conv_scratch_len(&w),
+                ));
             }
             OpKind::FullyConnected => {
                 let wsh = shape(1);
-                return Ok((Kernel::Dynamic(DynamicKind::FullyConnected { inputs: wsh[1], outputs: wsh[0] }, Window { in_h: 1, in_w: 1, in_c: wsh[1], out_h: 1, out_w: 1, out_c: wsh[0], k_h: 1, k_w: 1, stride_h: 1, stride_w: 1, dil_h: 1, dil_w: 1, pad_top: 0, pad_left: 0 }), 0));
+                return Ok((
+                    Kernel::Dynamic(
+                        DynamicKind::FullyConnected {
+                            inputs: wsh[1],
+                            outputs: wsh[0],
+                        },
+                        Window {
+                            in_h: 1,
+                            in_w: 1,
+                            in_c: wsh[1],
+                            out_h: 1,
+                            out_w: 1,
+                            out_c: wsh[0],
+                            k_h: 1,
+                            k_w: 1,
+                            stride_h: 1,
+                            stride_w: 1,
+                            dil_h: 1,
+                            dil_w: 1,
+                            pad_top: 0,
+                            pad_left: 0,
+                        },
+                    ),
+                    0,
+                ));
             }
             _ => {}
         }
@@ -456,7 +685,10 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         OpKind::DepthwiseConv2d { attrs, .. } => {
             let f = shape(1);
             let w = window(&shape(0), [f[1], f[2]], attrs, &out4);
-            (Kernel::Depthwise(PackedDepthwise::new(constant(1)?, bias(2)?, w)), 0)
+            (
+                Kernel::Depthwise(PackedDepthwise::new(constant(1)?, bias(2)?, w)),
+                0,
+            )
         }
         OpKind::TransposeConv2d(a) => {
             let f = shape(1);
@@ -467,30 +699,86 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         }
         OpKind::FullyConnected => {
             let wsh = shape(1);
-            (Kernel::FullyConnected(PackedFullyConnected::new(constant(1)?, bias(2)?, wsh[1], wsh[0])), 0)
+            (
+                Kernel::FullyConnected(PackedFullyConnected::new(
+                    constant(1)?,
+                    bias(2)?,
+                    wsh[1],
+                    wsh[0],
+                )),
+                0,
+            )
         }
         OpKind::MaxPool2d(p) | OpKind::AvgPool2d(p) => {
             let x = shape(0);
-            let a = heimdall_ir::ConvAttrs { stride: p.stride, dilation: [1, 1], pad: p.pad };
+            let a = heimdall_ir::ConvAttrs {
+                stride: p.stride,
+                dilation: [1, 1],
+                pad: p.pad,
+            };
             let w = window(&x, p.filter, &a, &out4);
-            (if matches!(op.kind, OpKind::MaxPool2d(_)) { Kernel::MaxPool(w) } else { Kernel::AvgPool(w) }, 0)
+            (
+                if matches!(op.kind, OpKind::MaxPool2d(_)) {
+                    Kernel::MaxPool(w)
+                } else {
+                    Kernel::AvgPool(w)
+                },
+                0,
+            )
         }
-        OpKind::Mean { axes, .. } => (Kernel::Mean { shape: shape(0), axes: axes.clone() }, 0),
+        OpKind::Mean { axes, .. } => (
+            Kernel::Mean {
+                shape: shape(0),
+                axes: axes.clone(),
+            },
+            0,
+        ),
         OpKind::Add | OpKind::Sub | OpKind::Mul => {
             let bop = match op.kind {
                 OpKind::Add => BinaryOp::Add,
                 OpKind::Sub => BinaryOp::Sub,
                 _ => BinaryOp::Mul,
             };
-            (Kernel::Binary { op: bop, a: shape(0), b: shape(1) }, 0)
+            (
+                Kernel::Binary {
+                    op: bop,
+                    a: shape(0),
+                    b: shape(1),
+                },
+                0,
+            )
         }
-        OpKind::Prelu => (Kernel::Prelu { x: shape(0), alpha: shape(1) }, 0),
-        OpKind::Unary(u) => (Kernel::Unary { kind: *u, channels: out_shape.last().copied().unwrap_or(1) }, 0),
-        OpKind::Pad { pads } => (Kernel::Pad { shape: shape(0), pads: pads.iter().map(|p| (p[0], p[1])).collect() }, 0),
+        OpKind::Prelu => (
+            Kernel::Prelu {
+                x: shape(0),
+                alpha: shape(1),
+            },
+            0,
+        ),
+        OpKind::Unary(u) => (
+            Kernel::Unary {
+                kind: *u,
+                channels: out_shape.last().copied().unwrap_or(1),
+            },
+            0,
+        ),
+        OpKind::Pad { pads } => (
+            Kernel::Pad {
+                shape: shape(0),
+                pads: pads.iter().map(|p| (p[0], p[1])).collect(),
+            },
+            0,
+        ),
         OpKind::Reshape => (Kernel::Copy, 0),
         OpKind::Dequantize => {
             let t = graph.tensor(op.inputs[0]);
-            let bits = t.constant.as_ref().and_then(|c| if c.sparsity.is_none() { c.fp16.clone() } else { None });
+            let bits = t.constant.as_ref().and_then(|c| {
+                if c.sparsity.is_none() {
+                    c.fp16.clone()
+                } else {
+                    None
+                }
+            });
             (Kernel::Dequantize { bits }, 0)
         }
         OpKind::Densify => {
@@ -508,8 +796,17 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
             }
             (Kernel::Densify { positions }, 0)
         }
-        OpKind::Concatenation { axis } => (Kernel::Concat { shapes: (0..op.inputs.len()).map(shape).collect(), axis: *axis }, 0),
-        OpKind::ResizeBilinear { align_corners, half_pixel_centers } => {
+        OpKind::Concatenation { axis } => (
+            Kernel::Concat {
+                shapes: (0..op.inputs.len()).map(shape).collect(),
+                axis: *axis,
+            },
+            0,
+        ),
+        OpKind::ResizeBilinear {
+            align_corners,
+            half_pixel_centers,
+        } => {
             let x = shape(0);
             (
                 Kernel::Resize(ResizeBilinear {
@@ -526,10 +823,24 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
         }
         OpKind::DepthToSpace { block } => {
             let x = shape(0);
-            (Kernel::DepthToSpace { h: x[1], w: x[2], c: x[3], block: *block }, 0)
+            (
+                Kernel::DepthToSpace {
+                    h: x[1],
+                    w: x[2],
+                    c: x[3],
+                    block: *block,
+                },
+                0,
+            )
         }
         OpKind::StridedSlice(a) => {
-            let end = a.begin.iter().zip(&a.stride).zip(&a.count).map(|((&b, &s), &n)| (b + s * n as i64) as isize).collect();
+            let end = a
+                .begin
+                .iter()
+                .zip(&a.stride)
+                .zip(&a.count)
+                .map(|((&b, &s), &n)| (b + s * n as i64) as isize)
+                .collect();
             (
                 Kernel::StridedSlice {
                     shape: shape(0),
@@ -540,8 +851,13 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
                 0,
             )
         }
-        OpKind::Landmarks2TransformMatrix(a) => (Kernel::Landmarks2TransformMatrix(a.clone(), shape(0)), 0),
-        OpKind::TransformTensorBilinear(a) => (Kernel::TransformTensorBilinear(a.clone(), shape(0), out_shape.clone()), 0),
+        OpKind::Landmarks2TransformMatrix(a) => {
+            (Kernel::Landmarks2TransformMatrix(a.clone(), shape(0)), 0)
+        }
+        OpKind::TransformTensorBilinear(a) => (
+            Kernel::TransformTensorBilinear(a.clone(), shape(0), out_shape.clone()),
+            0,
+        ),
         OpKind::TransformLandmarks(a) => (Kernel::TransformLandmarks(a.clone(), shape(0)), 0),
     })
 }

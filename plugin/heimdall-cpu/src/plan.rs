@@ -45,7 +45,9 @@ pub fn plan_arena(graph: &Graph) -> ArenaPlan {
     for &i in &graph.inputs {
         last[i.index()] = last[i.index()].max(1);
     }
-    let mut order: Vec<usize> = (0..n).filter(|&i| first[i].is_some() && graph.tensors[i].constant.is_none()).collect();
+    let mut order: Vec<usize> = (0..n)
+        .filter(|&i| first[i].is_some() && graph.tensors[i].constant.is_none())
+        .collect();
     let size = |i: usize| graph.tensors[i].numel().next_multiple_of(ALIGN).max(ALIGN);
     order.sort_by_key(|&i| (std::cmp::Reverse(size(i)), first[i], i));
     let mut offsets = vec![None; n];
@@ -55,7 +57,11 @@ pub fn plan_arena(graph: &Graph) -> ArenaPlan {
     for i in order {
         let (f, l, s) = (first[i].unwrap_or(0), last[i], size(i));
         total += graph.tensors[i].numel();
-        let mut busy: Vec<(usize, usize)> = placed.iter().filter(|p| p.2 <= l && f <= p.3).map(|p| (p.0, p.0 + p.1)).collect();
+        let mut busy: Vec<(usize, usize)> = placed
+            .iter()
+            .filter(|p| p.2 <= l && f <= p.3)
+            .map(|p| (p.0, p.0 + p.1))
+            .collect();
         busy.sort_unstable();
         let mut offset = 0;
         for (a, b) in busy {
@@ -68,7 +74,11 @@ pub fn plan_arena(graph: &Graph) -> ArenaPlan {
         offsets[i] = Some(offset);
         len = len.max(offset + s);
     }
-    ArenaPlan { offsets, len, total }
+    ArenaPlan {
+        offsets,
+        len,
+        total,
+    }
 }
 
 #[cfg(test)]
@@ -77,20 +87,43 @@ mod tests {
     use heimdall_ir::{Op, OpKind, TensorId, TensorInfo, UnaryKind};
 
     fn t(name: &str, n: usize) -> TensorInfo {
-        TensorInfo { name: name.into(), shape: vec![n], dtype: heimdall_ir::DType::F32, constant: None }
+        TensorInfo {
+            name: name.into(),
+            shape: vec![n],
+            dtype: heimdall_ir::DType::F32,
+            constant: None,
+        }
     }
 
     #[test]
     fn chain_reuses_memory_and_never_overlaps_live_tensors() {
         // x -> a -> b -> c -> y, each 32 elements: at most two are live at once.
         let tensors = ["x", "a", "b", "c", "y"].iter().map(|n| t(n, 32)).collect();
-        let ops = (0..4).map(|i| Op::new(OpKind::Unary(UnaryKind::Relu), vec![TensorId(i)], vec![TensorId(i + 1)])).collect();
-        let g = Graph { name: "chain".into(), tensors, ops, inputs: vec![TensorId(0)], outputs: vec![TensorId(4)] };
+        let ops = (0..4)
+            .map(|i| {
+                Op::new(
+                    OpKind::Unary(UnaryKind::Relu),
+                    vec![TensorId(i)],
+                    vec![TensorId(i + 1)],
+                )
+            })
+            .collect();
+        let g = Graph {
+            name: "chain".into(),
+            tensors,
+            ops,
+            inputs: vec![TensorId(0)],
+            outputs: vec![TensorId(4)],
+        };
         let p = plan_arena(&g);
         assert_eq!(p.total, 160);
         assert_eq!(p.len, 64, "two 32-element slots suffice for a chain");
         for k in 0..4 {
-            assert_ne!(p.offsets[k], p.offsets[k + 1], "an op's input and output must not share memory");
+            assert_ne!(
+                p.offsets[k],
+                p.offsets[k + 1],
+                "an op's input and output must not share memory"
+            );
         }
     }
 }

@@ -29,14 +29,22 @@ pub fn op_cost(graph: &Graph, op: &Op) -> OpCost {
         }
     }
     activation_bytes += op.outputs.iter().map(|&o| 4 * numel(o)).sum::<u64>();
-    let input_shape = |i: usize| op.inputs.get(i).map(|t| graph.tensor(*t).shape.clone()).unwrap_or_default();
+    let input_shape = |i: usize| {
+        op.inputs
+            .get(i)
+            .map(|t| graph.tensor(*t).shape.clone())
+            .unwrap_or_default()
+    };
     let macs: u64 = match &op.kind {
         OpKind::Conv2d(_) | OpKind::TransposeConv2d(_) => {
             let f = input_shape(1);
             let per_out = f.get(1..).map_or(0, |s| s.iter().product::<usize>()) as u64;
             if matches!(op.kind, OpKind::TransposeConv2d(_)) {
                 // Every input pixel scatters a kh x kw x Co window.
-                numel(op.inputs[0]) * (f.first().copied().unwrap_or(0) * f.get(1).copied().unwrap_or(0) * f.get(2).copied().unwrap_or(0)) as u64
+                numel(op.inputs[0])
+                    * (f.first().copied().unwrap_or(0)
+                        * f.get(1).copied().unwrap_or(0)
+                        * f.get(2).copied().unwrap_or(0)) as u64
             } else {
                 out * per_out
             }
@@ -58,8 +66,16 @@ pub fn op_cost(graph: &Graph, op: &Op) -> OpCost {
     let epilogue = match op.epilogue.activation {
         Activation::None => 0,
         _ => out,
-    } + if op.epilogue.residual.is_some() { out } else { 0 };
-    OpCost { flops: 2 * macs + epilogue, weight_bytes, activation_bytes }
+    } + if op.epilogue.residual.is_some() {
+        out
+    } else {
+        0
+    };
+    OpCost {
+        flops: 2 * macs + epilogue,
+        weight_bytes,
+        activation_bytes,
+    }
 }
 
 /// Total FLOPs of convolution-like ops (conv, depthwise, transposed conv, fully connected), the
@@ -68,7 +84,15 @@ pub fn conv_flops(graph: &Graph) -> u64 {
     graph
         .ops
         .iter()
-        .filter(|op| matches!(op.kind, OpKind::Conv2d(_) | OpKind::DepthwiseConv2d { .. } | OpKind::TransposeConv2d(_) | OpKind::FullyConnected))
+        .filter(|op| {
+            matches!(
+                op.kind,
+                OpKind::Conv2d(_)
+                    | OpKind::DepthwiseConv2d { .. }
+                    | OpKind::TransposeConv2d(_)
+                    | OpKind::FullyConnected
+            )
+        })
         .map(|op| op_cost(graph, op).flops)
         .sum()
 }

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
-use crate::mediapipe::{Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs};
+use crate::mediapipe::{
+    Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
+};
 use crate::tensor::TensorId;
 
 /// Explicit spatial padding of a window op, in elements.
@@ -249,7 +251,13 @@ pub struct Op {
 impl Op {
     /// A new op with an identity epilogue.
     pub fn new(kind: OpKind, inputs: Vec<TensorId>, outputs: Vec<TensorId>) -> Self {
-        Op { kind, inputs, outputs, epilogue: Epilogue::default(), source: None }
+        Op {
+            kind,
+            inputs,
+            outputs,
+            epilogue: Epilogue::default(),
+            source: None,
+        }
     }
 
     /// Every tensor the op reads: its inputs and those of its epilogue.

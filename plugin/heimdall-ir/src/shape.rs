@@ -5,8 +5,16 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let rank = a.len().max(b.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -19,7 +27,12 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 
 /// Output size and leading padding of TFLite `SAME` padding along one axis.
 /// Returns `(out, pad_before, pad_after)`.
-pub fn same_padding(input: usize, kernel: usize, stride: usize, dilation: usize) -> (usize, usize, usize) {
+pub fn same_padding(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+) -> (usize, usize, usize) {
     let effective = (kernel - 1) * dilation + 1;
     let out = input.div_ceil(stride);
     let total = ((out - 1) * stride + effective).saturating_sub(input);
@@ -28,7 +41,13 @@ pub fn same_padding(input: usize, kernel: usize, stride: usize, dilation: usize)
 
 /// Output size of a window along one axis with explicit padding, or `None` when the window does
 /// not fit.
-pub fn window_out(input: usize, kernel: usize, stride: usize, dilation: usize, pad: usize) -> Option<usize> {
+pub fn window_out(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+) -> Option<usize> {
     let effective = (kernel.checked_sub(1)?).checked_mul(dilation)? + 1;
     let padded = input.checked_add(pad)?;
     if padded < effective || stride == 0 {
@@ -61,7 +80,10 @@ mod tests {
     #[test]
     fn broadcast_rules() {
         assert_eq!(broadcast(&[1, 4, 4, 8], &[8]), Some(vec![1, 4, 4, 8]));
-        assert_eq!(broadcast(&[1, 4, 1, 8], &[1, 1, 5, 1]), Some(vec![1, 4, 5, 8]));
+        assert_eq!(
+            broadcast(&[1, 4, 1, 8], &[1, 1, 5, 1]),
+            Some(vec![1, 4, 5, 8])
+        );
         assert_eq!(broadcast(&[3], &[4]), None);
         assert_eq!(broadcast(&[], &[2, 3]), Some(vec![2, 3]));
     }

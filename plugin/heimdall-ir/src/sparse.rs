@@ -49,23 +49,39 @@ impl Sparsity {
 ///
 /// Every index, size and count is checked against the dense shape and the number of stored
 /// values, so hostile metadata gives an error, never a panic or an unbounded loop.
-pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[usize]) -> Result<Vec<T>, String> {
+pub fn densify<T: Copy + Default>(
+    sp: &Sparsity,
+    values: &[T],
+    dense_shape: &[usize],
+) -> Result<Vec<T>, String> {
     let n = dense_shape.len();
     let levels = sp.traversal_order.len();
     if levels != sp.dims.len() {
-        return Err(format!("traversal_order has {levels} entries but dim_metadata has {}", sp.dims.len()));
+        return Err(format!(
+            "traversal_order has {levels} entries but dim_metadata has {}",
+            sp.dims.len()
+        ));
     }
     if levels < n || levels - n != sp.block_map.len() {
-        return Err(format!("{levels} levels for a rank-{n} tensor with {} block dims", sp.block_map.len()));
+        return Err(format!(
+            "{levels} levels for a rank-{n} tensor with {} block dims",
+            sp.block_map.len()
+        ));
     }
     let mut seen = vec![false; levels];
     for &t in &sp.traversal_order {
         if t >= levels || seen[t] {
-            return Err(format!("traversal_order {:?} is not a permutation", sp.traversal_order));
+            return Err(format!(
+                "traversal_order {:?} is not a permutation",
+                sp.traversal_order
+            ));
         }
         seen[t] = true;
     }
-    let numel: usize = dense_shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("dense shape overflows")?;
+    let numel: usize = dense_shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or("dense shape overflows")?;
     // Block sizes, and the size of each original dim counted in blocks.
     let mut block_size = vec![1usize; sp.block_map.len()];
     for (level, &t) in sp.traversal_order.iter().enumerate() {
@@ -78,8 +94,10 @@ pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[us
     }
     let mut outer = dense_shape.to_vec();
     for (j, &d) in sp.block_map.iter().enumerate() {
-        if d >= n || outer[d] % block_size[j] != 0 {
-            return Err(format!("block map entry {j} ({d}) does not divide the dense shape"));
+        if d >= n || !outer[d].is_multiple_of(block_size[j]) {
+            return Err(format!(
+                "block map entry {j} ({d}) does not divide the dense shape"
+            ));
         }
         outer[d] /= block_size[j];
     }
@@ -88,14 +106,24 @@ pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[us
     for (level, &t) in sp.traversal_order.iter().enumerate() {
         match &sp.dims[level] {
             DimMeta::Dense(s) if *s != extent(t) => {
-                return Err(format!("level {level}: dense size {s} but the dimension has {}", extent(t)));
+                return Err(format!(
+                    "level {level}: dense size {s} but the dimension has {}",
+                    extent(t)
+                ));
             }
             DimMeta::Csr { segments, indices } => {
-                if segments.windows(2).any(|w| w[0] > w[1]) || segments.last().is_some_and(|&l| l as usize > indices.len()) {
-                    return Err(format!("level {level}: segments are not monotonic within the indices"));
+                if segments.windows(2).any(|w| w[0] > w[1])
+                    || segments.last().is_some_and(|&l| l as usize > indices.len())
+                {
+                    return Err(format!(
+                        "level {level}: segments are not monotonic within the indices"
+                    ));
                 }
                 if indices.iter().any(|&i| i as usize >= extent(t)) {
-                    return Err(format!("level {level}: an index is outside the dimension ({})", extent(t)));
+                    return Err(format!(
+                        "level {level}: an index is outside the dimension ({})",
+                        extent(t)
+                    ));
                 }
             }
             _ => {}
@@ -111,8 +139,14 @@ pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[us
         match &sp.dims[level] {
             DimMeta::Dense(s) => Ok((parent * s, parent * s + s)),
             DimMeta::Csr { segments, .. } => {
-                let a = *segments.get(parent).ok_or_else(|| format!("level {level}: missing segment {parent}"))? as usize;
-                let b = *segments.get(parent + 1).ok_or_else(|| format!("level {level}: missing segment {}", parent + 1))? as usize;
+                let a = *segments
+                    .get(parent)
+                    .ok_or_else(|| format!("level {level}: missing segment {parent}"))?
+                    as usize;
+                let b = *segments
+                    .get(parent + 1)
+                    .ok_or_else(|| format!("level {level}: missing segment {}", parent + 1))?
+                    as usize;
                 Ok((a, b))
             }
         }
@@ -137,20 +171,37 @@ pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[us
             let mut orig = vec![0usize; n];
             for (l, &t) in sp.traversal_order.iter().enumerate() {
                 if t < n {
-                    orig[t] += coord[l] * sp.block_map.iter().enumerate().filter(|(_, d)| **d == t).map(|(j, _)| block_size[j]).product::<usize>();
+                    orig[t] += coord[l]
+                        * sp.block_map
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, d)| **d == t)
+                            .map(|(j, _)| block_size[j])
+                            .product::<usize>();
                 }
             }
             for (l, &t) in sp.traversal_order.iter().enumerate() {
                 if t >= n {
                     let j = t - n;
                     // Inner block coordinate: scaled by the sizes of blocks nested inside it.
-                    let inner: usize = sp.block_map.iter().enumerate().skip(j + 1).filter(|(_, d)| **d == sp.block_map[j]).map(|(jj, _)| block_size[jj]).product();
+                    let inner: usize = sp
+                        .block_map
+                        .iter()
+                        .enumerate()
+                        .skip(j + 1)
+                        .filter(|(_, d)| **d == sp.block_map[j])
+                        .map(|(jj, _)| block_size[jj])
+                        .product();
                     orig[sp.block_map[j]] += coord[l] * inner;
                 }
             }
             let at: usize = orig.iter().zip(&strides).map(|(i, s)| i * s).sum();
-            let v = *values.get(next_value).ok_or("more stored positions than values")?;
-            *dense.get_mut(at).ok_or("position outside the dense tensor")? = v;
+            let v = *values
+                .get(next_value)
+                .ok_or("more stored positions than values")?;
+            *dense
+                .get_mut(at)
+                .ok_or("position outside the dense tensor")? = v;
             next_value += 1;
             if next_value > numel {
                 return Err("more stored values than dense elements".into());
@@ -164,7 +215,10 @@ pub fn densify<T: Copy + Default>(sp: &Sparsity, values: &[T], dense_shape: &[us
         }
     }
     if next_value != values.len() {
-        return Err(format!("{} values stored but {next_value} positions described", values.len()));
+        return Err(format!(
+            "{} values stored but {next_value} positions described",
+            values.len()
+        ));
     }
     Ok(dense)
 }
@@ -179,7 +233,13 @@ mod tests {
         let sp = Sparsity {
             traversal_order: vec![0, 1],
             block_map: vec![],
-            dims: vec![DimMeta::Dense(3), DimMeta::Csr { segments: vec![0, 2, 2, 3], indices: vec![0, 2, 1] }],
+            dims: vec![
+                DimMeta::Dense(3),
+                DimMeta::Csr {
+                    segments: vec![0, 2, 2, 3],
+                    indices: vec![0, 2, 1],
+                },
+            ],
         };
         let d = densify(&sp, &[1.0f32, 2.0, 3.0], &[3, 3]).unwrap();
         assert_eq!(d, vec![1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0]);
@@ -191,7 +251,13 @@ mod tests {
         let sp = Sparsity {
             traversal_order: vec![1, 0],
             block_map: vec![],
-            dims: vec![DimMeta::Dense(3), DimMeta::Csr { segments: vec![0, 1, 2, 3], indices: vec![0, 2, 0] }],
+            dims: vec![
+                DimMeta::Dense(3),
+                DimMeta::Csr {
+                    segments: vec![0, 1, 2, 3],
+                    indices: vec![0, 2, 0],
+                },
+            ],
         };
         let d = densify(&sp, &[1.0f32, 3.0, 2.0], &[3, 3]).unwrap();
         assert_eq!(d, vec![1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0]);
@@ -204,7 +270,14 @@ mod tests {
         let sp = Sparsity {
             traversal_order: vec![0, 1, 2],
             block_map: vec![1],
-            dims: vec![DimMeta::Dense(2), DimMeta::Csr { segments: vec![0, 1, 2], indices: vec![0, 1] }, DimMeta::Dense(2)],
+            dims: vec![
+                DimMeta::Dense(2),
+                DimMeta::Csr {
+                    segments: vec![0, 1, 2],
+                    indices: vec![0, 1],
+                },
+                DimMeta::Dense(2),
+            ],
         };
         let d = densify(&sp, &[1.0f32, 2.0, 3.0, 4.0], &[2, 4]).unwrap();
         assert_eq!(d, vec![1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0]);
@@ -215,10 +288,20 @@ mod tests {
         let sp = Sparsity {
             traversal_order: vec![0, 1],
             block_map: vec![],
-            dims: vec![DimMeta::Dense(3), DimMeta::Csr { segments: vec![0, 9, 2, 3], indices: vec![0, 2, 1] }],
+            dims: vec![
+                DimMeta::Dense(3),
+                DimMeta::Csr {
+                    segments: vec![0, 9, 2, 3],
+                    indices: vec![0, 2, 1],
+                },
+            ],
         };
         assert!(densify(&sp, &[1.0f32, 2.0, 3.0], &[3, 3]).is_err());
-        let sp = Sparsity { traversal_order: vec![0, 0], block_map: vec![], dims: vec![DimMeta::Dense(3), DimMeta::Dense(3)] };
+        let sp = Sparsity {
+            traversal_order: vec![0, 0],
+            block_map: vec![],
+            dims: vec![DimMeta::Dense(3), DimMeta::Dense(3)],
+        };
         assert!(densify(&sp, &[0.0f32; 9], &[3, 3]).is_err());
     }
 }

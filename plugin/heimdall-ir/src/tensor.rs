@@ -56,7 +56,11 @@ pub struct Constant {
 impl Constant {
     /// A dense f32 constant.
     pub fn dense(values: Vec<f32>) -> Self {
-        Constant { values, fp16: None, sparsity: None }
+        Constant {
+            values,
+            fp16: None,
+            sparsity: None,
+        }
     }
 
     /// Bytes the constant occupies in the model file's storage type.

@@ -59,7 +59,16 @@ mod tests {
     #[test]
     fn names_follow_the_schema_order() {
         assert_eq!(NAMES.split_whitespace().count(), 162);
-        for (code, name) in [(B::ADD, "ADD"), (B::CONV_2D, "CONV_2D"), (B::CUSTOM, "CUSTOM"), (B::PRELU, "PRELU"), (B::TRANSPOSE_CONV, "TRANSPOSE_CONV"), (B::HARD_SWISH, "HARD_SWISH"), (B::DENSIFY, "DENSIFY"), (B(161), "RIGHT_SHIFT")] {
+        for (code, name) in [
+            (B::ADD, "ADD"),
+            (B::CONV_2D, "CONV_2D"),
+            (B::CUSTOM, "CUSTOM"),
+            (B::PRELU, "PRELU"),
+            (B::TRANSPOSE_CONV, "TRANSPOSE_CONV"),
+            (B::HARD_SWISH, "HARD_SWISH"),
+            (B::DENSIFY, "DENSIFY"),
+            (B(161), "RIGHT_SHIFT"),
+        ] {
             assert_eq!(code.name(), name);
         }
         assert_eq!(B(500).name(), "BUILTIN_500");

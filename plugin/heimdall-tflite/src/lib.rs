@@ -28,6 +28,9 @@ use schema_generated::tflite;
 /// these shapes, so a hostile file must not be able to ask for unbounded memory).
 pub const MAX_TENSOR_ELEMENTS: usize = 1 << 26;
 
+/// Upper bound on the elements of all non-constant tensors together (1 GiB of f32).
+pub const MAX_ACTIVATION_ELEMENTS: usize = 1 << 28;
+
 /// Op counts of a model file, by op name, in the file's order of first appearance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpCounts(pub Vec<(String, usize)>);
@@ -40,33 +43,56 @@ impl OpCounts {
 
     /// Count of one op name (0 if absent).
     pub fn get(&self, name: &str) -> usize {
-        self.0.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, c)| *c)
     }
 }
 
 /// Reads a model file from bytes. `name` labels the graph (usually the file stem).
 pub fn import(bytes: &[u8], name: &str) -> Result<Graph, ImportError> {
     let model = verified_model(bytes)?;
-    let subgraphs = model.subgraphs().ok_or(ImportError::Model("the model has no subgraphs".into()))?;
+    let subgraphs = model
+        .subgraphs()
+        .ok_or(ImportError::Model("the model has no subgraphs".into()))?;
     if subgraphs.is_empty() {
         return Err(ImportError::Model("the model has no subgraphs".into()));
     }
     let sg = subgraphs.get(0);
     let tensors = tensors::import_tensors(&model, &sg, bytes)?;
     let nt = tensors.len();
-    let ids = |v: Option<flatbuffers::Vector<'_, i32>>, what: &str| -> Result<Vec<TensorId>, ImportError> {
+    let ids = |v: Option<flatbuffers::Vector<'_, i32>>,
+               what: &str|
+     -> Result<Vec<TensorId>, ImportError> {
         v.map(|v| v.iter().collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
             .map(|i| {
-                usize::try_from(i).ok().filter(|&i| i < nt).map(|i| TensorId(i as u32)).ok_or_else(|| ImportError::Model(format!("{what} refers to tensor {i}, the subgraph has {nt}")))
+                usize::try_from(i)
+                    .ok()
+                    .filter(|&i| i < nt)
+                    .map(|i| TensorId(i as u32))
+                    .ok_or_else(|| {
+                        ImportError::Model(format!(
+                            "{what} refers to tensor {i}, the subgraph has {nt}"
+                        ))
+                    })
             })
             .collect()
     };
     let inputs = ids(sg.inputs(), "subgraph inputs")?;
     let outputs = ids(sg.outputs(), "subgraph outputs")?;
-    let mut graph = Graph { name: name.to_string(), tensors, ops: Vec::new(), inputs, outputs };
-    let codes = model.operator_codes().ok_or(ImportError::Model("the model has no operator codes".into()))?;
+    let mut graph = Graph {
+        name: name.to_string(),
+        tensors,
+        ops: Vec::new(),
+        inputs,
+        outputs,
+    };
+    let codes = model
+        .operator_codes()
+        .ok_or(ImportError::Model("the model has no operator codes".into()))?;
     if let Some(operators) = sg.operators() {
         for (index, op) in operators.iter().enumerate() {
             let op = ops::import_op(&graph, &codes, &op, index, bytes)?;
@@ -81,7 +107,9 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Graph, ImportError> {
 /// their custom code), without importing it.
 pub fn op_counts(bytes: &[u8]) -> Result<OpCounts, ImportError> {
     let model = verified_model(bytes)?;
-    let codes = model.operator_codes().ok_or(ImportError::Model("the model has no operator codes".into()))?;
+    let codes = model
+        .operator_codes()
+        .ok_or(ImportError::Model("the model has no operator codes".into()))?;
     let mut counts: Vec<(String, usize)> = Vec::new();
     for sg in model.subgraphs().into_iter().flatten() {
         for (index, op) in sg.operators().into_iter().flatten().enumerate() {
@@ -97,10 +125,15 @@ pub fn op_counts(bytes: &[u8]) -> Result<OpCounts, ImportError> {
 
 fn verified_model(bytes: &[u8]) -> Result<tflite::Model<'_>, ImportError> {
     if bytes.len() < 8 {
-        return Err(ImportError::Model(format!("file of {} bytes is too short to be a TFLite model", bytes.len())));
+        return Err(ImportError::Model(format!(
+            "file of {} bytes is too short to be a TFLite model",
+            bytes.len()
+        )));
     }
     if !tflite::model_buffer_has_identifier(bytes) {
-        return Err(ImportError::Model("missing the TFLite file identifier 'TFL3'".into()));
+        return Err(ImportError::Model(
+            "missing the TFLite file identifier 'TFL3'".into(),
+        ));
     }
     let opts = flatbuffers::VerifierOptions {
         max_depth: 64,
@@ -108,9 +141,13 @@ fn verified_model(bytes: &[u8]) -> Result<tflite::Model<'_>, ImportError> {
         max_apparent_size: 1 << 31,
         ignore_missing_null_terminator: false,
     };
-    let model = tflite::root_as_model_with_opts(&opts, bytes).map_err(|e| ImportError::Flatbuffer(e.to_string()))?;
+    let model = tflite::root_as_model_with_opts(&opts, bytes)
+        .map_err(|e| ImportError::Flatbuffer(e.to_string()))?;
     if model.version() != 3 {
-        return Err(ImportError::Model(format!("schema version {} is not supported (expected 3)", model.version())));
+        return Err(ImportError::Model(format!(
+            "schema version {} is not supported (expected 3)",
+            model.version()
+        )));
     }
     Ok(model)
 }

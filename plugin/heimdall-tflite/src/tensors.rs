@@ -4,59 +4,119 @@ use heimdall_ir::sparse::{DimMeta, Sparsity};
 use heimdall_ir::{Constant, DType, TensorInfo};
 
 use crate::schema_generated::tflite;
-use crate::{ImportError, MAX_TENSOR_ELEMENTS};
+use crate::{ImportError, MAX_ACTIVATION_ELEMENTS, MAX_TENSOR_ELEMENTS};
 
 /// Imports every tensor of the subgraph; constants get their data decoded to f32.
-pub(crate) fn import_tensors(model: &tflite::Model<'_>, sg: &tflite::SubGraph<'_>, file: &[u8]) -> Result<Vec<TensorInfo>, ImportError> {
+pub(crate) fn import_tensors(
+    model: &tflite::Model<'_>,
+    sg: &tflite::SubGraph<'_>,
+    file: &[u8],
+) -> Result<Vec<TensorInfo>, ImportError> {
     let buffers = model.buffers();
-    let Some(tensors) = sg.tensors() else { return Ok(Vec::new()) };
+    let Some(tensors) = sg.tensors() else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::with_capacity(tensors.len().min(file.len()));
+    let mut activations = 0usize;
     for (index, t) in tensors.iter().enumerate() {
         let name = t.name().unwrap_or("").to_string();
-        let err = |message: String| ImportError::Tensor { index, name: name.clone(), message };
+        let err = |message: String| ImportError::Tensor {
+            index,
+            name: name.clone(),
+            message,
+        };
         let shape: Vec<usize> = t
             .shape()
             .map(|s| s.iter().collect::<Vec<i32>>())
             .unwrap_or_default()
             .into_iter()
-            .map(|d| usize::try_from(d).map_err(|_| err(format!("negative or unknown dimension {d}"))))
+            .map(|d| {
+                usize::try_from(d).map_err(|_| err(format!("negative or unknown dimension {d}")))
+            })
             .collect::<Result<_, _>>()?;
         let shape = normalise_rank(shape).map_err(&err)?;
-        let numel = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= MAX_TENSOR_ELEMENTS);
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .filter(|&n| n <= MAX_TENSOR_ELEMENTS);
         let Some(numel) = numel else {
-            return Err(err(format!("shape {shape:?} has more than {MAX_TENSOR_ELEMENTS} elements")));
+            return Err(err(format!(
+                "shape {shape:?} has more than {MAX_TENSOR_ELEMENTS} elements"
+            )));
         };
         let dtype = match t.type_() {
             tflite::TensorType::FLOAT32 => DType::F32,
             tflite::TensorType::FLOAT16 => DType::F16,
             tflite::TensorType::INT32 => DType::I32,
             tflite::TensorType::INT64 => DType::I64,
-            other => return Err(err(format!("element type {other:?} is not supported (float models only)"))),
+            other => {
+                return Err(err(format!(
+                    "element type {other:?} is not supported (float models only)"
+                )));
+            }
         };
-        if t.quantization().and_then(|q| q.scale()).is_some_and(|s| !s.is_empty()) && dtype != DType::F32 && dtype != DType::F16 {
+        if t.quantization()
+            .and_then(|q| q.scale())
+            .is_some_and(|s| !s.is_empty())
+            && dtype != DType::F32
+            && dtype != DType::F16
+        {
             return Err(err("quantized tensors are not supported".into()));
         }
         let data = buffer_data(buffers.as_ref(), t.buffer(), file).map_err(&err)?;
         let constant = match data {
             None => None,
             Some(bytes) => {
-                let sparsity = t.sparsity().map(|s| import_sparsity(&s, numel)).transpose().map_err(&err)?;
+                let sparsity = t
+                    .sparsity()
+                    .map(|s| import_sparsity(&s, numel))
+                    .transpose()
+                    .map_err(&err)?;
                 let stored = if bytes.len() % dtype.size() != 0 {
-                    return Err(err(format!("{} data bytes is not a whole number of {dtype:?} values", bytes.len())));
+                    return Err(err(format!(
+                        "{} data bytes is not a whole number of {dtype:?} values",
+                        bytes.len()
+                    )));
                 } else {
                     bytes.len() / dtype.size()
                 };
                 if sparsity.is_none() && stored != numel {
-                    return Err(err(format!("shape {shape:?} needs {numel} values, the buffer holds {stored}")));
+                    return Err(err(format!(
+                        "shape {shape:?} needs {numel} values, the buffer holds {stored}"
+                    )));
                 }
                 if stored > numel {
                     return Err(err(format!("{stored} stored values for {numel} elements")));
                 }
+                // A sparse tensor expands to its dense shape at load: bound that expansion by the
+                // data actually stored, so a tiny file cannot ask for gigabytes.
+                if sparsity.is_some() && numel > 64 * stored.max(1024) {
+                    return Err(err(format!(
+                        "sparse tensor of {numel} elements stores only {stored} values"
+                    )));
+                }
                 let (values, fp16) = decode(bytes, dtype);
-                Some(Constant { values, fp16, sparsity })
+                Some(Constant {
+                    values,
+                    fp16,
+                    sparsity,
+                })
             }
         };
-        out.push(TensorInfo { name, shape, dtype, constant });
+        if constant.is_none() {
+            activations = activations.saturating_add(numel);
+            if activations > MAX_ACTIVATION_ELEMENTS {
+                return Err(err(format!(
+                    "activations exceed {MAX_ACTIVATION_ELEMENTS} elements in total"
+                )));
+            }
+        }
+        out.push(TensorInfo {
+            name,
+            shape,
+            dtype,
+            constant,
+        });
     }
     Ok(out)
 }
@@ -67,26 +127,42 @@ fn normalise_rank(mut shape: Vec<usize>) -> Result<Vec<usize>, String> {
         shape.remove(0);
     }
     if shape.len() > heimdall_ir::graph::MAX_RANK {
-        return Err(format!("rank {} is more than {}", shape.len(), heimdall_ir::graph::MAX_RANK));
+        return Err(format!(
+            "rank {} is more than {}",
+            shape.len(),
+            heimdall_ir::graph::MAX_RANK
+        ));
     }
     Ok(shape)
 }
 
 /// The bytes of a buffer, inside the flatbuffer or (schema 3c) at an offset of the file.
-fn buffer_data<'a>(buffers: Option<&flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<tflite::Buffer<'a>>>>, index: u32, file: &'a [u8]) -> Result<Option<&'a [u8]>, String> {
+fn buffer_data<'a>(
+    buffers: Option<&flatbuffers::Vector<'a, flatbuffers::ForwardsUOffset<tflite::Buffer<'a>>>>,
+    index: u32,
+    file: &'a [u8],
+) -> Result<Option<&'a [u8]>, String> {
     if index == 0 {
         return Ok(None);
     }
     let buffers = buffers.ok_or("refers to a buffer but the model has none")?;
     let i = index as usize;
     if i >= buffers.len() {
-        return Err(format!("buffer {index} does not exist ({} buffers)", buffers.len()));
+        return Err(format!(
+            "buffer {index} does not exist ({} buffers)",
+            buffers.len()
+        ));
     }
     let b = buffers.get(i);
     if b.offset() > 1 {
         let start = usize::try_from(b.offset()).map_err(|_| "buffer offset overflows")?;
         let size = usize::try_from(b.size()).map_err(|_| "buffer size overflows")?;
-        let end = start.checked_add(size).filter(|&e| e <= file.len()).ok_or_else(|| format!("buffer {index} ({size} bytes at {start}) lies outside the file"))?;
+        let end = start
+            .checked_add(size)
+            .filter(|&e| e <= file.len())
+            .ok_or_else(|| {
+                format!("buffer {index} ({size} bytes at {start}) lies outside the file")
+            })?;
         return Ok(Some(&file[start..end]));
     }
     match b.data() {
@@ -97,13 +173,39 @@ fn buffer_data<'a>(buffers: Option<&flatbuffers::Vector<'a, flatbuffers::Forward
 
 fn decode(bytes: &[u8], dtype: DType) -> (Vec<f32>, Option<Vec<u16>>) {
     match dtype {
-        DType::F32 => (bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(), None),
+        DType::F32 => (
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            None,
+        ),
         DType::F16 => {
-            let bits: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-            (bits.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect(), Some(bits))
+            let bits: Vec<u16> = bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            (
+                bits.iter()
+                    .map(|&b| half::f16::from_bits(b).to_f32())
+                    .collect(),
+                Some(bits),
+            )
         }
-        DType::I32 => (bytes.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32).collect(), None),
-        DType::I64 => (bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f32).collect(), None),
+        DType::I32 => (
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32)
+                .collect(),
+            None,
+        ),
+        DType::I64 => (
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f32)
+                .collect(),
+            None,
+        ),
     }
 }
 
@@ -118,7 +220,11 @@ pub(crate) fn int_values(model_tensor: &TensorInfo) -> Option<Vec<i64>> {
 
 fn import_sparsity(s: &tflite::SparsityParameters<'_>, numel: usize) -> Result<Sparsity, String> {
     let ints = |v: Option<flatbuffers::Vector<'_, i32>>| -> Result<Vec<usize>, String> {
-        v.map(|v| v.iter().collect::<Vec<_>>()).unwrap_or_default().into_iter().map(|i| usize::try_from(i).map_err(|_| format!("negative sparsity index {i}"))).collect()
+        v.map(|v| v.iter().collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| usize::try_from(i).map_err(|_| format!("negative sparsity index {i}")))
+            .collect()
     };
     let traversal_order = ints(s.traversal_order())?;
     let block_map = ints(s.block_map())?;
@@ -128,28 +234,46 @@ fn import_sparsity(s: &tflite::SparsityParameters<'_>, numel: usize) -> Result<S
             tflite::DimensionType::DENSE => {
                 let n = usize::try_from(d.dense_size()).map_err(|_| "negative dense size")?;
                 if n > numel {
-                    return Err(format!("dense size {n} exceeds the tensor's {numel} elements"));
+                    return Err(format!(
+                        "dense size {n} exceeds the tensor's {numel} elements"
+                    ));
                 }
                 DimMeta::Dense(n)
             }
             tflite::DimensionType::SPARSE_CSR => DimMeta::Csr {
-                segments: index_vector(&d, true).ok_or("sparse dimension without array_segments")?,
+                segments: index_vector(&d, true)
+                    .ok_or("sparse dimension without array_segments")?,
                 indices: index_vector(&d, false).ok_or("sparse dimension without array_indices")?,
             },
             other => return Err(format!("unknown dimension format {other:?}")),
         });
     }
     if traversal_order.len() > 8 {
-        return Err(format!("{} sparse levels is too many", traversal_order.len()));
+        return Err(format!(
+            "{} sparse levels is too many",
+            traversal_order.len()
+        ));
     }
-    Ok(Sparsity { traversal_order, block_map, dims })
+    Ok(Sparsity {
+        traversal_order,
+        block_map,
+        dims,
+    })
 }
 
 fn index_vector(d: &tflite::DimensionMetadata<'_>, segments: bool) -> Option<Vec<u32>> {
     let (i32v, u16v, u8v) = if segments {
-        (d.array_segments_as_int_32_vector(), d.array_segments_as_uint_16_vector(), d.array_segments_as_uint_8_vector())
+        (
+            d.array_segments_as_int_32_vector(),
+            d.array_segments_as_uint_16_vector(),
+            d.array_segments_as_uint_8_vector(),
+        )
     } else {
-        (d.array_indices_as_int_32_vector(), d.array_indices_as_uint_16_vector(), d.array_indices_as_uint_8_vector())
+        (
+            d.array_indices_as_int_32_vector(),
+            d.array_indices_as_uint_16_vector(),
+            d.array_indices_as_uint_8_vector(),
+        )
     };
     if let Some(v) = i32v {
         return v.values()?.iter().map(|x| u32::try_from(x).ok()).collect();

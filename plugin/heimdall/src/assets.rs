@@ -31,7 +31,10 @@ pub fn workspace_root() -> PathBuf {
     if let Ok(root) = std::env::var("HEIMDALL_ROOT") {
         return PathBuf::from(root);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap_or_else(|_| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from("."))
 }
 
 /// The path of a MediaPipe model by name, fetching it (with `scripts/fetch_models.py`) into
@@ -53,7 +56,9 @@ pub fn model_path(name: &str) -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("cannot run scripts/fetch_models.py to fetch {name}: {e}"))?;
     if !status.success() || !cached.exists() {
-        return Err(format!("scripts/fetch_models.py could not fetch {name} ({status})"));
+        return Err(format!(
+            "scripts/fetch_models.py could not fetch {name} ({status})"
+        ));
     }
     Ok(cached)
 }
@@ -61,4 +66,19 @@ pub fn model_path(name: &str) -> Result<PathBuf, String> {
 /// The golden directory of a model: `assets/goldens/<name>`.
 pub fn goldens_dir(name: &str) -> PathBuf {
     workspace_root().join("assets/goldens").join(name)
+}
+
+/// Expands to one `#[test]` per MediaPipe model, each calling `$check("<model name>")`.
+#[macro_export]
+macro_rules! mediapipe_model_tests {
+    ($check:path) => {
+        $crate::mediapipe_model_tests!(@each $check;
+            face_detection_short_range, face_detection_full_range_sparse, face_landmark,
+            face_landmark_with_attention, iris_landmark, palm_detection_lite, palm_detection_full,
+            hand_landmark_lite, hand_landmark_full, hand_recrop, pose_detection, pose_landmark_full,
+            selfie_segmentation, selfie_segmentation_landscape);
+    };
+    (@each $check:path; $($name:ident),*) => {
+        $( #[test] fn $name() { $check(stringify!($name)); } )*
+    };
 }

@@ -21,9 +21,9 @@ use std::path::Path;
 
 pub use heimdall_cpu as cpu;
 pub use heimdall_ir as ir;
-pub use heimdall_tflite as tflite;
-use heimdall_ir::passes::{optimize, PassReport};
 use heimdall_ir::Graph;
+use heimdall_ir::passes::{PassReport, optimize};
+pub use heimdall_tflite as tflite;
 use thiserror::Error;
 
 /// Errors of loading a model or moving tensors.
@@ -88,15 +88,27 @@ pub fn load_model(path: impl AsRef<Path>, options: LoadOptions) -> Result<Graph,
 }
 
 /// Loads a model file and reports what the passes did.
-pub fn load_model_with_report(path: impl AsRef<Path>, options: LoadOptions) -> Result<(Graph, PassReport), Error> {
+pub fn load_model_with_report(
+    path: impl AsRef<Path>,
+    options: LoadOptions,
+) -> Result<(Graph, PassReport), Error> {
     let path = path.as_ref();
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|error| Error::Io { path: shown.clone(), error })?;
+    let bytes = std::fs::read(path).map_err(|error| Error::Io {
+        path: shown.clone(),
+        error,
+    })?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
     match path.extension().and_then(|e| e.to_str()) {
         Some("tflite") => load_tflite_bytes(&bytes, name, options).map_err(|e| match e {
-            Error::Import { error, .. } => Error::Import { path: shown.clone(), error },
-            Error::Passes { error, .. } => Error::Passes { path: shown.clone(), error },
+            Error::Import { error, .. } => Error::Import {
+                path: shown.clone(),
+                error,
+            },
+            Error::Passes { error, .. } => Error::Passes {
+                path: shown.clone(),
+                error,
+            },
             other => other,
         }),
         _ => Err(Error::UnknownFormat(shown)),
@@ -104,10 +116,20 @@ pub fn load_model_with_report(path: impl AsRef<Path>, options: LoadOptions) -> R
 }
 
 /// Imports TFLite bytes and runs the passes if asked.
-pub fn load_tflite_bytes(bytes: &[u8], name: &str, options: LoadOptions) -> Result<(Graph, PassReport), Error> {
-    let mut graph = heimdall_tflite::import(bytes, name).map_err(|error| Error::Import { path: name.to_string(), error })?;
+pub fn load_tflite_bytes(
+    bytes: &[u8],
+    name: &str,
+    options: LoadOptions,
+) -> Result<(Graph, PassReport), Error> {
+    let mut graph = heimdall_tflite::import(bytes, name).map_err(|error| Error::Import {
+        path: name.to_string(),
+        error,
+    })?;
     let report = if options.passes {
-        optimize(&mut graph).map_err(|error| Error::Passes { path: name.to_string(), error })?
+        optimize(&mut graph).map_err(|error| Error::Passes {
+            path: name.to_string(),
+            error,
+        })?
     } else {
         PassReport::default()
     };
@@ -117,7 +139,11 @@ pub fn load_tflite_bytes(bytes: &[u8], name: &str, options: LoadOptions) -> Resu
 /// Relative L2 error `||out - reference|| / ||reference||` (with a floor on the norm of the
 /// reference so all-zero references compare absolutely).
 pub fn rel_l2(out: &[f32], reference: &[f32]) -> f64 {
-    assert_eq!(out.len(), reference.len(), "rel_l2 of tensors of different sizes");
+    assert_eq!(
+        out.len(),
+        reference.len(),
+        "rel_l2 of tensors of different sizes"
+    );
     let (mut num, mut den) = (0f64, 0f64);
     for (&a, &b) in out.iter().zip(reference) {
         num += (a as f64 - b as f64).powi(2);

@@ -17,8 +17,14 @@ pub struct NpyTensor {
 pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyTensor, Error> {
     let path = path.as_ref();
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|error| Error::Io { path: shown.clone(), error })?;
-    let err = |message: String| Error::Npy { path: shown.clone(), message };
+    let bytes = std::fs::read(path).map_err(|error| Error::Io {
+        path: shown.clone(),
+        error,
+    })?;
+    let err = |message: String| Error::Npy {
+        path: shown.clone(),
+        message,
+    };
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| err(format!("not a .npy file: {e}")))?;
     if npy.order() != npyz::Order::C {
         return Err(err("Fortran-ordered arrays are not supported".into()));
@@ -28,7 +34,9 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyTensor, Error> {
         other => return Err(err(format!("dtype {} is not float32", other.descr()))),
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let data: Vec<f32> = npy.into_vec().map_err(|e| err(format!("cannot read the data: {e}")))?;
+    let data: Vec<f32> = npy
+        .into_vec()
+        .map_err(|e| err(format!("cannot read the data: {e}")))?;
     if data.len() != shape.iter().product::<usize>() {
         return Err(err(format!("shape {shape:?} but {} values", data.len())));
     }
@@ -40,7 +48,10 @@ pub fn write_npy(path: impl AsRef<Path>, shape: &[usize], data: &[f32]) -> Resul
     use npyz::WriterBuilder;
     let path = path.as_ref();
     let shown = path.display().to_string();
-    let io = |error: std::io::Error| Error::Io { path: shown.clone(), error };
+    let io = |error: std::io::Error| Error::Io {
+        path: shown.clone(),
+        error,
+    };
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w = npyz::WriteOptions::<f32>::new()
         .default_dtype()

@@ -12,36 +12,28 @@ use heimdall::rel_l2;
 fn check(name: &str) {
     let on = common::graph(name, true);
     let off = common::graph(name, false);
-    assert!(on.ops.len() < off.ops.len(), "{name}: the passes removed nothing ({} ops)", off.ops.len());
+    assert!(
+        on.ops.len() < off.ops.len(),
+        "{name}: the passes removed nothing ({} ops)",
+        off.ops.len()
+    );
     let golden = common::cases(name, on.outputs.len()).remove(0).inputs;
     for inputs in [golden, common::random_inputs(&on, 7)] {
         let a = common::run(&on, &inputs, 2);
         let b = common::run(&off, &inputs, 2);
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
             let err = rel_l2(x, y);
-            println!("{name}: output {i}: passes on vs off rel-L2 {err:.2e} ({} vs {} ops)", on.ops.len(), off.ops.len());
-            assert!(err <= 1e-6, "{name}: output {i} differs with passes on/off: rel-L2 {err:.3e}");
+            println!(
+                "{name}: output {i}: passes on vs off rel-L2 {err:.2e} ({} vs {} ops)",
+                on.ops.len(),
+                off.ops.len()
+            );
+            assert!(
+                err <= 1e-6,
+                "{name}: output {i} differs with passes on/off: rel-L2 {err:.3e}"
+            );
         }
     }
 }
 
-macro_rules! pass_tests {
-    ($($name:ident),* $(,)?) => { $( #[test] fn $name() { check(stringify!($name)); } )* };
-}
-
-pass_tests!(
-    face_detection_short_range,
-    face_detection_full_range_sparse,
-    face_landmark,
-    face_landmark_with_attention,
-    iris_landmark,
-    palm_detection_lite,
-    palm_detection_full,
-    hand_landmark_lite,
-    hand_landmark_full,
-    hand_recrop,
-    pose_detection,
-    pose_landmark_full,
-    selfie_segmentation,
-    selfie_segmentation_landscape,
-);
+heimdall::mediapipe_model_tests!(check);

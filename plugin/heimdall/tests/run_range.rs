@@ -30,7 +30,12 @@ fn check(name: &str) {
         }
         for (i, reference) in whole.iter().enumerate() {
             let got = m.output(i).expect("output");
-            assert!(got.iter().zip(reference).all(|(a, b)| a.to_bits() == b.to_bits()), "{name}: output {i} differs when run as ranges {cuts:?}");
+            assert!(
+                got.iter()
+                    .zip(reference)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name}: output {i} differs when run as ranges {cuts:?}"
+            );
         }
     }
     // Out-of-range requests are errors, not panics.
@@ -38,23 +43,4 @@ fn check(name: &str) {
     assert!(m.run_range(0..n + 1).is_err());
 }
 
-macro_rules! range_tests {
-    ($($name:ident),* $(,)?) => { $( #[test] fn $name() { check(stringify!($name)); } )* };
-}
-
-range_tests!(
-    face_detection_short_range,
-    face_detection_full_range_sparse,
-    face_landmark,
-    face_landmark_with_attention,
-    iris_landmark,
-    palm_detection_lite,
-    palm_detection_full,
-    hand_landmark_lite,
-    hand_landmark_full,
-    hand_recrop,
-    pose_detection,
-    pose_landmark_full,
-    selfie_segmentation,
-    selfie_segmentation_landscape,
-);
+heimdall::mediapipe_model_tests!(check);

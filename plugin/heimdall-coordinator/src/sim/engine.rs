@@ -35,8 +35,15 @@ enum Kind {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum GpuItem {
-    Render { frame: usize, start: f64 },
-    Chunk { id: WorkId, model: ModelId, start: f64 },
+    Render {
+        frame: usize,
+        start: f64,
+    },
+    Chunk {
+        id: WorkId,
+        model: ModelId,
+        start: f64,
+    },
 }
 
 impl Kind {
@@ -285,7 +292,11 @@ impl Sim<'_> {
             target_fps: sc.frame_rate,
             frames: frames as u64,
             rendered: self.render_ends.len() as u64,
-            on_time_rate: if frames == 0 { 1.0 } else { self.frames_on_time as f64 / frames as f64 },
+            on_time_rate: if frames == 0 {
+                1.0
+            } else {
+                self.frames_on_time as f64 / frames as f64
+            },
             fps_mean: self.render_ends.len() as f64 / dur,
             fps_min_window,
         };
@@ -378,7 +389,9 @@ impl Sim<'_> {
                 .position(|b| !*b)
                 .expect("the coordinator got the idle count");
             self.workers[worker] = true;
-            let cost: f64 = self.sc.dnns[c.model.0].cpu_op_ms[c.ops.clone()].iter().sum();
+            let cost: f64 = self.sc.dnns[c.model.0].cpu_op_ms[c.ops.clone()]
+                .iter()
+                .sum();
             self.cpu_started.insert(c.id, now);
             self.cpu_model.insert(c.id, c.model.0);
             self.push(now + cost, Kind::CpuDone { worker, id: c.id });

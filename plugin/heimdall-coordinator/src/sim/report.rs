@@ -132,8 +132,16 @@ impl Report {
         let _ = writeln!(
             s,
             "{:<18} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>10} {:>5}",
-            "dnn", "done", "mean ms", "p99 ms", "max ms", "miss %", "gpu ms", "cpu ms",
-            "offload ms", "ovr"
+            "dnn",
+            "done",
+            "mean ms",
+            "p99 ms",
+            "max ms",
+            "miss %",
+            "gpu ms",
+            "cpu ms",
+            "offload ms",
+            "ovr"
         );
         for d in &self.dnns {
             let _ = writeln!(
@@ -154,7 +162,9 @@ impl Report {
         let _ = writeln!(
             s,
             "scheduler: {} decisions, mean {:.2} µs, max {:.1} µs",
-            self.scheduler.decisions, self.scheduler.decision_us_mean, self.scheduler.decision_us_max
+            self.scheduler.decisions,
+            self.scheduler.decision_us_mean,
+            self.scheduler.decision_us_max
         );
         s
     }

@@ -146,7 +146,11 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioErro
 }
 
 fn check(ok: bool, field: impl Into<String>, problem: &str) -> Result<(), ScenarioError> {
-    if ok { Ok(()) } else { Err(invalid(field, problem)) }
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(field, problem))
+    }
 }
 
 fn nonneg(x: f64) -> bool {
@@ -189,8 +193,16 @@ impl Scenario {
             "must be in (0, 3600]",
         )?;
         check(self.cpu_workers >= 1, "cpu_workers", "must be >= 1")?;
-        check(nonneg(self.chunk_overhead_ms), "chunk_overhead_ms", "must be >= 0")?;
-        check(nonneg(self.budget_margin_ms), "budget_margin_ms", "must be >= 0")?;
+        check(
+            nonneg(self.chunk_overhead_ms),
+            "chunk_overhead_ms",
+            "must be >= 0",
+        )?;
+        check(
+            nonneg(self.budget_margin_ms),
+            "budget_margin_ms",
+            "must be >= 0",
+        )?;
         check(nonneg(self.relaxation_ms), "relaxation_ms", "must be >= 0")?;
         check(nonneg(self.alpha), "alpha", "must be >= 0")?;
         check(
@@ -211,10 +223,18 @@ impl Scenario {
                 "must have one entry per op (as many as gpu_op_ms)",
             )?;
             for (k, &t) in d.gpu_op_ms.iter().enumerate() {
-                check(nonneg(t), f(&format!("gpu_op_ms[{k}]")), "must be finite and >= 0")?;
+                check(
+                    nonneg(t),
+                    f(&format!("gpu_op_ms[{k}]")),
+                    "must be finite and >= 0",
+                )?;
             }
             for (k, &t) in d.cpu_op_ms.iter().enumerate() {
-                check(nonneg(t), f(&format!("cpu_op_ms[{k}]")), "must be finite and >= 0")?;
+                check(
+                    nonneg(t),
+                    f(&format!("cpu_op_ms[{k}]")),
+                    "must be finite and >= 0",
+                )?;
             }
             let mut seen = HashSet::new();
             for (k, &op) in d.cpu_only_ops.iter().enumerate() {
@@ -225,7 +245,11 @@ impl Scenario {
             let r = &d.request;
             match (&r.period_ms, &r.events_ms) {
                 (Some(p), None) => {
-                    check(p.is_finite() && *p > 0.0, f("request.period_ms"), "must be > 0")?;
+                    check(
+                        p.is_finite() && *p > 0.0,
+                        f("request.period_ms"),
+                        "must be > 0",
+                    )?;
                     check(
                         r.start_ms.is_none_or(nonneg),
                         f("request.start_ms"),
@@ -233,7 +257,11 @@ impl Scenario {
                     )?;
                 }
                 (None, Some(ev)) => {
-                    check(r.start_ms.is_none(), f("request.start_ms"), "only goes with period_ms")?;
+                    check(
+                        r.start_ms.is_none(),
+                        f("request.start_ms"),
+                        "only goes with period_ms",
+                    )?;
                     for (k, &t) in ev.iter().enumerate() {
                         check(
                             nonneg(t),

@@ -2,9 +2,12 @@
 //!
 //! The filter (OHWI) is packed once into a [`PackedB`] of shape `[k_h * k_w * in_c, out_c]`.
 //! A 1x1 stride-1 unpadded convolution is one matrix product of the input
-//! `[in_h * in_w, in_c]` with it; every other convolution gathers blocks of output pixels into an
-//! im2col buffer (the caller's scratch) and runs the same product. Output pixels are split into
-//! contiguous ranges over [`Par`]; the epilogue runs on each block while it is in cache.
+//! `[in_h * in_w, in_c]` with it (output pixels split over [`Par`]). Every other convolution
+//! runs per output row (rows split over [`Par`]): its interior pixels (whole window inside the
+//! input) read the input in place as an implicit im2col (the product walks the window's
+//! `k_h` contiguous runs of `k_w * in_c` values), and only its edge pixels are gathered into an
+//! im2col buffer (one output row, in the caller's scratch). The epilogue runs on each block or
+//! row while it is in cache.
 
 use super::gemm::PackedB;
 use super::{Epilogue, Par, Window};
@@ -19,15 +22,22 @@ pub struct PackedConv {
     b: PackedB,
     direct: bool,
     block: usize,
+    /// Offsets (relative to a window's top-left input value) of the window's contiguous runs,
+    /// each `seg_len` values long: the implicit im2col of interior pixels.
+    segs: Vec<usize>,
+    seg_len: usize,
+    /// Output columns whose horizontal taps all fall inside the input.
+    int_cols: (usize, usize),
 }
 
-/// Values of scratch a convolution of geometry `w` needs when run with `threads` threads
-/// (0 for a 1x1 stride-1 unpadded convolution).
+/// Values of scratch a convolution of geometry `w` needs when run with `threads` threads:
+/// 0 for a 1x1 stride-1 unpadded convolution, else one output row of im2col per thread
+/// (`threads * out_w * k_h * k_w * in_c`).
 pub fn conv_scratch_len(w: &Window, threads: usize) -> usize {
     if is_direct(w) {
         0
     } else {
-        threads.max(1) * block_pixels(w) * patch_len(w)
+        threads.max(1) * w.out_w * patch_len(w)
     }
 }
 
@@ -46,7 +56,8 @@ fn patch_len(w: &Window) -> usize {
     w.k_h * w.k_w * w.in_c
 }
 
-/// Output pixels per im2col (or direct) block: the block's im2col rows stay in L2.
+/// Output pixels per block of the direct (1x1) path: the epilogue runs on a block while it is
+/// in cache.
 fn block_pixels(w: &Window) -> usize {
     let px = w.out_h * w.out_w;
     (16384 / patch_len(w).max(1)).clamp(12, 480).min(px.max(1))
@@ -59,11 +70,33 @@ impl PackedConv {
         let kdim = patch_len(&w);
         debug_assert_eq!(filter_ohwi.len(), w.out_c * kdim);
         let b = PackedB::new(kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
+        let row = w.in_w * w.in_c;
+        let (segs, seg_len) = if w.dil_w == 1 {
+            (
+                (0..w.k_h).map(|ky| ky * w.dil_h * row).collect(),
+                w.k_w * w.in_c,
+            )
+        } else {
+            let taps = (0..w.k_h).flat_map(|ky| {
+                (0..w.k_w).map(move |kx| ky * w.dil_h * row + kx * w.dil_w * w.in_c)
+            });
+            (taps.collect(), w.in_c)
+        };
+        let reach = (w.k_w - 1) * w.dil_w;
+        let lo = w.pad_left.div_ceil(w.stride_w).min(w.out_w);
+        let hi = if w.in_w + w.pad_left > reach {
+            ((w.in_w + w.pad_left - reach - 1) / w.stride_w + 1).min(w.out_w)
+        } else {
+            0
+        };
         PackedConv {
             w,
             b,
             direct: is_direct(&w),
             block: block_pixels(&w),
+            segs,
+            seg_len,
+            int_cols: (lo, hi.max(lo)),
         }
     }
 
@@ -96,28 +129,93 @@ impl PackedConv {
         if px == 0 || n == 0 {
             return;
         }
-        let per_part = if self.direct { 0 } else { self.block * kdim };
-        let min_rows = MIN_MACS_PER_PART.div_ceil((kdim * n).max(1));
-        let parts = par.parts(px, min_rows);
-        let scratch = &mut scratch[..per_part * parts];
-        par.for_rows_scratch(output, n, min_rows, scratch, per_part, |rows, out, sc| {
-            let mut m0 = rows.start;
-            while m0 < rows.end {
-                let mb = self.block.min(rows.end - m0);
-                let c = &mut out[(m0 - rows.start) * n..(m0 - rows.start + mb) * n];
-                if self.direct {
+        assert!(
+            input.len() >= w.in_h * w.in_w * w.in_c,
+            "conv: input too short"
+        );
+        if self.direct {
+            let min_rows = MIN_MACS_PER_PART.div_ceil((kdim * n).max(1));
+            par.for_rows(output, n, min_rows, |rows, out| {
+                let mut m0 = rows.start;
+                while m0 < rows.end {
+                    let mb = self.block.min(rows.end - m0);
+                    let c = &mut out[(m0 - rows.start) * n..(m0 - rows.start + mb) * n];
                     self.b.gemm(&input[m0 * w.in_c..], w.in_c, mb, c);
-                } else {
-                    let col = &mut sc[..mb * kdim];
-                    im2col(w, input, m0, mb, col);
-                    self.b.gemm(col, kdim, mb, c);
+                    if !ep.is_identity() {
+                        ep.apply(c, m0 * n, n);
+                    }
+                    m0 += mb;
                 }
-                if !ep.is_identity() {
-                    ep.apply(c, m0 * n, n);
+            });
+            return;
+        }
+        let row_len = w.out_w * n;
+        let per_part = w.out_w * kdim;
+        let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * kdim).max(1));
+        par.for_rows_scratch(
+            output,
+            row_len,
+            min_rows,
+            scratch,
+            per_part,
+            |rows, out, sc| {
+                for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+                    self.row(input, oy, out_row, sc);
+                    if !ep.is_identity() {
+                        ep.apply(out_row, oy * row_len, n);
+                    }
                 }
-                m0 += mb;
+            },
+        );
+    }
+
+    /// One output row: interior pixels read the input in place (segmented product), edge
+    /// pixels go through im2col in `scratch`.
+    fn row(&self, input: &[f32], oy: usize, out_row: &mut [f32], scratch: &mut [f32]) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, patch_len(w));
+        let top = oy * w.stride_h;
+        let rows_inside = top >= w.pad_top && top - w.pad_top + (w.k_h - 1) * w.dil_h < w.in_h;
+        let (lo, hi) = if rows_inside {
+            self.int_cols
+        } else {
+            (w.out_w, w.out_w)
+        };
+        if hi > lo {
+            let base = ((top - w.pad_top) * w.in_w + lo * w.stride_w - w.pad_left) * w.in_c;
+            // SAFETY: every tap of pixels lo..hi of this row lies inside the input (interior
+            // rows and columns), so each segment of each of those rows is in `input`, whose
+            // length `run` asserted.
+            unsafe {
+                self.b.gemm_segmented(
+                    input.as_ptr().add(base),
+                    w.stride_w * w.in_c,
+                    &self.segs,
+                    self.seg_len,
+                    hi - lo,
+                    &mut out_row[lo * n..hi * n],
+                );
             }
-        });
+        }
+        for (a, b) in [(0, lo), (hi.max(lo), w.out_w)] {
+            if b > a {
+                let col = &mut scratch[..(b - a) * kdim];
+                im2col(w, input, oy * w.out_w + a, b - a, col);
+                self.b.gemm(col, kdim, b - a, &mut out_row[a * n..b * n]);
+            }
+        }
+    }
+}
+
+/// Copies a short run (often 3 to a few hundred values) without a `memcpy` call.
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    if dst.len() >= 64 {
+        dst.copy_from_slice(src);
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
     }
 }
 
@@ -126,30 +224,35 @@ impl PackedConv {
 fn im2col(w: &Window, input: &[f32], m0: usize, mb: usize, col: &mut [f32]) {
     let (c, kw) = (w.in_c, w.k_w);
     let kdim = patch_len(w);
-    for (p, row) in (m0..m0 + mb).zip(col.chunks_exact_mut(kdim)) {
-        let (oy, ox) = (p / w.out_w, p % w.out_w);
-        for ky in 0..w.k_h {
-            let dst = &mut row[ky * kw * c..(ky + 1) * kw * c];
+    let seg = kw * c;
+    let in_row = w.in_w * c;
+    let (mut oy, mut ox) = (m0 / w.out_w, m0 % w.out_w);
+    for row in col[..mb * kdim].chunks_exact_mut(kdim) {
+        let ix0 = (ox * w.stride_w).wrapping_sub(w.pad_left);
+        let contiguous = w.dil_w == 1 && ix0 < w.in_w && ix0 + kw <= w.in_w;
+        for (ky, dst) in row.chunks_exact_mut(seg).enumerate() {
             let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
             if iy >= w.in_h {
                 dst.fill(0.0);
-                continue;
-            }
-            let src_row = &input[iy * w.in_w * c..(iy + 1) * w.in_w * c];
-            let ix0 = (ox * w.stride_w).wrapping_sub(w.pad_left);
-            if w.dil_w == 1 && ix0 < w.in_w && ix0 + kw <= w.in_w {
-                dst.copy_from_slice(&src_row[ix0 * c..(ix0 + kw) * c]);
-                continue;
-            }
-            for kx in 0..kw {
-                let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
-                let d = &mut dst[kx * c..(kx + 1) * c];
-                if ix < w.in_w {
-                    d.copy_from_slice(&src_row[ix * c..(ix + 1) * c]);
-                } else {
-                    d.fill(0.0);
+            } else if contiguous {
+                let start = iy * in_row + ix0 * c;
+                copy_short(dst, &input[start..start + seg]);
+            } else {
+                let src_row = &input[iy * in_row..(iy + 1) * in_row];
+                for (kx, d) in dst.chunks_exact_mut(c).enumerate() {
+                    let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
+                    if ix < w.in_w {
+                        copy_short(d, &src_row[ix * c..(ix + 1) * c]);
+                    } else {
+                        d.fill(0.0);
+                    }
                 }
             }
+        }
+        ox += 1;
+        if ox == w.out_w {
+            ox = 0;
+            oy += 1;
         }
     }
 }
@@ -268,6 +371,29 @@ mod tests {
     }
 
     #[test]
+    fn conv_wide_rows_and_dilation() {
+        // Output rows wider than the direct path's block, dilation with padding, stride 3.
+        for w in [
+            window(4, 700, 5, 9, (3, 3), (1, 1), 1, Padding::Same),
+            window(
+                13,
+                17,
+                6,
+                11,
+                (3, 3),
+                (1, 1),
+                2,
+                Padding::Explicit(2, 1, 2, 2),
+            ),
+            window(20, 19, 4, 7, (5, 5), (3, 3), 1, Padding::Same),
+        ] {
+            let p = ConvProblem::new(w, 11, true, false, false);
+            assert_close(&p.run(&Par::new(1)), &p.reference());
+            assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(2)));
+        }
+    }
+
+    #[test]
     fn conv_hand_computed() {
         // 2x2 input, 1 channel, 2x2 filter of ones, SAME (pad bottom/right only): sums of the
         // window anchored at each pixel.
@@ -293,6 +419,7 @@ mod tests {
             let p = ConvProblem::new(w, 3, true, true, true);
             assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(2)));
             assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(3)));
+            assert_close(&p.run(&Par::new(2)), &p.reference());
         }
     }
 }

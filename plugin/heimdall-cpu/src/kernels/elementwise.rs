@@ -106,7 +106,7 @@ pub fn prelu(
 ) {
     broadcast(
         par,
-        |x: f32, a: f32| if x >= 0.0 { x } else { a * x },
+        |x: f32, a: f32| x.max(0.0) + a * x.min(0.0),
         x,
         x_shape,
         alpha,

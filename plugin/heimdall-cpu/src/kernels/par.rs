@@ -1,10 +1,12 @@
 //! The thread pool handle kernels split their work over.
 //!
 //! A [`Par`] is created once per model. With one thread it runs everything inline; with more it
-//! owns a dedicated `rayon` pool. Kernels split their output into at most [`Par::threads`]
-//! contiguous row ranges (never a reduction dimension), so every output value is computed by the
-//! same sequence of operations whatever the thread count: results are bit-identical for
-//! `Par::new(1)` and `Par::new(n)`.
+//! owns a dedicated `rayon` pool, and kernels split their output rows into contiguous ranges
+//! (up to [`CHUNKS_PER_THREAD`] per thread, balanced by work-stealing `join`, no heap
+//! allocation). A reduction dimension is never split, so every output value is computed by the
+//! same sequence of operations whatever the thread count or the chunking: results are
+//! bit-identical for `Par::new(1)` and `Par::new(n)`. Wrap a whole model run in
+//! [`Par::install`] so that the forks of successive kernels stay on the pool's threads.
 
 use std::fmt;
 use std::ops::Range;
@@ -70,16 +72,18 @@ impl Par {
         }
     }
 
-    /// How many parts `items` units of work are split into when each part must hold at least
-    /// `min_items` of them (at least 1, at most [`Par::threads`]).
-    pub fn parts(&self, items: usize, min_items: usize) -> usize {
-        let by_size = items / min_items.max(1);
-        by_size.clamp(1, self.threads)
+    /// Chunks `items` units of work are split into when each must hold at least `min_items`
+    /// of them: at least 1, at most [`CHUNKS_PER_THREAD`] per thread (1 when inline).
+    pub fn chunks(&self, items: usize, min_items: usize) -> usize {
+        if self.pool.is_none() {
+            return 1;
+        }
+        (items / min_items.max(1)).clamp(1, CHUNKS_PER_THREAD * self.threads)
     }
 
-    /// Splits `out` (rows of `row_len` values) into contiguous row ranges and calls
-    /// `f(rows, out_rows)` for each, in parallel when there are at least `2 * min_rows` rows
-    /// and more than one thread. `out_rows` is the slice of `out` holding exactly `rows`.
+    /// Splits `out` (rows of `row_len` values) into contiguous row ranges of at least
+    /// `min_rows` rows and calls `f(rows, out_rows)` for each, spread over the pool by
+    /// work-stealing fork-join. `out_rows` is the slice of `out` holding exactly `rows`.
     pub fn for_rows<F>(&self, out: &mut [f32], row_len: usize, min_rows: usize, f: F)
     where
         F: Fn(Range<usize>, &mut [f32]) + Sync,
@@ -87,8 +91,10 @@ impl Par {
         self.for_rows_scratch(out, row_len, min_rows, &mut [], 0, |r, o, _| f(r, o));
     }
 
-    /// Like [`Par::for_rows`], and also hands each part its own `scratch_per_part` values of
-    /// `scratch` (which must hold `scratch_per_part * self.threads()` values).
+    /// Like [`Par::for_rows`], and also hands each call `scratch_per_part` values of `scratch`
+    /// that no concurrent call uses (one slot per thread: `scratch` must hold
+    /// `scratch_per_part * self.threads()` values). `f` must not itself fork work on this
+    /// pool.
     pub fn for_rows_scratch<F>(
         &self,
         out: &mut [f32],
@@ -101,38 +107,82 @@ impl Par {
         F: Fn(Range<usize>, &mut [f32], &mut [f32]) + Sync,
     {
         let rows = out.len().checked_div(row_len).unwrap_or(0);
-        let parts = self.parts(rows, min_rows);
-        debug_assert!(scratch.len() >= scratch_per_part * parts);
+        let chunks = self.chunks(rows, min_rows);
         let pool = match &self.pool {
-            Some(pool) if parts > 1 => pool,
+            Some(pool) if chunks > 1 => pool,
             _ => {
                 f(0..rows, out, &mut scratch[..scratch_per_part]);
                 return;
             }
         };
-        let f = &f;
-        pool.in_place_scope(|s| {
-            let mut out = out;
-            let mut scratch = scratch;
-            let mut start = 0;
-            let mut first = None;
-            for p in 0..parts {
-                let end = rows * (p + 1) / parts;
-                let (o, rest) = std::mem::take(&mut out).split_at_mut((end - start) * row_len);
-                out = rest;
-                let (sc, rest) = std::mem::take(&mut scratch).split_at_mut(scratch_per_part);
-                scratch = rest;
-                let range = start..end;
-                if p == 0 {
-                    first = Some((range, o, sc));
-                } else {
-                    s.spawn(move |_| f(range, o, sc));
-                }
-                start = end;
-            }
-            if let Some((range, o, sc)) = first {
-                f(range, o, sc);
-            }
-        });
+        assert!(
+            scratch.len() >= scratch_per_part * self.threads,
+            "Par: scratch too short"
+        );
+        let job = Job {
+            pool,
+            f: &f,
+            row_len,
+            scratch: SendPtr(scratch.as_mut_ptr()),
+            per_part: scratch_per_part,
+            slots: self.threads,
+        };
+        pool.install(|| job.run(0..rows, &mut out[..rows * row_len], chunks));
+    }
+}
+
+/// Most chunks per thread a split makes (more balance the load when threads are shared).
+pub const CHUNKS_PER_THREAD: usize = 4;
+
+/// A raw pointer to the scratch slots, shared by the fork-join tree.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: the pointer is only dereferenced as disjoint per-thread slots (see `Job::run`).
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+
+/// One `for_rows_scratch` call being split by recursive `join`.
+struct Job<'a, F> {
+    pool: &'a rayon::ThreadPool,
+    f: &'a F,
+    row_len: usize,
+    scratch: SendPtr,
+    per_part: usize,
+    slots: usize,
+}
+
+impl<F> Job<'_, F>
+where
+    F: Fn(Range<usize>, &mut [f32], &mut [f32]) + Sync,
+{
+    fn run(&self, rows: Range<usize>, out: &mut [f32], chunks: usize) {
+        if chunks <= 1 {
+            // Runs on a pool thread (inside `install`), whose index picks its scratch slot.
+            let slot = self
+                .pool
+                .current_thread_index()
+                .unwrap_or(0)
+                .min(self.slots - 1);
+            // SAFETY: slot `slot` lies inside the scratch (asserted by the caller). A thread
+            // runs one leaf at a time (leaves never fork, so a thread waiting in `join` can
+            // only start another leaf after this one returns), hence no two live leaves share
+            // a slot.
+            let sc = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.scratch.0.add(slot * self.per_part),
+                    self.per_part,
+                )
+            };
+            (self.f)(rows, out, sc);
+            return;
+        }
+        let left = chunks / 2;
+        let mid = rows.start + rows.len() * left / chunks;
+        let (lo, hi) = out.split_at_mut((mid - rows.start) * self.row_len);
+        rayon::join(
+            || self.run(rows.start..mid, lo, left),
+            || self.run(mid..rows.end, hi, chunks - left),
+        );
     }
 }

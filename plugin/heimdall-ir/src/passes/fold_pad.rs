@@ -13,9 +13,12 @@ pub fn fold_pad(graph: &mut Graph) -> usize {
     let mut folded = 0;
     for i in 0..ops.len() {
         let Some(op) = ops[i].clone() else { continue };
-        let OpKind::Pad { pads } = &op.kind else { continue };
+        let OpKind::Pad { pads } = &op.kind else {
+            continue;
+        };
         let out = op.outputs[0];
-        if pads.len() != 4 || pads[0] != [0, 0] || pads[3] != [0, 0] || graph.outputs.contains(&out) {
+        if pads.len() != 4 || pads[0] != [0, 0] || pads[3] != [0, 0] || graph.outputs.contains(&out)
+        {
             continue;
         }
         let users = &consumers[out.index()];

@@ -1,10 +1,10 @@
 //! Folds `DENSIFY` and `DEQUANTIZE` of constants into constants.
 
+use crate::IrError;
 use crate::graph::Graph;
 use crate::op::OpKind;
 use crate::sparse::densify;
 use crate::tensor::{Constant, DType};
-use crate::IrError;
 
 /// Replaces every `DENSIFY`/`DEQUANTIZE` whose input is a constant by a constant output, keeping
 /// the fp16 bits of dequantized weights. Returns the number of ops removed.
@@ -27,17 +27,31 @@ pub fn fold_weights(graph: &mut Graph) -> Result<usize, IrError> {
             OpKind::Densify => match &c.sparsity {
                 Some(sp) => {
                     let shape = graph.tensor(out).shape.clone();
-                    let err = |message: String| IrError::Op { index, name: "DENSIFY".into(), message };
+                    let err = |message: String| IrError::Op {
+                        index,
+                        name: "DENSIFY".into(),
+                        message,
+                    };
                     let values = densify(sp, &c.values, &shape).map_err(err)?;
                     let fp16 = match &c.fp16 {
                         Some(bits) => Some(densify(sp, bits, &shape).map_err(err)?),
                         None => None,
                     };
-                    Constant { values, fp16, sparsity: None }
+                    Constant {
+                        values,
+                        fp16,
+                        sparsity: None,
+                    }
                 }
-                None => Constant { sparsity: None, ..c },
+                None => Constant {
+                    sparsity: None,
+                    ..c
+                },
             },
-            _ => Constant { sparsity: None, ..c },
+            _ => Constant {
+                sparsity: None,
+                ..c
+            },
         };
         let t = &mut graph.tensors[out.index()];
         if matches!(op.kind, OpKind::Dequantize) {

@@ -20,20 +20,32 @@ pub fn fuse_residual(graph: &mut Graph) -> usize {
             }
             let out_shape = &graph.tensor(op.outputs[0]).shape;
             for (a, b) in [(op.inputs[0], op.inputs[1]), (op.inputs[1], op.inputs[0])] {
-                if a == b || &graph.tensor(a).shape != out_shape || &graph.tensor(b).shape != out_shape {
+                if a == b
+                    || &graph.tensor(a).shape != out_shape
+                    || &graph.tensor(b).shape != out_shape
+                {
                     continue;
                 }
-                let Some(p) = producers[a.index()] else { continue };
+                let Some(p) = producers[a.index()] else {
+                    continue;
+                };
                 let prod = &graph.ops[p];
                 let single_use = consumers[a.index()] == [i] && !graph.outputs.contains(&a);
                 let b_ready = producers[b.index()].is_none_or(|bp| bp < p);
-                if prod.kind.accepts_epilogue() && prod.epilogue.is_identity() && prod.outputs.len() == 1 && single_use && b_ready {
+                if prod.kind.accepts_epilogue()
+                    && prod.epilogue.is_identity()
+                    && prod.outputs.len() == 1
+                    && single_use
+                    && b_ready
+                {
                     done = Some((i, p, b));
                     break 'ops;
                 }
             }
         }
-        let Some((add, p, residual)) = done else { break };
+        let Some((add, p, residual)) = done else {
+            break;
+        };
         let add_op = graph.ops.remove(add);
         let prod = &mut graph.ops[p];
         prod.epilogue.residual = Some(residual);
@@ -61,7 +73,10 @@ pub fn fuse_activation(graph: &mut Graph) -> usize {
                     let x = &graph.tensor(op.inputs[0]).shape;
                     let alpha_len = graph.tensor(alpha).numel();
                     let per_channel = alpha_len == 1 || Some(&alpha_len) == x.last();
-                    if graph.tensor(alpha).constant.is_none() || !per_channel || broadcast(x, &graph.tensor(alpha).shape).as_ref() != Some(x) {
+                    if graph.tensor(alpha).constant.is_none()
+                        || !per_channel
+                        || broadcast(x, &graph.tensor(alpha).shape).as_ref() != Some(x)
+                    {
                         continue;
                     }
                     Activation::Prelu(alpha)
@@ -72,7 +87,9 @@ pub fn fuse_activation(graph: &mut Graph) -> usize {
                 continue;
             }
             let x = op.inputs[0];
-            let Some(p) = producers[x.index()] else { continue };
+            let Some(p) = producers[x.index()] else {
+                continue;
+            };
             let prod = &graph.ops[p];
             if prod.kind.accepts_epilogue()
                 && prod.epilogue.activation == Activation::None

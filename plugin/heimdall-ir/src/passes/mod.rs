@@ -21,8 +21,8 @@ pub use fold_weights::fold_weights;
 pub use fuse::{fuse_activation, fuse_residual};
 pub use reshape::drop_reshapes;
 
-use crate::graph::Graph;
 use crate::IrError;
+use crate::graph::Graph;
 
 /// How many ops each pass removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,5 +73,7 @@ pub(crate) fn rebuild(graph: &mut Graph, ops: Vec<Option<crate::Op>>, rename: &[
 
 /// Identity renaming table.
 pub(crate) fn identity_rename(graph: &Graph) -> Vec<crate::TensorId> {
-    (0..graph.tensors.len() as u32).map(crate::TensorId).collect()
+    (0..graph.tensors.len() as u32)
+        .map(crate::TensorId)
+        .collect()
 }

@@ -23,11 +23,26 @@ pub fn drop_reshapes(graph: &mut Graph) -> usize {
         }
         let (xs, os) = (&graph.tensor(x).shape, &graph.tensor(out).shape);
         let users = &consumers[out.index()];
-        let strip = |s: &[usize]| s.iter().copied().skip_while(|&d| d == 1).collect::<Vec<_>>();
-        let user_is = |f: &dyn Fn(&crate::Op) -> bool| users.iter().all(|&u| ops[u].as_ref().is_some_and(f));
-        let flattening = user_is(&|c| matches!(c.kind, OpKind::FullyConnected | OpKind::Reshape) && c.inputs[0] == out && !c.inputs[1..].contains(&out));
+        let strip = |s: &[usize]| {
+            s.iter()
+                .copied()
+                .skip_while(|&d| d == 1)
+                .collect::<Vec<_>>()
+        };
+        let user_is =
+            |f: &dyn Fn(&crate::Op) -> bool| users.iter().all(|&u| ops[u].as_ref().is_some_and(f));
+        let flattening = user_is(&|c| {
+            matches!(c.kind, OpKind::FullyConnected | OpKind::Reshape)
+                && c.inputs[0] == out
+                && !c.inputs[1..].contains(&out)
+        });
         let elementwise = strip(xs) == strip(os)
-            && user_is(&|c| matches!(c.kind, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Unary(_)) && c.epilogue.residual != Some(out));
+            && user_is(&|c| {
+                matches!(
+                    c.kind,
+                    OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Unary(_)
+                ) && c.epilogue.residual != Some(out)
+            });
         if xs == os || flattening || elementwise {
             rename[out.index()] = x;
             ops[i] = None;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use heimdall::assets::{goldens_dir, model_path};
 use heimdall::npy::read_npy;
-use heimdall::{load_model, LoadOptions};
+use heimdall::{LoadOptions, load_model};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_ir::Graph;
 
@@ -31,7 +31,11 @@ pub fn cases(name: &str, n_outputs: usize) -> Vec<Case> {
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
-    assert!(dirs.len() >= 2, "{name}: expected at least two golden cases, found {}", dirs.len());
+    assert!(
+        dirs.len() >= 2,
+        "{name}: expected at least two golden cases, found {}",
+        dirs.len()
+    );
     dirs.into_iter()
         .map(|d| Case {
             name: d.file_name().unwrap().to_string_lossy().into_owned(),
@@ -39,7 +43,8 @@ pub fn cases(name: &str, n_outputs: usize) -> Vec<Case> {
             outputs: (0..n_outputs)
                 .map(|i| {
                     let p = d.join(format!("output_{i}.npy"));
-                    p.exists().then(|| read_npy(&p).expect("golden output").data)
+                    p.exists()
+                        .then(|| read_npy(&p).expect("golden output").data)
                 })
                 .collect(),
         })
@@ -53,25 +58,28 @@ pub fn run(graph: &Graph, inputs: &[Vec<f32>], threads: usize) -> Vec<Vec<f32>> 
         m.set_input(i, x).expect("input");
     }
     m.run().expect("run");
-    (0..graph.outputs.len()).map(|i| m.output(i).expect("output").to_vec()).collect()
+    (0..graph.outputs.len())
+        .map(|i| m.output(i).expect("output").to_vec())
+        .collect()
 }
 
 /// A deterministic pseudo-random input in [-1, 1] for every input of the graph.
 pub fn random_inputs(graph: &Graph, seed: u64) -> Vec<Vec<f32>> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     graph
         .inputs
         .iter()
         .map(|&t| {
             (0..graph.tensor(t).numel())
                 .map(|_| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
                 })
                 .collect()
         })
         .collect()
 }
-
-/// Every model the tests cover: the 14 of MODELS.md.
-pub use heimdall::assets::MEDIAPIPE_MODELS as MODELS;
