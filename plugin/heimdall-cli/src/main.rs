@@ -36,6 +36,13 @@ pub enum Backend {
 }
 
 fn main() {
+    // Die quietly like other Unix tools when the reader of stdout goes away (`| head`), instead
+    // of panicking on the failed write.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Inspect(a) => cmd_inspect::run(a),
