@@ -18,6 +18,8 @@ mod ops;
 #[rustfmt::skip]
 mod schema_generated;
 mod tensors;
+#[cfg(test)]
+mod tests;
 
 pub use error::ImportError;
 

@@ -503,7 +503,23 @@ pub(crate) fn import_op(
                 .iter()
                 .map(|t| t.ok_or_else(|| fail("optional input in a custom op".into())))
                 .collect::<Result<_, _>>()?;
-            match c.custom.unwrap_or("") {
+            let custom = c.custom.unwrap_or("");
+            let mediapipe = matches!(
+                custom,
+                "Landmarks2TransformMatrix" | "TransformTensorBilinear" | "TransformLandmarks"
+            );
+            if mediapipe && c.version != heimdall_ir::mediapipe::MEDIAPIPE_OP_VERSION {
+                return Err(ImportError::Unsupported {
+                    index,
+                    name,
+                    message: format!(
+                        "version {} (heimdall implements version {})",
+                        c.version,
+                        heimdall_ir::mediapipe::MEDIAPIPE_OP_VERSION
+                    ),
+                });
+            }
+            match custom {
                 "Convolution2DTransposeBias" => {
                     if inputs.len() != 3 {
                         return Err(fail(format!(
