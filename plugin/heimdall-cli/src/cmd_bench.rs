@@ -12,11 +12,14 @@ use crate::Backend;
 /// Arguments of `bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The model file (.tflite).
+    /// The model file (.tflite or .onnx).
     model: PathBuf,
     /// Backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
+    /// Storage precision on the GPU backend.
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: crate::gpu_backend::PrecisionArg,
     /// Timed runs (after warm-up).
     #[arg(long, default_value_t = 50)]
     runs: usize,
@@ -32,6 +35,9 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
+    #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
+    input_shapes: Vec<(String, Vec<usize>)>,
 }
 
 /// Median, 90th percentile and maximum of a set of durations, in ms.
@@ -47,19 +53,40 @@ pub fn summary(mut v: Vec<Duration>) -> (f64, f64, f64) {
 
 /// Runs `bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let graph = load_model(&args.model, LoadOptions::default())?;
-    let Backend::Cpu = args.backend;
+    let graph = load_model(
+        &args.model,
+        LoadOptions {
+            input_shapes: args.input_shapes.clone(),
+            ..Default::default()
+        },
+    )?;
+    // A deterministic input in [-1, 1].
+    let inputs: Vec<Vec<f32>> = graph
+        .inputs
+        .iter()
+        .map(|&t| {
+            (0..graph.tensor(t).numel())
+                .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
+                .collect()
+        })
+        .collect();
+    if args.backend == Backend::Gpu {
+        return crate::gpu_backend::bench(
+            &graph,
+            &inputs,
+            args.precision,
+            args.warmup,
+            args.runs,
+            args.per_op,
+            args.json,
+        );
+    }
     let options = args
         .threads
         .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
     let mut model = CpuModel::compile(&graph, options)?;
-    // A deterministic input in [-1, 1].
-    for (i, shape) in model.input_shapes().iter().enumerate() {
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n)
-            .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
-            .collect();
-        model.set_input(i, &data)?;
+    for (i, data) in inputs.iter().enumerate() {
+        model.set_input(i, data)?;
     }
     for _ in 0..args.warmup {
         model.run()?;

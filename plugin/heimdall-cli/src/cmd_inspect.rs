@@ -11,7 +11,7 @@ use serde_json::json;
 /// Arguments of `inspect`.
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// The model file (.tflite).
+    /// The model file (.tflite or .onnx).
     model: PathBuf,
     /// List the file's ops as imported, before the load-time passes.
     #[arg(long)]
@@ -19,12 +19,41 @@ pub struct InspectArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
+    #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
+    input_shapes: Vec<(String, Vec<usize>)>,
+}
+
+fn is_onnx(path: &std::path::Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some("onnx")
 }
 
 /// Ops the file holds, by name (before any pass).
 pub fn file_op_counts(path: &PathBuf) -> anyhow::Result<heimdall::tflite::OpCounts> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if is_onnx(path) {
+        return heimdall::onnx::op_counts(&bytes)
+            .map(heimdall::tflite::OpCounts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
     heimdall::tflite::op_counts(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The file's op types the importer does not map, with their counts ("NAME count, ...").
+fn unsupported_summary(
+    path: &std::path::Path,
+    counts: &heimdall::tflite::OpCounts,
+) -> Option<String> {
+    if !is_onnx(path) {
+        return None;
+    }
+    let list: Vec<String> = counts
+        .0
+        .iter()
+        .filter(|(n, _)| !heimdall::onnx::is_supported(n))
+        .map(|(n, c)| format!("{n} {c}"))
+        .collect();
+    (!list.is_empty()).then(|| list.join(", "))
 }
 
 fn attributes(kind: &OpKind) -> String {
@@ -83,10 +112,15 @@ fn epilogue(graph: &Graph, op: &heimdall_ir::Op) -> String {
 /// Runs `inspect`.
 pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     let counts = file_op_counts(&args.model)?;
+    let unsupported = unsupported_summary(&args.model, &counts);
+    if let Some(list) = &unsupported {
+        eprintln!("unsupported ops (by name and count): {list}");
+    }
     let (graph, report) = load_model_with_report(
         &args.model,
         LoadOptions {
             passes: !args.no_passes,
+            input_shapes: args.input_shapes.clone(),
         },
     )?;
     let shape = |t: heimdall_ir::TensorId| graph.tensor(t).shape.clone();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use heimdall::npy::{read_npy, write_npy};
-use heimdall::{LoadOptions, load_model};
+use heimdall::{LoadOptions, load};
 use heimdall_cpu::{CpuModel, CpuOptions};
 
 use crate::Backend;
@@ -12,9 +12,10 @@ use crate::Backend;
 /// Arguments of `run`.
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The model file (.tflite).
+    /// The model file (.tflite or .onnx).
     model: PathBuf,
-    /// Input tensors as float32 `.npy`, in the model's input order and NHWC shapes.
+    /// Input tensors as float32 `.npy`, in the model's input order and the model's own layout
+    /// (NHWC for TFLite, NCHW for ONNX images).
     #[arg(long = "input", required = true)]
     inputs: Vec<PathBuf>,
     /// Directory for `output_<i>.npy`.
@@ -23,20 +24,28 @@ pub struct RunArgs {
     /// Backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
+    /// Storage precision on the GPU backend.
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: crate::gpu_backend::PrecisionArg,
     /// CPU threads (default: available cores, at most 4).
     #[arg(long)]
     threads: Option<usize>,
+    /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
+    #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
+    input_shapes: Vec<(String, Vec<usize>)>,
 }
 
 /// Runs `run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<()> {
-    let graph = load_model(&args.model, LoadOptions::default())?;
-    let Backend::Cpu = args.backend;
-    let options = args
-        .threads
-        .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
-    let mut model = CpuModel::compile(&graph, options)?;
-    let expected = model.input_shapes();
+    let loaded = load(
+        &args.model,
+        LoadOptions {
+            input_shapes: args.input_shapes.clone(),
+            ..Default::default()
+        },
+    )?;
+    let io = &loaded.io;
+    let expected: Vec<Vec<usize>> = io.inputs.iter().map(|t| t.shape.clone()).collect();
     if args.inputs.len() != expected.len() {
         bail!(
             "the model has {} inputs {:?}, {} given",
@@ -45,6 +54,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
             args.inputs.len()
         );
     }
+    let mut inputs = Vec::with_capacity(expected.len());
     for (i, path) in args.inputs.iter().enumerate() {
         let t = read_npy(path)?;
         if t.shape != expected[i] {
@@ -55,15 +65,30 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
                 t.shape
             );
         }
-        model.set_input(i, &t.data)?;
+        inputs.push(io.inputs[i].to_ir(&t.data));
     }
-    model.run()?;
+    let outputs: Vec<Vec<f32>> = match args.backend {
+        Backend::Cpu => {
+            let options = args
+                .threads
+                .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
+            let mut model = CpuModel::compile(&loaded.graph, options)?;
+            for (i, x) in inputs.iter().enumerate() {
+                model.set_input(i, x)?;
+            }
+            model.run()?;
+            (0..io.outputs.len())
+                .map(|i| model.output(i).map(<[f32]>::to_vec))
+                .collect::<Result<_, _>>()?
+        }
+        Backend::Gpu => crate::gpu_backend::run(&loaded.graph, &inputs, args.precision)?,
+    };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    for (i, shape) in model.output_shapes().iter().enumerate() {
+    for (i, t) in io.outputs.iter().enumerate() {
         let path = args.out.join(format!("output_{i}.npy"));
-        write_npy(&path, shape, model.output(i)?)?;
-        println!("{} {:?}", path.display(), shape);
+        write_npy(&path, &t.shape, &t.from_ir(&outputs[i]))?;
+        println!("{} {:?}", path.display(), t.shape);
     }
     Ok(())
 }

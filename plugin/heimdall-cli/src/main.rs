@@ -4,6 +4,8 @@ mod cmd_bench;
 mod cmd_inspect;
 mod cmd_run;
 mod cmd_simulate;
+mod gpu_backend;
+mod input_shape;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -33,6 +35,9 @@ enum Command {
 pub enum Backend {
     /// The f32 CPU backend.
     Cpu,
+    /// The GPU backend (WGSL on a Vulkan/Metal/DX12 device of the CLI's own; lavapipe where
+    /// there is no GPU).
+    Gpu,
 }
 
 fn main() {

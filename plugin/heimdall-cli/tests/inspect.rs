@@ -136,3 +136,33 @@ fn corrupt_model_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn run_on_the_gpu_backend_matches_the_golden() {
+    if std::env::var_os("HEIMDALL_SKIP_GPU").is_some() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heimdall-cli-gpu-{}", std::process::id()));
+    let model = heimdall::assets::model_path("face_detection_short_range").unwrap();
+    let golden = heimdall::assets::goldens_dir("face_detection_short_range").join("astronaut");
+    let out = heimdall(&[
+        "run",
+        model.to_str().unwrap(),
+        "--input",
+        golden.join("input_0.npy").to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--backend",
+        "gpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..2 {
+        let ours = heimdall::npy::read_npy(dir.join(format!("output_{i}.npy"))).unwrap();
+        let reference = heimdall::npy::read_npy(golden.join(format!("output_{i}.npy"))).unwrap();
+        assert!(heimdall::rel_l2(&ours.data, &reference.data) <= 2e-4);
+    }
+}

@@ -12,10 +12,15 @@ use crate::kernels::conv::PackedConv;
 use crate::kernels::depthwise::PackedDepthwise;
 use crate::kernels::elementwise::{self, BinaryOp};
 use crate::kernels::fully_connected::PackedFullyConnected;
+use crate::kernels::interp;
+use crate::kernels::pad_mode::{self, Fill};
+use crate::kernels::reduce_ops::{self, Fold};
 use crate::kernels::resize::{self, ResizeBilinear};
 use crate::kernels::transpose_conv::PackedTransposeConv;
 use crate::kernels::{Act, Epilogue, Par, Window, layout, pool, reduce};
+use crate::kernels::{math, matmul, norm, select, softmax, space_depth, transpose};
 use crate::plan::{ArenaPlan, plan_arena};
+use crate::prepare_ext;
 
 /// Options of the CPU backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,7 +111,68 @@ enum Kernel {
         Vec<usize>,
     ),
     TransformLandmarks(heimdall_ir::mediapipe::TransformLandmarksAttrs, Vec<usize>),
+    Transpose {
+        shape: Vec<usize>,
+        perm: Vec<usize>,
+    },
+    Math(MathKernel),
+    InstanceNorm {
+        channels: usize,
+        epsilon: f32,
+        scale: bool,
+        bias: bool,
+    },
+    Interp {
+        in_w: usize,
+        channels: usize,
+        rows: Vec<interp::Tap>,
+        cols: Vec<interp::Tap>,
+    },
+    Interp4 {
+        in_w: usize,
+        channels: usize,
+        rows: Vec<interp::Tap4>,
+        cols: Vec<interp::Tap4>,
+    },
+    PadWith {
+        shape: Vec<usize>,
+        pads: Vec<(usize, usize)>,
+        fill: Fill,
+    },
+    Softmax {
+        shape: Vec<usize>,
+        axis: usize,
+        log: bool,
+    },
+    MatMul {
+        a: Vec<usize>,
+        b: Vec<usize>,
+    },
+    Reduce {
+        shape: Vec<usize>,
+        axes: Vec<usize>,
+        fold: Fold,
+    },
+    SpaceToDepth {
+        h: usize,
+        w: usize,
+        c: usize,
+        block: usize,
+    },
+    DepthToSpaceCrd {
+        h: usize,
+        w: usize,
+        c: usize,
+        block: usize,
+    },
+    Select {
+        shapes: [Vec<usize>; 3],
+        out: Vec<usize>,
+    },
 }
+
+/// An element-wise function chosen at compile time.
+type MathKernel = Box<math::SliceFn>;
 
 #[derive(Clone, Copy)]
 enum DynamicKind {
@@ -538,6 +604,54 @@ unsafe fn run_step(
         Kernel::TransformLandmarks(a, shape) => {
             crate::mediapipe::transform_landmarks(a, input(0), shape, input(1), out)
         }
+        Kernel::Transpose { shape, perm } => transpose::transpose(input(0), shape, perm, out),
+        Kernel::Math(f) => math::map(par, input(0), out, &**f),
+        Kernel::InstanceNorm {
+            channels,
+            epsilon,
+            scale,
+            bias,
+        } => norm::instance_norm(
+            input(0),
+            *channels,
+            scale.then(|| input(1)),
+            bias.then(|| input(2)),
+            *epsilon,
+            out,
+        ),
+        Kernel::Interp {
+            in_w,
+            channels,
+            rows,
+            cols,
+        } => interp::resize(input(0), *in_w, *channels, rows, cols, out),
+        Kernel::Interp4 {
+            in_w,
+            channels,
+            rows,
+            cols,
+        } => interp::resize4(input(0), *in_w, *channels, rows, cols, out),
+        Kernel::PadWith { shape, pads, fill } => {
+            pad_mode::pad_with(input(0), shape, pads, *fill, out)
+        }
+        Kernel::Softmax { shape, axis, log } => softmax::softmax(input(0), shape, *axis, *log, out),
+        Kernel::MatMul { a, b } => matmul::matmul(input(0), a, input(1), b, out),
+        Kernel::Reduce { shape, axes, fold } => {
+            reduce_ops::reduce(input(0), shape, axes, *fold, out)
+        }
+        Kernel::SpaceToDepth { h, w, c, block } => {
+            space_depth::space_to_depth(input(0), *h, *w, *c, *block, out)
+        }
+        Kernel::DepthToSpaceCrd { h, w, c, block } => {
+            space_depth::depth_to_space_crd(input(0), *h, *w, *c, *block, out)
+        }
+        Kernel::Select { shapes, out: shape } => select::select(
+            (input(0), &shapes[0]),
+            (input(1), &shapes[1]),
+            (input(2), &shapes[2]),
+            shape,
+            out,
+        ),
     }
 }
 
@@ -859,6 +973,107 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
             0,
         ),
         OpKind::TransformLandmarks(a) => (Kernel::TransformLandmarks(a.clone(), shape(0)), 0),
+        OpKind::Transpose { perm } => (
+            Kernel::Transpose {
+                shape: shape(0),
+                perm: perm.clone(),
+            },
+            0,
+        ),
+        OpKind::Math(f) => (Kernel::Math(prepare_ext::math_fn(*f)), 0),
+        OpKind::Binary(f) => (
+            Kernel::Binary {
+                op: prepare_ext::binary_op(*f),
+                a: shape(0),
+                b: shape(1),
+            },
+            0,
+        ),
+        OpKind::InstanceNorm { epsilon } => (
+            Kernel::InstanceNorm {
+                channels: shape(0).last().copied().unwrap_or(1),
+                epsilon: *epsilon,
+                scale: op.inputs.len() > 1,
+                bias: op.inputs.len() > 2,
+            },
+            0,
+        ),
+        OpKind::Resize(a) if matches!(a.mode, heimdall_ir::ResizeMode::Cubic { .. }) => {
+            let x = shape(0);
+            let (rows, cols) = prepare_ext::cubic_taps(a, &x, &out4);
+            (
+                Kernel::Interp4 {
+                    in_w: x[2],
+                    channels: x[3],
+                    rows,
+                    cols,
+                },
+                0,
+            )
+        }
+        OpKind::Resize(a) => {
+            let x = shape(0);
+            let (rows, cols) = prepare_ext::resize_taps(a, &x, &out4);
+            (
+                Kernel::Interp {
+                    in_w: x[2],
+                    channels: x[3],
+                    rows,
+                    cols,
+                },
+                0,
+            )
+        }
+        OpKind::PadWith { pads, mode } => (
+            Kernel::PadWith {
+                shape: shape(0),
+                pads: pads.iter().map(|p| (p[0], p[1])).collect(),
+                fill: prepare_ext::fill(*mode),
+            },
+            0,
+        ),
+        OpKind::Softmax { axis, log } => (
+            Kernel::Softmax {
+                shape: shape(0),
+                axis: *axis,
+                log: *log,
+            },
+            0,
+        ),
+        OpKind::MatMul => (
+            Kernel::MatMul {
+                a: shape(0),
+                b: shape(1),
+            },
+            0,
+        ),
+        OpKind::Reduce { kind, axes, .. } => (
+            Kernel::Reduce {
+                shape: shape(0),
+                axes: axes.clone(),
+                fold: prepare_ext::fold(*kind),
+            },
+            0,
+        ),
+        OpKind::Where => (
+            Kernel::Select {
+                shapes: [shape(0), shape(1), shape(2)],
+                out: out_shape.clone(),
+            },
+            0,
+        ),
+        OpKind::SpaceToDepth { block } | OpKind::DepthToSpaceCrd { block } => {
+            let x = shape(0);
+            let (h, w, c, block) = (x[1], x[2], x[3], *block);
+            (
+                if matches!(op.kind, OpKind::SpaceToDepth { .. }) {
+                    Kernel::SpaceToDepth { h, w, c, block }
+                } else {
+                    Kernel::DepthToSpaceCrd { h, w, c, block }
+                },
+                0,
+            )
+        }
     })
 }
 

@@ -11,6 +11,7 @@ mod exec;
 pub mod kernels;
 pub mod mediapipe;
 pub mod plan;
+mod prepare_ext;
 
 pub use error::CpuError;
 pub use exec::{CpuModel, CpuOptions};

@@ -61,6 +61,16 @@ pub fn op_cost(graph: &Graph, op: &Op) -> OpCost {
         OpKind::Mean { .. } => op.inputs.first().map_or(0, |&t| numel(t)) / 2,
         OpKind::ResizeBilinear { .. } => out * 4,
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Prelu | OpKind::Unary(_) => out / 2,
+        OpKind::Math(_) | OpKind::Binary(_) | OpKind::Where => out / 2,
+        OpKind::Reduce { .. } => op.inputs.first().map_or(0, |&t| numel(t)) / 2,
+        // Two passes for the statistics, one for the normalisation.
+        OpKind::InstanceNorm { .. } => 2 * out,
+        OpKind::Softmax { .. } => 2 * out,
+        OpKind::Resize(_) => out * 4,
+        OpKind::MatMul => {
+            let a = input_shape(0);
+            out * a.last().copied().unwrap_or(0) as u64
+        }
         _ => 0,
     };
     let epilogue = match op.epilogue.activation {

@@ -1,6 +1,7 @@
 //! The graph: tensors, ops in topological order, inputs and outputs; validation.
 
 use crate::error::IrError;
+use crate::infer;
 use crate::op::{Activation, Op, OpKind};
 use crate::shape::{broadcast, window_out};
 use crate::tensor::{TensorId, TensorInfo};
@@ -423,6 +424,43 @@ impl Graph {
                     &[shape(0)?, shape(1)?],
                 )?]
             }
+            OpKind::Transpose { perm } => vec![infer::transpose(shape(0)?, perm)?],
+            OpKind::Math(_) => vec![shape(0)?.to_vec()],
+            OpKind::Binary(_) => vec![infer::binary(shape(0)?, shape(1)?)?],
+            OpKind::InstanceNorm { .. } => {
+                let params = (1..op.inputs.len())
+                    .map(shape)
+                    .collect::<Result<Vec<_>, _>>()?;
+                vec![infer::instance_norm(shape(0)?, &params)?]
+            }
+            OpKind::Resize(_) => {
+                let (x, o) = (shape(0)?, out_shape(0)?);
+                need_rank(x, 4, "input")?;
+                need_rank(o, 4, "output")?;
+                vec![vec![x[0], o[1], o[2], x[3]]]
+            }
+            OpKind::PadWith { pads, mode } => vec![infer::pad(shape(0)?, pads, mode)?],
+            OpKind::Softmax { axis, .. } => {
+                let x = shape(0)?;
+                if *axis >= x.len() {
+                    return Err(format!("axis {axis} out of range for {x:?}"));
+                }
+                vec![x.to_vec()]
+            }
+            OpKind::MatMul => vec![infer::matmul(shape(0)?, shape(1)?)?],
+            OpKind::Reduce {
+                axes, keep_dims, ..
+            } => vec![infer::reduce(shape(0)?, axes, *keep_dims)?],
+            OpKind::SpaceToDepth { block } => {
+                vec![infer::block_rearrange(shape(0)?, *block, true)?]
+            }
+            OpKind::DepthToSpaceCrd { block } => {
+                vec![infer::block_rearrange(shape(0)?, *block, false)?]
+            }
+            OpKind::Where => vec![infer::binary(
+                &infer::binary(shape(0)?, shape(1)?)?,
+                shape(2)?,
+            )?],
         })
     }
 }

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::math::{BinaryFn, MathFn, PadMode, ReduceKind, ResizeAttrs};
 use crate::mediapipe::{
     Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
 };
@@ -181,6 +182,62 @@ pub enum OpKind {
     TransformTensorBilinear(TransformTensorBilinearAttrs),
     /// MediaPipe custom op `TransformLandmarks`.
     TransformLandmarks(TransformLandmarksAttrs),
+    /// Permutes axes: output axis `i` is input axis `perm[i]`.
+    Transpose {
+        /// The permutation.
+        perm: Vec<usize>,
+    },
+    /// Element-wise function with parameters.
+    Math(MathFn),
+    /// Element-wise binary op with broadcasting (division, power, max, min).
+    Binary(BinaryFn),
+    /// Instance normalisation over H and W of `x [1,H,W,C]`:
+    /// `(x - mean) / sqrt(var + epsilon)`, times optional `scale [C]` (input 1), plus optional
+    /// `bias [C]` (input 2); scale and bias may be computed at run time.
+    InstanceNorm {
+        /// Added to the variance.
+        epsilon: f32,
+    },
+    /// Resize of `x [1,H,W,C]` to the output's H and W (nearest or bilinear, any coordinate mode).
+    Resize(ResizeAttrs),
+    /// Padding with a fill mode; `pads[d] = [before, after]` per dimension of the input.
+    PadWith {
+        /// Padding per dimension.
+        pads: Vec<[usize; 2]>,
+        /// How padded positions are filled.
+        mode: PadMode,
+    },
+    /// Softmax (or log-softmax) along one axis.
+    Softmax {
+        /// Axis (non-negative).
+        axis: usize,
+        /// Log-softmax.
+        log: bool,
+    },
+    /// Matrix product `a [..., M, K] x b [..., K, N]` with broadcast batch dimensions.
+    MatMul,
+    /// Reduction over the given axes.
+    Reduce {
+        /// How values combine.
+        kind: ReduceKind,
+        /// Reduced axes (sorted, unique).
+        axes: Vec<usize>,
+        /// Keep reduced axes as size 1.
+        keep_dims: bool,
+    },
+    /// Space to depth of `x [1,H,W,C]` (output channel `(i*b + j)*C + c`).
+    SpaceToDepth {
+        /// Block size.
+        block: usize,
+    },
+    /// Depth to space in CRD order (input channel `c*b*b + i*b + j`), ONNX `mode="CRD"`.
+    DepthToSpaceCrd {
+        /// Block size.
+        block: usize,
+    },
+    /// Element-wise select with broadcasting: inputs `cond`, `x`, `y`; `x` where `cond != 0`,
+    /// else `y`.
+    Where,
 }
 
 impl OpKind {
@@ -215,6 +272,19 @@ impl OpKind {
             OpKind::Landmarks2TransformMatrix(_) => "Landmarks2TransformMatrix",
             OpKind::TransformTensorBilinear(_) => "TransformTensorBilinear",
             OpKind::TransformLandmarks(_) => "TransformLandmarks",
+            OpKind::Transpose { .. } => "TRANSPOSE",
+            OpKind::Math(f) => f.name(),
+            OpKind::Binary(f) => f.name(),
+            OpKind::InstanceNorm { .. } => "INSTANCE_NORM",
+            OpKind::Resize(_) => "RESIZE",
+            OpKind::PadWith { .. } => "PAD_WITH",
+            OpKind::Softmax { log: false, .. } => "SOFTMAX",
+            OpKind::Softmax { log: true, .. } => "LOG_SOFTMAX",
+            OpKind::MatMul => "MATMUL",
+            OpKind::Reduce { kind, .. } => kind.name(),
+            OpKind::SpaceToDepth { .. } => "SPACE_TO_DEPTH",
+            OpKind::DepthToSpaceCrd { .. } => "DEPTH_TO_SPACE_CRD",
+            OpKind::Where => "SELECT",
         }
     }
 

@@ -63,6 +63,36 @@ pub fn model_path(name: &str) -> Result<PathBuf, String> {
     Ok(cached)
 }
 
+/// The ONNX models of MODELS.md: `multistyle26` is bundled, `PP-OCRv6_det_small` is fetched.
+pub const ONNX_MODELS: [&str; 2] = ["multistyle26", "PP-OCRv6_det_small"];
+
+/// The path of an ONNX model by name (`assets/models/<name>.onnx` or `.cache/models/`),
+/// fetching it with `scripts/fetch_onnx_models.py` (checked against
+/// `assets/models/ONNX_SHA256SUMS`) when missing; fails loudly when it cannot.
+pub fn onnx_model_path(name: &str) -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let bundled = root.join("assets/models").join(format!("{name}.onnx"));
+    if bundled.exists() {
+        return Ok(bundled);
+    }
+    let cached = root.join(".cache/models").join(format!("{name}.onnx"));
+    if cached.exists() {
+        return Ok(cached);
+    }
+    let status = Command::new("python3")
+        .arg(root.join("scripts/fetch_onnx_models.py"))
+        .args(["--only", name])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run scripts/fetch_onnx_models.py to fetch {name}: {e}"))?;
+    if !status.success() || !cached.exists() {
+        return Err(format!(
+            "scripts/fetch_onnx_models.py could not fetch {name} ({status})"
+        ));
+    }
+    Ok(cached)
+}
+
 /// The golden directory of a model: `assets/goldens/<name>`.
 pub fn goldens_dir(name: &str) -> PathBuf {
     workspace_root().join("assets/goldens").join(name)

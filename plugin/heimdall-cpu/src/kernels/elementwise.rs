@@ -25,6 +25,18 @@ pub enum BinaryOp {
     Max,
     /// `min(a, b)`.
     Min,
+    /// `a ^ b` (ONNX `Pow`; squares and square roots are exact shortcuts).
+    Pow,
+    /// `1.0` where `a < b`, else `0.0`.
+    Less,
+    /// `1.0` where `a > b`, else `0.0`.
+    Greater,
+    /// `1.0` where `a == b`, else `0.0`.
+    Equal,
+    /// `1.0` where `a <= b`, else `0.0`.
+    LessOrEqual,
+    /// `1.0` where `a >= b`, else `0.0`.
+    GreaterOrEqual,
 }
 
 /// The NumPy broadcast of two shapes (rank <= 4 each), or `None` if they are incompatible.
@@ -91,6 +103,70 @@ pub fn binary(
             output,
             ep,
         ),
+        BinaryOp::Pow => broadcast(par, pow, a, a_shape, b, b_shape, output, ep),
+        BinaryOp::Less => broadcast(
+            par,
+            |x, y| f32::from(u8::from(x < y)),
+            a,
+            a_shape,
+            b,
+            b_shape,
+            output,
+            ep,
+        ),
+        BinaryOp::Greater => broadcast(
+            par,
+            |x, y| f32::from(u8::from(x > y)),
+            a,
+            a_shape,
+            b,
+            b_shape,
+            output,
+            ep,
+        ),
+        BinaryOp::Equal => broadcast(
+            par,
+            |x, y| f32::from(u8::from(x == y)),
+            a,
+            a_shape,
+            b,
+            b_shape,
+            output,
+            ep,
+        ),
+        BinaryOp::LessOrEqual => broadcast(
+            par,
+            |x, y| f32::from(u8::from(x <= y)),
+            a,
+            a_shape,
+            b,
+            b_shape,
+            output,
+            ep,
+        ),
+        BinaryOp::GreaterOrEqual => broadcast(
+            par,
+            |x, y| f32::from(u8::from(x >= y)),
+            a,
+            a_shape,
+            b,
+            b_shape,
+            output,
+            ep,
+        ),
+    }
+}
+
+/// `x ^ y` with the common exponents computed exactly.
+fn pow(x: f32, y: f32) -> f32 {
+    if y == 2.0 {
+        x * x
+    } else if y == 1.0 {
+        x
+    } else if y == 0.5 {
+        x.sqrt()
+    } else {
+        x.powf(y)
     }
 }
 
@@ -299,6 +375,12 @@ mod tests {
                     BinaryOp::Div => x / y,
                     BinaryOp::Max => x.max(y),
                     BinaryOp::Min => x.min(y),
+                    BinaryOp::Pow => (x as f64).powf(y as f64) as f32,
+                    BinaryOp::Less => f32::from(u8::from(x < y)),
+                    BinaryOp::Greater => f32::from(u8::from(x > y)),
+                    BinaryOp::Equal => f32::from(u8::from(x == y)),
+                    BinaryOp::LessOrEqual => f32::from(u8::from(x <= y)),
+                    BinaryOp::GreaterOrEqual => f32::from(u8::from(x >= y)),
                 }
             })
             .collect()
@@ -307,13 +389,17 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         #[test]
-        fn binary_matches_reference((ash, bsh) in shapes(), op in prop_oneof![Just(BinaryOp::Add), Just(BinaryOp::Sub), Just(BinaryOp::Mul), Just(BinaryOp::Div), Just(BinaryOp::Max), Just(BinaryOp::Min)], seed in 0u64..1000) {
-            let a = data(seed, ash.iter().product());
+        fn binary_matches_reference((ash, bsh) in shapes(), op in prop_oneof![Just(BinaryOp::Add), Just(BinaryOp::Sub), Just(BinaryOp::Mul), Just(BinaryOp::Div), Just(BinaryOp::Max), Just(BinaryOp::Min), Just(BinaryOp::Pow), Just(BinaryOp::Less), Just(BinaryOp::GreaterOrEqual)], seed in 0u64..1000) {
+            let a: Vec<f32> = data(seed, ash.iter().product()).iter().map(|v| if op == BinaryOp::Pow { v.abs() + 0.1 } else { *v }).collect();
             let b: Vec<f32> = data(seed + 1, bsh.iter().product()).iter().map(|v| if op == BinaryOp::Div { v.abs() + 0.5 } else { *v }).collect();
             let reference = reference(op, &a, &ash, &b, &bsh);
             let mut out = vec![f32::NAN; reference.len()];
             binary(&Par::new(1), op, &a, &ash, &b, &bsh, &mut out, &Epilogue::NONE);
-            prop_assert_eq!(out, reference);
+            if op == BinaryOp::Pow {
+                assert_close(&out, &reference);
+            } else {
+                prop_assert_eq!(out, reference);
+            }
         }
 
         #[test]

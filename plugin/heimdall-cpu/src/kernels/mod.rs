@@ -11,13 +11,24 @@ pub mod elementwise;
 pub mod epilogue;
 pub mod fully_connected;
 mod gemm;
+pub mod interp;
 pub mod layout;
+pub mod math;
+pub mod matmul;
+mod nd;
+pub mod norm;
+pub mod pad_mode;
 pub mod par;
 pub mod pool;
 pub mod reduce;
+pub mod reduce_ops;
 pub mod resize;
+pub mod select;
+pub mod softmax;
+pub mod space_depth;
 #[cfg(test)]
 mod testutil;
+pub mod transpose;
 pub mod transpose_conv;
 
 pub use epilogue::{Act, Epilogue};

@@ -19,7 +19,14 @@ pub struct Case {
 /// The model's graph, fetching the model if needed (fails loudly when it cannot).
 pub fn graph(name: &str, passes: bool) -> Graph {
     let path = model_path(name).unwrap_or_else(|e| panic!("{e}"));
-    load_model(&path, LoadOptions { passes }).unwrap_or_else(|e| panic!("{e}"))
+    load_model(
+        &path,
+        LoadOptions {
+            passes,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The golden cases of a model (`assets/goldens/<name>/<case>/`).

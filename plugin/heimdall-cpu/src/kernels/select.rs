@@ -1,0 +1,48 @@
+//! Element-wise select with NumPy broadcasting of three operands (ONNX `Where`), rank <= 4.
+
+use super::nd::{dims4, for_each4, strides4};
+
+/// Strides of `shape` broadcast to rank 4 (0 along broadcast axes).
+fn bstrides(shape: &[usize]) -> [usize; 4] {
+    let d = dims4(shape);
+    let s = strides4(&d);
+    std::array::from_fn(|k| if d[k] == 1 { 0 } else { s[k] })
+}
+
+/// `output = cond != 0 ? x : y` over the broadcast of the three shapes (`out_shape`).
+pub fn select(
+    cond: (&[f32], &[usize]),
+    x: (&[f32], &[usize]),
+    y: (&[f32], &[usize]),
+    out_shape: &[usize],
+    output: &mut [f32],
+) {
+    let (sc, sx, sy) = (bstrides(cond.1), bstrides(x.1), bstrides(y.1));
+    let at = |s: &[usize; 4], c: &[usize; 4]| (0..4).map(|k| s[k] * c[k]).sum::<usize>();
+    for_each4(&dims4(out_shape), |i, c| {
+        output[i] = if cond.0[at(&sc, &c)] != 0.0 {
+            x.0[at(&sx, &c)]
+        } else {
+            y.0[at(&sy, &c)]
+        };
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_broadcasts_like_numpy() {
+        // np.where([[1],[0]], [1, 2, 3], -1.0) -> [[1, 2, 3], [-1, -1, -1]]
+        let mut out = [0.0; 6];
+        select(
+            (&[1.0, 0.0], &[2, 1]),
+            (&[1.0, 2.0, 3.0], &[3]),
+            (&[-1.0], &[]),
+            &[2, 3],
+            &mut out,
+        );
+        assert_eq!(out, [1.0, 2.0, 3.0, -1.0, -1.0, -1.0]);
+    }
+}

@@ -1,0 +1,93 @@
+//! Compile-time choices for the ops that came with the ONNX importer: which function, which
+//! fold, which taps (used by `exec::prepare`).
+
+use heimdall_ir::{BinaryFn, MathFn, PadMode, ReduceKind, ResizeAttrs};
+
+use crate::kernels::elementwise::BinaryOp;
+use crate::kernels::interp::{self, Tap, Tap4};
+use crate::kernels::math::{SliceFn, erf, slice_fn};
+use crate::kernels::pad_mode::Fill;
+use crate::kernels::reduce_ops::Fold;
+
+/// The function of an element-wise op, applied slice by slice.
+pub(crate) fn math_fn(f: MathFn) -> Box<SliceFn> {
+    match f {
+        MathFn::Clip { min, max } => slice_fn(move |x| x.max(min).min(max)),
+        MathFn::LeakyRelu { alpha } => slice_fn(move |x| if x >= 0.0 { x } else { alpha * x }),
+        MathFn::HardSigmoid { alpha, beta } => {
+            slice_fn(move |x| (alpha * x + beta).clamp(0.0, 1.0))
+        }
+        MathFn::Elu { alpha } => slice_fn(move |x| if x >= 0.0 { x } else { alpha * x.exp_m1() }),
+        MathFn::Erf => slice_fn(erf),
+        MathFn::Sqrt => slice_fn(f32::sqrt),
+        MathFn::Exp => slice_fn(f32::exp),
+        MathFn::Log => slice_fn(f32::ln),
+        MathFn::Abs => slice_fn(f32::abs),
+        MathFn::Neg => slice_fn(|x: f32| -x),
+        MathFn::Reciprocal => slice_fn(f32::recip),
+        MathFn::Floor => slice_fn(f32::floor),
+        MathFn::Ceil => slice_fn(f32::ceil),
+        MathFn::Softplus => slice_fn(|x: f32| if x > 20.0 { x } else { x.exp().ln_1p() }),
+        MathFn::Softsign => slice_fn(|x: f32| x / (1.0 + x.abs())),
+        MathFn::Identity => slice_fn(|x| x),
+    }
+}
+
+/// The kernel operation of a binary op.
+pub(crate) fn binary_op(f: BinaryFn) -> BinaryOp {
+    match f {
+        BinaryFn::Div => BinaryOp::Div,
+        BinaryFn::Pow => BinaryOp::Pow,
+        BinaryFn::Max => BinaryOp::Max,
+        BinaryFn::Min => BinaryOp::Min,
+        BinaryFn::Less => BinaryOp::Less,
+        BinaryFn::Greater => BinaryOp::Greater,
+        BinaryFn::Equal => BinaryOp::Equal,
+        BinaryFn::LessOrEqual => BinaryOp::LessOrEqual,
+        BinaryFn::GreaterOrEqual => BinaryOp::GreaterOrEqual,
+    }
+}
+
+/// The kernel fold of a reduction.
+pub(crate) fn fold(k: ReduceKind) -> Fold {
+    match k {
+        ReduceKind::Sum => Fold::Sum,
+        ReduceKind::Max => Fold::Max,
+        ReduceKind::Min => Fold::Min,
+        ReduceKind::Prod => Fold::Prod,
+        ReduceKind::SumSquare => Fold::SumSquare,
+        ReduceKind::L1 => Fold::L1,
+        ReduceKind::L2 => Fold::L2,
+        ReduceKind::LogSum => Fold::LogSum,
+        ReduceKind::LogSumExp => Fold::LogSumExp,
+    }
+}
+
+/// The kernel fill of a padding mode.
+pub(crate) fn fill(m: PadMode) -> Fill {
+    match m {
+        PadMode::Constant(v) => Fill::Constant(v),
+        PadMode::Reflect => Fill::Reflect,
+        PadMode::Edge => Fill::Edge,
+    }
+}
+
+/// Row and column taps of a resize from `x [1,H,W,C]` to `out [1,OH,OW,C]`.
+pub(crate) fn resize_taps(a: &ResizeAttrs, x: &[usize], out: &[usize; 4]) -> (Vec<Tap>, Vec<Tap>) {
+    (
+        interp::axis_taps(x[1], out[1], a.scale[0], a.coord, a.mode),
+        interp::axis_taps(x[2], out[2], a.scale[1], a.coord, a.mode),
+    )
+}
+
+/// Row and column bicubic taps of a resize from `x [1,H,W,C]` to `out [1,OH,OW,C]`.
+pub(crate) fn cubic_taps(a: &ResizeAttrs, x: &[usize], out: &[usize; 4]) -> (Vec<Tap4>, Vec<Tap4>) {
+    let (coef, exclude) = match a.mode {
+        heimdall_ir::ResizeMode::Cubic { a, exclude_outside } => (a, exclude_outside),
+        _ => (-0.75, false),
+    };
+    (
+        interp::cubic_taps(x[1], out[1], a.scale[0], a.coord, coef, exclude),
+        interp::cubic_taps(x[2], out[2], a.scale[1], a.coord, coef, exclude),
+    )
+}

@@ -1,0 +1,101 @@
+//! FULLY_CONNECTED (batch 1): `shaders/fully_connected.wgsl`, one work group per output slice
+//! with a fixed-tree reduction. Weights `[O, I]` are pre-transformed into the input's PHWC4 order
+//! (`[out_slice][position][out_lane]` vec4 over input lanes), so the input needs no relayout.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{Dispatch, OpContext, Operand, u32_of};
+use crate::precision::Precision;
+use crate::shaders::{read, write};
+use crate::wgsl::{EpilogueDecl, KernelSource};
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GpuFullyConnectedParams {
+    positions: u32,
+    out_slices: u32,
+    out_channels: u32,
+    _pad: u32,
+}
+
+/// Source of the fully connected kernel.
+pub fn source(x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSource {
+    KernelSource {
+        epilogue,
+        ..KernelSource::new(
+            "fully_connected",
+            vec![
+                read("x", x),
+                read("w", x),
+                read("bias", Precision::F32),
+                write("y", y),
+            ],
+        )
+    }
+}
+
+/// Builds a FULLY_CONNECTED.
+pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
+    let x = ctx.in_geom(0)?;
+    let y = ctx.out_geom()?;
+    let wshape = ctx.in_shape(1)?.to_vec();
+    let [o, i] = wshape[..] else {
+        return Err(format!("weights shape {wshape:?} is not 2-D"));
+    };
+    if x.h * x.w * x.c != i || y.h * y.w != 1 || y.c != o {
+        return Err(format!(
+            "input {:?} / output {:?} with weights {wshape:?}: only batch 1 is supported",
+            ctx.in_shape(0)?,
+            ctx.graph.tensor(ctx.output()?).shape
+        ));
+    }
+    let weights = ctx.constant(1)?;
+    let positions = x.vec4s();
+    let os = y.slices();
+    let mut w = vec![0.0f32; os * positions * 16];
+    for s in 0..x.slices() {
+        for yy in 0..x.h {
+            for xx in 0..x.w {
+                let p = (s * x.h + yy) * x.w + xx;
+                for il in 0..4 {
+                    let ch = 4 * s + il;
+                    if ch >= x.c {
+                        continue;
+                    }
+                    let f = (yy * x.w + xx) * x.c + ch;
+                    for out in 0..o {
+                        w[(((out / 4) * positions + p) * 4 + out % 4) * 4 + il] =
+                            weights[out * i + f];
+                    }
+                }
+            }
+        }
+    }
+    let wp = ctx.weights;
+    let w_op = ctx.add_const("fully connected weights".into(), wp.encode(&w));
+    let bias = ctx.bias(2, o)?;
+    let xp = ctx.precisions[ctx.op.inputs[0].index()];
+    let yp = ctx.out_precision()?;
+    let (ep, ep_ops) = ctx.epilogue()?;
+    let mut operands = vec![
+        Operand::Tensor(ctx.op.inputs[0]),
+        w_op,
+        bias,
+        Operand::Tensor(ctx.output()?),
+    ];
+    operands.extend(ep_ops);
+    let p = GpuFullyConnectedParams {
+        positions: u32_of(positions)?,
+        out_slices: u32_of(os)?,
+        out_channels: u32_of(o)?,
+        _pad: 0,
+    };
+    let mut src = source(xp, yp, ep);
+    src.bindings[1].precision = wp;
+    Ok(vec![Dispatch {
+        source: src,
+        params: bytemuck::bytes_of(&p).to_vec(),
+        operands,
+        workgroups: u32_of(os)?,
+    }])
+}

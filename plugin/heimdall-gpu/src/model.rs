@@ -1,0 +1,750 @@
+//! The compiled GPU model: buffers planned once, weights uploaded once, every pipeline and bind
+//! group created at compile time; [`GpuModel::encode`] records any contiguous range of steps into
+//! a caller's command encoder.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use heimdall_ir::{Graph, OpKind};
+use wgpu::util::DeviceExt;
+
+use crate::context::GpuContext;
+use crate::cpu_step::CpuStep;
+use crate::error::GpuError;
+use crate::kernels::{self, ConstBuffer, Dispatch, OpContext, Operand};
+use crate::layout::Phwc4;
+use crate::memory::{self, MemoryPlan};
+use crate::plan::{Placement, placement};
+use crate::precision::Precision;
+use crate::readback::{IoTensor, Readback};
+
+/// How to compile a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Storage precision of activations and weights. `F16` falls back to `PackedF16` on devices
+    /// without `SHADER_F16`. Average pools and means always store f32, and so do graph outputs
+    /// and the inputs of the ops producing them.
+    pub precision: Precision,
+    /// Per-op overrides: ops whose index lies in a range store their outputs and weights in the
+    /// given precision (e.g. keep a sensitive decoder in f32). Later entries win.
+    pub overrides: Vec<(Range<usize>, Precision)>,
+}
+
+impl GpuOptions {
+    /// Options with one precision for the whole model.
+    pub fn new(precision: Precision) -> Self {
+        GpuOptions {
+            precision,
+            overrides: Vec::new(),
+        }
+    }
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions::new(Precision::F32)
+    }
+}
+
+/// What compilation produced and cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompileReport {
+    /// Wall time of [`GpuModel::compile`] (weights, buffers, pipelines, bind groups).
+    pub compile_time: Duration,
+    /// The precision used (after any fallback).
+    pub precision: Precision,
+    /// Distinct pipelines (deduplicated by composed source).
+    pub pipelines: usize,
+    /// Compute dispatches of a whole run.
+    pub dispatches: usize,
+    /// Bytes of the activation slots (peak activation memory).
+    pub peak_bytes: u64,
+    /// Sum of the bytes of every activation tensor (what no reuse would need).
+    pub total_bytes: u64,
+    /// Bytes of weights and other constants on the GPU.
+    pub weight_bytes: u64,
+}
+
+struct EncodedDispatch {
+    pipeline: usize,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 2],
+}
+
+/// A graph compiled for a [`GpuContext`].
+pub struct GpuModel {
+    pub(crate) ctx: GpuContext,
+    steps: Vec<Vec<EncodedDispatch>>,
+    names: Vec<&'static str>,
+    pub(crate) placement: Vec<Placement>,
+    pipelines: Vec<wgpu::ComputePipeline>,
+    slots: Vec<wgpu::Buffer>,
+    _consts: Vec<wgpu::Buffer>,
+    _uniforms: wgpu::Buffer,
+    inputs: Vec<IoTensor>,
+    outputs: Vec<IoTensor>,
+    readback: Readback,
+    cpu_steps: Vec<Option<CpuStep>>,
+    report: CompileReport,
+}
+
+impl std::fmt::Debug for GpuModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuModel")
+            .field("steps", &self.steps.len())
+            .field("report", &self.report)
+            .finish()
+    }
+}
+
+/// Storage precision of every op (its outputs and weights): the model's, or an override.
+fn op_precisions(graph: &Graph, options: &GpuOptions, f16: bool) -> Vec<Precision> {
+    let resolve = |p: Precision| match p {
+        Precision::F16 if !f16 => Precision::PackedF16,
+        p => p,
+    };
+    (0..graph.ops.len())
+        .map(|k| {
+            let p = options
+                .overrides
+                .iter()
+                .rev()
+                .find(|(r, _)| r.contains(&k))
+                .map_or(options.precision, |(_, p)| *p);
+            resolve(p)
+        })
+        .collect()
+}
+
+/// Storage precision of every tensor: its producer's (graph inputs: f32 if an f32 op reads
+/// them, else the model's), except f32 for
+/// - the outputs of average pools and means (overflow-prone sums in f16),
+/// - graph outputs, and the tensors read by the ops that produce them: output heads turn small
+///   activations into large logits (pose_landmark_full's segmentation reaches -1710), so an f16
+///   rounding of their inputs is amplified straight into the result.
+fn tensor_precisions(graph: &Graph, model: Precision, ops: &[Precision]) -> Vec<Precision> {
+    let mut out = vec![model; graph.tensors.len()];
+    // Graph inputs: f32 if any op reading them is f32, else the model's precision.
+    for (op, &p) in graph.ops.iter().zip(ops) {
+        for t in op.reads() {
+            if p == Precision::F32 && graph.inputs.contains(&t) {
+                out[t.index()] = Precision::F32;
+            }
+        }
+    }
+    for (op, &p) in graph.ops.iter().zip(ops) {
+        for o in &op.outputs {
+            out[o.index()] = p;
+        }
+    }
+    for op in &graph.ops {
+        if matches!(op.kind, OpKind::AvgPool2d(_) | OpKind::Mean { .. }) {
+            for o in &op.outputs {
+                out[o.index()] = Precision::F32;
+            }
+        }
+    }
+    for op in &graph.ops {
+        if op.outputs.iter().any(|o| graph.outputs.contains(o)) {
+            for t in op.reads() {
+                if graph.tensor(t).constant.is_none() {
+                    out[t.index()] = Precision::F32;
+                }
+            }
+        }
+    }
+    for o in &graph.outputs {
+        out[o.index()] = Precision::F32;
+    }
+    out
+}
+
+/// Splits `groups` work groups into a 2-D grid with no dimension above `max`.
+fn fold_groups(groups: u32, max: u32) -> [u32; 2] {
+    if groups <= max {
+        [groups, 1]
+    } else {
+        [max, groups.div_ceil(max)]
+    }
+}
+
+impl GpuModel {
+    /// Compiles a validated graph for `ctx`: plans the activation slots, pre-transforms and
+    /// uploads every weight, composes and creates every pipeline (deduplicated) and bind group.
+    pub fn compile(
+        ctx: &GpuContext,
+        graph: &Graph,
+        options: GpuOptions,
+    ) -> Result<GpuModel, GpuError> {
+        let start = Instant::now();
+        graph.validate()?;
+        let precision = match options.precision {
+            Precision::F16 if !ctx.has_f16() => Precision::PackedF16,
+            p => p,
+        };
+        let placement = placement(graph);
+        let op_precisions = op_precisions(graph, &options, ctx.has_f16());
+        let precisions = tensor_precisions(graph, precision, &op_precisions);
+        let mut bytes = vec![0u64; graph.tensors.len()];
+        for (i, t) in graph.tensors.iter().enumerate() {
+            if t.constant.is_none() {
+                let g = Phwc4::of(&t.shape)?;
+                bytes[i] = (g.stored_values() * precisions[i].bytes_per_value()) as u64;
+            }
+        }
+        let mem = memory::plan(graph, &bytes);
+        let mut consts: Vec<ConstBuffer> = Vec::new();
+        let mut dispatches: Vec<Vec<Dispatch>> = Vec::with_capacity(graph.ops.len());
+        for (index, op) in graph.ops.iter().enumerate() {
+            if placement[index] == Placement::Cpu {
+                dispatches.push(Vec::new());
+                continue;
+            }
+            let mut octx = OpContext {
+                graph,
+                op,
+                precisions: &precisions,
+                // An op producing a graph output reads f32 (see `tensor_precisions`), so its
+                // weights and constant inputs are f32 too.
+                weights: if op.outputs.iter().any(|o| graph.outputs.contains(o)) {
+                    Precision::F32
+                } else {
+                    op_precisions[index]
+                },
+                min_threads: ctx.min_threads(),
+                consts: &mut consts,
+            };
+            let d = kernels::build(&mut octx).map_err(|message| GpuError::Op {
+                index,
+                name: op.kind.name().into(),
+                message,
+            })?;
+            for k in &d {
+                let n = k.source.storage_bindings() as u32;
+                if n > ctx.limits.max_storage_buffers_per_shader_stage {
+                    return Err(GpuError::Op {
+                        index,
+                        name: op.kind.name().into(),
+                        message: format!(
+                            "needs {n} storage buffers, the device allows {}",
+                            ctx.limits.max_storage_buffers_per_shader_stage
+                        ),
+                    });
+                }
+            }
+            dispatches.push(d);
+        }
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let built = Self::create_resources(ctx, graph, &mem, &precisions, &consts, &dispatches);
+        let error = pollster::block_on(scope.pop());
+        if let Some(e) = error {
+            return Err(GpuError::Wgpu(e.to_string()));
+        }
+        let (slots, const_buffers, uniforms, pipelines, steps) = built?;
+        let io = |t: heimdall_ir::TensorId| -> Result<IoTensor, GpuError> {
+            let slot = mem.slot_of[t.index()].ok_or_else(|| {
+                GpuError::Unsupported(format!("tensor {} is a constant, not an activation", t.0))
+            })?;
+            Ok(IoTensor {
+                slot,
+                geom: Phwc4::of(&graph.tensor(t).shape)?,
+                precision: precisions[t.index()],
+                shape: graph.tensor(t).shape.clone(),
+            })
+        };
+        let inputs = graph
+            .inputs
+            .iter()
+            .map(|&t| io(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = graph
+            .outputs
+            .iter()
+            .map(|&t| io(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cpu_steps = placement
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match p {
+                Placement::Cpu => CpuStep::new(&ctx.device, graph, i, io).map(Some),
+                Placement::Gpu => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let readback = Readback::new(&ctx.device, &outputs);
+        let report = CompileReport {
+            compile_time: start.elapsed(),
+            precision,
+            pipelines: pipelines.len(),
+            dispatches: steps.iter().map(Vec::len).sum(),
+            peak_bytes: mem.peak_bytes(),
+            total_bytes: mem.total_bytes,
+            weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
+        };
+        Ok(GpuModel {
+            ctx: ctx.clone(),
+            steps,
+            names: graph.ops.iter().map(|o| o.kind.name()).collect(),
+            placement,
+            pipelines,
+            slots,
+            _consts: const_buffers,
+            _uniforms: uniforms,
+            inputs,
+            outputs,
+            readback,
+            cpu_steps,
+            report,
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn create_resources(
+        ctx: &GpuContext,
+        graph: &Graph,
+        mem: &MemoryPlan,
+        _precisions: &[Precision],
+        consts: &[ConstBuffer],
+        dispatches: &[Vec<Dispatch>],
+    ) -> Result<
+        (
+            Vec<wgpu::Buffer>,
+            Vec<wgpu::Buffer>,
+            wgpu::Buffer,
+            Vec<wgpu::ComputePipeline>,
+            Vec<Vec<EncodedDispatch>>,
+        ),
+        GpuError,
+    > {
+        let device = &ctx.device;
+        let max_binding = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        let slots: Vec<wgpu::Buffer> = mem
+            .slot_bytes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                if size > max_binding {
+                    return Err(GpuError::Unsupported(format!(
+                        "activation slot {i} needs {size} bytes, the device binds at most {max_binding}"
+                    )));
+                }
+                Ok(device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("heimdall slot {i}")),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }))
+            })
+            .collect::<Result<_, _>>()?;
+        let const_buffers: Vec<wgpu::Buffer> = consts
+            .iter()
+            .map(|c| {
+                if c.bytes.len() as u64 > max_binding {
+                    return Err(GpuError::Unsupported(format!(
+                        "{} of {} bytes exceeds the binding limit",
+                        c.label,
+                        c.bytes.len()
+                    )));
+                }
+                Ok(
+                    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some(&c.label),
+                        contents: &c.bytes,
+                        usage: wgpu::BufferUsages::STORAGE,
+                    }),
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        // All uniform parameters in one buffer, each at an aligned offset.
+        let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(16);
+        let mut uniform_bytes = Vec::new();
+        let mut offsets = Vec::new();
+        for d in dispatches.iter().flatten() {
+            let at = (uniform_bytes.len() as u64).next_multiple_of(align);
+            uniform_bytes.resize(at as usize, 0);
+            offsets.push(at);
+            uniform_bytes.extend_from_slice(&d.params);
+        }
+        uniform_bytes.resize(uniform_bytes.len().max(16).next_multiple_of(16), 0);
+        let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("heimdall params"),
+            contents: &uniform_bytes,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut cache: HashMap<String, usize> = HashMap::new();
+        let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::new();
+        let mut steps = Vec::with_capacity(dispatches.len());
+        let mut k = 0;
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
+        for (index, ds) in dispatches.iter().enumerate() {
+            let mut encoded = Vec::with_capacity(ds.len());
+            for d in ds {
+                let source = d.source.compose()?;
+                let pipeline = match cache.get(&source) {
+                    Some(&p) => p,
+                    None => {
+                        crate::wgsl::validate(d.source.name, &source, d.source.uses_f16())?;
+                        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                            label: Some(d.source.name),
+                            source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+                        });
+                        pipelines.push(device.create_compute_pipeline(
+                            &wgpu::ComputePipelineDescriptor {
+                                label: Some(d.source.name),
+                                layout: None,
+                                module: &module,
+                                entry_point: Some("main"),
+                                compilation_options: Default::default(),
+                                cache: None,
+                            },
+                        ));
+                        cache.insert(source, pipelines.len() - 1);
+                        pipelines.len() - 1
+                    }
+                };
+                let layout = pipelines[pipeline].get_bind_group_layout(0);
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &uniforms,
+                        offset: offsets[k],
+                        size: wgpu::BufferSize::new(d.params.len() as u64),
+                    }),
+                }];
+                for (b, operand) in d.operands.iter().enumerate() {
+                    let buffer = match *operand {
+                        Operand::Tensor(t) => {
+                            let slot = mem.slot_of[t.index()].ok_or_else(|| GpuError::Op {
+                                index,
+                                name: graph.ops[index].kind.name().into(),
+                                message: format!("tensor {} has no slot", t.0),
+                            })?;
+                            &slots[slot]
+                        }
+                        Operand::Const(c) => &const_buffers[c],
+                    };
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: b as u32 + 1,
+                        resource: buffer.as_entire_binding(),
+                    });
+                }
+                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(graph.ops[index].kind.name()),
+                    layout: &layout,
+                    entries: &entries,
+                });
+                encoded.push(EncodedDispatch {
+                    pipeline,
+                    bind_group,
+                    groups: fold_groups(d.workgroups, max_groups),
+                });
+                k += 1;
+            }
+            steps.push(encoded);
+        }
+        Ok((slots, const_buffers, uniforms, pipelines, steps))
+    }
+
+    /// Number of steps (one per op of the graph, in graph order).
+    pub fn num_steps(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Where each step runs.
+    pub fn placement(&self) -> &[Placement] {
+        &self.placement
+    }
+
+    /// The op name of step `i` (empty if out of range).
+    pub fn step_name(&self, i: usize) -> &'static str {
+        self.names.get(i).copied().unwrap_or("")
+    }
+
+    /// What compilation produced and cost.
+    pub fn report(&self) -> &CompileReport {
+        &self.report
+    }
+
+    /// The context the model was compiled for.
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Shapes of the model's inputs.
+    pub fn input_shapes(&self) -> Vec<Vec<usize>> {
+        self.inputs.iter().map(|t| t.shape.clone()).collect()
+    }
+
+    /// Shapes of the model's outputs.
+    pub fn output_shapes(&self) -> Vec<Vec<usize>> {
+        self.outputs.iter().map(|t| t.shape.clone()).collect()
+    }
+
+    /// Uploads input `index` (NHWC f32) with `queue.write_buffer`, packed to PHWC4 in the input's
+    /// precision; the data is visible to the next command buffer submitted on the queue.
+    pub fn set_input(&self, index: usize, data: &[f32]) -> Result<(), GpuError> {
+        let input = self.inputs.get(index).ok_or(GpuError::Input {
+            index,
+            expected: 0,
+            got: data.len(),
+        })?;
+        let n: usize = input.shape.iter().product();
+        if data.len() != n {
+            return Err(GpuError::Input {
+                index,
+                expected: n,
+                got: data.len(),
+            });
+        }
+        let bytes = input.precision.encode(&input.geom.pack(data));
+        self.ctx
+            .queue
+            .write_buffer(&self.slots[input.slot], 0, &bytes);
+        Ok(())
+    }
+
+    /// Records steps `steps` (a contiguous range of GPU steps) into `encoder` as one compute
+    /// pass, with no other side effect (a range holding a CPU step is refused: run it with
+    /// [`GpuModel::run_cpu_step`] between two ranges). Running a model as any sequence of ranges gives
+    /// bit-identical results to one whole run.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        steps: Range<usize>,
+    ) -> Result<(), GpuError> {
+        if steps.start > steps.end || steps.end > self.steps.len() {
+            return Err(GpuError::Range {
+                start: steps.start,
+                end: steps.end,
+                message: format!("the model has {} steps", self.steps.len()),
+            });
+        }
+        if let Some(i) = steps.clone().find(|&i| self.placement[i] != Placement::Gpu) {
+            return Err(GpuError::Range {
+                start: steps.start,
+                end: steps.end,
+                message: format!("step {i} runs on the CPU"),
+            });
+        }
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("heimdall steps"),
+            timestamp_writes: None,
+        });
+        for i in steps {
+            self.record_step(&mut pass, i);
+        }
+        Ok(())
+    }
+
+    /// Records the dispatches of GPU step `i` into a compute pass.
+    pub(crate) fn record_step(&self, pass: &mut wgpu::ComputePass<'_>, i: usize) {
+        for d in &self.steps[i] {
+            if d.groups[0] == 0 {
+                continue;
+            }
+            pass.set_pipeline(&self.pipelines[d.pipeline]);
+            pass.set_bind_group(0, &d.bind_group, &[]);
+            pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+        }
+    }
+
+    /// Records copies of every output into its staging buffer. Submit the encoder, then call
+    /// [`GpuModel::request_readback`].
+    pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
+        self.readback.encode(encoder, &self.slots, &self.outputs)
+    }
+
+    /// Starts mapping the staging buffers (after the readback copies were submitted).
+    pub fn request_readback(&self) -> Result<(), GpuError> {
+        self.readback.request()
+    }
+
+    /// Whether the requested outputs can be taken without waiting.
+    pub fn readback_ready(&self) -> bool {
+        self.readback.is_ready()
+    }
+
+    /// The outputs (NHWC f32, in the model's output order) if the readback is complete, else
+    /// `None`. Never blocks.
+    pub fn take_outputs(&self) -> Result<Option<Vec<Vec<f32>>>, GpuError> {
+        self.readback.take(&self.outputs)
+    }
+
+    /// Runs the whole model on `inputs` and waits for the outputs (tests and the CLI only: it
+    /// blocks on `device.poll`).
+    pub fn run(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>, GpuError> {
+        let whole = 0..self.num_steps();
+        self.run_ranges(inputs, std::slice::from_ref(&whole))
+    }
+
+    fn cpu_step(&self, step: usize) -> Result<&CpuStep, GpuError> {
+        self.cpu_steps
+            .get(step)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| GpuError::Range {
+                start: step,
+                end: step + 1,
+                message: "not a CPU step".into(),
+            })
+    }
+
+    /// Records the download of CPU step `step`'s inputs (GPU slots to staging buffers). Submit
+    /// the encoder after the GPU steps before it, then call
+    /// [`GpuModel::request_cpu_step_inputs`].
+    pub fn encode_cpu_step_inputs(
+        &self,
+        step: usize,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<(), GpuError> {
+        self.cpu_step(step)?.encode_download(encoder, &self.slots)
+    }
+
+    /// Starts mapping CPU step `step`'s downloaded inputs (after the copies were submitted).
+    pub fn request_cpu_step_inputs(&self, step: usize) -> Result<(), GpuError> {
+        self.cpu_step(step)?.request_download()
+    }
+
+    /// Whether CPU step `step` can run without waiting.
+    pub fn cpu_step_ready(&self, step: usize) -> bool {
+        self.cpu_step(step).is_ok_and(CpuStep::is_ready)
+    }
+
+    /// Runs CPU step `step` on this thread and uploads its output (visible to the next
+    /// submission); `Ok(false)` if its inputs have not arrived yet. Never blocks on the GPU.
+    pub fn run_cpu_step(&self, step: usize) -> Result<bool, GpuError> {
+        self.cpu_step(step)?.run(&self.ctx.queue, &self.slots)
+    }
+
+    pub(crate) fn wait(&self) -> Result<(), GpuError> {
+        self.ctx
+            .device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map(|_| ())
+            .map_err(|e| GpuError::Wgpu(e.to_string()))
+    }
+
+    /// Polls until `ready()` holds. One `poll(Wait)` is not enough when several threads poll
+    /// the same device: another thread's poll may be the one running our `map_async` callback,
+    /// and ours can return before that callback has finished.
+    pub(crate) fn wait_for(&self, ready: impl Fn() -> bool) -> Result<(), GpuError> {
+        let start = std::time::Instant::now();
+        loop {
+            self.wait()?;
+            if ready() {
+                return Ok(());
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err(GpuError::Readback("no result after 60 s of waiting".into()));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    pub(crate) fn submit_gpu(&self, steps: Range<usize>) -> Result<(), GpuError> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("heimdall run"),
+            });
+        self.encode(&mut encoder, steps)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    /// Runs CPU step `i` now: downloads its inputs, waits, computes, uploads.
+    pub(crate) fn run_cpu_step_blocking(&self, i: usize) -> Result<(), GpuError> {
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("heimdall CPU step inputs"),
+            });
+        self.encode_cpu_step_inputs(i, &mut encoder)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        self.request_cpu_step_inputs(i)?;
+        self.wait_for(|| self.cpu_step_ready(i))?;
+        if self.run_cpu_step(i)? {
+            Ok(())
+        } else {
+            Err(GpuError::Readback(format!(
+                "inputs of CPU step {i} not ready after waiting"
+            )))
+        }
+    }
+
+    /// Like [`GpuModel::run`], encoding and submitting each range separately; CPU steps inside
+    /// a range run in place (download, wait, CPU, upload).
+    pub fn run_ranges(
+        &self,
+        inputs: &[&[f32]],
+        ranges: &[Range<usize>],
+    ) -> Result<Vec<Vec<f32>>, GpuError> {
+        if inputs.len() != self.inputs.len() {
+            return Err(GpuError::Input {
+                index: inputs.len(),
+                expected: self.inputs.len(),
+                got: inputs.len(),
+            });
+        }
+        for (i, x) in inputs.iter().enumerate() {
+            self.set_input(i, x)?;
+        }
+        for r in ranges {
+            if r.start > r.end || r.end > self.steps.len() {
+                return Err(GpuError::Range {
+                    start: r.start,
+                    end: r.end,
+                    message: format!("the model has {} steps", self.steps.len()),
+                });
+            }
+            let mut gpu_start = r.start;
+            for i in r.clone() {
+                if self.placement[i] == Placement::Cpu {
+                    self.submit_gpu(gpu_start..i)?;
+                    gpu_start = i + 1;
+                    self.run_cpu_step_blocking(i)?;
+                }
+            }
+            self.submit_gpu(gpu_start..r.end)?;
+        }
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("heimdall readback"),
+            });
+        self.encode_readback(&mut encoder)?;
+        self.ctx.queue.submit([encoder.finish()]);
+        self.request_readback()?;
+        self.wait_for(|| self.readback_ready())?;
+        self.take_outputs()?
+            .ok_or_else(|| GpuError::Readback("outputs not ready after waiting".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_groups;
+
+    #[test]
+    fn big_grids_fold_into_two_dimensions() {
+        assert_eq!(fold_groups(10, 65535), [10, 1]);
+        let [x, y] = fold_groups(200_000, 65535);
+        assert!(x <= 65535 && y <= 65535 && x * y >= 200_000);
+    }
+}

@@ -1,0 +1,75 @@
+//! Storage precision of tensors and weights, and host-side conversion to and from bytes.
+
+use half::f16;
+
+/// How a tensor's values are stored in GPU memory. Arithmetic is always f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// 32-bit floats (`array<vec4<f32>>`).
+    F32,
+    /// IEEE half floats with the `shader-f16` feature (`array<vec4<f16>>`, `enable f16;`).
+    F16,
+    /// Half floats packed two per `u32` (`array<vec2<u32>>`, `pack2x16float` /
+    /// `unpack2x16float`): half the memory traffic on devices without `shader-f16`.
+    PackedF16,
+}
+
+impl Precision {
+    /// Every precision, for tests and catalogues.
+    pub const ALL: [Precision; 3] = [Precision::F32, Precision::F16, Precision::PackedF16];
+
+    /// Bytes per stored value.
+    pub fn bytes_per_value(self) -> usize {
+        match self {
+            Precision::F32 => 4,
+            Precision::F16 | Precision::PackedF16 => 2,
+        }
+    }
+
+    /// Encodes f32 values as this precision's bytes (little-endian). F16 and packed f16 have the
+    /// same bytes: `pack2x16float` puts the first value in the low half of the word.
+    pub fn encode(self, values: &[f32]) -> Vec<u8> {
+        match self {
+            Precision::F32 => bytemuck::cast_slice(values).to_vec(),
+            Precision::F16 | Precision::PackedF16 => values
+                .iter()
+                .flat_map(|&v| f16::from_f32(v).to_bits().to_le_bytes())
+                .collect(),
+        }
+    }
+
+    /// Decodes bytes of this precision into f32 values.
+    pub fn decode(self, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Precision::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Precision::F16 | Precision::PackedF16 => bytes
+                .chunks_exact(2)
+                .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let v = [1.0f32, -2.5, 0.0, 65504.0, 1e-3];
+        for p in Precision::ALL {
+            let back = p.decode(&p.encode(&v));
+            assert_eq!(back.len(), v.len());
+            for (a, b) in back.iter().zip(&v) {
+                assert!(
+                    (a - b).abs() <= 1e-3 * b.abs().max(1e-3),
+                    "{p:?}: {a} vs {b}"
+                );
+            }
+        }
+        assert_eq!(Precision::F16.encode(&[1.0]), vec![0x00, 0x3c]);
+    }
+}

@@ -1,0 +1,185 @@
+//! Per-step timing: GPU time of every GPU step from timestamp queries (each step in its own
+//! compute pass with `timestamp_writes`, which needs only `TIMESTAMP_QUERY`), or, without
+//! timestamps, the wall time of submitting the step alone and waiting for it; CPU steps are
+//! timed on the wall clock including their transfers. Median of several runs after warm-up.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::GpuError;
+use crate::model::GpuModel;
+use crate::plan::Placement;
+
+/// How the step times were measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimingSource {
+    /// GPU timestamps around each step's compute pass.
+    Timestamps,
+    /// Wall time of one submission per step (no timestamp support).
+    Submissions,
+}
+
+/// Median time of every step over the measured runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepProfile {
+    /// Median time per step (GPU steps: GPU time; CPU steps: wall time with transfers).
+    pub steps: Vec<Duration>,
+    /// How GPU steps were timed.
+    pub source: TimingSource,
+    /// Measured runs (after warm-up).
+    pub runs: usize,
+}
+
+impl StepProfile {
+    /// Sum of the medians of the GPU steps.
+    pub fn gpu_total(&self, placement: &[Placement]) -> Duration {
+        self.steps
+            .iter()
+            .zip(placement)
+            .filter(|(_, p)| **p == Placement::Gpu)
+            .map(|(d, _)| *d)
+            .sum()
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+impl GpuModel {
+    /// Runs the model `warmup + runs` times on `inputs` and returns each step's median time
+    /// (blocking: for benchmarks, the CLI and tests).
+    pub fn profile(
+        &self,
+        inputs: &[&[f32]],
+        warmup: usize,
+        runs: usize,
+    ) -> Result<StepProfile, GpuError> {
+        let n = self.num_steps();
+        let timestamps = self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+            && n > 0
+            && 2 * n <= wgpu::QUERY_SET_MAX_QUERIES as usize;
+        let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); n];
+        let device = &self.ctx.device;
+        let queries = timestamps.then(|| {
+            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("heimdall step timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * n as u32,
+            });
+            let size = 16 * n as u64;
+            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("heimdall timestamps resolve"),
+                size,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("heimdall timestamps staging"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (set, resolve, staging)
+        });
+        let period = f64::from(self.ctx.queue.get_timestamp_period());
+        for run in 0..warmup + runs {
+            for (i, x) in inputs.iter().enumerate() {
+                self.set_input(i, x)?;
+            }
+            let mut times = vec![Duration::ZERO; n];
+            let mut encoder = device.create_command_encoder(&Default::default());
+            for (i, time) in times.iter_mut().enumerate() {
+                if self.placement[i] == Placement::Cpu {
+                    if let Some((set, _, _)) = &queries {
+                        // Every query must be written before it is resolved: resolving an
+                        // unwritten one waits forever on Vulkan drivers (NVIDIA hangs).
+                        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("heimdall CPU step (timestamp slots)"),
+                            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                                query_set: set,
+                                beginning_of_pass_write_index: Some(2 * i as u32),
+                                end_of_pass_write_index: Some(2 * i as u32 + 1),
+                            }),
+                        });
+                    }
+                    self.ctx.queue.submit([encoder.finish()]);
+                    let start = Instant::now();
+                    self.run_cpu_step_blocking(i)?;
+                    *time = start.elapsed();
+                    encoder = device.create_command_encoder(&Default::default());
+                    continue;
+                }
+                match &queries {
+                    Some((set, _, _)) => {
+                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some(self.step_name(i)),
+                            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                                query_set: set,
+                                beginning_of_pass_write_index: Some(2 * i as u32),
+                                end_of_pass_write_index: Some(2 * i as u32 + 1),
+                            }),
+                        });
+                        self.record_step(&mut pass, i);
+                    }
+                    None => {
+                        self.ctx.queue.submit([encoder.finish()]);
+                        self.wait()?;
+                        let start = Instant::now();
+                        self.submit_gpu(i..i + 1)?;
+                        self.wait()?;
+                        *time = start.elapsed();
+                        encoder = device.create_command_encoder(&Default::default());
+                    }
+                }
+            }
+            if let Some((set, resolve, staging)) = &queries {
+                encoder.resolve_query_set(set, 0..2 * n as u32, resolve, 0);
+                encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, 16 * n as u64);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            if let Some((_, _, staging)) = &queries {
+                // 0 = pending, 1 = mapped, 2 = failed.
+                let state = Arc::new(AtomicU8::new(0));
+                let flag = state.clone();
+                staging.map_async(wgpu::MapMode::Read, .., move |r| {
+                    flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+                });
+                self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
+                if state.load(Ordering::SeqCst) != 1 {
+                    return Err(GpuError::Readback("mapping the timestamps failed".into()));
+                }
+                {
+                    let view = staging.get_mapped_range(..);
+                    let ticks: Vec<u64> = view
+                        .chunks_exact(8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                        .collect();
+                    for i in (0..n).filter(|&i| self.placement[i] == Placement::Gpu) {
+                        let dt = ticks[2 * i + 1].saturating_sub(ticks[2 * i]);
+                        times[i] = Duration::from_nanos((dt as f64 * period) as u64);
+                    }
+                }
+                staging.unmap();
+            } else {
+                self.wait()?;
+            }
+            if run >= warmup {
+                for (s, t) in samples.iter_mut().zip(times) {
+                    s.push(t);
+                }
+            }
+        }
+        Ok(StepProfile {
+            steps: samples.into_iter().map(median).collect(),
+            source: if timestamps {
+                TimingSource::Timestamps
+            } else {
+                TimingSource::Submissions
+            },
+            runs,
+        })
+    }
+}

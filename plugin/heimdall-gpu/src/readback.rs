@@ -1,0 +1,149 @@
+//! Outputs back to the host: staging buffers filled by a copy in the caller's encoder, mapped
+//! with `map_async`, and a non-blocking "is it ready / take it" API. Nothing here waits; only
+//! [`crate::GpuModel::run`] (for tests and the CLI) polls the device until the map completes.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::GpuError;
+use crate::layout::Phwc4;
+use crate::precision::Precision;
+
+/// Where a graph input or output lives.
+#[derive(Clone, Debug)]
+pub(crate) struct IoTensor {
+    /// Slot buffer index.
+    pub slot: usize,
+    /// PHWC4 geometry.
+    pub geom: Phwc4,
+    /// Storage precision.
+    pub precision: Precision,
+    /// NHWC shape.
+    pub shape: Vec<usize>,
+}
+
+impl IoTensor {
+    /// Bytes the tensor occupies in its slot.
+    pub fn bytes(&self) -> u64 {
+        (self.geom.stored_values() * self.precision.bytes_per_value()) as u64
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Copied,
+    Mapping,
+}
+
+/// Staging buffers and the state of one readback at a time.
+pub(crate) struct Readback {
+    staging: Vec<wgpu::Buffer>,
+    state: Mutex<State>,
+    mapped: Arc<AtomicUsize>,
+    failed: Arc<AtomicBool>,
+}
+
+impl Readback {
+    /// Staging buffers for `outputs`.
+    pub fn new(device: &wgpu::Device, outputs: &[IoTensor]) -> Self {
+        let staging = outputs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("heimdall output {i} staging")),
+                    size: o.bytes(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        Readback {
+            staging,
+            state: Mutex::new(State::Idle),
+            mapped: Arc::new(AtomicUsize::new(0)),
+            failed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records copies of the outputs into the staging buffers.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        slots: &[wgpu::Buffer],
+        outputs: &[IoTensor],
+    ) -> Result<(), GpuError> {
+        let mut state = self.state();
+        if *state != State::Idle {
+            return Err(GpuError::Readback(format!(
+                "a readback is already {:?}: take its outputs first",
+                *state
+            )));
+        }
+        for (o, staging) in outputs.iter().zip(&self.staging) {
+            encoder.copy_buffer_to_buffer(&slots[o.slot], 0, staging, 0, o.bytes());
+        }
+        *state = State::Copied;
+        Ok(())
+    }
+
+    /// Starts mapping the staging buffers (call after submitting the copies).
+    pub fn request(&self) -> Result<(), GpuError> {
+        let mut state = self.state();
+        if *state != State::Copied {
+            return Err(GpuError::Readback(format!(
+                "request_readback in state {:?}: encode_readback and submit first",
+                *state
+            )));
+        }
+        self.mapped.store(0, Ordering::SeqCst);
+        self.failed.store(false, Ordering::SeqCst);
+        for b in &self.staging {
+            let (mapped, failed) = (self.mapped.clone(), self.failed.clone());
+            b.map_async(wgpu::MapMode::Read, .., move |r| {
+                if r.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                mapped.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        *state = State::Mapping;
+        Ok(())
+    }
+
+    /// Whether every staging buffer is mapped (the device must be polled by someone: Bevy does
+    /// every frame).
+    pub fn is_ready(&self) -> bool {
+        *self.state() == State::Mapping && self.mapped.load(Ordering::SeqCst) == self.staging.len()
+    }
+
+    /// The outputs (NHWC f32) if ready, unmapping the staging buffers; `None` if not yet.
+    pub fn take(&self, outputs: &[IoTensor]) -> Result<Option<Vec<Vec<f32>>>, GpuError> {
+        if !self.is_ready() {
+            return Ok(None);
+        }
+        let mut state = self.state();
+        *state = State::Idle;
+        if self.failed.load(Ordering::SeqCst) {
+            for b in &self.staging {
+                b.unmap();
+            }
+            return Err(GpuError::Readback("mapping a staging buffer failed".into()));
+        }
+        let mut result = Vec::with_capacity(outputs.len());
+        for (o, b) in outputs.iter().zip(&self.staging) {
+            let values = {
+                let view = b.get_mapped_range(..);
+                o.precision.decode(&view)
+            };
+            b.unmap();
+            result.push(o.geom.unpack(&values));
+        }
+        Ok(Some(result))
+    }
+}
