@@ -70,8 +70,10 @@ pub fn bench(
         .iter()
         .zip(model.placement())
         .filter(|(_, p)| **p == Placement::Cpu)
-        .map(|(d, _)| d.as_secs_f64() * 1e3)
-        .sum();
+        .map(|(d, _)| *d)
+        .sum::<std::time::Duration>()
+        .as_secs_f64()
+        * 1e3;
     let mut wall = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let t = Instant::now();
