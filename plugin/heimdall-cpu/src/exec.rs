@@ -548,10 +548,20 @@ unsafe fn run_step(
             }
         }
         Kernel::Concat { shapes, axis } => {
-            let parts: Vec<(&[f32], &[usize])> = (0..shapes.len())
-                .map(|i| (input(i), shapes[i].as_slice()))
-                .collect();
-            layout::concat(&parts, *axis, out);
+            // No allocation per run for the usual few inputs (the models concatenate 2 or 3).
+            const STACK: usize = 8;
+            if shapes.len() <= STACK {
+                let mut parts: [(&[f32], &[usize]); STACK] = [(&[], &[]); STACK];
+                for (i, shape) in shapes.iter().enumerate() {
+                    parts[i] = (input(i), shape.as_slice());
+                }
+                layout::concat(&parts[..shapes.len()], *axis, out);
+            } else {
+                let parts: Vec<(&[f32], &[usize])> = (0..shapes.len())
+                    .map(|i| (input(i), shapes[i].as_slice()))
+                    .collect();
+                layout::concat(&parts, *axis, out);
+            }
         }
         Kernel::Resize(r) => resize::resize_bilinear(par, r, input(0), out),
         Kernel::DepthToSpace { h, w, c, block } => {
