@@ -1,6 +1,6 @@
 //! Property tests of every kernel against the CPU backend (the reference), on random shapes:
 //! channel counts not divisible by 4, odd sizes, strides 1-3 with SAME and VALID padding,
-//! broadcasting, every fused epilogue. Each case runs in f32 (rel-L2 ≤ 1e-5), f16 and packed
+//! broadcasting, every fused epilogue. Each case runs in f32 (L2 error ≤ 1e-5 relative to the computation's scale, see `common::check_against_cpu_shifted`), f16 and packed
 //! f16 (≤ 3e-3) and must raise no wgpu error. Needs a GPU adapter (lavapipe in CI); set
 //! `HEIMDALL_SKIP_GPU=1` to skip on machines without one.
 
