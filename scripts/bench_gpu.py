@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""GPU backend benchmark table: per model, GPU time (sum of per-step timestamp medians) in f32 and
-f16, compile time, and the CPU backend beside it, all from `heimdall bench --json` in one run.
+"""GPU backend benchmark table: per model, GPU time in f32 and f16 (sum of per-step timestamp
+medians, each step in its own compute pass, and per run: the median of whole runs, each GPU range
+in one timestamped pass), compile time cold (empty pipeline cache) and warm (pipeline cache from the cold compile), and
+the CPU backend beside it, all from `heimdall bench --json` in one run.
 
   cargo build --release -p heimdall-cli && python3 scripts/fetch_models.py
   python3 scripts/bench_gpu.py [--runs 30] [--exe target/release/heimdall] [--json OUT.json]
@@ -44,6 +46,7 @@ def bench(exe: Path, model: Path, args: list[str]) -> dict | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--exe", type=Path, default=ROOT / "target" / "release" / "heimdall")
     ap.add_argument("--models-dir", type=Path)
     ap.add_argument("--threads", type=int, default=1, help="CPU backend threads for the side-by-side column")
@@ -51,23 +54,28 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     device = None
-    print("| model | GPU f32 ms | GPU f16 ms | CPU-step ms | compile f32 ms | activations f32 peak/sum MiB | CPU backend ms |")
+    print("| model | GPU f32 ms steps / run | GPU f16 ms steps / run | CPU-step ms | compile f32 cold / warm ms | activations f32 peak/sum MiB | CPU backend ms |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name in MODELS:
         path = find(name, args.models_dir)
         if path is None:
-            print(f"| {name} | missing | | | | | |")
+            print(f"| {name} | missing | | | | | |", flush=True)
             continue
-        runs = ["--runs", str(args.runs)]
+        runs = ["--runs", str(args.runs), "--warmup", str(args.warmup)]
         f32 = bench(args.exe, path, ["--backend", "gpu", "--precision", "f32", *runs])
         f16 = bench(args.exe, path, ["--backend", "gpu", "--precision", "f16", *runs])
         cpu = bench(args.exe, path, ["--backend", "cpu", "--threads", str(args.threads), *runs])
         device = device or (f32 or {}).get("device")
-        g = lambda d, k: f"{d[k]:.3f}" if d else "fail"
+        g = lambda d, k: f"{d[k]:.3f}" if d and d.get(k) is not None else "fail"
+        both = lambda d: f"{g(d, 'gpu_ms')} / {g(d, 'gpu_run_ms')}"
         mib = lambda d: f"{d['peak_activation_bytes'] / 2**20:.1f} / {d['total_activation_bytes'] / 2**20:.1f}" if d else ""
-        print(f"| {name} | {g(f32, 'gpu_ms')} | {g(f16, 'gpu_ms')} | {g(f32, 'cpu_steps_ms')} | {g(f32, 'compile_ms')} | {mib(f32)} | {g(cpu, 'median_ms')} |", flush=True)
+        compile_ms = f"{f32['compile_ms']:.0f} / {f32.get('compile_warm_ms', float('nan')):.0f}" if f32 else "fail"
+        print(f"| {name} | {both(f32)} | {both(f16)} | {g(f32, 'cpu_steps_ms')} | {compile_ms} | {mib(f32)} | {g(cpu, 'median_ms')} |", flush=True)
         rows.append({"model": name, "gpu_f32": f32, "gpu_f16": f16, "cpu": cpu})
     print(f"\ndevice: {device}")
+    if rows and rows[0]["gpu_f32"]:
+        r = rows[0]["gpu_f32"]
+        print(f"pipeline cache: cold {r.get('pipeline_cache_cold')}, warm {r.get('pipeline_cache_warm')}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
-"""Side-by-side CPU benchmark of the ONNX models: heimdall's CPU backend vs ONNX Runtime.
+"""Side-by-side benchmark of the ONNX models: heimdall's CPU backend, heimdall's GPU backend
+(f32 and f16) and ONNX Runtime's CPU provider, in one script.
 
 For multistyle26 (1x3x256x256) and PP-OCRv6_det_small (1x3x320x320), in one process and
-interleaved model by model so both see the same machine load:
-  * `heimdall bench MODEL --input-shape ... --threads T --runs N --json` (release build),
+interleaved model by model so that all columns see the same machine load:
+  * CPU backend: `heimdall bench MODEL --input-shape ... --threads T --runs N --json`, median
+    wall time per run, for T in --threads (default 1 and 2);
+  * GPU backend: `heimdall bench MODEL --backend gpu --precision f32|f16 --runs N --json
+    --per-op`: the sum of the per-step GPU timestamp medians ("GPU ms", each step in its own
+    compute pass), the whole-run wall median including upload, submit and readback ("wall ms"),
+    and the number of steps placed on the CPU (0 when every op has a GPU kernel);
   * ONNX Runtime (CPUExecutionProvider, intra_op_num_threads=T, default graph optimisations),
-    median of N runs after 5 warm-up runs, on the same input sizes,
-for T = 1 and 2, and prints a Markdown table. Build and fetch first:
+    median of N runs after 5 warm-up runs, on the same input sizes; skipped with --no-ort or
+    when onnxruntime is not installed (the GPU machine has none).
+Prints a Markdown table, the GPU device (a software rasteriser such as lavapipe/llvmpipe is
+labelled as such) and, with --json, writes every measurement. Build and fetch first:
   cargo build --release -p heimdall-cli
   python3 -m pip install onnxruntime numpy && python3 scripts/fetch_onnx_models.py
-  python3 scripts/bench_onnx.py [--runs 30] [--json OUT.json]
+  python3 scripts/bench_onnx.py [--runs 30] [--gpu-runs N] [--exe target/release/heimdall]
+      [--json OUT.json] [--no-ort] [--no-gpu] [--no-cpu] [--threads 1,2] [--models-dir DIR]
 """
 
 from __future__ import annotations
@@ -22,27 +31,31 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from fetch_onnx_models import fetch, sums  # noqa: E402
 
-# name -> (input name, shape, extra inputs for ONNX Runtime)
+# name -> (image input name, shape)
 MODELS = {
     "multistyle26": ("image", [1, 3, 256, 256]),
     "PP-OCRv6_det_small": ("x", [1, 3, 320, 320]),
 }
 
+SOFTWARE = ("llvmpipe", "lavapipe", "swiftshader", "software", "cpu")
 
-def ours(exe: Path, path: Path, inp: str, shape: list[int], threads: int, runs: int) -> float:
+
+def heimdall_bench(exe: Path, path: Path, inp: str, shape: list[int], extra: list[str]) -> dict | None:
     arg = f"{inp}={'x'.join(map(str, shape))}"
-    out = subprocess.run([str(exe), "bench", str(path), "--input-shape", arg, "--threads", str(threads),
-                          "--runs", str(runs), "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["median_ms"]
+    cmd = [str(exe), "bench", str(path), "--input-shape", arg, "--json", *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"  {path.stem} {' '.join(extra)}: {proc.stderr.strip()}", file=sys.stderr)
+        return None
+    return json.loads(proc.stdout)
 
 
 def ort_median(path: Path, inp: str, shape: list[int], threads: int, runs: int) -> float:
+    import numpy as np
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -66,34 +79,112 @@ def ort_median(path: Path, inp: str, shape: list[int], threads: int, runs: int) 
     return statistics.median(times)
 
 
-def main() -> int:
-    import onnxruntime as ort
+def model_path(name: str, expected: dict[str, str], models_dir: Path | None) -> Path:
+    if models_dir is not None and (models_dir / f"{name}.onnx").is_file():
+        return models_dir / f"{name}.onnx"
+    return fetch(name, expected[name])
 
+
+def ort_version(skip: bool) -> str | None:
+    """onnxruntime's version, or None when skipped or not installed."""
+    if skip:
+        return None
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print("onnxruntime is not installed: the ORT columns are skipped", file=sys.stderr)
+        return None
+    return ort.__version__
+
+
+def fmt(v: float | None, digits: int = 1) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--exe", type=Path, default=ROOT / "target" / "release" / "heimdall")
-    p.add_argument("--json", type=Path)
+    p.add_argument("--gpu-runs", type=int, help="runs of the GPU backend (default: --runs; lavapipe is slow)")
+    p.add_argument("--json", type=Path, help="write every measurement to this file")
+    p.add_argument("--threads", default="1,2", help="CPU thread counts (heimdall CPU and ORT), comma-separated")
+    p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
+    p.add_argument("--no-gpu", action="store_true", help="skip heimdall's GPU backend")
+    p.add_argument("--no-cpu", action="store_true", help="skip heimdall's CPU backend")
+    p.add_argument("--models-dir", type=Path, help="a folder holding the .onnx files (no fetching)")
     args = p.parse_args()
     if not args.exe.exists():
         raise SystemExit(f"{args.exe} missing: cargo build --release -p heimdall-cli")
+    threads = [int(t) for t in args.threads.split(",") if t]
+    ort_ver = ort_version(args.no_ort)
     expected = sums()
+    runs = ["--runs", str(args.runs)]
     rows = []
+    device = None
     for name, (inp, shape) in MODELS.items():
-        path = fetch(name, expected[name])
-        row = {"model": name, "input": shape}
-        for t in (1, 2):
-            row[f"heimdall_t{t}_ms"] = ours(args.exe, path, inp, shape, t, args.runs)
-            row[f"ort_t{t}_ms"] = ort_median(path, inp, shape, t, args.runs)
+        path = model_path(name, expected, args.models_dir)
+        row: dict = {"model": name, "input": shape}
+        if not args.no_cpu:
+            for t in threads:
+                d = heimdall_bench(args.exe, path, inp, shape, ["--threads", str(t), *runs])
+                row[f"cpu_t{t}"] = d
+        if not args.no_gpu:
+            for prec in ("f32", "f16"):
+                gpu_runs = ["--runs", str(args.gpu_runs or args.runs)]
+                d = heimdall_bench(args.exe, path, inp, shape,
+                                   ["--backend", "gpu", "--precision", prec, "--per-op", *gpu_runs])
+                if d is not None:
+                    d["cpu_step_count"] = sum(1 for s in d.get("ops", []) if s.get("placement") != "Gpu")
+                    device = device or d.get("device")
+                row[f"gpu_{prec}"] = d
+        if ort_ver is not None:
+            for t in threads:
+                row[f"ort_t{t}_ms"] = ort_median(path, inp, shape, t, args.runs)
         rows.append(row)
-    print(f"onnxruntime {ort.__version__}, {args.runs} runs, median ms")
-    print("| model | input | heimdall 1T | ORT 1T | ratio | heimdall 2T | ORT 2T | ratio |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+    software = device is not None and any(s in device.lower() for s in SOFTWARE)
+    # A software rasteriser is named as such in the header: its "GPU" times are CPU times.
+    if device is not None and "llvmpipe" in device.lower():
+        gpu_label = "lavapipe"
+    else:
+        gpu_label = "GPU (software rasteriser)" if software else "GPU"
+    head = ["model", "input"]
+    if not args.no_cpu:
+        head += [f"heimdall CPU {t}T" for t in threads]
+    if not args.no_gpu:
+        head += [f"{gpu_label} f32 GPU / wall", f"{gpu_label} f16 GPU / wall", "CPU steps"]
+    if ort_ver is not None:
+        head += [f"ORT {t}T" for t in threads]
+        if not args.no_cpu:
+            head += [f"CPU/ORT {t}T" for t in threads]
+    gpu_runs_note = f" ({args.gpu_runs} on the GPU)" if args.gpu_runs and not args.no_gpu else ""
+    print(f"median ms, {args.runs} runs{gpu_runs_note}" + (f", onnxruntime {ort_ver}" if ort_ver else ", no onnxruntime"))
+    print("| " + " | ".join(head) + " |")
+    print("| --- | --- |" + " ---: |" * (len(head) - 2))
     for r in rows:
-        print(f"| {r['model']} | {'x'.join(map(str, r['input']))} | {r['heimdall_t1_ms']:.1f} | {r['ort_t1_ms']:.1f} | "
-              f"{r['heimdall_t1_ms'] / r['ort_t1_ms']:.2f} | {r['heimdall_t2_ms']:.1f} | {r['ort_t2_ms']:.1f} | "
-              f"{r['heimdall_t2_ms'] / r['ort_t2_ms']:.2f} |")
+        cells = [r["model"], "x".join(map(str, r["input"]))]
+        if not args.no_cpu:
+            cells += [fmt((r[f"cpu_t{t}"] or {}).get("median_ms")) for t in threads]
+        if not args.no_gpu:
+            for prec in ("f32", "f16"):
+                d = r[f"gpu_{prec}"]
+                cells.append("fail" if d is None else f"{d['gpu_ms']:.1f} / {d['wall_median_ms']:.1f}")
+            steps = {r[f"gpu_{prec}"]["cpu_step_count"] for prec in ("f32", "f16") if r[f"gpu_{prec}"]}
+            cells.append(", ".join(map(str, sorted(steps))) or "n/a")
+        if ort_ver is not None:
+            cells += [fmt(r[f"ort_t{t}_ms"]) for t in threads]
+            if not args.no_cpu:
+                for t in threads:
+                    c = (r[f"cpu_t{t}"] or {}).get("median_ms")
+                    cells.append(fmt(c / r[f"ort_t{t}_ms"], 2) if c is not None else "n/a")
+        print("| " + " | ".join(cells) + " |")
+    if not args.no_gpu:
+        kind = " (a software rasteriser: its times are CPU times, not a GPU's)" if software else ""
+        print(f"\nGPU device: {device}{kind}")
+        print("GPU columns: sum of per-step timestamp medians / whole-run wall median (upload, submit, readback)")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        args.json.write_text(json.dumps({"onnxruntime": ort_ver, "device": device, "runs": args.runs,
+                                         "gpu_runs": args.gpu_runs or args.runs, "rows": rows}, indent=2) + "\n")
     return 0
 
 

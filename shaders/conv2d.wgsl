@@ -5,7 +5,10 @@
 // Layout: x, y, res in PHWC4 (vec4 index = (slice * H + y) * W + x); w pre-transformed to
 //   [out_slice][ky][kx][in_slice][in_lane] vec4 (lanes = 4 output channels); bias one vec4/slice.
 // Threads: one thread computes BX consecutive output columns of one row x BS consecutive output
-//   slices; column blocks vary fastest, then rows, then slice blocks.
+//   slices; column blocks vary fastest, then rows, then slice blocks. The tile, `conv_tile`, is
+//   generated for BX x BS (src/kernels/conv.rs) with named accumulators (registers, not a
+//   dynamically indexed array) and one FMA chain per accumulator and input slice; columns
+//   outside the input read zero (a clamped load, then a select).
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
 struct Params {
     in_h: u32,
@@ -31,6 +34,14 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
+// Writes one accumulated output vec4 (row oy, column ox, output slice o) if it exists.
+fn store_out(ox: u32, oy: u32, o: u32, acc: vec4<f32>) {
+    if (ox < params.out_w && o < params.out_slices) {
+        let i = (o * params.out_h + oy) * params.out_w + ox;
+        y_store(i, keep_lanes(epilogue(acc + bias_load(o), i, o), o, params.out_channels));
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -42,50 +53,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let rest = t / params.col_blocks;
     let oy = rest % params.out_h;
     let o0 = (rest / params.out_h) * BS;
-    var acc: array<vec4<f32>, BX * BS>;
-    for (var ky = 0u; ky < params.k_h; ky++) {
-        let iy = i32(oy * params.stride_h + ky * params.dil_h) - i32(params.pad_top);
-        if (iy < 0 || iy >= i32(params.in_h)) {
-            continue;
-        }
-        for (var kx = 0u; kx < params.k_w; kx++) {
-            for (var i = 0u; i < params.in_slices; i++) {
-                var xv = array<vec4<f32>, BX>();
-                for (var j = 0u; j < BX; j++) {
-                    let ix = i32((ox0 + j) * params.stride_w + kx * params.dil_w)
-                        - i32(params.pad_left);
-                    if (ix >= 0 && ix < i32(params.in_w)) {
-                        xv[j] = x_load((i * params.in_h + u32(iy)) * params.in_w + u32(ix));
-                    }
-                }
-                for (var b = 0u; b < BS; b++) {
-                    let o = min(o0 + b, params.out_slices - 1u);
-                    let base = (((o * params.k_h + ky) * params.k_w + kx) * params.in_slices + i) * 4u;
-                    let w0 = w_load(base);
-                    let w1 = w_load(base + 1u);
-                    let w2 = w_load(base + 2u);
-                    let w3 = w_load(base + 3u);
-                    for (var j = 0u; j < BX; j++) {
-                        let v = xv[j];
-                        acc[b * BX + j] += w0 * v.x + w1 * v.y + w2 * v.z + w3 * v.w;
-                    }
-                }
-            }
-        }
-    }
-    for (var b = 0u; b < BS; b++) {
-        let o = o0 + b;
-        if (o >= params.out_slices) {
-            break;
-        }
-        let bias = bias_load(o);
-        for (var j = 0u; j < BX; j++) {
-            let ox = ox0 + j;
-            if (ox >= params.out_w) {
-                break;
-            }
-            let i = (o * params.out_h + oy) * params.out_w + ox;
-            y_store(i, keep_lanes(epilogue(acc[b * BX + j] + bias, i, o), o, params.out_channels));
-        }
-    }
+    conv_tile(ox0, oy, o0);
 }

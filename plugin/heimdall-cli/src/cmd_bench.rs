@@ -12,8 +12,9 @@ use crate::Backend;
 /// Arguments of `bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The model file (.tflite or .onnx).
-    model: PathBuf,
+    /// The model file (.tflite or .onnx); not needed with `--probe`.
+    #[arg(required_unless_present = "probe")]
+    model: Option<PathBuf>,
     /// Backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
@@ -35,6 +36,14 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// GPU: measure the device's FP32 FMA peak and copy bandwidth, and a 1x1 convolution
+    /// (128x128x256 -> 256) in f32 and f16 against that peak, instead of a model.
+    #[arg(long)]
+    probe: bool,
+    /// GPU: persist wgpu's pipeline cache in this file (Vulkan). Without it, a temporary file
+    /// serves the cold-vs-warm compile measurement and is removed afterwards.
+    #[arg(long)]
+    pipeline_cache: Option<PathBuf>,
     /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
     #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
     input_shapes: Vec<(String, Vec<usize>)>,
@@ -53,8 +62,14 @@ pub fn summary(mut v: Vec<Duration>) -> (f64, f64, f64) {
 
 /// Runs `bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.probe {
+        return crate::gpu_backend::probe(args.json);
+    }
+    let Some(model) = &args.model else {
+        anyhow::bail!("bench needs a model file (or --probe)");
+    };
     let graph = load_model(
-        &args.model,
+        model,
         LoadOptions {
             input_shapes: args.input_shapes.clone(),
             ..Default::default()
@@ -74,11 +89,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         return crate::gpu_backend::bench(
             &graph,
             &inputs,
-            args.precision,
-            args.warmup,
-            args.runs,
-            args.per_op,
-            args.json,
+            &crate::gpu_backend::GpuBench {
+                precision: args.precision,
+                warmup: args.warmup,
+                runs: args.runs,
+                per_op: args.per_op,
+                json: args.json,
+                pipeline_cache: args.pipeline_cache.clone(),
+            },
         );
     }
     let options = args

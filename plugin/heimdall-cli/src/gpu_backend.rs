@@ -1,9 +1,12 @@
 //! `--backend gpu` for `run` and `bench`: the GPU backend on its own wgpu device (the CLI is the
 //! only place that waits for the GPU).
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Placement, Precision};
+use heimdall_gpu::{
+    GpuContext, GpuModel, GpuOptions, PipelineCacheState, Placement, Precision, probe,
+};
 use heimdall_ir::Graph;
 use serde_json::json;
 
@@ -50,20 +53,62 @@ pub fn run(
     Ok(model.run(&refs)?)
 }
 
+/// What `bench --backend gpu` measures and prints.
+pub struct GpuBench {
+    /// Storage precision.
+    pub precision: PrecisionArg,
+    /// Warm-up runs.
+    pub warmup: usize,
+    /// Timed runs.
+    pub runs: usize,
+    /// Per-step times too.
+    pub per_op: bool,
+    /// JSON output.
+    pub json: bool,
+    /// Pipeline cache file (a temporary one when `None`).
+    pub pipeline_cache: Option<PathBuf>,
+}
+
+fn cache_label(s: &PipelineCacheState) -> String {
+    match s {
+        PipelineCacheState::Unused => "no pipeline cache (device lacks PIPELINE_CACHE)".into(),
+        PipelineCacheState::Cold => "pipeline cache empty".into(),
+        PipelineCacheState::Warm(n) => format!("pipeline cache {n} bytes"),
+        PipelineCacheState::Failed(e) => format!("pipeline cache failed: {e}"),
+    }
+}
+
 /// Benchmarks the model: per-step GPU times (timestamps where the adapter has them) and the
-/// wall time of whole runs; prints a table or JSON.
-pub fn bench(
-    graph: &Graph,
-    inputs: &[Vec<f32>],
-    precision: PrecisionArg,
-    warmup: usize,
-    runs: usize,
-    per_op: bool,
-    as_json: bool,
-) -> anyhow::Result<()> {
-    let model = compile(graph, precision)?;
+/// wall time of whole runs, and compile time twice: cold (the pipeline cache file does not
+/// exist yet, when no `--pipeline-cache` is given) and warm (seeded from the file the first
+/// compile wrote); prints a table or JSON.
+pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result<()> {
+    let (precision, warmup, runs, per_op, as_json) =
+        (b.precision, b.warmup, b.runs, b.per_op, b.json);
+    let ctx = GpuContext::create()?;
+    let temporary = b.pipeline_cache.is_none();
+    let cache_path = b.pipeline_cache.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "heimdall-pipeline-cache-{}.bin",
+            std::process::id()
+        ))
+    });
+    if temporary {
+        let _ = std::fs::remove_file(&cache_path);
+    }
+    let options = GpuOptions::new(precision.into()).with_pipeline_cache(&cache_path);
+    let first = GpuModel::compile(&ctx, graph, options.clone())?;
+    let cold = first.report().clone();
+    drop(first);
+    let model = GpuModel::compile(&ctx, graph, options)?;
+    let warm = model.report().clone();
+    if temporary {
+        let _ = std::fs::remove_file(&cache_path);
+    }
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     let profile = model.profile(&refs, warmup, runs.max(1))?;
+    let whole = model.profile_runs(&refs, warmup, runs.max(1))?;
+    let run_ms = whole.as_ref().map(|w| w.gpu.as_secs_f64() * 1e3);
     let gpu_ms = profile.gpu_total(model.placement()).as_secs_f64() * 1e3;
     let cpu_steps_ms: f64 = profile
         .steps
@@ -90,9 +135,13 @@ pub fn bench(
         let mut doc = json!({
             "model": graph.name, "backend": "gpu", "device": device, "precision": format!("{:?}", report.precision),
             "timing": format!("{:?}", profile.source), "runs": runs,
-            "gpu_ms": gpu_ms, "cpu_steps_ms": cpu_steps_ms,
+            "gpu_ms": gpu_ms, "gpu_run_ms": run_ms, "cpu_steps_ms": cpu_steps_ms,
             "wall_median_ms": wall_median, "wall_p90_ms": wall_p90, "wall_max_ms": wall_max,
-            "compile_ms": report.compile_time.as_secs_f64() * 1e3, "pipelines": report.pipelines,
+            "compile_ms": cold.compile_time.as_secs_f64() * 1e3,
+            "compile_warm_ms": warm.compile_time.as_secs_f64() * 1e3,
+            "pipeline_cache_cold": cache_label(&cold.pipeline_cache),
+            "pipeline_cache_warm": cache_label(&warm.pipeline_cache),
+            "pipelines": report.pipelines,
             "peak_activation_bytes": report.peak_bytes, "total_activation_bytes": report.total_bytes,
         });
         if per_op {
@@ -101,11 +150,15 @@ pub fn bench(
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "{} on {device} ({:?}, {runs} runs): GPU time {gpu_ms:.3} ms (sum of per-step medians, {:?}), CPU steps {cpu_steps_ms:.3} ms; whole run wall median {wall_median:.3} ms, p90 {wall_p90:.3}, max {wall_max:.3}; compile {:.0} ms, {} pipelines, activations {:.2} of {:.2} MiB",
+            "{} on {device} ({:?}, {runs} runs): GPU time {gpu_ms:.3} ms (sum of per-step medians, {:?}), {} per run (one pass per GPU range), CPU steps {cpu_steps_ms:.3} ms; whole run wall median {wall_median:.3} ms, p90 {wall_p90:.3}, max {wall_max:.3}; compile {:.0} ms cold ({}), {:.0} ms warm ({}), {} pipelines, activations {:.2} of {:.2} MiB",
             graph.name,
             report.precision,
             profile.source,
-            report.compile_time.as_secs_f64() * 1e3,
+            run_ms.map_or_else(|| "no timestamps".into(), |m| format!("{m:.3} ms")),
+            cold.compile_time.as_secs_f64() * 1e3,
+            cache_label(&cold.pipeline_cache),
+            warm.compile_time.as_secs_f64() * 1e3,
+            cache_label(&warm.pipeline_cache),
             report.pipelines,
             report.peak_bytes as f64 / (1 << 20) as f64,
             report.total_bytes as f64 / (1 << 20) as f64,
@@ -121,6 +174,61 @@ pub fn bench(
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// `bench --probe`: the device's measured FMA peak and copy bandwidth, and the 1x1 convolution
+/// benchmark in f32 and f16 against that peak.
+pub fn probe(as_json: bool) -> anyhow::Result<()> {
+    let ctx = GpuContext::create()?;
+    let r = probe::run(&ctx, &[Precision::F32, Precision::F16])?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    if as_json {
+        let convs: Vec<_> = r
+            .conv1x1
+            .iter()
+            .map(|c| {
+                json!({
+                    "shape": c.shape, "precision": format!("{:?}", c.precision),
+                    "time_ms": ms(c.time), "gflops": c.gflops,
+                    "fraction_of_peak": r.fraction_of_peak(c), "blocking": c.blocking,
+                    "timing": format!("{:?}", c.source),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "device": r.device,
+            "fma_gflops": r.fma.value, "fma_ms": ms(r.fma.time), "fma_timing": format!("{:?}", r.fma.source),
+            "copy_gbps": r.copy.value, "copy_ms": ms(r.copy.time), "copy_timing": format!("{:?}", r.copy.source),
+            "conv1x1": convs,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!("device: {}", r.device);
+    println!(
+        "FP32 FMA peak: {:.1} GFLOP/s ({:.3} ms, {:?})",
+        r.fma.value,
+        ms(r.fma.time),
+        r.fma.source
+    );
+    println!(
+        "copy bandwidth: {:.1} GB/s read+write ({:.3} ms, {:?})",
+        r.copy.value,
+        ms(r.copy.time),
+        r.copy.source
+    );
+    for c in &r.conv1x1 {
+        let [h, w, ci, co] = c.shape;
+        println!(
+            "conv1x1 {h}x{w}x{ci}->{co} {:?}: {:.3} ms, {:.1} GFLOP/s, {:.1}% of FMA peak ({})",
+            c.precision,
+            ms(c.time),
+            c.gflops,
+            100.0 * r.fraction_of_peak(c),
+            c.blocking
+        );
     }
     Ok(())
 }

@@ -1,7 +1,18 @@
 //! The device the backend runs on: a caller's `wgpu::Device` and `wgpu::Queue` (Bevy's), or one
 //! created here for the CLI and tests.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::error::GpuError;
+
+/// Devices created by [`GpuContext::create`] in this process.
+static DEVICES_CREATED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many devices [`GpuContext::create`] has created in this process (a Bevy app using the
+/// plugin must show 0: inference runs on Bevy's own device).
+pub fn devices_created() -> usize {
+    DEVICES_CREATED.load(Ordering::Acquire)
+}
 
 /// A wgpu device and queue with what the backend needs to know about the adapter.
 #[derive(Clone, Debug)]
@@ -33,8 +44,8 @@ impl GpuContext {
         }
     }
 
-    /// Creates an own device on the best adapter (for the CLI and tests), enabling `SHADER_F16`
-    /// and timestamp queries when the adapter has them, with WebGPU's default limits (≤ 256
+    /// Creates an own device on the best adapter (for the CLI and tests), enabling `SHADER_F16`,
+    /// timestamp queries and `PIPELINE_CACHE` when the adapter has them, with WebGPU's default limits (≤ 256
     /// invocations per work group, ≤ 8 storage buffers per stage, 128 MiB bindings).
     pub fn create() -> Result<Self, GpuError> {
         pollster::block_on(Self::create_async())
@@ -55,7 +66,8 @@ impl GpuContext {
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
+            | wgpu::Features::PIPELINE_CACHE;
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -66,6 +78,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::NoDevice(format!("{} ({:?}): {e}", info.name, info.backend)))?;
+        DEVICES_CREATED.fetch_add(1, Ordering::AcqRel);
         Ok(Self::from_device(device, queue, info))
     }
 
@@ -84,15 +97,165 @@ impl GpuContext {
         }
     }
 
+    /// The GPU family, from the adapter's PCI vendor id (or its name where the id is not a PCI
+    /// one, as on Apple and some mobile drivers); a CPU rasteriser is [`GpuFamily::Software`].
+    pub fn family(&self) -> GpuFamily {
+        if self.info.device_type == wgpu::DeviceType::Cpu {
+            return GpuFamily::Software;
+        }
+        match self.info.vendor {
+            0x10de => GpuFamily::Nvidia,
+            0x1002 | 0x1022 => GpuFamily::Amd,
+            0x8086 => GpuFamily::Intel,
+            0x13b5 => GpuFamily::Mali,
+            0x5143 => GpuFamily::Adreno,
+            0x106b => GpuFamily::Apple,
+            0x1010 => GpuFamily::PowerVr,
+            _ => {
+                let name = self.info.name.to_ascii_lowercase();
+                if name.contains("apple") {
+                    GpuFamily::Apple
+                } else if name.contains("mali") {
+                    GpuFamily::Mali
+                } else if name.contains("adreno") {
+                    GpuFamily::Adreno
+                } else if name.contains("llvmpipe") || name.contains("swiftshader") {
+                    GpuFamily::Software
+                } else {
+                    GpuFamily::Other
+                }
+            }
+        }
+    }
+
+    /// How kernels are blocked on this device (TFLite GPU style: by family, device type and
+    /// limits).
+    pub fn tuning(&self) -> Tuning {
+        let family = self.family();
+        let max_wg = self
+            .limits
+            .max_compute_invocations_per_workgroup
+            .min(self.limits.max_compute_workgroup_size_x);
+        // Work group of the 1x1 conv: 64 (2 NVIDIA warps: measured on an H100, 64 beat 128
+        // and 256 by 4-7 %), 128 on AMD (2 wave64s), 64 on mobile GPUs (more work groups
+        // resident with fewer threads each).
+        let conv1x1_workgroup = match family {
+            GpuFamily::Amd => 128,
+            _ => 64,
+        }
+        .min(max_wg)
+        .max(1);
+        // Outputs per thread, largest first: desktop GPUs have 255 registers per thread and
+        // broadcast the shared weights (H100, 128x128x256->256: 8x4 72 % of the measured FMA
+        // peak, 4x4 65 %, 4x2 43 %, 2x2 39 %, 1x1 31 %); Intel's and Apple's register files take half;
+        // Mali/PowerVR have 64 registers per thread (spills are fatal); Adreno prefers more
+        // pixels than slices.
+        let conv_blocks: &'static [(u32, u32)] = match family {
+            GpuFamily::Nvidia | GpuFamily::Amd => &[(8, 4), (4, 4), (4, 2), (2, 2), (2, 1), (1, 1)],
+            GpuFamily::Intel | GpuFamily::Apple | GpuFamily::Other => {
+                &[(4, 2), (2, 2), (2, 1), (1, 1)]
+            }
+            GpuFamily::Adreno => &[(4, 1), (2, 2), (2, 1), (1, 1)],
+            GpuFamily::Mali | GpuFamily::PowerVr => &[(2, 2), (2, 1), (1, 1)],
+            GpuFamily::Software => &[(4, 2), (4, 1), (2, 1), (1, 1)],
+        };
+        let mut t = Tuning {
+            family,
+            min_threads: self.min_threads(),
+            conv1x1_workgroup,
+            conv_blocks,
+        };
+        if let Some((blocks, tg)) = block_override() {
+            t.conv_blocks = blocks;
+            t.conv1x1_workgroup = tg.min(max_wg).max(1);
+            t.min_threads = 0;
+        }
+        t
+    }
+
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({:?}, {:?}, f16 {}, timestamps {})",
+            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {})",
             self.info.name,
             self.info.backend,
             self.info.device_type,
+            self.family(),
             self.has_f16(),
             self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
         )
+    }
+}
+
+/// `HEIMDALL_CONV_BLOCK=BP,BS,TG` (for tuning experiments such as `heimdall bench --probe`):
+/// every convolution uses `BP` pixels (columns) x `BS` output slices per thread and the 1x1
+/// convolution `TG` threads per work group. Values outside 1..=8 (blocks) or 1..=1024 (work
+/// group) are ignored.
+fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
+    /// One block and the 1x1 work group.
+    type Override = ([(u32, u32); 1], u32);
+    static OVERRIDE: std::sync::OnceLock<Option<Override>> = std::sync::OnceLock::new();
+    let o = OVERRIDE.get_or_init(|| {
+        let v = std::env::var("HEIMDALL_CONV_BLOCK").ok()?;
+        let n: Vec<u32> = v
+            .split(',')
+            .map(|x| x.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        match n[..] {
+            [bp @ 1..=8, bs @ 1..=8, tg @ 1..=1024] => Some(([(bp, bs)], tg)),
+            _ => None,
+        }
+    });
+    o.as_ref().map(|(b, tg)| (&b[..], *tg))
+}
+
+/// GPU families whose kernels are blocked differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuFamily {
+    /// NVIDIA (PCI vendor 0x10de).
+    Nvidia,
+    /// AMD (0x1002).
+    Amd,
+    /// Intel (0x8086).
+    Intel,
+    /// ARM Mali (0x13b5).
+    Mali,
+    /// Qualcomm Adreno (0x5143).
+    Adreno,
+    /// Apple silicon.
+    Apple,
+    /// Imagination PowerVR (0x1010).
+    PowerVr,
+    /// A CPU rasteriser (lavapipe, SwiftShader).
+    Software,
+    /// Anything else.
+    Other,
+}
+
+/// Blocking choices of the kernels for one device, from [`GpuContext::tuning`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// The family the choices were made for.
+    pub family: GpuFamily,
+    /// Threads a grid should keep before kernels give each thread more outputs.
+    pub min_threads: usize,
+    /// Threads per work group of the 1x1 convolution.
+    pub conv1x1_workgroup: u32,
+    /// Outputs per thread of the convolutions as (pixels or columns, output slices), largest
+    /// first: the first whose grid keeps `min_threads` threads is used.
+    pub conv_blocks: &'static [(u32, u32)],
+}
+
+impl Tuning {
+    /// The largest block of [`Tuning::conv_blocks`] whose grid (`threads(a, b)` threads) keeps
+    /// at least [`Tuning::min_threads`] threads, skipping blocks of more output slices than
+    /// there are (`slices`); `(1, 1)` when none does.
+    pub fn conv_block(&self, slices: usize, threads: impl Fn(u32, u32) -> usize) -> (u32, u32) {
+        self.conv_blocks
+            .iter()
+            .copied()
+            .filter(|&(_, s)| s == 1 || s as usize <= slices)
+            .find(|&(a, s)| threads(a, s) >= self.min_threads)
+            .unwrap_or((1, 1))
     }
 }

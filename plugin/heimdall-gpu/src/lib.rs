@@ -16,7 +16,8 @@
 //! Layout of the crate: [`context`] (the device), [`layout`] (PHWC4), [`precision`] (storage
 //! types), [`wgsl`] (composition of `shaders/*.wgsl` with generated accessors), [`kernels`] (one
 //! builder per kernel family), [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU
-//! per step), [`model`] (compile and encode), and the readback of outputs.
+//! per step), [`model`] (compile and encode), the readback of outputs, [`preprocess`] (camera texture to
+//! model input) and [`probe`] (measured FMA and bandwidth ceilings).
 #![warn(missing_docs)]
 
 pub mod context;
@@ -28,15 +29,17 @@ pub mod memory;
 pub mod model;
 pub mod plan;
 pub mod precision;
+pub mod preprocess;
+pub mod probe;
 pub mod profile;
 mod readback;
 pub mod shaders;
 pub mod wgsl;
 
-pub use context::GpuContext;
+pub use context::{GpuContext, GpuFamily, Tuning};
 pub use error::GpuError;
 pub use layout::Phwc4;
-pub use model::{CompileReport, GpuModel, GpuOptions};
+pub use model::{CompileReport, GpuModel, GpuOptions, PipelineCacheState};
 pub use plan::Placement;
 pub use precision::Precision;
-pub use profile::{StepProfile, TimingSource};
+pub use profile::{RunProfile, StepProfile, TimingSource};

@@ -27,6 +27,13 @@ impl MemoryPlan {
 /// ops are processed in order and each new tensor takes the best-fitting free slot, growing the
 /// largest free one when none is big enough.
 pub fn plan(graph: &Graph, bytes: &[u64]) -> MemoryPlan {
+    plan_with_aliases(graph, bytes, &vec![None; graph.tensors.len()])
+}
+
+/// Like [`plan`], with aliases: `alias[t] = Some(r)` makes tensor `t` share the slot of tensor
+/// `r` (a reshape that keeps the bytes, see `GpuModel::compile`), whose lifetime is extended to
+/// cover `t`'s. `r` must itself not be an alias, and must be planned (not a constant).
+pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<usize>]) -> MemoryPlan {
     let n = graph.tensors.len();
     let end = graph.ops.len() + 1;
     let mut first: Vec<Option<usize>> = vec![None; n];
@@ -47,8 +54,16 @@ pub fn plan(graph: &Graph, bytes: &[u64]) -> MemoryPlan {
     for &o in &graph.outputs {
         last[o.index()] = end;
     }
+    let alias_of = |i: usize| alias.get(i).copied().flatten();
+    for i in 0..n {
+        if let Some(r) = alias_of(i) {
+            last[r] = last[r].max(last[i]);
+        }
+    }
     let mut order: Vec<usize> = (0..n)
-        .filter(|&i| first[i].is_some() && graph.tensors[i].constant.is_none())
+        .filter(|&i| {
+            first[i].is_some() && graph.tensors[i].constant.is_none() && alias_of(i).is_none()
+        })
         .collect();
     order.sort_by_key(|&i| (first[i], i));
     let mut slot_of = vec![None; n];
@@ -76,6 +91,14 @@ pub fn plan(graph: &Graph, bytes: &[u64]) -> MemoryPlan {
         };
         busy_until[slot] = last[i];
         slot_of[i] = Some(slot);
+    }
+    for i in 0..n {
+        if let Some(r) = alias_of(i)
+            && first[i].is_some()
+        {
+            slot_of[i] = slot_of[r];
+            total_bytes += bytes[i];
+        }
     }
     MemoryPlan {
         slot_of,
@@ -122,5 +145,14 @@ mod tests {
         for k in 0..4 {
             assert_ne!(p.slot_of[k], p.slot_of[k + 1]);
         }
+        // Tensor 2 an alias of tensor 1: they share a slot, and tensor 1 stays alive until
+        // tensor 2's reader (op 2), so tensor 3 (written by op 2) cannot take that slot.
+        let mut alias = vec![None; 5];
+        alias[2] = Some(1);
+        let p = plan_with_aliases(&g, &[32; 5], &alias);
+        assert_eq!(p.slot_of[2], p.slot_of[1]);
+        assert_ne!(p.slot_of[3], p.slot_of[1]);
+        assert_ne!(p.slot_of[3], p.slot_of[2]);
+        assert_eq!(p.total_bytes, 160);
     }
 }

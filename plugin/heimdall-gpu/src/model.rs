@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use heimdall_ir::{Graph, OpKind};
@@ -29,6 +30,13 @@ pub struct GpuOptions {
     /// Per-op overrides: ops whose index lies in a range store their outputs and weights in the
     /// given precision (e.g. keep a sensitive decoder in f32). Later entries win.
     pub overrides: Vec<(Range<usize>, Precision)>,
+    /// A file persisting wgpu's pipeline cache between runs. When the device has
+    /// `Features::PIPELINE_CACHE` (Vulkan), pipelines are created through a
+    /// `wgpu::PipelineCache` seeded from this file (if it exists and matches the adapter,
+    /// driver and wgpu version; otherwise the cache starts empty) and the cache's data is
+    /// written back after compiling, so the driver's shader compilation is skipped next time.
+    /// Without the feature the option is ignored. `None`: no pipeline cache.
+    pub pipeline_cache: Option<PathBuf>,
 }
 
 impl GpuOptions {
@@ -37,8 +45,30 @@ impl GpuOptions {
         GpuOptions {
             precision,
             overrides: Vec::new(),
+            pipeline_cache: None,
         }
     }
+
+    /// These options with the pipeline cache persisted in `path` (see
+    /// [`GpuOptions::pipeline_cache`]).
+    pub fn with_pipeline_cache(mut self, path: impl Into<PathBuf>) -> Self {
+        self.pipeline_cache = Some(path.into());
+        self
+    }
+}
+
+/// What the pipeline cache did during a compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PipelineCacheState {
+    /// No cache: none was asked for, or the device lacks `Features::PIPELINE_CACHE`.
+    Unused,
+    /// The cache started empty (no file yet, or its data did not match the device): a cold
+    /// compile.
+    Cold,
+    /// The cache was seeded with this many bytes from its file: a warm compile.
+    Warm(usize),
+    /// Reading or writing the cache file failed (the compile itself succeeded).
+    Failed(String),
 }
 
 impl Default for GpuOptions {
@@ -64,6 +94,8 @@ pub struct CompileReport {
     pub total_bytes: u64,
     /// Bytes of weights and other constants on the GPU.
     pub weight_bytes: u64,
+    /// What the pipeline cache did (see [`GpuOptions::pipeline_cache`]).
+    pub pipeline_cache: PipelineCacheState,
 }
 
 struct EncodedDispatch {
@@ -87,6 +119,7 @@ pub struct GpuModel {
     readback: Readback,
     cpu_steps: Vec<Option<CpuStep>>,
     report: CompileReport,
+    cache: Option<wgpu::PipelineCache>,
 }
 
 impl std::fmt::Debug for GpuModel {
@@ -160,6 +193,41 @@ fn tensor_precisions(graph: &Graph, model: Precision, ops: &[Precision]) -> Vec<
     out
 }
 
+/// Reshapes that need no copy: a GPU RESHAPE whose input is an activation of the same storage
+/// precision, channel count and pixel count as its output has the same PHWC4 bytes (pixels stay
+/// in row-major order within each slice), so its output aliases the input's slot
+/// (`alias[output] = Some(root)`, the root being the first tensor of a chain of such reshapes).
+fn reshape_aliases(
+    graph: &Graph,
+    placement: &[Placement],
+    precisions: &[Precision],
+) -> Vec<Option<usize>> {
+    let mut alias: Vec<Option<usize>> = vec![None; graph.tensors.len()];
+    for (op, p) in graph.ops.iter().zip(placement) {
+        let (OpKind::Reshape, Placement::Gpu, [x, ..], [y]) =
+            (&op.kind, p, op.inputs.as_slice(), op.outputs.as_slice())
+        else {
+            continue;
+        };
+        if graph.tensor(*x).constant.is_some()
+            || graph.inputs.contains(y)
+            || precisions[x.index()] != precisions[y.index()]
+        {
+            continue;
+        }
+        let (Ok(gx), Ok(gy)) = (
+            Phwc4::of(&graph.tensor(*x).shape),
+            Phwc4::of(&graph.tensor(*y).shape),
+        ) else {
+            continue;
+        };
+        if gx.c == gy.c && gx.h * gx.w == gy.h * gy.w {
+            alias[y.index()] = Some(alias[x.index()].unwrap_or(x.index()));
+        }
+    }
+    alias
+}
+
 /// Splits `groups` work groups into a 2-D grid with no dimension above `max`.
 fn fold_groups(groups: u32, max: u32) -> [u32; 2] {
     if groups <= max {
@@ -193,11 +261,14 @@ impl GpuModel {
                 bytes[i] = (g.stored_values() * precisions[i].bytes_per_value()) as u64;
             }
         }
-        let mem = memory::plan(graph, &bytes);
+        let alias = reshape_aliases(graph, &placement, &precisions);
+        let mem = memory::plan_with_aliases(graph, &bytes, &alias);
         let mut consts: Vec<ConstBuffer> = Vec::new();
         let mut dispatches: Vec<Vec<Dispatch>> = Vec::with_capacity(graph.ops.len());
         for (index, op) in graph.ops.iter().enumerate() {
-            if placement[index] == Placement::Cpu {
+            let aliased = op.outputs.iter().any(|o| alias[o.index()].is_some());
+            if placement[index] == Placement::Cpu || aliased {
+                // A CPU step, or a reshape whose output shares its input's slot: no dispatch.
                 dispatches.push(Vec::new());
                 continue;
             }
@@ -213,6 +284,7 @@ impl GpuModel {
                     op_precisions[index]
                 },
                 min_threads: ctx.min_threads(),
+                tuning: ctx.tuning(),
                 consts: &mut consts,
             };
             let d = kernels::build(&mut octx).map_err(|message| GpuError::Op {
@@ -236,7 +308,8 @@ impl GpuModel {
             dispatches.push(d);
         }
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let built = Self::create_resources(ctx, graph, &mem, &precisions, &consts, &dispatches);
+        let (cache, mut cache_state) = open_pipeline_cache(ctx, options.pipeline_cache.as_deref());
+        let built = Self::create_resources(ctx, graph, &mem, cache.as_ref(), &consts, &dispatches);
         let error = pollster::block_on(scope.pop());
         if let Some(e) = error {
             return Err(GpuError::Wgpu(e.to_string()));
@@ -272,6 +345,12 @@ impl GpuModel {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let readback = Readback::new(&ctx.device, &outputs);
+        if let (Some(cache), Some(path)) = (&cache, &options.pipeline_cache)
+            && let Some(data) = cache.get_data()
+            && let Err(e) = write_atomically(path, &data)
+        {
+            cache_state = PipelineCacheState::Failed(format!("{}: {e}", path.display()));
+        }
         let report = CompileReport {
             compile_time: start.elapsed(),
             precision,
@@ -280,6 +359,7 @@ impl GpuModel {
             peak_bytes: mem.peak_bytes(),
             total_bytes: mem.total_bytes,
             weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
+            pipeline_cache: cache_state,
         };
         Ok(GpuModel {
             ctx: ctx.clone(),
@@ -295,6 +375,7 @@ impl GpuModel {
             readback,
             cpu_steps,
             report,
+            cache,
         })
     }
 
@@ -303,7 +384,7 @@ impl GpuModel {
         ctx: &GpuContext,
         graph: &Graph,
         mem: &MemoryPlan,
-        _precisions: &[Precision],
+        pipeline_cache: Option<&wgpu::PipelineCache>,
         consts: &[ConstBuffer],
         dispatches: &[Vec<Dispatch>],
     ) -> Result<
@@ -400,7 +481,7 @@ impl GpuModel {
                                 module: &module,
                                 entry_point: Some("main"),
                                 compilation_options: Default::default(),
-                                cache: None,
+                                cache: pipeline_cache,
                             },
                         ));
                         cache.insert(source, pipelines.len() - 1);
@@ -468,6 +549,30 @@ impl GpuModel {
     /// What compilation produced and cost.
     pub fn report(&self) -> &CompileReport {
         &self.report
+    }
+
+    /// The pipeline cache the model's pipelines were created through, if any (for pipelines
+    /// created later for the same model, e.g. preprocessing).
+    pub(crate) fn pipeline_cache(&self) -> Option<&wgpu::PipelineCache> {
+        self.cache.as_ref()
+    }
+
+    /// The slot, geometry and precision of input `index` (what preprocessing writes).
+    pub(crate) fn input_target(
+        &self,
+        index: usize,
+    ) -> Result<crate::preprocess::InputTarget, GpuError> {
+        let input = self.inputs.get(index).ok_or(GpuError::Input {
+            index,
+            expected: 0,
+            got: 0,
+        })?;
+        Ok(crate::preprocess::InputTarget {
+            buffer: self.slots[input.slot].clone(),
+            bytes: input.bytes(),
+            geom: input.geom,
+            precision: input.precision,
+        })
     }
 
     /// The context the model was compiled for.
@@ -737,9 +842,101 @@ impl GpuModel {
     }
 }
 
+/// A pipeline cache when the device has `PIPELINE_CACHE` and a file is named: seeded from the
+/// file when it exists (wgpu checks its header against the adapter, the driver and its own
+/// version, and starts empty on a mismatch).
+fn open_pipeline_cache(
+    ctx: &GpuContext,
+    path: Option<&std::path::Path>,
+) -> (Option<wgpu::PipelineCache>, PipelineCacheState) {
+    let Some(path) = path else {
+        return (None, PipelineCacheState::Unused);
+    };
+    if !ctx.features.contains(wgpu::Features::PIPELINE_CACHE) {
+        return (None, PipelineCacheState::Unused);
+    }
+    let (data, state) = match std::fs::read(path) {
+        Ok(d) => {
+            let n = d.len();
+            (Some(d), PipelineCacheState::Warm(n))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, PipelineCacheState::Cold),
+        Err(e) => (
+            None,
+            PipelineCacheState::Failed(format!("{}: {e}", path.display())),
+        ),
+    };
+    // SAFETY: the data is what `PipelineCache::get_data` wrote (by `write_atomically`, below,
+    // into a file only this backend writes); wgpu validates its header (magic, version,
+    // adapter key, size) and with `fallback` starts an empty cache when it does not match.
+    let cache = unsafe {
+        ctx.device
+            .create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                label: Some("heimdall pipeline cache"),
+                data: data.as_deref(),
+                fallback: true,
+            })
+    };
+    (Some(cache), state)
+}
+
+/// Writes `data` to `path` through a temporary file and a rename, so a reader never sees a
+/// half-written cache.
+fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::fold_groups;
+    use super::{Placement, Precision, fold_groups, reshape_aliases};
+    use heimdall_ir::{DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
+
+    /// x [1,4,6,8] -> relu -> a -> reshape [1,24,8] (same bytes: alias) -> b -> reshape [1,192]
+    /// (channels change: a copy) -> c.
+    #[test]
+    fn reshapes_keeping_channels_alias_their_input() {
+        let t = |shape: Vec<usize>| TensorInfo {
+            name: String::new(),
+            shape,
+            dtype: DType::F32,
+            constant: None,
+        };
+        let g = Graph {
+            name: "r".into(),
+            tensors: vec![
+                t(vec![1, 4, 6, 8]),
+                t(vec![1, 4, 6, 8]),
+                t(vec![1, 24, 8]),
+                t(vec![1, 192]),
+            ],
+            ops: vec![
+                Op::new(
+                    OpKind::Unary(UnaryKind::Relu),
+                    vec![TensorId(0)],
+                    vec![TensorId(1)],
+                ),
+                Op::new(OpKind::Reshape, vec![TensorId(1)], vec![TensorId(2)]),
+                Op::new(OpKind::Reshape, vec![TensorId(2)], vec![TensorId(3)]),
+            ],
+            inputs: vec![TensorId(0)],
+            outputs: vec![TensorId(3)],
+        };
+        let alias = reshape_aliases(&g, &[Placement::Gpu; 3], &[Precision::F16; 4]);
+        assert_eq!(alias, vec![None, None, Some(1), None]);
+        // Different storage precisions never alias.
+        let p = [
+            Precision::F16,
+            Precision::F16,
+            Precision::F32,
+            Precision::F32,
+        ];
+        assert_eq!(reshape_aliases(&g, &[Placement::Gpu; 3], &p), vec![None; 4]);
+    }
 
     #[test]
     fn big_grids_fold_into_two_dimensions() {

@@ -34,6 +34,19 @@ pub fn has_gpu_kernel(kind: &OpKind) -> bool {
             | OpKind::ResizeBilinear { .. }
             | OpKind::DepthToSpace { .. }
             | OpKind::StridedSlice(_)
+            // The ONNX-only op kinds.
+            | OpKind::Transpose { .. }
+            | OpKind::Math(_)
+            | OpKind::Binary(_)
+            | OpKind::InstanceNorm { .. }
+            | OpKind::Resize(_)
+            | OpKind::PadWith { .. }
+            | OpKind::Softmax { .. }
+            | OpKind::MatMul
+            | OpKind::Reduce { .. }
+            | OpKind::SpaceToDepth { .. }
+            | OpKind::DepthToSpaceCrd { .. }
+            | OpKind::Where
     )
 }
 

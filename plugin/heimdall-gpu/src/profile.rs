@@ -183,3 +183,141 @@ impl GpuModel {
         })
     }
 }
+
+/// GPU time of whole runs: every maximal range of GPU steps recorded in one compute pass with
+/// a timestamp at its start and end (what a frame pays, without the per-pass overhead that
+/// per-step timing adds), summed over the ranges; CPU steps run in between and are not counted.
+/// `None` without timestamp support.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunProfile {
+    /// Median over the measured runs of the summed GPU time of the ranges.
+    pub gpu: Duration,
+    /// The ranges of GPU steps (each one compute pass).
+    pub ranges: Vec<std::ops::Range<usize>>,
+    /// Measured runs (after warm-up).
+    pub runs: usize,
+}
+
+impl GpuModel {
+    /// Runs the model `warmup + runs` times with each maximal range of GPU steps in one
+    /// timestamped compute pass and returns the median summed GPU time (blocking: for
+    /// benchmarks); `Ok(None)` when the device has no timestamp queries.
+    pub fn profile_runs(
+        &self,
+        inputs: &[&[f32]],
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Option<RunProfile>, GpuError> {
+        if !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok(None);
+        }
+        let n = self.num_steps();
+        let mut ranges = Vec::new();
+        let mut start = 0;
+        for i in 0..=n {
+            if i == n || self.placement[i] == Placement::Cpu {
+                if start < i {
+                    ranges.push(start..i);
+                }
+                start = i + 1;
+            }
+        }
+        let device = &self.ctx.device;
+        let count = 2 * ranges.len().max(1) as u32;
+        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("heimdall run timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count,
+        });
+        let size = 8 * u64::from(count);
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("heimdall run timestamps resolve"),
+            size,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("heimdall run timestamps staging"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let period = f64::from(self.ctx.queue.get_timestamp_period());
+        let mut samples = Vec::with_capacity(runs);
+        for run in 0..warmup + runs {
+            for (i, x) in inputs.iter().enumerate() {
+                self.set_input(i, x)?;
+            }
+            let mut encoder = device.create_command_encoder(&Default::default());
+            let mut next = 0;
+            for (k, r) in ranges.iter().enumerate() {
+                // CPU steps before this range run now (their inputs come from earlier ranges).
+                for i in next..r.start {
+                    self.ctx.queue.submit([encoder.finish()]);
+                    self.run_cpu_step_blocking(i)?;
+                    encoder = device.create_command_encoder(&Default::default());
+                }
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("heimdall run"),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &set,
+                        beginning_of_pass_write_index: Some(2 * k as u32),
+                        end_of_pass_write_index: Some(2 * k as u32 + 1),
+                    }),
+                });
+                for i in r.clone() {
+                    self.record_step(&mut pass, i);
+                }
+                drop(pass);
+                next = r.end;
+            }
+            for i in next..n {
+                self.ctx.queue.submit([encoder.finish()]);
+                self.run_cpu_step_blocking(i)?;
+                encoder = device.create_command_encoder(&Default::default());
+            }
+            if ranges.is_empty() {
+                // Every query must be written before it is resolved.
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("heimdall run (no GPU steps)"),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &set,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }),
+                });
+            }
+            encoder.resolve_query_set(&set, 0..count, &resolve, 0);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &staging, 0, size);
+            self.ctx.queue.submit([encoder.finish()]);
+            let state = Arc::new(AtomicU8::new(0));
+            let flag = state.clone();
+            staging.map_async(wgpu::MapMode::Read, .., move |r| {
+                flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+            });
+            self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
+            if state.load(Ordering::SeqCst) != 1 {
+                return Err(GpuError::Readback("mapping the timestamps failed".into()));
+            }
+            let total: u64 = {
+                let view = staging.get_mapped_range(..);
+                let ticks: Vec<u64> = view
+                    .chunks_exact(8)
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                    .collect();
+                (0..ranges.len())
+                    .map(|k| ticks[2 * k + 1].saturating_sub(ticks[2 * k]))
+                    .sum()
+            };
+            staging.unmap();
+            if run >= warmup {
+                samples.push(Duration::from_nanos((total as f64 * period) as u64));
+            }
+        }
+        Ok(Some(RunProfile {
+            gpu: median(samples),
+            ranges,
+            runs,
+        }))
+    }
+}

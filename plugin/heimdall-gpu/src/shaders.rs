@@ -33,6 +33,16 @@ kernels!(
     "resize_bilinear",
     "depth_to_space",
     "gather",
+    "nary",
+    "instance_norm",
+    "resize_taps",
+    "pad_with",
+    "softmax",
+    "matmul",
+    "reduce",
+    "transpose",
+    "space_depth",
+    "preprocess",
 );
 
 /// Every kernel in every precision with representative constants and epilogues: what the
@@ -106,6 +116,10 @@ pub fn catalogue() -> Vec<KernelSource> {
         out.push(crate::kernels::depth_to_space::source(p, p));
         for keep in [false, true] {
             out.push(crate::kernels::gather::source(p, p, keep));
+        }
+        out.extend(crate::kernels::onnx::catalogue(p));
+        for srgb in [false, true] {
+            out.push(crate::preprocess::source(p, srgb));
         }
     }
     // Mixed precisions: an f16 kernel writing an f32 graph output.

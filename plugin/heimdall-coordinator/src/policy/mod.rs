@@ -125,7 +125,7 @@ impl JobView<'_> {
 
 /// A scheduling policy. Implementations must be cheap: the coordinator calls `score` for every
 /// ready job at every decision.
-pub trait Policy: Send {
+pub trait Policy: Send + Sync {
     /// The name the policy is selected by.
     fn name(&self) -> String;
 

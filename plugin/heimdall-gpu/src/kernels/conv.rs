@@ -17,8 +17,8 @@ struct GpuConv1x1Params {
     in_slices: u32,
     out_slices: u32,
     out_channels: u32,
-    pixel_blocks: u32,
-    total: u32,
+    pixel_tiles: u32,
+    tiles: u32,
     _pad: [u32; 2],
 }
 
@@ -45,7 +45,8 @@ struct GpuConv2dParams {
     _pad: [u32; 3],
 }
 
-/// Source of the 1x1 kernel with `bp` pixels x `bs` output slices per thread.
+/// Source of the 1x1 kernel with `bp` pixels x `bs` output slices per thread and work groups
+/// of 64 threads.
 pub fn conv1x1_source(
     x: Precision,
     w: Precision,
@@ -54,9 +55,180 @@ pub fn conv1x1_source(
     bs: u32,
     epilogue: EpilogueDecl,
 ) -> KernelSource {
+    conv1x1_source_tg(x, w, y, Conv1x1Blocking { bp, bs, tg: 64 }, epilogue)
+}
+
+/// How the 1x1 kernel is blocked: pixels and output slices per thread, threads per work group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv1x1Blocking {
+    /// Pixels per thread.
+    pub bp: u32,
+    /// Output slices (4 channels each) per thread.
+    pub bs: u32,
+    /// Threads per work group.
+    pub tg: u32,
+}
+
+impl std::fmt::Display for Conv1x1Blocking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} px x {} slices per thread, {} threads per work group",
+            self.bp, self.bs, self.tg
+        )
+    }
+}
+
+/// The blocking of a 1x1 conv of `pixels` pixels, `out_slices` output slices on `ctx`'s device
+/// (see [`crate::context::Tuning`]).
+pub fn conv1x1_blocking(
+    ctx: &crate::context::GpuContext,
+    pixels: usize,
+    out_slices: usize,
+) -> Conv1x1Blocking {
+    blocking_for(&ctx.tuning(), pixels, out_slices)
+}
+
+fn blocking_for(t: &crate::context::Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
+    let (bp, bs) = t.conv_block(out_slices, |p, s| {
+        pixels.div_ceil(p as usize) * out_slices.div_ceil(s as usize)
+    });
+    Conv1x1Blocking {
+        bp,
+        bs,
+        tg: t.conv1x1_workgroup,
+    }
+}
+
+/// The generated inner loop of `shaders/conv1x1.wgsl` for `bp` pixels x `bs` output slices:
+/// named accumulators `a_b_j` (slice `b`, pixel `j`), clamped pixel and weight offsets hoisted
+/// out of the loop, one FMA chain per accumulator and input slice, then the stores.
+fn conv1x1_tile(bp: u32, bs: u32) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "// Generated (src/kernels/conv.rs): the BP x BS tile of one thread.\n\
+         fn conv_tile(p0: u32, o0: u32) {\n",
+    );
+    for j in 0..bp {
+        let _ = writeln!(
+            s,
+            "    let pc_{j} = min(p0 + {j}u * TG, params.pixels - 1u);"
+        );
+    }
+    for b in 0..bs {
+        let _ = writeln!(
+            s,
+            "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * params.in_slices * 4u;"
+        );
+        for j in 0..bp {
+            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+        }
+    }
+    s.push_str("    for (var i = 0u; i < params.in_slices; i++) {\n");
+    s.push_str("        let xi = i * params.pixels;\n");
+    for j in 0..bp {
+        let _ = writeln!(s, "        let x_{j} = x_load(xi + pc_{j});");
+    }
+    for b in 0..bs {
+        let _ = writeln!(s, "        let wb_{b} = wo_{b} + i * 4u;");
+        for l in 0..4 {
+            let _ = writeln!(s, "        let w_{b}_{l} = w_load(wb_{b} + {l}u);");
+        }
+        for j in 0..bp {
+            let _ = writeln!(
+                s,
+                "        a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
+                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
+            );
+        }
+    }
+    s.push_str("    }\n");
+    for b in 0..bs {
+        for j in 0..bp {
+            let _ = writeln!(s, "    store_out(p0 + {j}u * TG, o0 + {b}u, a_{b}_{j});");
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The generated tile of `shaders/conv2d.wgsl` for `bx` columns x `bs` output slices.
+fn conv2d_tile(bx: u32, bs: u32) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "// Generated (src/kernels/conv.rs): the BX x BS tile of one thread.\n\
+         fn conv_tile(ox0: u32, oy: u32, o0: u32) {\n\
+         \x20   let taps = params.k_h * params.k_w * params.in_slices * 4u;\n\
+         \x20   let plane = params.in_h * params.in_w;\n",
+    );
+    for b in 0..bs {
+        let _ = writeln!(
+            s,
+            "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * taps;"
+        );
+        for j in 0..bx {
+            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+        }
+    }
+    s.push_str(
+        "    for (var ky = 0u; ky < params.k_h; ky++) {\n\
+         \x20       let iy = i32(oy * params.stride_h + ky * params.dil_h) - i32(params.pad_top);\n\
+         \x20       if (iy < 0 || iy >= i32(params.in_h)) {\n\
+         \x20           continue;\n\
+         \x20       }\n\
+         \x20       for (var kx = 0u; kx < params.k_w; kx++) {\n\
+         \x20           let wk = (ky * params.k_w + kx) * params.in_slices * 4u;\n",
+    );
+    for j in 0..bx {
+        let _ = writeln!(
+            s,
+            "            let ix_{j} = i32((ox0 + {j}u) * params.stride_w + kx * params.dil_w) - i32(params.pad_left);\n\
+             \x20           let ok_{j} = ix_{j} >= 0 && ix_{j} < i32(params.in_w);\n\
+             \x20           let xr_{j} = u32(iy) * params.in_w + u32(clamp(ix_{j}, 0, i32(params.in_w) - 1));"
+        );
+    }
+    s.push_str("            for (var i = 0u; i < params.in_slices; i++) {\n");
+    for j in 0..bx {
+        let _ = writeln!(
+            s,
+            "                let x_{j} = select(vec4<f32>(0.0), x_load(i * plane + xr_{j}), ok_{j});"
+        );
+    }
+    for b in 0..bs {
+        let _ = writeln!(s, "                let wb_{b} = wo_{b} + wk + i * 4u;");
+        for l in 0..4 {
+            let _ = writeln!(s, "                let w_{b}_{l} = w_load(wb_{b} + {l}u);");
+        }
+        for j in 0..bx {
+            let _ = writeln!(
+                s,
+                "                a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
+                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
+            );
+        }
+    }
+    s.push_str("            }\n        }\n    }\n");
+    for b in 0..bs {
+        for j in 0..bx {
+            let _ = writeln!(s, "    store_out(ox0 + {j}u, oy, o0 + {b}u, a_{b}_{j});");
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// Source of the 1x1 kernel with the given blocking.
+pub fn conv1x1_source_tg(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    b: Conv1x1Blocking,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
     KernelSource {
-        consts: vec![("BP", bp), ("BS", bs)],
+        consts: vec![("BP", b.bp), ("BS", b.bs), ("TG", b.tg)],
         epilogue,
+        extra: conv1x1_tile(b.bp, b.bs),
         ..KernelSource::new(
             "conv1x1",
             vec![
@@ -81,6 +253,7 @@ pub fn conv2d_source(
     KernelSource {
         consts: vec![("BX", bx), ("BS", bs)],
         epilogue,
+        extra: conv2d_tile(bx, bs),
         ..KernelSource::new(
             "conv2d",
             vec![
@@ -111,16 +284,6 @@ pub fn transform_filter(f: &[f32], co: usize, kh: usize, kw: usize, ci: usize) -
     out
 }
 
-/// Picks the largest block whose grid still has at least `min_threads` threads.
-pub fn choose_block(items: impl Fn(u32, u32) -> usize, min_threads: usize) -> (u32, u32) {
-    for (a, b) in [(4, 2), (4, 1), (2, 1)] {
-        if items(a, b) >= min_threads {
-            return (a, b);
-        }
-    }
-    (1, 1)
-}
-
 /// Builds a CONV_2D.
 pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String> {
     let x = ctx.in_geom(0)?;
@@ -148,35 +311,31 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         && a.stride == [1, 1]
         && a.pad == heimdall_ir::Pad2d::default()
         && (x.h, x.w) == (y.h, y.w);
-    let min = ctx.min_threads;
+    let tuning = ctx.tuning;
     if pointwise {
         let pixels = y.h * y.w;
-        let (bp, bs) = choose_block(
-            |p, s| pixels.div_ceil(p as usize) * os.div_ceil(s as usize),
-            min,
-        );
-        let pixel_blocks = pixels.div_ceil(bp as usize);
-        let total = pixel_blocks * os.div_ceil(bs as usize);
+        let b = blocking_for(&tuning, pixels, os);
+        let pixel_tiles = pixels.div_ceil((b.bp * b.tg) as usize);
+        let tiles = pixel_tiles * os.div_ceil(b.bs as usize);
         let p = GpuConv1x1Params {
             pixels: u32_of(pixels)?,
             in_slices: u32_of(is)?,
             out_slices: u32_of(os)?,
             out_channels: u32_of(y.c)?,
-            pixel_blocks: u32_of(pixel_blocks)?,
-            total: u32_of(total)?,
+            pixel_tiles: u32_of(pixel_tiles)?,
+            tiles: u32_of(tiles)?,
             _pad: [0; 2],
         };
         return Ok(vec![Dispatch {
-            source: conv1x1_source(xp, wp, yp, bp, bs, ep),
+            source: conv1x1_source_tg(xp, wp, yp, b, ep),
             params: bytemuck::bytes_of(&p).to_vec(),
             operands,
-            workgroups: groups_for(total),
+            workgroups: u32_of(tiles)?,
         }]);
     }
-    let (bx, bs) = choose_block(
-        |c, s| y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize),
-        min,
-    );
+    let (bx, bs) = tuning.conv_block(os, |c, s| {
+        y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
+    });
     let col_blocks = y.w.div_ceil(bx as usize);
     let total = col_blocks * y.h * os.div_ceil(bs as usize);
     let p = GpuConv2dParams {

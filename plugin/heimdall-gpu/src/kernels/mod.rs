@@ -8,9 +8,19 @@ pub mod depthwise;
 pub mod elementwise;
 pub mod fully_connected;
 pub mod gather;
+pub mod instance_norm;
+pub mod matmul;
 pub mod mean;
+pub mod nary;
+pub mod onnx;
+pub mod pad_with;
 pub mod pool;
+pub mod reduce;
 pub mod resize;
+pub mod resize_taps;
+pub mod softmax;
+pub mod space_depth;
+pub mod transpose;
 pub mod transpose_conv;
 
 use heimdall_ir::{Activation, Graph, Op, OpKind, TensorId};
@@ -67,6 +77,8 @@ pub struct OpContext<'a> {
     pub weights: Precision,
     /// Threads below which a grid would leave the device idle (block sizes shrink under it).
     pub min_threads: usize,
+    /// Blocking choices for the device (family, work-group sizes, outputs per thread).
+    pub tuning: crate::context::Tuning,
     /// Constant buffers of the model; builders append.
     pub consts: &'a mut Vec<ConstBuffer>,
 }
@@ -161,10 +173,27 @@ impl OpContext<'_> {
         let ep = self.op.epilogue;
         let mut operands = Vec::new();
         let residual = match ep.residual {
-            Some(r) => {
-                if self.graph.tensor(r).constant.is_some() {
-                    return Err("a constant residual is not supported".into());
+            Some(r) if self.graph.tensor(r).constant.is_some() => {
+                // A constant residual (ONNX: a bias added after a conv, fused as a residual):
+                // uploaded in the output's PHWC4 geometry at the weights' precision.
+                let t = self.graph.tensor(r);
+                let g = Phwc4::of(&t.shape).map_err(|e| e.to_string())?;
+                if g != self.out_geom()? {
+                    return Err(format!(
+                        "constant residual {:?} for output {:?}",
+                        t.shape,
+                        self.out_geom()?
+                    ));
                 }
+                let values = match &t.constant {
+                    Some(c) if c.sparsity.is_none() => g.pack(&c.values),
+                    _ => return Err(format!("residual '{}' must be a dense constant", t.name)),
+                };
+                let p = self.weights;
+                operands.push(self.add_const("constant residual".into(), p.encode(&values)));
+                Some(p)
+            }
+            Some(r) => {
                 operands.push(Operand::Tensor(r));
                 Some(self.precisions[r.index()])
             }
@@ -224,6 +253,18 @@ pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
         OpKind::Pad { pads } => gather::build_pad(ctx, pads),
         OpKind::StridedSlice(a) => gather::build_strided_slice(ctx, a),
         OpKind::Concatenation { axis } => gather::build_concat(ctx, *axis),
+        OpKind::Transpose { perm } => transpose::build(ctx, perm),
+        OpKind::Math(f) => nary::build(ctx, nary::NaryFn::Math(*f)),
+        OpKind::Binary(f) => nary::build(ctx, nary::NaryFn::Binary(*f)),
+        OpKind::Where => nary::build(ctx, nary::NaryFn::Where),
+        OpKind::InstanceNorm { epsilon } => instance_norm::build(ctx, *epsilon),
+        OpKind::Resize(a) => resize_taps::build(ctx, a),
+        OpKind::PadWith { pads, mode } => pad_with::build(ctx, pads, *mode),
+        OpKind::Softmax { axis, log } => softmax::build(ctx, *axis, *log),
+        OpKind::MatMul => matmul::build(ctx),
+        OpKind::Reduce { kind, axes, .. } => reduce::build(ctx, *kind, axes),
+        OpKind::SpaceToDepth { block } => space_depth::build(ctx, *block, false),
+        OpKind::DepthToSpaceCrd { block } => space_depth::build(ctx, *block, true),
         other => Err(format!("{} has no GPU kernel", other.name())),
     }
 }

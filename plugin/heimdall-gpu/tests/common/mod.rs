@@ -177,6 +177,29 @@ pub fn check_against_cpu(graph: &Graph, seed: u64) -> Result<(), String> {
     check_against_cpu_shifted(graph, seed, 0.0)
 }
 
+/// `g` with two copies (`Reshape` to the same shape) after each output, so that the ops before
+/// them read and write the model's storage precision (graph outputs, and the inputs of the ops
+/// producing them, are always f32).
+pub fn with_trailer(mut g: Graph) -> Graph {
+    let outputs = std::mem::take(&mut g.outputs);
+    for t in outputs {
+        let mut last = t;
+        for k in 0..2 {
+            let info = g.tensor(last).clone();
+            g.tensors.push(TensorInfo {
+                name: format!("{}_copy{k}", info.name),
+                constant: None,
+                ..info
+            });
+            let next = TensorId(g.tensors.len() as u32 - 1);
+            g.ops.push(Op::new(OpKind::Reshape, vec![last], vec![next]));
+            last = next;
+        }
+        g.outputs.push(last);
+    }
+    g
+}
+
 /// Like [`check_against_cpu`] with `shift` added to every input value: reductions (means) of
 /// zero-mean data are near zero, where any change of summation order is a large relative error.
 pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result<(), String> {
@@ -203,8 +226,12 @@ pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result
         .map(|x| x.iter().map(|v| v.abs()).collect())
         .collect();
     let scale = run_cpu(&abs_graph, &abs_inputs);
+    // Two identity copies after the op under test: the backend keeps graph outputs and the
+    // tensors read by their producers in f32, so without them a one-op graph would run its
+    // kernel in f32 in every precision.
+    let trailed = with_trailer(graph.clone());
     for p in gpu.precisions() {
-        let ours = run_gpu(gpu, graph, &inputs, p);
+        let ours = run_gpu(gpu, &trailed, &inputs, p);
         for (i, (o, r)) in ours.iter().zip(&reference).enumerate() {
             let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
             let diff: f64 = o

@@ -1,0 +1,312 @@
+//! Camera sources behind one component: a bundled clip (the default, so every example runs
+//! anywhere), a synthetic source for tests, and a webcam (cargo feature `webcam`). Each new
+//! frame is written once into an RGBA8 texture that is both the AR background and the input of
+//! the preprocessing kernels; the pixels never come back from the GPU for inference.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bevy::asset::RenderAssetUsages;
+use bevy::prelude::*;
+use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages};
+
+/// One RGBA8 frame from a source.
+#[derive(Clone, Debug)]
+pub struct RgbaFrame {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes, sRGB-encoded, row-major.
+    pub data: Vec<u8>,
+}
+
+/// Why a source could not produce frames.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The source could not be opened (missing file, no camera).
+    #[error("cannot open {what}: {message}")]
+    Open {
+        /// Which source.
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// A frame could not be read.
+    #[error("reading a frame from {what}: {message}")]
+    Frame {
+        /// Which source.
+        what: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Something that yields camera frames.
+pub trait FrameSource: Send + 'static {
+    /// A short description for logs.
+    fn name(&self) -> String;
+    /// Frame size in pixels.
+    fn size(&self) -> UVec2;
+    /// The next frame, or `None` when a finite source ended (clips loop instead).
+    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError>;
+}
+
+/// When a source delivers a new frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FramePacing {
+    /// One new frame per app update (deterministic: headless runs and tests).
+    EveryUpdate,
+    /// At the source's own rate in real time (e.g. a 30 fps clip in a 60 fps app).
+    Rate(f64),
+}
+
+/// A camera source: put it on an entity; [`CameraFrame`] appears next to it.
+#[derive(Component)]
+pub struct CameraSource {
+    source: Arc<Mutex<Box<dyn FrameSource>>>,
+    /// Frame pacing.
+    pub pacing: FramePacing,
+    next_due: Duration,
+}
+
+impl CameraSource {
+    /// Wraps any [`FrameSource`].
+    pub fn new(source: impl FrameSource, pacing: FramePacing) -> Self {
+        CameraSource {
+            source: Arc::new(Mutex::new(Box::new(source))),
+            pacing,
+            next_due: Duration::ZERO,
+        }
+    }
+
+    /// The bundled clip in `dir` (`clip.json`, see `assets/clips/`), looping.
+    pub fn clip(
+        dir: impl AsRef<std::path::Path>,
+        pacing: FramePacing,
+    ) -> Result<Self, SourceError> {
+        Ok(Self::new(ClipSource::open(dir.as_ref())?, pacing))
+    }
+
+    /// The synthetic test source: `width`×`height` frames whose index is encoded in the pixels
+    /// (see [`heimdall_vision::synthetic`]).
+    pub fn synthetic(width: u32, height: u32) -> Self {
+        Self::new(
+            SyntheticFrames::new(width, height),
+            FramePacing::EveryUpdate,
+        )
+    }
+
+    /// The source's description.
+    pub fn name(&self) -> String {
+        self.source.lock().map(|s| s.name()).unwrap_or_default()
+    }
+}
+
+/// The latest frame of a [`CameraSource`] (on the same entity).
+#[derive(Component, Clone, Debug)]
+pub struct CameraFrame {
+    /// The texture holding it (sRGB RGBA8): use it as the AR background.
+    pub image: Handle<Image>,
+    /// Frames delivered so far minus one (the first frame is 0).
+    pub index: u64,
+    /// When it was captured, since app start.
+    pub capture_time: Duration,
+    /// Size in pixels.
+    pub size: UVec2,
+    /// The pixels, kept on the CPU side for the CPU backend and the content-variation term.
+    pub pixels: Arc<Vec<u8>>,
+    /// Mean absolute luma difference to the previous frame on a 16x16 thumbnail, in `[0, 1]`
+    /// (the utility's content variation `C`).
+    pub content_variation: f64,
+    thumb: Vec<f32>,
+}
+
+/// A 16x16 luma thumbnail (box filter) of an RGBA8 frame.
+pub fn luma_thumbnail(frame: &RgbaFrame) -> Vec<f32> {
+    const N: usize = 16;
+    let (w, h) = (frame.width as usize, frame.height as usize);
+    let mut sum = vec![0f32; N * N];
+    let mut count = vec![0u32; N * N];
+    // Every 2nd pixel in each direction is plenty for a 16x16 box filter.
+    for y in (0..h).step_by(2) {
+        let ty = y * N / h.max(1);
+        for x in (0..w).step_by(2) {
+            let tx = x * N / w.max(1);
+            let p = &frame.data[(y * w + x) * 4..(y * w + x) * 4 + 3];
+            let l = 0.299 * p[0] as f32 + 0.587 * p[1] as f32 + 0.114 * p[2] as f32;
+            sum[ty * N + tx] += l / 255.0;
+            count[ty * N + tx] += 1;
+        }
+    }
+    sum.iter()
+        .zip(&count)
+        .map(|(s, &c)| if c == 0 { 0.0 } else { s / c as f32 })
+        .collect()
+}
+
+fn new_texture(size: UVec2) -> Image {
+    let mut image = Image::new_fill(
+        Extent3d {
+            width: size.x.max(1),
+            height: size.y.max(1),
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        &[0, 0, 0, 255],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::MAIN_WORLD | RenderAssetUsages::RENDER_WORLD,
+    );
+    // The preprocessing kernels read it through its sRGB view and undo the decoding, so the
+    // models see the stored bytes.
+    image.texture_descriptor.usage =
+        TextureUsages::TEXTURE_BINDING | TextureUsages::COPY_DST | TextureUsages::COPY_SRC;
+    image
+}
+
+/// Pulls a new frame from every due source and writes it into its texture.
+pub(crate) fn advance_sources(
+    mut commands: Commands,
+    shared: Res<crate::shared::HeimdallShared>,
+    mut images: ResMut<Assets<Image>>,
+    mut sources: Query<(Entity, &mut CameraSource, Option<&mut CameraFrame>)>,
+) {
+    let now = shared.elapsed();
+    for (entity, mut source, frame) in &mut sources {
+        if let FramePacing::Rate(fps) = source.pacing {
+            if now < source.next_due {
+                continue;
+            }
+            let period = Duration::from_secs_f64(1.0 / fps.max(1e-3));
+            source.next_due = (source.next_due + period).max(now);
+        }
+        let next = match source.source.lock() {
+            Ok(mut s) => s.next_frame(),
+            Err(_) => continue,
+        };
+        let rgba = match next {
+            Ok(Some(f)) if f.data.len() == (f.width * f.height * 4) as usize => f,
+            Ok(_) => continue,
+            Err(e) => {
+                warn!("heimdall: camera source {entity}: {e}");
+                continue;
+            }
+        };
+        let thumb = luma_thumbnail(&rgba);
+        let size = UVec2::new(rgba.width, rgba.height);
+        match frame {
+            Some(mut frame) => {
+                if frame.size != size {
+                    frame.image = images.add(new_texture(size));
+                    frame.size = size;
+                }
+                if let Some(mut image) = images.get_mut(&frame.image) {
+                    image.data = Some(rgba.data.clone());
+                }
+                frame.content_variation = frame
+                    .thumb
+                    .iter()
+                    .zip(&thumb)
+                    .map(|(a, b)| (a - b).abs() as f64)
+                    .sum::<f64>()
+                    / thumb.len() as f64;
+                frame.thumb = thumb;
+                frame.index += 1;
+                frame.capture_time = now;
+                frame.pixels = Arc::new(rgba.data);
+            }
+            None => {
+                let mut image = new_texture(size);
+                image.data = Some(rgba.data.clone());
+                commands.entity(entity).insert(CameraFrame {
+                    image: images.add(image),
+                    index: 0,
+                    capture_time: now,
+                    size,
+                    pixels: Arc::new(rgba.data),
+                    content_variation: 1.0,
+                    thumb,
+                });
+            }
+        }
+    }
+}
+
+/// The bundled clip (a virtual camera moving over a portrait), looping.
+pub struct ClipSource {
+    clip: heimdall_vision::Clip,
+    next: usize,
+}
+
+impl ClipSource {
+    /// Opens the clip in `dir`.
+    pub fn open(dir: &std::path::Path) -> Result<Self, SourceError> {
+        let clip = heimdall_vision::Clip::load(dir).map_err(|e| SourceError::Open {
+            what: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(ClipSource { clip, next: 0 })
+    }
+
+    /// The clip.
+    pub fn clip(&self) -> &heimdall_vision::Clip {
+        &self.clip
+    }
+}
+
+impl FrameSource for ClipSource {
+    fn name(&self) -> String {
+        "bundled clip".into()
+    }
+
+    fn size(&self) -> UVec2 {
+        UVec2::new(self.clip.width(), self.clip.height())
+    }
+
+    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> {
+        let i = self.next % self.clip.len().max(1);
+        self.next += 1;
+        let f = self.clip.frame(i);
+        Ok(Some(RgbaFrame {
+            width: f.width,
+            height: f.height,
+            data: f.data,
+        }))
+    }
+}
+
+/// Frames with their index encoded in the pixels, for tests.
+pub struct SyntheticFrames {
+    source: heimdall_vision::SyntheticSource,
+    next: u64,
+}
+
+impl SyntheticFrames {
+    /// A `width`×`height` source (clamped to 32..=16384 wide, 1..=16384 high).
+    pub fn new(width: u32, height: u32) -> Self {
+        let source =
+            heimdall_vision::SyntheticSource::new(width.clamp(32, 16384), height.clamp(1, 16384))
+                .expect("the size was clamped into the synthetic source's range");
+        SyntheticFrames { source, next: 0 }
+    }
+}
+
+impl FrameSource for SyntheticFrames {
+    fn name(&self) -> String {
+        "synthetic".into()
+    }
+
+    fn size(&self) -> UVec2 {
+        UVec2::new(self.source.width(), self.source.height())
+    }
+
+    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> {
+        let f = self.source.frame(self.next as u32);
+        self.next += 1;
+        Ok(Some(RgbaFrame {
+            width: f.width,
+            height: f.height,
+            data: f.data,
+        }))
+    }
+}

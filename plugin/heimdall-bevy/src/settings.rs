@@ -1,0 +1,130 @@
+//! Plugin settings: frame-rate target, coordination mode, policy, CPU workers, margins.
+
+use std::path::PathBuf;
+
+use bevy::prelude::*;
+use heimdall_gpu::Precision;
+
+/// How DNN work is fitted around the scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CoordinationMode {
+    /// Heimdall's coordinator: chunks sized to the GPU time each frame leaves, ranked by utility.
+    #[default]
+    Heimdall,
+    /// The uncoordinated baseline: each requested inference is encoded whole, as soon as it is
+    /// requested, into the current frame.
+    Fifo,
+    /// `k` layers of each running model per frame (the naive pseudo-preemption baseline).
+    Layers(usize),
+}
+
+impl CoordinationMode {
+    /// Parses `heimdall`, `fifo` or `layers:K`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "heimdall" | "Heimdall" => Some(Self::Heimdall),
+            "fifo" | "Fifo" => Some(Self::Fifo),
+            _ => s
+                .strip_prefix("layers:")
+                .and_then(|k| k.parse().ok())
+                .filter(|&k| k > 0)
+                .map(Self::Layers),
+        }
+    }
+
+    /// Name used in reports (`heimdall`, `fifo`, `layers:K`).
+    pub fn name(&self) -> String {
+        match self {
+            Self::Heimdall => "heimdall".into(),
+            Self::Fifo => "fifo".into(),
+            Self::Layers(k) => format!("layers:{k}"),
+        }
+    }
+}
+
+/// The frame rate the scene must keep.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum FrameRateTarget {
+    /// The primary window's monitor refresh rate (60 Hz when unknown or headless).
+    #[default]
+    FollowDisplay,
+    /// A fixed rate in Hz.
+    Fixed(f64),
+}
+
+/// Settings of [`crate::HeimdallPlugin`] (also a resource in both worlds).
+#[derive(Resource, Clone, Debug)]
+pub struct HeimdallSettings {
+    /// Frame rate the scene must keep; the DNN budget is `1/f - T_render - margin`.
+    pub frame_rate: FrameRateTarget,
+    /// Coordination mode.
+    pub mode: CoordinationMode,
+    /// Policy of the `Heimdall` mode: `max_total_utility` (default), `max_min_utility`,
+    /// `least_slack_time`.
+    pub policy: String,
+    /// CPU worker threads (CPU-only steps, offloaded models, post-processing).
+    pub cpu_workers: usize,
+    /// Safety margin of the frame budget, ms.
+    pub margin_ms: f64,
+    /// Relaxation of the last chunk, ms (Heimdall sec. 5.3).
+    pub relaxation_ms: f64,
+    /// Storage precision on the GPU.
+    pub precision: Precision,
+    /// Run every model on the CPU backend even when the GPU could (the no-compute path).
+    pub force_cpu: bool,
+    /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
+    pub offload: bool,
+    /// Where to write the coordinator's Chrome trace on exit (also written by
+    /// [`crate::overlay::OverlayPlugin`]'s key).
+    pub trace_path: Option<PathBuf>,
+}
+
+impl Default for HeimdallSettings {
+    fn default() -> Self {
+        HeimdallSettings {
+            frame_rate: FrameRateTarget::FollowDisplay,
+            mode: CoordinationMode::Heimdall,
+            policy: "max_total_utility".into(),
+            cpu_workers: 2,
+            margin_ms: 1.0,
+            relaxation_ms: 0.5,
+            precision: Precision::F16,
+            force_cpu: false,
+            offload: true,
+            trace_path: None,
+        }
+    }
+}
+
+impl HeimdallSettings {
+    /// The policy name the coordinator gets for this mode.
+    pub fn policy_name(&self) -> String {
+        match self.mode {
+            CoordinationMode::Heimdall => self.policy.clone(),
+            CoordinationMode::Fifo => "fifo".into(),
+            CoordinationMode::Layers(k) => format!("layers:{k}"),
+        }
+    }
+
+    /// The frame rate in Hz, given the display's rate when known.
+    pub fn frame_rate_hz(&self, display_hz: Option<f64>) -> f64 {
+        match self.frame_rate {
+            FrameRateTarget::Fixed(f) if f > 0.0 => f,
+            _ => display_hz.filter(|f| *f > 1.0).unwrap_or(60.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_name_round_trip() {
+        for s in ["heimdall", "fifo", "layers:3"] {
+            assert_eq!(CoordinationMode::parse(s).unwrap().name(), s);
+        }
+        assert_eq!(CoordinationMode::parse("layers:0"), None);
+        assert_eq!(CoordinationMode::parse("nope"), None);
+    }
+}

@@ -1,0 +1,227 @@
+//! Statistics of a run: frame times (wall clock and GPU timestamps), frames on time, and each
+//! model's latency (camera capture to result in the main world) and rate. `stats.json` of the
+//! examples is [`HeimdallStats::to_json`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bevy::prelude::*;
+use serde_json::{Value, json};
+
+use crate::dnn::Backend;
+use crate::settings::HeimdallSettings;
+use crate::shared::{FrameRecord, HeimdallShared};
+
+/// One model's results.
+#[derive(Clone, Debug, Default)]
+pub struct ModelStats {
+    /// Latencies (capture to result in the main world), ms.
+    pub latencies_ms: Vec<f64>,
+    /// Frame index of each result.
+    pub frame_indices: Vec<u64>,
+    /// Results computed on the CPU.
+    pub cpu_results: usize,
+    /// When each result arrived (ms since the clock's origin).
+    pub arrivals_ms: Vec<f64>,
+}
+
+/// The run's statistics (a main-world resource, updated every frame).
+#[derive(Resource, Default, Debug)]
+pub struct HeimdallStats {
+    /// Wall-clock interval of each frame, ms.
+    pub frame_ms: Vec<f64>,
+    /// What the GPU did per frame (timestamps; untimed frames have `timed: false`).
+    pub gpu_frames: Vec<FrameRecord>,
+    /// Per model name.
+    pub models: BTreeMap<String, ModelStats>,
+    last_frame: Option<std::time::Instant>,
+    now_ms: f64,
+    keys: std::collections::HashMap<Entity, String>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn summary(v: &[f64]) -> Value {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mean = if s.is_empty() {
+        0.0
+    } else {
+        s.iter().sum::<f64>() / s.len() as f64
+    };
+    json!({
+        "count": s.len(),
+        "mean": mean,
+        "p50": percentile(&s, 0.5),
+        "p99": percentile(&s, 0.99),
+        "max": s.last().copied().unwrap_or(0.0),
+    })
+}
+
+impl HeimdallStats {
+    /// Forgets everything recorded so far (e.g. after warm-up).
+    pub fn reset(&mut self) {
+        *self = HeimdallStats::default();
+    }
+
+    /// The stats key of a DNN entity: its model's name, with `#2`, `#3`... for further
+    /// entities running the same model.
+    fn key_of(&mut self, name: &str, entity: Entity) -> String {
+        if let Some(k) = self.keys.get(&entity) {
+            return k.clone();
+        }
+        let taken = self
+            .keys
+            .values()
+            .filter(|k| k.split('#').next() == Some(name))
+            .count();
+        let key = if taken == 0 {
+            name.to_string()
+        } else {
+            format!("{name}#{}", taken + 1)
+        };
+        self.keys.insert(entity, key.clone());
+        key
+    }
+
+    pub(crate) fn record_result(
+        &mut self,
+        name: &str,
+        entity: Entity,
+        latency: Duration,
+        frame_index: u64,
+        backend: Backend,
+    ) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.latencies_ms.push(latency.as_secs_f64() * 1e3);
+        m.frame_indices.push(frame_index);
+        m.arrivals_ms.push(self.now_ms);
+        if backend == Backend::Cpu {
+            m.cpu_results += 1;
+        }
+    }
+
+    /// Mean fps and the lowest fps over any window of `window` consecutive frames
+    /// (`window` = one second's worth at the target rate).
+    pub fn fps(&self, skip: usize, window: usize) -> (f64, f64) {
+        let f = self.frame_ms.get(skip..).unwrap_or(&[]);
+        if f.is_empty() {
+            return (0.0, 0.0);
+        }
+        let mean = 1000.0 * f.len() as f64 / f.iter().sum::<f64>().max(1e-9);
+        let w = window.clamp(1, f.len());
+        let min = f
+            .windows(w)
+            .map(|x| 1000.0 * w as f64 / x.iter().sum::<f64>().max(1e-9))
+            .fold(f64::INFINITY, f64::min);
+        (mean, min)
+    }
+
+    /// The statistics as JSON: `skip` warm-up frames are left out of the frame figures.
+    pub fn to_json(&self, settings: &HeimdallSettings, backend: &str, skip: usize) -> Value {
+        let hz = settings.frame_rate_hz(None);
+        let period = 1000.0 / hz;
+        let (fps_mean, fps_min) = self.fps(skip, hz.round() as usize);
+        let gpu: Vec<&FrameRecord> = self
+            .gpu_frames
+            .iter()
+            .skip(skip)
+            .filter(|r| r.timed)
+            .collect();
+        let on_time = gpu.iter().filter(|r| r.gpu_total_ms <= period).count();
+        let wall = self.frame_ms.get(skip..).unwrap_or(&[]);
+        let wall_on_time = wall.iter().filter(|&&d| d <= period * 1.25).count();
+        let models: serde_json::Map<String, Value> = self
+            .models
+            .iter()
+            .map(|(name, m)| {
+                let span_s = match (m.arrivals_ms.first(), m.arrivals_ms.last()) {
+                    (Some(a), Some(b)) if b > a => (b - a) / 1e3,
+                    _ => 0.0,
+                };
+                let rate = if span_s > 0.0 {
+                    (m.arrivals_ms.len() - 1) as f64 / span_s
+                } else {
+                    0.0
+                };
+                (
+                    name.clone(),
+                    json!({
+                        "latency_ms": summary(&m.latencies_ms),
+                        "count": m.latencies_ms.len(),
+                        "rate_hz": rate,
+                        "cpu_results": m.cpu_results,
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "mode": settings.mode.name(),
+            "policy": settings.policy_name(),
+            "backend": backend,
+            "target_fps": hz,
+            "frames": self.frame_ms.len(),
+            "warmup_frames_skipped": skip,
+            "render_fps_mean": fps_mean,
+            "render_fps_min_window": fps_min,
+            "frame_interval_ms": summary(wall),
+            "on_time_rate": if gpu.is_empty() { Value::Null } else { json!(on_time as f64 / gpu.len() as f64) },
+            "on_time_definition": "frames whose GPU work (scene passes + DNN chunks, timestamps) fits in the frame period",
+            "timed_frames": gpu.len(),
+            "wall_on_time_rate": if wall.is_empty() { 0.0 } else { wall_on_time as f64 / wall.len() as f64 },
+            "gpu_frame_ms": summary(&gpu.iter().map(|r| r.gpu_total_ms).collect::<Vec<_>>()),
+            "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
+            "models": models,
+            // Per frame after the warm-up (at most 600): scene GPU time and the chunks after it.
+            "timeline": gpu.iter().take(600).map(|r| json!({
+                "frame": r.frame,
+                "scene_ms": r.scene_ms,
+                "gpu_total_ms": r.gpu_total_ms,
+                "chunks": r.chunks,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Records the wall-clock frame interval and the GPU frame records that arrived.
+pub(crate) fn record_frame(mut stats: ResMut<HeimdallStats>, shared: Res<HeimdallShared>) {
+    let now = std::time::Instant::now();
+    if let Some(last) = stats.last_frame {
+        stats.frame_ms.push((now - last).as_secs_f64() * 1e3);
+    }
+    stats.last_frame = Some(now);
+    stats.now_ms = shared.now_ms();
+    let records = shared.0.frames.drain();
+    stats.gpu_frames.extend(records);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fps_window_finds_the_slow_second() {
+        // 10 frames at 10 ms, then 5 frames at 50 ms.
+        let s = HeimdallStats {
+            frame_ms: [vec![10.0; 10], vec![50.0; 5]].concat(),
+            ..Default::default()
+        };
+        let (mean, min) = s.fps(0, 5);
+        assert!((mean - 1000.0 * 15.0 / 350.0).abs() < 1e-9);
+        assert!((min - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn percentiles_by_hand() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&v, 0.5), 51.0);
+    }
+}

@@ -1,0 +1,138 @@
+//! A fixed pool of CPU worker threads fed by `crossbeam` channels: CPU-only steps, models
+//! offloaded by the coordinator, and post-processing. Neither world ever waits on a worker:
+//! jobs go in through a channel and their results are drained without blocking.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The pool.
+pub struct WorkerPool {
+    jobs: Option<Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+    busy: Arc<AtomicUsize>,
+    size: usize,
+}
+
+impl WorkerPool {
+    /// Starts `size` (at least 1) named worker threads.
+    pub fn new(size: usize) -> Self {
+        let size = size.max(1);
+        let (tx, rx) = unbounded::<Job>();
+        let busy = Arc::new(AtomicUsize::new(0));
+        let threads = (0..size)
+            .filter_map(|i| {
+                let rx = rx.clone();
+                let busy = busy.clone();
+                std::thread::Builder::new()
+                    .name(format!("heimdall-worker-{i}"))
+                    .spawn(move || {
+                        while let Ok(job) = rx.recv() {
+                            job();
+                            busy.fetch_sub(1, Ordering::AcqRel);
+                        }
+                    })
+                    .ok()
+            })
+            .collect();
+        WorkerPool {
+            jobs: Some(tx),
+            threads,
+            busy,
+            size,
+        }
+    }
+
+    /// Number of workers.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Workers not running (or about to run) a job.
+    pub fn idle(&self) -> usize {
+        self.size.saturating_sub(self.busy.load(Ordering::Acquire))
+    }
+
+    /// Queues a job; it runs on the next free worker.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        if let Some(tx) = &self.jobs {
+            self.busy.fetch_add(1, Ordering::AcqRel);
+            if tx.send(Box::new(job)).is_err() {
+                self.busy.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A results channel that is drained without blocking.
+pub struct Mailbox<T> {
+    tx: Sender<T>,
+    rx: Receiver<T>,
+}
+
+impl<T> Default for Mailbox<T> {
+    fn default() -> Self {
+        let (tx, rx) = unbounded();
+        Mailbox { tx, rx }
+    }
+}
+
+impl<T> Mailbox<T> {
+    /// A sender for workers.
+    pub fn sender(&self) -> Sender<T> {
+        self.tx.clone()
+    }
+
+    /// Everything that has arrived, without waiting.
+    pub fn drain(&self) -> Vec<T> {
+        let mut out = Vec::new();
+        loop {
+            match self.rx.try_recv() {
+                Ok(v) => out.push(v),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_run_on_workers_and_results_arrive_without_blocking() {
+        let pool = WorkerPool::new(2);
+        let mailbox = Mailbox::<usize>::default();
+        assert!(mailbox.drain().is_empty());
+        for i in 0..10 {
+            let tx = mailbox.sender();
+            pool.spawn(move || {
+                let name = std::thread::current().name().unwrap_or("").to_string();
+                assert!(name.starts_with("heimdall-worker-"));
+                tx.send(i * i).unwrap();
+            });
+        }
+        let mut got = Vec::new();
+        let start = std::time::Instant::now();
+        while got.len() < 10 && start.elapsed().as_secs() < 10 {
+            got.extend(mailbox.drain());
+            std::thread::yield_now();
+        }
+        got.sort();
+        assert_eq!(got, (0..10).map(|i| i * i).collect::<Vec<_>>());
+        drop(pool);
+    }
+}

@@ -1,0 +1,60 @@
+//! The plugin runs inference on Bevy's own device: every model is compiled on the render
+//! world's `RenderDevice`, and heimdall never creates a `wgpu::Device` of its own.
+
+mod common;
+
+use bevy::prelude::*;
+use bevy::render::renderer::RenderDevice;
+use heimdall_bevy::prelude::*;
+
+#[test]
+fn inference_runs_on_bevys_render_device() {
+    if common::skip_gpu() {
+        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        return;
+    }
+    let settings = HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(30.0),
+        // On lavapipe the CPU is as fast as the "GPU": no offload, this test is about the GPU path.
+        offload: false,
+        ..default()
+    };
+    let mut app = common::headless_app(settings);
+    app.init_resource::<common::Results>()
+        .add_systems(Update, common::collect_results);
+    let model: Handle<DnnModel> = app
+        .world()
+        .resource::<AssetServer>()
+        .load("models/face_detection_short_range.tflite");
+    let camera = app
+        .world_mut()
+        .spawn(CameraSource::synthetic(128, 128))
+        .id();
+    app.world_mut().spawn(
+        Dnn::new(model, camera)
+            .with_normalization(Normalization::MINUS_ONE_ONE)
+            .with_decoder(Decoder::BlazeFace),
+    );
+    let start = std::time::Instant::now();
+    while app.world().resource::<common::Results>().0.len() < 3 && start.elapsed().as_secs() < 180 {
+        app.update();
+    }
+    let results = &app.world().resource::<common::Results>().0;
+    assert!(results.len() >= 3, "only {} results", results.len());
+    assert!(results.iter().all(|r| r.output.backend == Backend::Gpu));
+
+    let shared = app.world().resource::<HeimdallShared>().clone();
+    assert_eq!(shared.backend(), "gpu");
+    // Bevy puts the same RenderDevice in both worlds (the render app runs on its own thread).
+    let bevy_device = app.world().resource::<RenderDevice>().wgpu_device().clone();
+    let devices = shared.model_devices();
+    assert!(!devices.is_empty(), "no model was compiled on the GPU");
+    for d in &devices {
+        assert!(*d == bevy_device, "a model was compiled on another device");
+    }
+    assert_eq!(
+        heimdall_gpu::context::devices_created(),
+        0,
+        "heimdall created a wgpu device of its own"
+    );
+}

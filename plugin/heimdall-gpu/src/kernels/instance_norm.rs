@@ -1,0 +1,150 @@
+//! INSTANCE_NORM (ONNX `InstanceNormalization`): `shaders/instance_norm.wgsl` in three
+//! dispatches — per-chunk statistics over the whole device, a per-slice merge, then the
+//! normalisation — through a small f32 scratch buffer of the step; scale and bias may be
+//! constants or run-time tensors.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::precision::Precision;
+use crate::shaders::{read, write};
+use crate::wgsl::{Access, BindingDecl, KernelSource};
+
+/// Positions per statistics chunk (one work group of [`crate::wgsl::WORKGROUP_SIZE`] threads).
+pub const CHUNK: u32 = 1024;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GpuInstanceNormParams {
+    h: u32,
+    w: u32,
+    channels: u32,
+    slices: u32,
+    epsilon: f32,
+    chunks: u32,
+    stats_base: u32,
+    total: u32,
+}
+
+/// Source of phase `phase` (0 chunk statistics, 1 merge, 2 normalise) of the instance norm
+/// kernel; `scale` and `bias` are the precisions of those inputs when they are bound. Bindings
+/// a phase does not use are stubs (see the shader's header).
+pub fn source(
+    phase: u32,
+    x: Precision,
+    scale: Option<Precision>,
+    bias: Option<Precision>,
+    y: Precision,
+) -> KernelSource {
+    let stub = |name: &'static str| BindingDecl {
+        name,
+        access: Access::Stub,
+        precision: Precision::F32,
+    };
+    let opt = |name: &'static str, p: Option<Precision>, used: bool| match p {
+        Some(p) if used => read(name, p),
+        _ => stub(name),
+    };
+    let stats = BindingDecl {
+        name: "stats",
+        access: Access::ReadWrite,
+        precision: Precision::F32,
+    };
+    let (xb, yb, extra) = if phase == 2 {
+        (read("x", x), write("y", y), String::new())
+    } else {
+        let xb = if phase == 0 { read("x", x) } else { stub("x") };
+        (
+            xb,
+            stub("y"),
+            "fn y_store(i: u32, v: vec4<f32>) {}\n".to_string(),
+        )
+    };
+    KernelSource {
+        consts: vec![
+            ("PHASE", phase),
+            ("CHUNK", CHUNK),
+            ("HAS_SCALE", scale.is_some() as u32),
+            ("HAS_BIAS", bias.is_some() as u32),
+        ],
+        extra,
+        ..KernelSource::new(
+            "instance_norm",
+            vec![
+                xb,
+                opt("scale", scale, phase == 1),
+                opt("bias", bias, phase == 2),
+                stats,
+                yb,
+            ],
+        )
+    }
+}
+
+/// Builds an INSTANCE_NORM of `x [1,H,W,C]` with optional `scale [C]` and `bias [C]`.
+pub fn build(ctx: &mut OpContext, epsilon: f32) -> Result<Vec<Dispatch>, String> {
+    let x = ctx.in_geom(0)?;
+    let y = ctx.out_geom()?;
+    if x != y {
+        return Err(format!("instance norm of {x:?} into {y:?}"));
+    }
+    let (x_op, xp, _) = ctx.input_operand(0)?;
+    let mut side = [None, None];
+    for (k, slot) in side.iter_mut().enumerate() {
+        if ctx.op.inputs.len() > k + 1 {
+            let (o, p, g) = ctx.input_operand(k + 1)?;
+            if g.c != x.c || g.h != 1 || g.w != 1 {
+                return Err(format!("input {} is {g:?}, expected [{}]", k + 1, x.c));
+            }
+            *slot = Some((o, p));
+        }
+    }
+    let (scale, bias) = (side[0], side[1]);
+    let slices = x.slices();
+    let chunks = (x.h * x.w).div_ceil(CHUNK as usize);
+    let stats_vec4s = 2 * slices * chunks + 2 * slices;
+    let stats = ctx.add_const(
+        "instance norm statistics (scratch)".into(),
+        vec![0u8; 16 * stats_vec4s],
+    );
+    let p = GpuInstanceNormParams {
+        h: u32_of(x.h)?,
+        w: u32_of(x.w)?,
+        channels: u32_of(x.c)?,
+        slices: u32_of(slices)?,
+        epsilon,
+        chunks: u32_of(chunks)?,
+        stats_base: u32_of(2 * slices * chunks)?,
+        total: u32_of(x.vec4s())?,
+    };
+    let params = bytemuck::bytes_of(&p).to_vec();
+    let (sp, bp) = (scale.map(|s| s.1), bias.map(|b| b.1));
+    let yp = ctx.out_precision()?;
+    let out = Operand::Tensor(ctx.output()?);
+    let mut merge = Vec::new();
+    merge.extend(scale.map(|s| s.0));
+    merge.push(stats);
+    let mut apply = vec![x_op];
+    apply.extend(bias.map(|b| b.0));
+    apply.extend([stats, out]);
+    Ok(vec![
+        Dispatch {
+            source: source(0, xp, sp, bp, yp),
+            params: params.clone(),
+            operands: vec![x_op, stats],
+            workgroups: u32_of(slices * chunks)?,
+        },
+        Dispatch {
+            source: source(1, xp, sp, bp, yp),
+            params: params.clone(),
+            operands: merge,
+            workgroups: groups_for(slices),
+        },
+        Dispatch {
+            source: source(2, xp, sp, bp, yp),
+            params,
+            operands: apply,
+            workgroups: groups_for(x.vec4s()),
+        },
+    ])
+}

@@ -1,0 +1,505 @@
+//! Measured ceilings of the device, so kernel efficiency is reported against what the device
+//! does rather than a datasheet: the FP32 FMA rate (`shaders/probe_fma.wgsl`: long dependent
+//! FMA chains, several independent chains per thread, many threads), the copy bandwidth
+//! (`shaders/probe_copy.wgsl`: read + write of a 64 MiB buffer), and the efficiency of the 1x1
+//! convolution on a large layer compiled through the normal [`GpuModel`] path. Timed with
+//! timestamp queries (a compute pass with `timestamp_writes`), else the wall time of one
+//! submission; medians of several runs after warm-up.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use bytemuck::{Pod, Zeroable};
+use heimdall_ir::{ConvAttrs, DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
+use wgpu::util::DeviceExt;
+
+use crate::context::GpuContext;
+use crate::error::GpuError;
+use crate::model::{GpuModel, GpuOptions};
+use crate::precision::Precision;
+use crate::profile::TimingSource;
+
+const FMA_SOURCE: &str = include_str!("../../../shaders/probe_fma.wgsl");
+const COPY_SOURCE: &str = include_str!("../../../shaders/probe_copy.wgsl");
+
+/// FMAs per thread per loop turn of `probe_fma.wgsl` (8 vec4 chains unrolled by 4).
+const FMAS_PER_TURN: u64 = 8 * 4 * 4;
+/// Threads per work group of the probe kernels.
+const PROBE_WG: u64 = 64;
+
+/// A measured rate and how it was timed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    /// The rate (GFLOP/s or GB/s).
+    pub value: f64,
+    /// Median time of the measured dispatch.
+    pub time: Duration,
+    /// How it was timed.
+    pub source: TimingSource,
+}
+
+/// The 1x1 convolution benchmark: one CONV_2D 1x1 layer through [`GpuModel`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv1x1Bench {
+    /// `[H, W, C_in, C_out]` of the layer.
+    pub shape: [usize; 4],
+    /// Storage precision the layer ran in.
+    pub precision: Precision,
+    /// Median GPU time of the conv step.
+    pub time: Duration,
+    /// `2 * H * W * C_in * C_out` flops over the time.
+    pub gflops: f64,
+    /// How it was timed.
+    pub source: TimingSource,
+    /// The blocking the kernel was compiled with (pixels x slices per thread, work group).
+    pub blocking: String,
+}
+
+/// Everything the probe measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeReport {
+    /// The adapter.
+    pub device: String,
+    /// FP32 FMA rate in GFLOP/s (2 flops per FMA).
+    pub fma: Rate,
+    /// Copy bandwidth in GB/s (bytes read + bytes written).
+    pub copy: Rate,
+    /// The 1x1 convolution benchmark, one per precision measured.
+    pub conv1x1: Vec<Conv1x1Bench>,
+}
+
+impl ProbeReport {
+    /// A conv's throughput as a fraction of the measured FMA peak.
+    pub fn fraction_of_peak(&self, conv: &Conv1x1Bench) -> f64 {
+        conv.gflops / self.fma.value.max(f64::MIN_POSITIVE)
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GpuFmaParams {
+    iterations: u32,
+    b: f32,
+    c: f32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GpuCopyParams {
+    count: u32,
+    _pad: [u32; 3],
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// Splits `groups` into a 2-D grid within the device's per-dimension limit.
+fn fold(ctx: &GpuContext, groups: u64) -> Result<[u32; 2], GpuError> {
+    let max = u64::from(ctx.limits.max_compute_workgroups_per_dimension);
+    let y = groups.div_ceil(max);
+    if y > max {
+        return Err(GpuError::Unsupported(format!(
+            "{groups} work groups exceed the device's grid"
+        )));
+    }
+    Ok([groups.min(max) as u32, y as u32])
+}
+
+/// One compute pipeline and its bind group, timed `warmup + runs` times.
+struct Probe {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 2],
+}
+
+fn pipeline(ctx: &GpuContext, name: &str, source: &str) -> Result<wgpu::ComputePipeline, GpuError> {
+    crate::wgsl::validate(name, source, false)?;
+    let module = ctx
+        .device
+        .create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(name),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+    Ok(ctx
+        .device
+        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        }))
+}
+
+fn bind(
+    ctx: &GpuContext,
+    pipeline: &wgpu::ComputePipeline,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let layout = pipeline.get_bind_group_layout(0);
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("heimdall probe"),
+        layout: &layout,
+        entries: &entries,
+    })
+}
+
+fn wait(ctx: &GpuContext) -> Result<(), GpuError> {
+    ctx.device
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .map(|_| ())
+        .map_err(|e| GpuError::Wgpu(e.to_string()))
+}
+
+impl Probe {
+    /// Median time of the dispatch over `runs` runs after `warmup`.
+    fn time(
+        &self,
+        ctx: &GpuContext,
+        warmup: usize,
+        runs: usize,
+    ) -> Result<(Duration, TimingSource), GpuError> {
+        let device = &ctx.device;
+        let timestamps = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        let queries = timestamps.then(|| {
+            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("heimdall probe timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            });
+            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("heimdall probe resolve"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("heimdall probe staging"),
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (set, resolve, staging)
+        });
+        let period = f64::from(ctx.queue.get_timestamp_period());
+        let mut samples = Vec::with_capacity(runs);
+        for run in 0..warmup + runs {
+            let mut encoder = device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("heimdall probe"),
+                    timestamp_writes: queries.as_ref().map(|(set, _, _)| {
+                        wgpu::ComputePassTimestampWrites {
+                            query_set: set,
+                            beginning_of_pass_write_index: Some(0),
+                            end_of_pass_write_index: Some(1),
+                        }
+                    }),
+                });
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                pass.dispatch_workgroups(self.groups[0], self.groups[1], 1);
+            }
+            if let Some((set, resolve, staging)) = &queries {
+                encoder.resolve_query_set(set, 0..2, resolve, 0);
+                encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, 16);
+            }
+            wait(ctx)?;
+            let start = Instant::now();
+            ctx.queue.submit([encoder.finish()]);
+            let t = match &queries {
+                Some((_, _, staging)) => {
+                    let state = Arc::new(AtomicU8::new(0));
+                    let flag = state.clone();
+                    staging.map_async(wgpu::MapMode::Read, .., move |r| {
+                        flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+                    });
+                    let begin = Instant::now();
+                    while state.load(Ordering::SeqCst) == 0 {
+                        wait(ctx)?;
+                        if begin.elapsed() > Duration::from_secs(60) {
+                            return Err(GpuError::Readback("probe timestamps: no result".into()));
+                        }
+                    }
+                    if state.load(Ordering::SeqCst) != 1 {
+                        return Err(GpuError::Readback("mapping probe timestamps failed".into()));
+                    }
+                    let ticks: Vec<u64> = staging
+                        .get_mapped_range(..)
+                        .chunks_exact(8)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                        .collect();
+                    staging.unmap();
+                    Duration::from_nanos((ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64)
+                }
+                None => {
+                    wait(ctx)?;
+                    start.elapsed()
+                }
+            };
+            if run >= warmup {
+                samples.push(t);
+            }
+        }
+        let source = if timestamps {
+            TimingSource::Timestamps
+        } else {
+            TimingSource::Submissions
+        };
+        Ok((median(samples), source))
+    }
+}
+
+/// Runs `f` inside a validation error scope and turns a reported error into a [`GpuError`].
+fn scoped<T>(ctx: &GpuContext, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
+    let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let r = f();
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(GpuError::Wgpu(e.to_string()));
+    }
+    r
+}
+
+/// The FP32 FMA rate in GFLOP/s (2 flops per FMA). The grid fills the device (512k threads on
+/// GPUs, 4k on a CPU rasteriser), the chain length is calibrated so that a run takes about
+/// 10 ms, and about 300 ms of warm-up precede the 7 timed runs (median).
+pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
+    let groups: u64 = match ctx.info.device_type {
+        wgpu::DeviceType::Cpu => 64,
+        _ => 8192,
+    };
+    scoped(ctx, || {
+        let pipeline = pipeline(ctx, "probe_fma", FMA_SOURCE)?;
+        let sink = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("heimdall probe sink"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("heimdall probe params"),
+            size: std::mem::size_of::<GpuFmaParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let probe = Probe {
+            bind_group: bind(ctx, &pipeline, &[&params, &sink]),
+            pipeline,
+            groups: fold(ctx, groups)?,
+        };
+        let mut iterations: u32 = 16;
+        loop {
+            let p = GpuFmaParams {
+                iterations,
+                b: 0.999_9,
+                c: 1e-4,
+                _pad: 0,
+            };
+            ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&p));
+            let (t, _) = probe.time(ctx, 1, 3)?;
+            let secs = t.as_secs_f64();
+            // Calibrate: at least 5 ms per run, or the longest chain we allow.
+            if secs >= 5e-3 || iterations >= 1 << 20 {
+                // Then about 300 ms of warm-up, so that the clocks have ramped up (an idle GPU
+                // starts far below its boost clock), and the median of 7 runs.
+                let warmup = (0.3 / secs.max(1e-3)).ceil() as usize;
+                let (t, source) = probe.time(ctx, warmup, 7)?;
+                let secs = t.as_secs_f64();
+                let flops =
+                    2.0 * (groups * PROBE_WG * FMAS_PER_TURN) as f64 * f64::from(iterations);
+                return Ok(Rate {
+                    value: flops / secs.max(1e-9) / 1e9,
+                    time: t,
+                    source,
+                });
+            }
+            let scale = (10e-3 / secs.max(1e-6)).clamp(2.0, 64.0);
+            iterations = ((f64::from(iterations) * scale) as u32).min(1 << 20);
+        }
+    })
+}
+
+/// The copy bandwidth in GB/s: read and write of a 64 MiB buffer (or the largest the device
+/// binds), counting both.
+pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
+    let max = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
+    let bytes = (64u64 << 20).min(max) / 16 * 16;
+    let count = bytes / 16;
+    scoped(ctx, || {
+        let pipeline = pipeline(ctx, "probe_copy", COPY_SOURCE)?;
+        let make = |label| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let (src, dst) = (make("heimdall probe src"), make("heimdall probe dst"));
+        let p = GpuCopyParams {
+            count: u32::try_from(count)
+                .map_err(|_| GpuError::Unsupported("probe buffer too large".into()))?,
+            _pad: [0; 3],
+        };
+        let params = ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("heimdall probe params"),
+                contents: bytemuck::bytes_of(&p),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let probe = Probe {
+            bind_group: bind(ctx, &pipeline, &[&params, &src, &dst]),
+            pipeline,
+            groups: fold(ctx, count.div_ceil(PROBE_WG))?,
+        };
+        // Warm-up runs bring the clocks up (a copy takes well under a millisecond on a GPU).
+        let warmup = match ctx.info.device_type {
+            wgpu::DeviceType::Cpu => 2,
+            _ => 200,
+        };
+        let (t, source) = probe.time(ctx, warmup, 21)?;
+        Ok(Rate {
+            value: 2.0 * bytes as f64 / t.as_secs_f64().max(1e-9) / 1e9,
+            time: t,
+            source,
+        })
+    })
+}
+
+/// A graph of one CONV_2D 1x1 `[1, h, w, ci] -> [1, h, w, co]` with bias, followed by a ReLU
+/// producing the output (so the conv itself stores in the model's precision: ops producing
+/// graph outputs store f32).
+pub fn conv1x1_graph([h, w, ci, co]: [usize; 4]) -> Graph {
+    let values = |n: usize, seed: u32| -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) as f32
+                    / (1u32 << 24) as f32
+                    - 0.5
+            })
+            .map(|v| v * 0.1)
+            .collect()
+    };
+    let tensor = |name: &str, shape: Vec<usize>, constant: Option<Vec<f32>>| TensorInfo {
+        name: name.into(),
+        shape,
+        dtype: DType::F32,
+        constant: constant.map(heimdall_ir::Constant::dense),
+    };
+    let tensors = vec![
+        tensor("x", vec![1, h, w, ci], None),
+        tensor("w", vec![co, 1, 1, ci], Some(values(co * ci, 1))),
+        tensor("b", vec![co], Some(values(co, 2))),
+        tensor("conv", vec![1, h, w, co], None),
+        tensor("y", vec![1, h, w, co], None),
+    ];
+    let conv = Op::new(
+        OpKind::Conv2d(ConvAttrs {
+            stride: [1, 1],
+            dilation: [1, 1],
+            pad: Default::default(),
+        }),
+        vec![TensorId(0), TensorId(1), TensorId(2)],
+        vec![TensorId(3)],
+    );
+    let relu = Op::new(
+        OpKind::Unary(UnaryKind::Relu),
+        vec![TensorId(3)],
+        vec![TensorId(4)],
+    );
+    Graph {
+        name: format!("conv1x1_{h}x{w}x{ci}_{co}"),
+        tensors,
+        ops: vec![conv, relu],
+        inputs: vec![TensorId(0)],
+        outputs: vec![TensorId(4)],
+    }
+}
+
+/// Times the 1x1 convolution `shape` = `[H, W, C_in, C_out]` compiled through [`GpuModel`] in
+/// `precision` (median GPU time of its step over `runs` runs after as many warm-up runs).
+pub fn conv1x1(
+    ctx: &GpuContext,
+    shape: [usize; 4],
+    precision: Precision,
+    runs: usize,
+) -> Result<Conv1x1Bench, GpuError> {
+    let graph = conv1x1_graph(shape);
+    let model = GpuModel::compile(ctx, &graph, GpuOptions::new(precision))?;
+    let [h, w, ci, co] = shape;
+    let input: Vec<f32> = (0..h * w * ci)
+        .map(|i| ((i % 17) as f32 - 8.0) / 8.0)
+        .collect();
+    let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
+    let time = profile.steps[0];
+    let flops = 2.0 * (h * w * ci * co) as f64;
+    let blocking = crate::kernels::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
+    Ok(Conv1x1Bench {
+        shape,
+        precision: model.report().precision,
+        time,
+        gflops: flops / time.as_secs_f64().max(1e-9) / 1e9,
+        source: profile.source,
+        blocking,
+    })
+}
+
+/// The large layer of the efficiency target.
+pub const CONV1X1_SHAPE: [usize; 4] = [128, 128, 256, 256];
+
+/// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] in each
+/// of `precisions`.
+pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, GpuError> {
+    let fma = fma_rate(ctx)?;
+    let copy = copy_bandwidth(ctx)?;
+    let runs = match ctx.info.device_type {
+        wgpu::DeviceType::Cpu => 3,
+        _ => 20,
+    };
+    let conv1x1 = precisions
+        .iter()
+        .map(|&p| conv1x1(ctx, CONV1X1_SHAPE, p, runs))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ProbeReport {
+        device: ctx.describe(),
+        fma,
+        copy,
+        conv1x1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn probe_shaders_validate_with_naga() {
+        crate::wgsl::validate("probe_fma", super::FMA_SOURCE, false).unwrap();
+        crate::wgsl::validate("probe_copy", super::COPY_SOURCE, false).unwrap();
+    }
+
+    #[test]
+    fn conv1x1_graph_is_valid() {
+        let g = super::conv1x1_graph([5, 3, 7, 9]);
+        g.validate().unwrap();
+        assert_eq!(g.ops.len(), 2);
+    }
+}
