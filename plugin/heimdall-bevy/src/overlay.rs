@@ -152,7 +152,7 @@ fn update_text(
     let Ok(mut text) = text.single_mut() else {
         return;
     };
-    let hz = settings.frame_rate_hz(None);
+    let hz = stats.target_hz(&settings);
     let recent = &stats.frame_ms[stats.frame_ms.len().saturating_sub(hz as usize * 3)..];
     let frames = if recent.is_empty() {
         "frame: no frames yet".to_string()
@@ -193,7 +193,7 @@ fn update_strip(
     settings: Res<HeimdallSettings>,
     mut segments: Query<(&StripSegment, &mut Node, &mut BackgroundColor)>,
 ) {
-    let period = 1000.0 / settings.frame_rate_hz(None);
+    let period = 1000.0 / stats.target_hz(&settings);
     let px_per_ms = (STRIP_PX * 0.75) as f64 / period;
     let frames = &stats.gpu_frames[stats.gpu_frames.len().saturating_sub(COLUMNS)..];
     for (seg, mut node, mut color) in &mut segments {

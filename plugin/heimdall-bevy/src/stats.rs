@@ -37,6 +37,7 @@ pub struct HeimdallStats {
     last_frame: Option<std::time::Instant>,
     now_ms: f64,
     keys: std::collections::HashMap<Entity, String>,
+    target_hz: Option<f64>,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -108,6 +109,13 @@ impl HeimdallStats {
         }
     }
 
+    /// The frame rate the run targets: the settings' rate, or the primary monitor's refresh
+    /// rate for `FollowDisplay` once known.
+    pub fn target_hz(&self, settings: &HeimdallSettings) -> f64 {
+        self.target_hz
+            .unwrap_or_else(|| settings.frame_rate_hz(None))
+    }
+
     /// Mean fps and the lowest fps over any window of `window` consecutive frames
     /// (`window` = one second's worth at the target rate).
     pub fn fps(&self, skip: usize, window: usize) -> (f64, f64) {
@@ -126,7 +134,7 @@ impl HeimdallStats {
 
     /// The statistics as JSON: `skip` warm-up frames are left out of the frame figures.
     pub fn to_json(&self, settings: &HeimdallSettings, backend: &str, skip: usize) -> Value {
-        let hz = settings.frame_rate_hz(None);
+        let hz = self.target_hz(settings);
         let period = 1000.0 / hz;
         let (fps_mean, fps_min) = self.fps(skip, hz.round() as usize);
         let gpu: Vec<&FrameRecord> = self
@@ -191,7 +199,17 @@ impl HeimdallStats {
 }
 
 /// Records the wall-clock frame interval and the GPU frame records that arrived.
-pub(crate) fn record_frame(mut stats: ResMut<HeimdallStats>, shared: Res<HeimdallShared>) {
+pub(crate) fn record_frame(
+    mut stats: ResMut<HeimdallStats>,
+    shared: Res<HeimdallShared>,
+    settings: Res<HeimdallSettings>,
+    monitors: Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>,
+) {
+    let display = monitors
+        .iter()
+        .find_map(|m| m.refresh_rate_millihertz)
+        .map(|mhz| f64::from(mhz) / 1000.0);
+    stats.target_hz = Some(settings.frame_rate_hz(display));
     let now = std::time::Instant::now();
     if let Some(last) = stats.last_frame {
         stats.frame_ms.push((now - last).as_secs_f64() * 1e3);

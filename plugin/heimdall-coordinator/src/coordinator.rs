@@ -340,6 +340,23 @@ impl Coordinator {
         &mut self.timeline
     }
 
+    /// Changes the target frame rate (e.g. the display's refresh rate became known) and
+    /// re-partitions every model for the new budget. Rates that are not finite or ≤ 0 are ignored.
+    pub fn set_frame_rate(&mut self, hz: f64) {
+        if !(hz.is_finite() && hz > 0.0) {
+            return;
+        }
+        let period = 1000.0 / hz;
+        if (period - self.cfg.budget.frame_period_ms).abs() < 1e-9 {
+            return;
+        }
+        self.cfg.budget.frame_period_ms = period;
+        let b = self.cfg.budget;
+        for m in &mut self.models {
+            m.analysis.maybe_repartition(&b, 0.0, true);
+        }
+    }
+
     /// Folds a measured render time into the budget (EMA with the profiles' factor 0.1) and
     /// re-partitions every model if the budget moved by more than the drift threshold.
     pub fn observe_render(&mut self, render_ms: f64) {

@@ -395,3 +395,34 @@ proptest! {
         prop_assert!((dp - bf).abs() < 1e-6 || (dp.is_infinite() && bf.is_infinite()), "dp {} brute {}", dp, bf);
     }
 }
+
+/// A new frame rate (the display's, once known) changes the period and re-partitions: a model of
+/// ten 1 ms steps gets 3-step chunks in a 60 Hz budget (16.67 - 12 - 1 = 3.67 ms) and one chunk
+/// at 30 Hz (33.3 - 12 - 1 = 20.3 ms).
+#[test]
+fn set_frame_rate_repartitions_for_the_new_budget() {
+    use heimdall_coordinator::analyzer::{FrameBudget, ModelProfile, StepCost};
+    use heimdall_coordinator::{Coordinator, CoordinatorConfig, policy_by_name};
+    let budget = FrameBudget::new(60.0, 12.0, 1.0, 0.0);
+    let mut c = Coordinator::new(
+        CoordinatorConfig::new(budget),
+        policy_by_name("max_total_utility").unwrap(),
+    );
+    let steps = vec![StepCost::gpu_and_cpu(1.0, 5.0); 10];
+    let id = c.register_with_profile(
+        "m".into(),
+        ModelProfile::new("m", steps),
+        u(1.0, 0.0, 1.0),
+        None,
+    );
+    // 60 Hz: budget 3.67 ms -> chunks of 3 steps (4 chunks for 10 steps).
+    assert_eq!(c.status(id, 0.0).chunks, 4);
+    c.set_frame_rate(30.0);
+    assert!((c.config().budget.frame_period_ms - 1000.0 / 30.0).abs() < 1e-9);
+    // 30 Hz: budget 20.3 ms -> one chunk.
+    assert_eq!(c.status(id, 0.0).chunks, 1);
+    // Nonsense rates are ignored.
+    c.set_frame_rate(f64::NAN);
+    c.set_frame_rate(0.0);
+    assert!((c.config().budget.frame_period_ms - 1000.0 / 30.0).abs() < 1e-9);
+}

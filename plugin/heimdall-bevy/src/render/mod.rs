@@ -266,8 +266,13 @@ fn extract(
     models: Extract<Res<Assets<DnnModel>>>,
     frames: Extract<Query<(Entity, &CameraFrame)>>,
     requests: Extract<Res<RequestQueue>>,
+    monitors: Extract<Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>>,
     shared: Res<HeimdallShared>,
 ) {
+    ex.display_hz = monitors
+        .iter()
+        .find_map(|m| m.refresh_rate_millihertz)
+        .map(|mhz| f64::from(mhz) / 1000.0);
     ex.dnns.clear();
     for (e, d) in &dnns {
         let model = models.get(&d.model);
@@ -370,8 +375,9 @@ fn encode_frame(
             inst.pending = Some(r.crop);
         }
     }
-    let display_hz = ex.display_hz;
-    let hz = state.settings.frame_rate_hz(display_hz);
+    let hz = state.settings.frame_rate_hz(ex.display_hz);
+    // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
+    state.coordinator.set_frame_rate(hz);
     let mut preprocessed = false;
     let entities: Vec<Entity> = state.instances.keys().copied().collect();
     for e in entities {
