@@ -11,11 +11,11 @@
 
 mod common;
 
-use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu, run_gpu};
+use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu, run_gpu, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
 use heimdall_ir::{
-    BinaryFn, CoordMode, Epilogue, Graph, MathFn, NearestMode, Op, OpKind, PadMode, ReduceKind,
-    ResizeAttrs, ResizeMode, TensorId, TensorInfo,
+    BinaryFn, CoordMode, Epilogue, Graph, MathFn, NearestMode, OpKind, PadMode, ReduceKind,
+    ResizeAttrs, ResizeMode, TensorId,
 };
 use proptest::prelude::*;
 
@@ -66,30 +66,6 @@ impl Domain {
 /// L2 norm.
 fn norm(v: &[f32]) -> f64 {
     v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt()
-}
-
-/// The graph with two copies (`Reshape` to the same shape) after each output. The GPU backend
-/// keeps graph outputs, and every tensor the op producing one reads, in f32; without the copies
-/// a one-op graph would run its kernel in f32 in every precision. With them the kernel under test
-/// reads its inputs and writes its output in the model's precision (f16 or packed f16).
-fn with_trailer(mut g: Graph) -> Graph {
-    let outputs = std::mem::take(&mut g.outputs);
-    for t in outputs {
-        let mut last = t;
-        for k in 0..2 {
-            let info = g.tensor(last).clone();
-            g.tensors.push(TensorInfo {
-                name: format!("{}_copy{k}", info.name),
-                constant: None,
-                ..info
-            });
-            let next = TensorId(g.tensors.len() as u32 - 1);
-            g.ops.push(Op::new(OpKind::Reshape, vec![last], vec![next]));
-            last = next;
-        }
-        g.outputs.push(last);
-    }
-    g
 }
 
 /// Compares the GPU with the CPU backend in every precision, the kernel under test storing in
