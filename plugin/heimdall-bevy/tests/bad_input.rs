@@ -1,0 +1,129 @@
+//! Bad input gives a typed error and nothing else breaks: a truncated model file, a model the
+//! camera cannot feed, a missing model file and a DNN without a camera run beside a healthy DNN,
+//! which keeps delivering results.
+
+mod common;
+
+use bevy::asset::LoadState;
+use bevy::prelude::*;
+use heimdall_bevy::asset::{DnnModelSettings, import};
+use heimdall_bevy::prelude::*;
+use heimdall_ir::{DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
+
+#[test]
+fn truncated_and_garbage_model_bytes_are_typed_errors() {
+    let path = common::assets_dir().join("models/face_detection_short_range.tflite");
+    let bytes = std::fs::read(path).unwrap();
+    let settings = DnnModelSettings::default();
+    // (Not the last byte: a flatbuffer may end in padding, and then one byte less is still a
+    // valid file.)
+    for cut in [
+        0,
+        8,
+        100,
+        bytes.len() / 4,
+        bytes.len() / 2,
+        bytes.len() * 3 / 4,
+    ] {
+        let r = import(&bytes[..cut], "cut", Some("tflite".as_ref()), &settings);
+        assert!(r.is_err(), "a model cut at {cut} bytes loaded");
+    }
+    let r = import(&[0xAB; 4096], "garbage", Some("onnx".as_ref()), &settings);
+    assert!(r.is_err());
+    assert!(import(&bytes, "ok", Some("tflite".as_ref()), &settings).is_ok());
+}
+
+/// A graph whose input is not an image (`[1, 10]`).
+fn vector_graph() -> Graph {
+    let t = |name: &str| TensorInfo {
+        name: name.into(),
+        shape: vec![1, 10],
+        dtype: DType::F32,
+        constant: None,
+    };
+    Graph {
+        name: "vector".into(),
+        tensors: vec![t("x"), t("y")],
+        ops: vec![Op::new(
+            OpKind::Unary(UnaryKind::Relu),
+            vec![TensorId(0)],
+            vec![TensorId(1)],
+        )],
+        inputs: vec![TensorId(0)],
+        outputs: vec![TensorId(1)],
+    }
+}
+
+#[test]
+fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
+    let settings = HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(30.0),
+        precision: heimdall_gpu::Precision::F32,
+        force_cpu: common::skip_gpu(),
+        offload: false,
+        ..default()
+    };
+    let mut app = common::headless_app(settings);
+    app.init_resource::<common::Results>()
+        .add_systems(Update, common::collect_results);
+    let camera = app.world_mut().spawn(CameraSource::synthetic(64, 48)).id();
+    let no_camera = app.world_mut().spawn_empty().id();
+    let healthy_model = common::add_model(&mut app, common::identity_graph(48, 64));
+    let vector_model = common::add_model(&mut app, vector_graph());
+    let missing: Handle<DnnModel> = app
+        .world()
+        .resource::<AssetServer>()
+        .load("models/does_not_exist.tflite");
+    let healthy = app
+        .world_mut()
+        .spawn(Dnn::new(healthy_model.clone(), camera))
+        .id();
+    let not_an_image = app.world_mut().spawn(Dnn::new(vector_model, camera)).id();
+    let missing_file = app
+        .world_mut()
+        .spawn(Dnn::new(missing.clone(), camera))
+        .id();
+    let cameraless = app
+        .world_mut()
+        .spawn(Dnn::new(healthy_model, no_camera))
+        .id();
+
+    let start = std::time::Instant::now();
+    let healthy_results = |app: &App| {
+        app.world()
+            .resource::<common::Results>()
+            .0
+            .iter()
+            .filter(|r| r.entity == healthy)
+            .count()
+    };
+    while healthy_results(&app) < 5 && start.elapsed().as_secs() < 120 {
+        app.update();
+    }
+    assert!(
+        healthy_results(&app) >= 5,
+        "the healthy DNN stopped delivering"
+    );
+    let results = &app.world().resource::<common::Results>().0;
+    for bad in [not_an_image, missing_file, cameraless] {
+        assert!(
+            results.iter().all(|r| r.entity != bad),
+            "a broken DNN produced a result"
+        );
+    }
+    // The missing file is a failed asset load (a typed error in the asset server's log).
+    let state = app.world().resource::<AssetServer>().load_state(&missing);
+    assert!(matches!(state, LoadState::Failed(_)), "{state:?}");
+    // The model the camera cannot feed is marked failed with the reason.
+    let shared = app.world().resource::<HeimdallShared>().clone();
+    let status = shared
+        .statuses()
+        .into_iter()
+        .find(|(e, _, _)| *e == not_an_image)
+        .map(|(_, _, s)| s)
+        .unwrap_or_default();
+    assert!(
+        status.starts_with("failed") && status.contains("[1, H, W, C"),
+        "{status}"
+    );
+}
