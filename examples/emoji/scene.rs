@@ -384,7 +384,7 @@ fn setup(
                 camera_source,
             )
             .with_crop(InputCrop::Letterbox)
-            .with_normalization(Normalization::MINUS_ONE_ONE)
+            .with_normalization(Normalization::MINUS_ONE_TO_ONE)
             .with_decoder(Decoder::BlazeFace)
             .with_deadline(Duration::from_millis(100))
             .with_utility(UtilityParams::default()),
@@ -394,7 +394,7 @@ fn setup(
         .spawn(
             Dnn::new(assets.load("models/face_landmark.tflite"), camera_source)
                 .with_crop(InputCrop::FaceOf(detector))
-                .with_normalization(Normalization::ZERO_ONE)
+                .with_normalization(Normalization::ZERO_TO_ONE)
                 .with_decoder(Decoder::FaceMesh)
                 .with_deadline(Duration::from_millis(100)),
         )
@@ -405,7 +405,7 @@ fn setup(
                 assets.load("models/selfie_segmentation.tflite"),
                 camera_source,
             )
-            .with_normalization(Normalization::ZERO_ONE)
+            .with_normalization(Normalization::ZERO_TO_ONE)
             .with_decoder(Decoder::PersonMask)
             .with_deadline(Duration::from_millis(200)),
         )
@@ -416,7 +416,7 @@ fn setup(
                 assets.load("models/selfie_segmentation.tflite"),
                 camera_source,
             )
-            .with_normalization(Normalization::ZERO_ONE)
+            .with_normalization(Normalization::ZERO_TO_ONE)
             .with_deadline(Duration::from_millis(200)),
         );
     }

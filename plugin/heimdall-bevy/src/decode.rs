@@ -53,7 +53,9 @@ pub fn decode(
     match decoder {
         Decoder::Raw => Ok(Decoded::None),
         Decoder::BlazeFace => {
-            let d = BlazeFaceDecoder::short_range();
+            // The 896 anchors are generated once, not per inference.
+            static DECODER: std::sync::OnceLock<BlazeFaceDecoder> = std::sync::OnceLock::new();
+            let d = DECODER.get_or_init(BlazeFaceDecoder::short_range);
             let n = d.anchors().len();
             let regressors = output_of_len(outputs, n * 16)
                 .ok_or_else(|| missing("BlazeFace regressors", n * 16, outputs))?;

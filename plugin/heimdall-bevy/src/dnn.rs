@@ -10,27 +10,9 @@ use heimdall_coordinator::UtilityParams;
 use crate::asset::DnnModel;
 use crate::decode::Decoded;
 
-/// Per-channel normalisation of camera pixels (in `[0, 1]`): `x * scale + offset`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Normalization {
-    /// Multiplier.
-    pub scale: f32,
-    /// Offset added after scaling.
-    pub offset: f32,
-}
-
-impl Normalization {
-    /// `[0, 1]` pixels unchanged.
-    pub const ZERO_ONE: Self = Self {
-        scale: 1.0,
-        offset: 0.0,
-    };
-    /// `[-1, 1]` (MediaPipe's face models).
-    pub const MINUS_ONE_ONE: Self = Self {
-        scale: 2.0,
-        offset: -1.0,
-    };
-}
+/// Per-channel normalisation of camera pixels, the GPU preprocessing kernel's own type
+/// (`MINUS_ONE_TO_ONE`, `ZERO_TO_ONE`, `mean_std`): the CPU path applies the same.
+pub use heimdall_gpu::preprocess::Normalization;
 
 /// Which part of the camera frame feeds the model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -98,7 +80,7 @@ impl Dnn {
             model,
             source,
             crop: InputCrop::Full,
-            normalization: Normalization::ZERO_ONE,
+            normalization: Normalization::ZERO_TO_ONE,
             request: RequestMode::Continuous,
             deadline: None,
             utility: UtilityParams::default(),

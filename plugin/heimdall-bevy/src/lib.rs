@@ -16,7 +16,7 @@
 //!         .id();
 //!     commands.spawn(
 //!         Dnn::new(assets.load("models/face_detection_short_range.tflite"), camera)
-//!             .with_normalization(Normalization::MINUS_ONE_ONE)
+//!             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
 //!             .with_decoder(Decoder::BlazeFace),
 //!     );
 //! }

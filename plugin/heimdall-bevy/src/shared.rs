@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
-use heimdall_gpu::GpuContext;
 
 use crate::crop::Crop;
 use crate::decode::Decoded;
@@ -56,7 +55,6 @@ impl FrameRecord {
 struct Info {
     backend: String,
     adapter: Option<String>,
-    context: Option<GpuContext>,
     model_devices: Vec<wgpu::Device>,
     status: HashMap<Entity, (String, String)>,
     instances: std::collections::BTreeMap<u32, String>,
@@ -116,10 +114,6 @@ impl HeimdallShared {
         let mut i = self.info();
         i.backend = backend.into();
         i.adapter = adapter;
-    }
-
-    pub(crate) fn set_context(&self, ctx: GpuContext) {
-        self.info().context = Some(ctx);
     }
 
     pub(crate) fn record_model_device(&self, device: wgpu::Device) {

@@ -12,6 +12,17 @@ use crate::dnn::Backend;
 use crate::settings::HeimdallSettings;
 use crate::shared::{FrameRecord, HeimdallShared};
 
+/// Frames (and results per model) kept: ten minutes at 60 fps; older ones are dropped so that
+/// an app running for hours does not grow without bound.
+pub const MAX_HISTORY: usize = 36_000;
+
+/// Drops the oldest entries beyond `MAX_HISTORY` (in batches, so the cost is amortised).
+fn trim<T>(v: &mut Vec<T>) {
+    if v.len() > 2 * MAX_HISTORY {
+        v.drain(..v.len() - MAX_HISTORY);
+    }
+}
+
 /// One model's results.
 #[derive(Clone, Debug, Default)]
 pub struct ModelStats {
@@ -104,6 +115,9 @@ impl HeimdallStats {
         m.latencies_ms.push(latency.as_secs_f64() * 1e3);
         m.frame_indices.push(frame_index);
         m.arrivals_ms.push(self.now_ms);
+        trim(&mut m.latencies_ms);
+        trim(&mut m.frame_indices);
+        trim(&mut m.arrivals_ms);
         if backend == Backend::Cpu {
             m.cpu_results += 1;
         }
@@ -218,6 +232,8 @@ pub(crate) fn record_frame(
     stats.now_ms = shared.now_ms();
     let records = shared.0.frames.drain();
     stats.gpu_frames.extend(records);
+    trim(&mut stats.frame_ms);
+    trim(&mut stats.gpu_frames);
 }
 
 #[cfg(test)]
@@ -234,6 +250,14 @@ mod tests {
         let (mean, min) = s.fps(0, 5);
         assert!((mean - 1000.0 * 15.0 / 350.0).abs() < 1e-9);
         assert!((min - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut v: Vec<usize> = (0..2 * MAX_HISTORY + 1).collect();
+        trim(&mut v);
+        assert_eq!(v.len(), MAX_HISTORY);
+        assert_eq!(v[0], MAX_HISTORY + 1, "the oldest entries go");
     }
 
     #[test]

@@ -32,7 +32,7 @@ fn inference_runs_on_bevys_render_device() {
         .id();
     app.world_mut().spawn(
         Dnn::new(model, camera)
-            .with_normalization(Normalization::MINUS_ONE_ONE)
+            .with_normalization(Normalization::MINUS_ONE_TO_ONE)
             .with_decoder(Decoder::BlazeFace),
     );
     let start = std::time::Instant::now();

@@ -12,7 +12,7 @@ use bevy::render::texture::GpuImage;
 use bevy::tasks::{AsyncComputeTaskPool, Task, futures::check_ready};
 use heimdall_coordinator::{CpuWork, ModelProfile, StepCost, WorkId};
 use heimdall_cpu::{CpuModel, CpuOptions};
-use heimdall_gpu::preprocess::{Normalization as GpuNorm, Preprocessor};
+use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Placement, Precision};
 
 use super::{BackendMode, Extracted, HeimdallRender, request_of};
@@ -117,13 +117,6 @@ pub(crate) struct CpuDone {
     pub error: Option<String>,
 }
 
-fn gpu_norm(n: &Normalization) -> GpuNorm {
-    GpuNorm {
-        scale: [n.scale; 4],
-        offset: [n.offset; 4],
-    }
-}
-
 /// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs.
 fn compile(
     graph: Arc<heimdall_ir::Graph>,
@@ -161,7 +154,7 @@ fn compile(
         Some(ctx) => {
             let model = GpuModel::compile(&ctx, &graph, GpuOptions::new(precision))
                 .map_err(|e| e.to_string())?;
-            let pre = Preprocessor::new(&model, 0, gpu_norm(&norm)).map_err(|e| e.to_string())?;
+            let pre = Preprocessor::new(&model, 0, norm).map_err(|e| e.to_string())?;
             let refs: Vec<&[f32]> = zeros.iter().map(Vec::as_slice).collect();
             // Warms every pipeline and measures the steps (median of 5 after 2 warm-ups).
             let profile = model.profile(&refs, 2, 5).map_err(|e| e.to_string())?;
@@ -538,7 +531,7 @@ impl HeimdallRender {
         let pixels = job.pixels.clone();
         let size = job.frame_size;
         let crop = job.crop.to_gpu();
-        let norm = gpu_norm(&inst.normalization);
+        let norm = inst.normalization;
         let ops = start_op..work.ops.end;
         let last = work.ops.end == c.steps;
         let tx = self.cpu_done.sender();

@@ -192,7 +192,6 @@ fn make_state(
                     shared.set_backend("gpu", Some(ctx.describe()));
                     let timer = FrameTimer::new(&ctx.device, &ctx.queue);
                     world.insert_resource(FrameTimerRes(timer));
-                    shared.set_context(ctx.clone());
                     BackendMode::Gpu(Box::new(ctx))
                 }
             }

@@ -65,7 +65,6 @@ impl FrameMarks {
 
 /// Timestamp ring for frames.
 pub struct FrameTimer {
-    device: wgpu::Device,
     slots: Vec<Slot>,
     current: Option<usize>,
     next: usize,
@@ -107,7 +106,6 @@ impl FrameTimer {
             })
             .collect();
         Some(FrameTimer {
-            device: device.clone(),
             slots,
             current: None,
             next: 0,
@@ -211,10 +209,5 @@ impl FrameTimer {
         }
         out.sort_by_key(|f| f.frame);
         out
-    }
-
-    /// The device (for polling).
-    pub fn device(&self) -> &wgpu::Device {
-        &self.device
     }
 }
