@@ -177,26 +177,8 @@ impl Probe {
     ) -> Result<(Duration, TimingSource), GpuError> {
         let device = &ctx.device;
         let timestamps = ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
-        let queries = timestamps.then(|| {
-            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("heimdall probe timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            });
-            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("heimdall probe resolve"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let staging = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("heimdall probe staging"),
-                size: 16,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            (set, resolve, staging)
-        });
+        let queries = timestamps
+            .then(|| crate::profile::timestamp_buffers(device, 2, "heimdall probe timestamps"));
         let period = f64::from(ctx.queue.get_timestamp_period());
         let mut samples = Vec::with_capacity(runs);
         for run in 0..warmup + runs {

@@ -43,6 +43,34 @@ impl StepProfile {
     }
 }
 
+/// A timestamp query set of `count` queries with its resolve buffer and a mappable staging
+/// buffer of the same size (8 bytes per query): what every GPU timing here needs.
+pub fn timestamp_buffers(
+    device: &wgpu::Device,
+    count: u32,
+    label: &str,
+) -> (wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer) {
+    let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: Some(label),
+        ty: wgpu::QueryType::Timestamp,
+        count,
+    });
+    let size = 8 * u64::from(count);
+    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    (set, resolve, staging)
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or_default()
@@ -63,27 +91,8 @@ impl GpuModel {
             && 2 * n <= wgpu::QUERY_SET_MAX_QUERIES as usize;
         let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); n];
         let device = &self.ctx.device;
-        let queries = timestamps.then(|| {
-            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("heimdall step timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2 * n as u32,
-            });
-            let size = 16 * n as u64;
-            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("heimdall timestamps resolve"),
-                size,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let staging = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("heimdall timestamps staging"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            (set, resolve, staging)
-        });
+        let queries =
+            timestamps.then(|| timestamp_buffers(device, 2 * n as u32, "heimdall step timestamps"));
         let period = f64::from(self.ctx.queue.get_timestamp_period());
         for run in 0..warmup + runs {
             for (i, x) in inputs.iter().enumerate() {
@@ -224,24 +233,8 @@ impl GpuModel {
         }
         let device = &self.ctx.device;
         let count = 2 * ranges.len().max(1) as u32;
-        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
-            label: Some("heimdall run timestamps"),
-            ty: wgpu::QueryType::Timestamp,
-            count,
-        });
+        let (set, resolve, staging) = timestamp_buffers(device, count, "heimdall run timestamps");
         let size = 8 * u64::from(count);
-        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("heimdall run timestamps resolve"),
-            size,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("heimdall run timestamps staging"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
         let period = f64::from(self.ctx.queue.get_timestamp_period());
         let mut samples = Vec::with_capacity(runs);
         for run in 0..warmup + runs {

@@ -82,27 +82,20 @@ impl FrameTimer {
         }
         let capacity = 128u32;
         let slots = (0..4)
-            .map(|i| Slot {
-                set: device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("heimdall frame timestamps"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: capacity,
-                }),
-                resolve: device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("heimdall timestamps resolve"),
-                    size: u64::from(capacity) * 8,
-                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                }),
-                staging: device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("heimdall timestamps staging"),
-                    size: u64::from(capacity) * 8,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }),
-                marks: Vec::new(),
-                frame: i,
-                state: Arc::new(AtomicU8::new(IDLE)),
+            .map(|i| {
+                let (set, resolve, staging) = heimdall_gpu::profile::timestamp_buffers(
+                    device,
+                    capacity,
+                    "heimdall frame timestamps",
+                );
+                Slot {
+                    set,
+                    resolve,
+                    staging,
+                    marks: Vec::new(),
+                    frame: i,
+                    state: Arc::new(AtomicU8::new(IDLE)),
+                }
             })
             .collect();
         Some(FrameTimer {
