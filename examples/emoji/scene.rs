@@ -16,6 +16,7 @@ use bevy::shader::ShaderRef;
 use bevy::sprite_render::{Material2d, Material2dPlugin};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
+use heimdall_bevy::camera::ClipSource;
 use heimdall_bevy::overlay::OverlayPlugin;
 use heimdall_bevy::prelude::*;
 use serde_json::json;
@@ -293,11 +294,14 @@ fn camera_source(args: &EmojiArgs) -> (CameraSource, Option<heimdall_vision::Cli
     if args.webcam {
         warn!("built without the `webcam` feature; using the bundled clip");
     }
-    let clip = heimdall_vision::Clip::load(&clip_dir).ok();
-    match CameraSource::clip(&clip_dir, FramePacing::EveryUpdate) {
-        Ok(source) => (source, clip),
+    // One load of the clip: the source plays it, the stats read its ground truth.
+    match heimdall_vision::Clip::load(&clip_dir) {
+        Ok(clip) => (
+            CameraSource::new(ClipSource::new(clip.clone()), FramePacing::EveryUpdate),
+            Some(clip),
+        ),
         Err(e) => {
-            warn!("{e}; using the synthetic source");
+            warn!("{}: {e}; using the synthetic source", clip_dir.display());
             (CameraSource::synthetic(args.width, args.height), None)
         }
     }

@@ -245,7 +245,12 @@ impl ClipSource {
             what: dir.display().to_string(),
             message: e.to_string(),
         })?;
-        Ok(ClipSource { clip, next: 0 })
+        Ok(Self::new(clip))
+    }
+
+    /// Plays an already loaded clip from its first frame.
+    pub fn new(clip: heimdall_vision::Clip) -> Self {
+        ClipSource { clip, next: 0 }
     }
 
     /// The clip.
