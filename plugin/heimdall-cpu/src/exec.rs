@@ -408,6 +408,19 @@ impl CpuModel {
             .map(|l| self.view(l))
     }
 
+    /// Overwrites an activation in the arena (for experiments such as emulating a lower
+    /// storage precision between ops). Constants cannot be changed: `None` for them, for
+    /// tensors without storage and for a length mismatch.
+    pub fn set_tensor(&mut self, id: TensorId, data: &[f32]) -> Option<()> {
+        match self.locs.get(id.index()).copied().flatten()? {
+            Loc::Arena { offset, len } if len == data.len() => {
+                self.arena[offset..offset + len].copy_from_slice(data);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
     fn view(&self, loc: Loc) -> &[f32] {
         match loc {
             Loc::Arena { offset, len } => &self.arena[offset..offset + len],

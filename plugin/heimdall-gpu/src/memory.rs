@@ -4,11 +4,24 @@
 
 use heimdall_ir::Graph;
 
+/// Where an aliased tensor lives: inside the slot of tensor `root`, `offset` bytes in (a reshape
+/// that keeps the bytes at offset 0; an input of a free concatenation at its channel slices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alias {
+    /// The tensor owning the slot (itself not an alias).
+    pub root: usize,
+    /// Byte offset of the aliased tensor within the root's slot.
+    pub offset: u64,
+}
+
 /// Slot assignment of the activations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryPlan {
     /// Slot of each tensor (`None` for constants and tensors no op touches).
     pub slot_of: Vec<Option<usize>>,
+    /// The byte range `(offset, size)` of each aliased tensor within its slot (`None` for the
+    /// tensors owning their slot, which are bound whole).
+    pub view_of: Vec<Option<(u64, u64)>>,
     /// Size in bytes of each slot (the largest tensor it holds, 16-byte aligned).
     pub slot_bytes: Vec<u64>,
     /// Sum of all planned tensors' bytes (what no reuse would need).
@@ -30,10 +43,12 @@ pub fn plan(graph: &Graph, bytes: &[u64]) -> MemoryPlan {
     plan_with_aliases(graph, bytes, &vec![None; graph.tensors.len()])
 }
 
-/// Like [`plan`], with aliases: `alias[t] = Some(r)` makes tensor `t` share the slot of tensor
-/// `r` (a reshape that keeps the bytes, see `GpuModel::compile`), whose lifetime is extended to
-/// cover `t`'s. `r` must itself not be an alias, and must be planned (not a constant).
-pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<usize>]) -> MemoryPlan {
+/// Like [`plan`], with aliases: `alias[t] = Some(a)` places tensor `t` inside the slot of tensor
+/// `a.root` at byte `a.offset` (see `GpuModel::compile`). The root's lifetime is extended to
+/// cover every alias's (it is born with its first-written alias: the first producer of a free
+/// concatenation's inputs) and its slot to hold every alias's byte range. `a.root` must itself
+/// not be an alias, and must be planned (not a constant).
+pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<Alias>]) -> MemoryPlan {
     let n = graph.tensors.len();
     let end = graph.ops.len() + 1;
     let mut first: Vec<Option<usize>> = vec![None; n];
@@ -55,9 +70,17 @@ pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<usize>]) 
         last[o.index()] = end;
     }
     let alias_of = |i: usize| alias.get(i).copied().flatten();
+    // Bytes each root's slot must hold: its own, and every alias's range.
+    let mut need: Vec<u64> = bytes.to_vec();
     for i in 0..n {
-        if let Some(r) = alias_of(i) {
+        if let Some(a) = alias_of(i)
+            && first[i].is_some()
+        {
+            let r = a.root;
             last[r] = last[r].max(last[i]);
+            let fi = first[i].unwrap_or(0);
+            first[r] = Some(first[r].map_or(fi, |f| f.min(fi)));
+            need[r] = need[r].max(a.offset + bytes[i]);
         }
     }
     let mut order: Vec<usize> = (0..n)
@@ -67,11 +90,12 @@ pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<usize>]) 
         .collect();
     order.sort_by_key(|&i| (first[i], i));
     let mut slot_of = vec![None; n];
+    let mut view_of = vec![None; n];
     let mut slot_bytes: Vec<u64> = Vec::new();
     let mut busy_until: Vec<usize> = Vec::new();
     let mut total_bytes = 0;
     for i in order {
-        let (f, size) = (first[i].unwrap_or(0), bytes[i].next_multiple_of(16).max(16));
+        let (f, size) = (first[i].unwrap_or(0), need[i].next_multiple_of(16).max(16));
         total_bytes += bytes[i];
         let free = (0..slot_bytes.len()).filter(|&s| busy_until[s] < f);
         let fit = free
@@ -93,15 +117,17 @@ pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<usize>]) 
         slot_of[i] = Some(slot);
     }
     for i in 0..n {
-        if let Some(r) = alias_of(i)
+        if let Some(a) = alias_of(i)
             && first[i].is_some()
         {
-            slot_of[i] = slot_of[r];
+            slot_of[i] = slot_of[a.root];
+            view_of[i] = Some((a.offset, bytes[i]));
             total_bytes += bytes[i];
         }
     }
     MemoryPlan {
         slot_of,
+        view_of,
         slot_bytes,
         total_bytes,
     }
@@ -148,11 +174,106 @@ mod tests {
         // Tensor 2 an alias of tensor 1: they share a slot, and tensor 1 stays alive until
         // tensor 2's reader (op 2), so tensor 3 (written by op 2) cannot take that slot.
         let mut alias = vec![None; 5];
-        alias[2] = Some(1);
+        alias[2] = Some(Alias { root: 1, offset: 0 });
         let p = plan_with_aliases(&g, &[32; 5], &alias);
         assert_eq!(p.slot_of[2], p.slot_of[1]);
         assert_ne!(p.slot_of[3], p.slot_of[1]);
         assert_ne!(p.slot_of[3], p.slot_of[2]);
         assert_eq!(p.total_bytes, 160);
+        assert_eq!(p.view_of[2], Some((0, 32)));
+        assert_eq!(p.view_of[1], None);
+    }
+
+    /// x -> u -> a and x -> v -> b, c = concat(a, b) (both in c's slot), d = relu(c):
+    /// tensor k+1 is written by op k.
+    fn concat_graph() -> Graph {
+        let shapes = [4, 4, 4, 4, 4, 8, 8];
+        let tensors = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| TensorInfo {
+                name: format!("t{i}"),
+                shape: vec![1, 1, 2, c],
+                dtype: DType::F32,
+                constant: None,
+            })
+            .collect();
+        let relu = |x: u32, y: u32| {
+            Op::new(
+                OpKind::Unary(UnaryKind::Relu),
+                vec![TensorId(x)],
+                vec![TensorId(y)],
+            )
+        };
+        Graph {
+            name: "concat".into(),
+            tensors,
+            ops: vec![
+                relu(0, 1),
+                relu(1, 2),
+                relu(0, 3),
+                relu(3, 4),
+                Op::new(
+                    OpKind::Concatenation { axis: 3 },
+                    vec![TensorId(2), TensorId(4)],
+                    vec![TensorId(5)],
+                ),
+                relu(5, 6),
+            ],
+            inputs: vec![TensorId(0)],
+            outputs: vec![TensorId(6)],
+        }
+    }
+
+    #[test]
+    fn concat_inputs_live_in_the_outputs_slot_from_their_first_producer() {
+        let g = concat_graph();
+        let bytes = [32, 32, 32, 32, 32, 64, 64];
+        let mut alias = vec![None; 7];
+        alias[2] = Some(Alias { root: 5, offset: 0 });
+        alias[4] = Some(Alias {
+            root: 5,
+            offset: 32,
+        });
+        let p = plan_with_aliases(&g, &bytes, &alias);
+        let c = p.slot_of[5].unwrap();
+        assert_eq!(p.slot_of[2], Some(c));
+        assert_eq!(p.slot_of[4], Some(c));
+        assert_eq!(p.view_of[2], Some((0, 32)));
+        assert_eq!(p.view_of[4], Some((32, 32)));
+        assert_eq!(p.view_of[5], None);
+        assert!(p.slot_bytes[c] >= 64);
+        // c is born when a is written (op 1): x (read by op 2), u (read by op 1), v (alive
+        // over ops 2-3) and d (written while c is read) all overlap it.
+        for t in [0, 1, 3, 6] {
+            assert_ne!(p.slot_of[t], Some(c), "tensor {t} shares the concat's slot");
+        }
+        // Every tensor counted once in the sum, aliases included.
+        assert_eq!(p.total_bytes, bytes.iter().sum::<u64>());
+        assert!(p.peak_bytes() < p.total_bytes);
+        // Without the aliases c is born at its own op (4) and reuses v's slot (v is dead by
+        // then): the aliases are what keep the slot busy from op 1.
+        let q = plan(&g, &bytes);
+        assert!(q.view_of.iter().all(Option::is_none));
+        assert_eq!(q.slot_of[5], q.slot_of[3]);
+    }
+
+    #[test]
+    fn an_alias_range_past_the_roots_bytes_grows_its_slot() {
+        let g = concat_graph();
+        let bytes = [32, 32, 32, 32, 32, 64, 64];
+        let mut alias = vec![None; 7];
+        alias[4] = Some(Alias {
+            root: 5,
+            offset: 56,
+        });
+        let p = plan_with_aliases(&g, &bytes, &alias);
+        let c = p.slot_of[5].unwrap();
+        assert_eq!(p.slot_bytes[c], 96);
+        assert_eq!(p.view_of[4], Some((56, 32)));
+        // b is written at op 3, before c's own op: the slot is busy from then, so neither v
+        // (read by op 3) nor a (read by op 4) shares it; x (dead after op 2) may.
+        assert_ne!(p.slot_of[3], Some(c));
+        assert_ne!(p.slot_of[2], Some(c));
     }
 }

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use heimdall_ir::{Graph, OpKind};
 use wgpu::util::DeviceExt;
 
-use crate::context::GpuContext;
+use crate::context::{GpuContext, Tuning};
 use crate::cpu_step::CpuStep;
 use crate::error::GpuError;
 use crate::kernels::{self, ConstBuffer, Dispatch, OpContext, Operand};
 use crate::layout::Phwc4;
-use crate::memory::{self, MemoryPlan};
+use crate::memory::{self, Alias, MemoryPlan};
 use crate::plan::{Placement, placement};
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
@@ -37,6 +37,9 @@ pub struct GpuOptions {
     /// written back after compiling, so the driver's shader compilation is skipped next time.
     /// Without the feature the option is ignored. `None`: no pipeline cache.
     pub pipeline_cache: Option<PathBuf>,
+    /// How kernels are blocked: `None` for the device's own choice ([`GpuContext::tuning`]);
+    /// a modified copy of it for experiments and for tests that force a kernel variant.
+    pub tuning: Option<Tuning>,
 }
 
 impl GpuOptions {
@@ -46,6 +49,7 @@ impl GpuOptions {
             precision,
             overrides: Vec::new(),
             pipeline_cache: None,
+            tuning: None,
         }
     }
 
@@ -53,6 +57,12 @@ impl GpuOptions {
     /// [`GpuOptions::pipeline_cache`]).
     pub fn with_pipeline_cache(mut self, path: impl Into<PathBuf>) -> Self {
         self.pipeline_cache = Some(path.into());
+        self
+    }
+
+    /// These options with kernels blocked by `tuning` instead of the device's own choice.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
         self
     }
 }
@@ -88,6 +98,9 @@ pub struct CompileReport {
     pub pipelines: usize,
     /// Compute dispatches of a whole run.
     pub dispatches: usize,
+    /// Concatenations with no dispatch: their inputs' producers write straight into their part
+    /// of the output (its channel slices, or rows of a one-slice tensor).
+    pub free_concats: usize,
     /// Bytes of the activation slots (peak activation memory).
     pub peak_bytes: u64,
     /// Sum of the bytes of every activation tensor (what no reuse would need).
@@ -153,6 +166,10 @@ fn op_precisions(graph: &Graph, options: &GpuOptions, f16: bool) -> Vec<Precisio
 /// Storage precision of every tensor: its producer's (graph inputs: f32 if an f32 op reads
 /// them, else the model's), except f32 for
 /// - the outputs of average pools and means (overflow-prone sums in f16),
+/// - the 4×4 matrices of the MediaPipe custom ops (outputs of `Landmarks2TransformMatrix`, matrix
+///   inputs of `TransformTensorBilinear` and `TransformLandmarks`): their translation column is
+///   in source pixels (about 100 in face_landmark_with_attention), where an f16 rounding moves
+///   every sample and landmark by up to 1/32 pixel; 64 bytes each,
 /// - graph outputs, and the tensors read by the ops that produce them: output heads turn small
 ///   activations into large logits (pose_landmark_full's segmentation reaches -1710), so an f16
 ///   rounding of their inputs is amplified straight into the result.
@@ -179,6 +196,20 @@ fn tensor_precisions(graph: &Graph, model: Precision, ops: &[Precision]) -> Vec<
         }
     }
     for op in &graph.ops {
+        let matrices = match op.kind {
+            OpKind::Landmarks2TransformMatrix(_) => op.outputs.as_slice(),
+            OpKind::TransformTensorBilinear(_) | OpKind::TransformLandmarks(_) => {
+                op.inputs.get(1..2).unwrap_or_default()
+            }
+            _ => &[],
+        };
+        for m in matrices {
+            if graph.tensor(*m).constant.is_none() {
+                out[m.index()] = Precision::F32;
+            }
+        }
+    }
+    for op in &graph.ops {
         if op.outputs.iter().any(|o| graph.outputs.contains(o)) {
             for t in op.reads() {
                 if graph.tensor(t).constant.is_none() {
@@ -193,17 +224,37 @@ fn tensor_precisions(graph: &Graph, model: Precision, ops: &[Precision]) -> Vec<
     out
 }
 
-/// Reshapes that need no copy: a GPU RESHAPE whose input is an activation of the same storage
-/// precision, channel count and pixel count as its output has the same PHWC4 bytes (pixels stay
-/// in row-major order within each slice), so its output aliases the input's slot
-/// (`alias[output] = Some(root)`, the root being the first tensor of a chain of such reshapes).
-fn reshape_aliases(
+/// Tensors stored inside another tensor's slot, and the ops that need no dispatch for it.
+#[derive(Debug, PartialEq, Eq)]
+struct SlotAliases {
+    /// Where each tensor lives when it is inside another tensor's slot.
+    alias: Vec<Option<Alias>>,
+    /// Ops with no dispatch: aliased reshapes and free concatenations.
+    free: Vec<bool>,
+}
+
+/// Copies that need no dispatch.
+/// - Reshapes: a GPU RESHAPE whose input is an activation of the same storage precision,
+///   channel count and pixel count as its output has the same PHWC4 bytes (pixels stay in
+///   row-major order within each slice), so its output aliases the input's slot at offset 0 (the
+///   root being the first tensor of a chain of such reshapes).
+/// - Concatenations on the channel axis (the last): channel slices `[s0, s0 + k)` of a PHWC4
+///   tensor are the contiguous bytes from vec4 `s0 * H * W`, so each input can be written by its
+///   producer straight into its slices of the output's slot (as TFLite's GPU delegate does); the
+///   same holds for rows (or pixels of one row) of a one-slice tensor. See
+///   [`free_concat_offsets`] for when.
+///
+/// `align` is the device's `min_storage_buffer_offset_alignment` (binding offsets must be
+/// multiples of it).
+fn slot_aliases(
     graph: &Graph,
     placement: &[Placement],
     precisions: &[Precision],
-) -> Vec<Option<usize>> {
-    let mut alias: Vec<Option<usize>> = vec![None; graph.tensors.len()];
-    for (op, p) in graph.ops.iter().zip(placement) {
+    align: u64,
+) -> SlotAliases {
+    let mut alias: Vec<Option<Alias>> = vec![None; graph.tensors.len()];
+    let mut free = vec![false; graph.ops.len()];
+    for (k, (op, p)) in graph.ops.iter().zip(placement).enumerate() {
         let (OpKind::Reshape, Placement::Gpu, [x, ..], [y]) =
             (&op.kind, p, op.inputs.as_slice(), op.outputs.as_slice())
         else {
@@ -212,6 +263,7 @@ fn reshape_aliases(
         if graph.tensor(*x).constant.is_some()
             || graph.inputs.contains(y)
             || precisions[x.index()] != precisions[y.index()]
+            || !op.epilogue.is_identity()
         {
             continue;
         }
@@ -222,10 +274,136 @@ fn reshape_aliases(
             continue;
         };
         if gx.c == gy.c && gx.h * gx.w == gy.h * gy.w {
-            alias[y.index()] = Some(alias[x.index()].unwrap_or(x.index()));
+            let root = alias[x.index()].map_or(x.index(), |a| a.root);
+            alias[y.index()] = Some(Alias { root, offset: 0 });
+            free[k] = true;
         }
     }
-    alias
+    let mut readers = vec![0usize; graph.tensors.len()];
+    let mut producer: Vec<Option<usize>> = vec![None; graph.tensors.len()];
+    for (k, op) in graph.ops.iter().enumerate() {
+        for t in op.reads() {
+            readers[t.index()] += 1;
+        }
+        for o in &op.outputs {
+            producer[o.index()] = Some(k);
+        }
+    }
+    let mut is_root = vec![false; graph.tensors.len()];
+    for a in alias.iter().flatten() {
+        is_root[a.root] = true;
+    }
+    for (k, op) in graph.ops.iter().enumerate() {
+        let ctx = ConcatContext {
+            graph,
+            placement,
+            precisions,
+            align,
+            readers: &readers,
+            producer: &producer,
+            alias: &alias,
+            is_root: &is_root,
+        };
+        if let Some(offsets) = free_concat_offsets(&ctx, k) {
+            let y = op.outputs[0].index();
+            for (x, offset) in op.inputs.iter().zip(offsets) {
+                alias[x.index()] = Some(Alias { root: y, offset });
+            }
+            is_root[y] = true;
+            free[k] = true;
+        }
+    }
+    SlotAliases { alias, free }
+}
+
+/// What [`free_concat_offsets`] looks at.
+struct ConcatContext<'a> {
+    graph: &'a Graph,
+    placement: &'a [Placement],
+    precisions: &'a [Precision],
+    align: u64,
+    /// How many times each tensor is read by any op (epilogues included).
+    readers: &'a [usize],
+    /// The op defining each tensor.
+    producer: &'a [Option<usize>],
+    alias: &'a [Option<Alias>],
+    /// Whether some tensor aliases each tensor.
+    is_root: &'a [bool],
+}
+
+/// The byte offset of each input of op `k` in its output's slot, if op `k` is a GPU
+/// concatenation that can be free: with no epilogue, its output not a graph input, its inputs
+/// contiguous byte ranges of the output (the channel axis; or, when the output has one slice
+/// (C ≤ 4), the height axis, or the width axis of a one-row tensor: the detectors' anchor
+/// concatenations), and every input
+/// - an activation written by a GPU op with one output (not a graph input, a constant or the
+///   output of a CPU step), and not a graph output,
+/// - read by nothing but this concatenation, and only once,
+/// - of the output's storage precision, neither an alias nor aliased,
+/// - on the channel axis, a whole number of slices (`C % 4 == 0`) unless it is the last (its
+///   padding lanes are the output's),
+/// - at an offset that is a multiple of `align`.
+fn free_concat_offsets(ctx: &ConcatContext, k: usize) -> Option<Vec<u64>> {
+    let graph = ctx.graph;
+    let op = &graph.ops[k];
+    let (OpKind::Concatenation { axis }, Placement::Gpu, [y]) =
+        (&op.kind, ctx.placement[k], op.outputs.as_slice())
+    else {
+        return None;
+    };
+    let y_info = graph.tensor(*y);
+    if *axis >= y_info.shape.len()
+        || !op.epilogue.is_identity()
+        || graph.inputs.contains(y)
+        || y_info.constant.is_some()
+        || ctx.alias[y.index()].is_some()
+    {
+        return None;
+    }
+    let gy = Phwc4::of(&y_info.shape).ok()?;
+    // The axis in NHWC (shapes are right-aligned). Each input is then a block of whole vec4s
+    // starting where the previous one ends: slices on C; rows of the one slice on H; pixels of
+    // the one row and slice on W.
+    let channels = axis + 1 == y_info.shape.len();
+    let contiguous = match axis + 4 - y_info.shape.len() {
+        3 => true,
+        1 => gy.slices() == 1,
+        2 => gy.slices() == 1 && gy.h == 1,
+        _ => false,
+    };
+    if !contiguous {
+        return None;
+    }
+    let precision = ctx.precisions[y.index()];
+    let vec4_bytes = 4 * precision.bytes_per_value() as u64;
+    let mut start = 0usize;
+    let mut offsets = Vec::with_capacity(op.inputs.len());
+    for (j, x) in op.inputs.iter().enumerate() {
+        let i = x.index();
+        let info = graph.tensor(*x);
+        let produced_by_gpu = ctx.producer[i]
+            .is_some_and(|p| ctx.placement[p] == Placement::Gpu && graph.ops[p].outputs.len() == 1);
+        let gx = Phwc4::of(&info.shape).ok()?;
+        let offset = start as u64 * vec4_bytes;
+        let ok = produced_by_gpu
+            && info.constant.is_none()
+            && !graph.inputs.contains(x)
+            && !graph.outputs.contains(x)
+            && op.inputs.iter().filter(|&t| t == x).count() == 1
+            && ctx.readers[i] == 1
+            && ctx.precisions[i] == precision
+            && ctx.alias[i].is_none()
+            && !ctx.is_root[i]
+            && info.numel() > 0
+            && (!channels || j + 1 == op.inputs.len() || gx.c.is_multiple_of(4))
+            && offset.is_multiple_of(ctx.align.max(1));
+        if !ok {
+            return None;
+        }
+        offsets.push(offset);
+        start += gx.vec4s();
+    }
+    (start == gy.vec4s()).then_some(offsets)
 }
 
 /// Splits `groups` work groups into a 2-D grid with no dimension above `max`.
@@ -261,14 +439,19 @@ impl GpuModel {
                 bytes[i] = (g.stored_values() * precisions[i].bytes_per_value()) as u64;
             }
         }
-        let alias = reshape_aliases(graph, &placement, &precisions);
-        let mem = memory::plan_with_aliases(graph, &bytes, &alias);
+        let aliases = slot_aliases(
+            graph,
+            &placement,
+            &precisions,
+            u64::from(ctx.limits.min_storage_buffer_offset_alignment),
+        );
+        let mem = memory::plan_with_aliases(graph, &bytes, &aliases.alias);
         let mut consts: Vec<ConstBuffer> = Vec::new();
         let mut dispatches: Vec<Vec<Dispatch>> = Vec::with_capacity(graph.ops.len());
         for (index, op) in graph.ops.iter().enumerate() {
-            let aliased = op.outputs.iter().any(|o| alias[o.index()].is_some());
-            if placement[index] == Placement::Cpu || aliased {
-                // A CPU step, or a reshape whose output shares its input's slot: no dispatch.
+            if placement[index] == Placement::Cpu || aliases.free[index] {
+                // A CPU step, a reshape whose output shares its input's slot, or a concatenation
+                // whose inputs were written into its output's slot: no dispatch.
                 dispatches.push(Vec::new());
                 continue;
             }
@@ -284,7 +467,7 @@ impl GpuModel {
                     op_precisions[index]
                 },
                 min_threads: ctx.min_threads(),
-                tuning: ctx.tuning(),
+                tuning: options.tuning.unwrap_or_else(|| ctx.tuning()),
                 consts: &mut consts,
             };
             let d = kernels::build(&mut octx).map_err(|message| GpuError::Op {
@@ -356,6 +539,12 @@ impl GpuModel {
             precision,
             pipelines: pipelines.len(),
             dispatches: steps.iter().map(Vec::len).sum(),
+            free_concats: graph
+                .ops
+                .iter()
+                .zip(&aliases.free)
+                .filter(|(op, free)| **free && matches!(op.kind, OpKind::Concatenation { .. }))
+                .count(),
             peak_bytes: mem.peak_bytes(),
             total_bytes: mem.total_bytes,
             weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
@@ -498,20 +687,31 @@ impl GpuModel {
                     }),
                 }];
                 for (b, operand) in d.operands.iter().enumerate() {
-                    let buffer = match *operand {
+                    let resource = match *operand {
                         Operand::Tensor(t) => {
                             let slot = mem.slot_of[t.index()].ok_or_else(|| GpuError::Op {
                                 index,
                                 name: graph.ops[index].kind.name().into(),
                                 message: format!("tensor {} has no slot", t.0),
                             })?;
-                            &slots[slot]
+                            // An alias is bound as its byte range of the slot (a free
+                            // concatenation's input: its part of the output).
+                            match mem.view_of[t.index()] {
+                                Some((offset, size)) => {
+                                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                        buffer: &slots[slot],
+                                        offset,
+                                        size: wgpu::BufferSize::new(size),
+                                    })
+                                }
+                                None => slots[slot].as_entire_binding(),
+                            }
                         }
-                        Operand::Const(c) => &const_buffers[c],
+                        Operand::Const(c) => const_buffers[c].as_entire_binding(),
                     };
                     entries.push(wgpu::BindGroupEntry {
                         binding: b as u32 + 1,
-                        resource: buffer.as_entire_binding(),
+                        resource,
                     });
                 }
                 let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -893,7 +1093,7 @@ fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> 
 
 #[cfg(test)]
 mod tests {
-    use super::{Placement, Precision, fold_groups, reshape_aliases};
+    use super::{Alias, Placement, Precision, fold_groups, slot_aliases};
     use heimdall_ir::{DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
 
     /// x [1,4,6,8] -> relu -> a -> reshape [1,24,8] (same bytes: alias) -> b -> reshape [1,192]
@@ -926,8 +1126,10 @@ mod tests {
             inputs: vec![TensorId(0)],
             outputs: vec![TensorId(3)],
         };
-        let alias = reshape_aliases(&g, &[Placement::Gpu; 3], &[Precision::F16; 4]);
-        assert_eq!(alias, vec![None, None, Some(1), None]);
+        let a = slot_aliases(&g, &[Placement::Gpu; 3], &[Precision::F16; 4], 256);
+        let at1 = Some(Alias { root: 1, offset: 0 });
+        assert_eq!(a.alias, vec![None, None, at1, None]);
+        assert_eq!(a.free, vec![false, true, false]);
         // Different storage precisions never alias.
         let p = [
             Precision::F16,
@@ -935,7 +1137,94 @@ mod tests {
             Precision::F32,
             Precision::F32,
         ];
-        assert_eq!(reshape_aliases(&g, &[Placement::Gpu; 3], &p), vec![None; 4]);
+        let a = slot_aliases(&g, &[Placement::Gpu; 3], &p, 256);
+        assert_eq!(a.alias, vec![None; 4]);
+        assert_eq!(a.free, vec![false; 3]);
+    }
+
+    /// x [1,8,8,4] -> relu -> a [1,8,8,c0], relu -> b [1,8,8,4]; concat(a, b) -> y -> relu -> z.
+    fn concat_graph(c0: usize) -> Graph {
+        let t = |c: usize| TensorInfo {
+            name: String::new(),
+            shape: vec![1, 8, 8, c],
+            dtype: DType::F32,
+            constant: None,
+        };
+        let relu = |x: u32, y: u32| {
+            Op::new(
+                OpKind::Unary(UnaryKind::Relu),
+                vec![TensorId(x)],
+                vec![TensorId(y)],
+            )
+        };
+        Graph {
+            name: "c".into(),
+            tensors: vec![t(4), t(c0), t(4), t(c0 + 4), t(c0 + 4)],
+            ops: vec![
+                relu(0, 1),
+                relu(0, 2),
+                Op::new(
+                    OpKind::Concatenation { axis: 3 },
+                    vec![TensorId(1), TensorId(2)],
+                    vec![TensorId(3)],
+                ),
+                relu(3, 4),
+            ],
+            inputs: vec![TensorId(0)],
+            outputs: vec![TensorId(4)],
+        }
+    }
+
+    #[test]
+    fn channel_concats_of_whole_aligned_slices_alias_their_output() {
+        let gpu = [Placement::Gpu; 4];
+        // 64 pixels of 16 bytes: the second input starts at 1024 (f32) or 512 (f16) bytes.
+        let a = slot_aliases(&concat_graph(4), &gpu, &[Precision::F32; 5], 256);
+        let at = |offset| Some(Alias { root: 3, offset });
+        assert_eq!(a.alias, vec![None, at(0), at(1024), None, None]);
+        assert_eq!(a.free, vec![false, false, true, false]);
+        let a = slot_aliases(&concat_graph(8), &gpu, &[Precision::F16; 5], 256);
+        assert_eq!(a.alias, vec![None, at(0), at(1024), None, None]);
+        // Misaligned offset, a partial first slice, a CPU producer, mixed precisions: copies.
+        let copy = |a: super::SlotAliases| {
+            assert_eq!(a.alias, vec![None; 5]);
+            assert_eq!(a.free, vec![false; 4]);
+        };
+        copy(slot_aliases(
+            &concat_graph(4),
+            &gpu,
+            &[Precision::F16; 5],
+            1024,
+        ));
+        copy(slot_aliases(
+            &concat_graph(3),
+            &gpu,
+            &[Precision::F32; 5],
+            4,
+        ));
+        let cpu = [
+            Placement::Gpu,
+            Placement::Cpu,
+            Placement::Gpu,
+            Placement::Gpu,
+        ];
+        copy(slot_aliases(
+            &concat_graph(4),
+            &cpu,
+            &[Precision::F32; 5],
+            256,
+        ));
+        let mut p = [Precision::F16; 5];
+        p[2] = Precision::F32;
+        copy(slot_aliases(&concat_graph(4), &gpu, &p, 256));
+        // An input that is also a graph output, or read by another op: a copy.
+        let mut g = concat_graph(4);
+        g.outputs.push(TensorId(1));
+        copy(slot_aliases(&g, &gpu, &[Precision::F32; 5], 256));
+        let mut g = concat_graph(4);
+        g.ops[3].inputs = vec![TensorId(2)];
+        g.tensors[4].shape = vec![1, 8, 8, 4];
+        copy(slot_aliases(&g, &gpu, &[Precision::F32; 5], 256));
     }
 
     #[test]

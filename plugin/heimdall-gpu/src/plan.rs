@@ -7,7 +7,8 @@ use heimdall_ir::{Graph, OpKind};
 pub enum Placement {
     /// A GPU dispatch (or several) recorded by [`crate::GpuModel::encode`].
     Gpu,
-    /// An op with no GPU kernel (MediaPipe custom ops): a CPU step with transfers around it.
+    /// An op with no GPU kernel (after the passes only a `Dequantize` or `Densify` of a computed
+    /// tensor, which no supported model has): a CPU step with transfers around it.
     Cpu,
 }
 
@@ -47,6 +48,10 @@ pub fn has_gpu_kernel(kind: &OpKind) -> bool {
             | OpKind::SpaceToDepth { .. }
             | OpKind::DepthToSpaceCrd { .. }
             | OpKind::Where
+            // The MediaPipe custom ops of face_landmark_with_attention.
+            | OpKind::Landmarks2TransformMatrix(_)
+            | OpKind::TransformTensorBilinear(_)
+            | OpKind::TransformLandmarks(_)
     )
 }
 

@@ -23,6 +23,7 @@ macro_rules! kernels {
 
 kernels!(
     "conv1x1",
+    "conv1x1_splitk",
     "conv2d",
     "depthwise",
     "transpose_conv",
@@ -42,6 +43,9 @@ kernels!(
     "reduce",
     "transpose",
     "space_depth",
+    "landmarks_to_matrix",
+    "transform_tensor_bilinear",
+    "transform_landmarks",
     "preprocess",
 );
 
@@ -73,6 +77,9 @@ pub fn catalogue() -> Vec<KernelSource> {
     for p in Precision::ALL {
         for ep in epilogues(p) {
             out.push(crate::kernels::conv::conv1x1_source(p, p, p, 4, 2, ep));
+            out.push(crate::kernels::conv::conv1x1_splitk_source(
+                p, p, p, 64, 16, ep,
+            ));
             out.push(crate::kernels::conv::conv2d_source(p, p, p, 2, 2, ep));
             out.push(crate::kernels::depthwise::source(
                 p,
@@ -118,6 +125,7 @@ pub fn catalogue() -> Vec<KernelSource> {
             out.push(crate::kernels::gather::source(p, p, keep));
         }
         out.extend(crate::kernels::onnx::catalogue(p));
+        out.extend(crate::kernels::mediapipe::catalogue(p));
         for srgb in [false, true] {
             out.push(crate::preprocess::source(p, srgb));
         }

@@ -131,6 +131,25 @@ proptest! {
     }
 
     #[test]
+    fn conv2d_whole_window(h in 1..6usize, w in 1..6usize, ci in 1..40usize, co in 1..30usize, bias: bool, act in 0..8u8, seed in 0..1000u64) {
+        // A window covering the whole input (one output pixel) runs as a fully connected layer.
+        prop_assume!(h * w > 1);
+        conv_case(h, w, ci, co, [h, w], 1, 1, false, bias, act, false, seed)?;
+    }
+
+    #[test]
+    fn conv1x1_split_reduction(h in 1..8usize, w in 1..8usize, ci in 29..420usize, co in 1..30usize, ks in prop::sample::select(vec![2usize, 4, 8, 16]), tg in prop::sample::select(vec![16u32, 32, 64, 128]), bias: bool, act in 0..8u8, residual: bool, seed in 0..1000u64) {
+        // Long reductions over a small grid: forced onto the split-reduction kernel (a CPU
+        // rasteriser never picks it) with `ks` parts where the channels allow it.
+        let Some(gpu) = common::gpu() else { return Ok(()) };
+        let mut t = gpu.ctx.tuning();
+        t.conv1x1_workgroup = tg;
+        t.split_k_threads = h * w * co.div_ceil(4) * ks;
+        prop_assume!(t.split_k(h * w * co.div_ceil(4), ci.div_ceil(4)).is_some());
+        common::with_tuning(t, || conv_case(h, w, ci, co, [1, 1], 1, 1, false, bias, act, residual, seed))?;
+    }
+
+    #[test]
     fn depthwise(h in 1..12usize, w in 1..12usize, c in 1..14usize, k in prop::sample::select(vec![1usize, 3, 5]), s in 1..3usize, dil in 1..3usize, same: bool, bias: bool, act in 0..8u8, residual: bool, seed in 0..1000u64) {
         let Some((oh, ow, pad)) = pad2d(h, w, [k, k], [s, s], [dil, dil], same) else { return Ok(()) };
         let mut b = GraphBuilder::default();

@@ -1,15 +1,16 @@
 //! Whole MediaPipe models on the GPU backend against the TFLite goldens
 //! (`assets/goldens/<model>/<case>/`): relative L2 error per output ≤ 2e-4 in f32 and ≤ 1e-2 in
 //! f16 and packed f16; any-range encoding bit-identical to a whole run; no wgpu errors.
-//! face_landmark_with_attention runs its MediaPipe custom ops as CPU steps between GPU ranges;
-//! its goldens cover outputs 0 and 6 (see assets/goldens/README.md).
+//! face_landmark_with_attention runs entirely on the GPU, its MediaPipe custom ops included
+//! (`kernels::mediapipe`, tested op by op in tests/mediapipe_kernels.rs); its goldens cover
+//! outputs 0 and 6 (see assets/goldens/README.md).
 
 mod common;
 
 use heimdall::assets::{goldens_dir, model_path};
 use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
-use heimdall_gpu::{GpuError, GpuModel, GpuOptions, Placement, Precision};
+use heimdall_gpu::{GpuModel, GpuOptions, Precision};
 use heimdall_ir::Graph;
 
 fn graph(name: &str) -> Graph {
@@ -49,12 +50,13 @@ fn cases(name: &str, outputs: usize) -> Vec<Case> {
 /// The one model that f16 storage cannot bring within 1e-2: pose_landmark_full (f32 meets 2e-4
 /// on every output). It is ill-conditioned: its segmentation logits (output 2, -1710..268)
 /// amplify any rounding about a thousand times (TFLite's builtin and XNNPACK f32 kernels already
-/// differ by 1.2e-4 there), f16 storage anywhere, encoder or decoder, gives 1.4e-2 (astronaut)
-/// and 1.3e-1 (synthetic), and keeping either half of the network in f32 does not fix it
-/// (measured with `GpuOptions::overrides`). On the synthetic input its landmarks (outputs 0 and
-/// 4) reach 1.1e-2 and 1.3e-2, and its pose flag (output 1, a probability of 0.0072) is off by
-/// 1.8e-4, 2.5e-2 relative. Its f16 outputs are held to these looser bounds instead, so that a
-/// regression still fails: (model, output or every output, bound).
+/// differ by 1.2e-4 there). tests/f16_storage.rs runs the CPU backend with f16 storage emulated
+/// between ops: it misses 1e-2 by itself (1.4e-1 on the synthetic input, 1.6e-2 on the
+/// astronaut), and the GPU's f16 result is as far from the goldens as that emulation. Rounding
+/// the first layer's output alone costs 5e-2, and keeping any half of the network in f32 still
+/// leaves more than 1e-2, so no per-op choice short of f32 nearly everywhere meets the bound.
+/// Its f16 outputs are held to these looser bounds instead, so that a regression still fails:
+/// (model, output or every output, bound).
 const F16_EXCEPTIONS: &[(&str, Option<usize>, f64)] = &[
     ("pose_landmark_full", Some(2), 2e-1),
     ("pose_landmark_full", None, 5e-2),
@@ -197,76 +199,6 @@ gpu_model_tests!(
     selfie_segmentation,
     selfie_segmentation_landscape,
 );
-
-/// face_landmark_with_attention: the plan puts its 11 custom ops on the CPU, `encode` refuses a
-/// range holding one, and the non-blocking CPU-step API runs them between GPU ranges.
-#[test]
-fn face_landmark_with_attention_cpu_steps() {
-    let name = "face_landmark_with_attention";
-    let graph = graph(name);
-    let placement = heimdall_gpu::plan::placement(&graph);
-    let cpu: Vec<usize> = (0..graph.ops.len())
-        .filter(|&i| placement[i] == Placement::Cpu)
-        .collect();
-    assert_eq!(cpu.len(), 11, "CPU steps: {cpu:?}");
-    for &i in &cpu {
-        let n = graph.ops[i].kind.name();
-        assert!(
-            n.starts_with("Landmarks2") || n.starts_with("Transform"),
-            "{n} on the CPU"
-        );
-    }
-    let Some(gpu) = common::gpu() else { return };
-    let model = GpuModel::compile(&gpu.ctx, &graph, GpuOptions::default()).expect("compile");
-    assert_eq!(model.placement(), placement.as_slice());
-    let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
-    assert!(matches!(
-        model.encode(&mut encoder, 0..cpu[0] + 1),
-        Err(GpuError::Range { .. })
-    ));
-    assert!(!model.cpu_step_ready(cpu[0]));
-    assert!(model.run_cpu_step(0).is_err(), "step 0 is a GPU step");
-    // Step by step with the non-blocking API: GPU range, download, CPU, next range...
-    let (_, input, golden) = cases(name, graph.outputs.len()).swap_remove(0);
-    model.set_input(0, &input).unwrap();
-    let mut start = 0;
-    for &c in cpu.iter().chain([&graph.ops.len()]) {
-        let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
-        model.encode(&mut encoder, start..c).unwrap();
-        if c < graph.ops.len() {
-            model.encode_cpu_step_inputs(c, &mut encoder).unwrap();
-        } else {
-            model.encode_readback(&mut encoder).unwrap();
-        }
-        gpu.ctx.queue.submit([encoder.finish()]);
-        if c < graph.ops.len() {
-            model.request_cpu_step_inputs(c).unwrap();
-            while !model.run_cpu_step(c).unwrap() {
-                gpu.ctx.device.poll(wgpu::PollType::Poll).unwrap();
-            }
-        }
-        start = c + 1;
-    }
-    model.request_readback().unwrap();
-    let out = loop {
-        if let Some(out) = model.take_outputs().unwrap() {
-            break out;
-        }
-        gpu.ctx.device.poll(wgpu::PollType::Poll).unwrap();
-    };
-    let whole = model.run(&[&input]).unwrap();
-    assert_eq!(out, whole, "step-by-step differs from run()");
-    assert!(rel_l2_floored(&out[0], golden[0].as_ref().unwrap()) <= 2e-4);
-    // The goldens cover outputs 0 and 6 only; every output (through the custom ops too) is
-    // checked against the CPU backend on the whole model.
-    let reference = common::run_cpu(&graph, &[input]);
-    for (i, (o, r)) in out.iter().zip(&reference).enumerate() {
-        let err = rel_l2_floored(o, r);
-        println!("{name}: output {i} vs CPU backend: rel-L2 {err:.2e}");
-        assert!(err <= 2e-4, "{name}: output {i} vs CPU: rel-L2 {err:.3e}");
-    }
-    gpu.assert_no_errors();
-}
 
 /// Per-op precision overrides: an f16 model with every op overridden to f32 is the f32 model,
 /// bit for bit; with no override it differs.

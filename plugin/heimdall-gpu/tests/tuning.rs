@@ -114,3 +114,56 @@ fn every_family_blocking_matches_the_cpu() {
     assert!(blockings.len() >= 3, "{blockings:?}");
     gpu.assert_no_errors();
 }
+
+/// A desktop GPU splits the reduction of a 1x1 convolution whose grid is small (pose_detection's
+/// 7x7x1152 -> 192: 2352 output vec4s, 288 input slices) across a work group: the split the
+/// rule picks by hand (16 parts of 18 slices, 37 632 threads < 2 x 32 768), and a result that
+/// matches the CPU. A CPU rasteriser never splits.
+#[test]
+fn desktop_gpus_split_long_reductions_of_small_grids() {
+    let Some(gpu) = gpu() else { return };
+    let nvidia = as_family(&gpu.ctx, 0x10de, wgpu::DeviceType::DiscreteGpu);
+    let t = nvidia.tuning();
+    assert_eq!(t.split_k(7 * 7 * 48, 288), Some(16));
+    // 4x4x128 -> 128 (face_landmark_with_attention): 512 outputs, 32 slices: 8 parts of 4.
+    assert_eq!(t.split_k(16 * 32, 32), Some(8));
+    // Large grids and short reductions stay one thread per output block.
+    assert_eq!(t.split_k(128 * 128 * 64, 64), None);
+    assert_eq!(t.split_k(512, 7), None);
+    let lavapipe = as_family(&gpu.ctx, 0x10005, wgpu::DeviceType::Cpu);
+    assert_eq!(lavapipe.tuning().split_k(7 * 7 * 48, 288), None);
+
+    let (h, w, ci, co) = (7, 7, 1150, 190);
+    let mut b = GraphBuilder::default();
+    let x = b.input(&[1, h, w, ci]);
+    let wt = b.constant(&[co, 1, 1, ci], 5);
+    let bias = b.constant(&[co], 6);
+    let one = ConvAttrs {
+        stride: [1, 1],
+        dilation: [1, 1],
+        pad: Pad2d::default(),
+    };
+    let y = b.op(
+        OpKind::Conv2d(one),
+        vec![x, wt, bias],
+        &[1, h, w, co],
+        Epilogue::default(),
+    );
+    let r = b.op(
+        OpKind::Unary(heimdall_ir::UnaryKind::Relu),
+        vec![y],
+        &[1, h, w, co],
+        Epilogue::default(),
+    );
+    let g = b.finish(vec![r]);
+    let input = data(11, h * w * ci);
+    let want = run_cpu(&g, std::slice::from_ref(&input));
+    for p in [Precision::F32, Precision::F16] {
+        let m = GpuModel::compile(&nvidia, &g, GpuOptions::new(p)).expect("compile");
+        let out = m.run(&[&input]).expect("run");
+        let err = rel_l2(&out[0], &want[0]);
+        println!("split reduction {p:?}: rel-L2 {err:.2e}");
+        assert!(err <= kernel_tolerance(p), "{p:?}: rel-L2 {err:.3e}");
+    }
+    gpu.assert_no_errors();
+}

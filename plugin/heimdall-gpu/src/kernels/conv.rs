@@ -241,6 +241,31 @@ pub fn conv1x1_source_tg(
     }
 }
 
+/// Source of the split-reduction 1x1 kernel (`shaders/conv1x1_splitk.wgsl`): work groups of
+/// `tg` threads, the reduction split into `ks` parts (`ks` divides `tg`).
+pub fn conv1x1_splitk_source(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    tg: u32,
+    ks: u32,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
+    KernelSource {
+        consts: vec![("TG", tg), ("TP", tg / ks), ("KS", ks)],
+        epilogue,
+        ..KernelSource::new(
+            "conv1x1_splitk",
+            vec![
+                read("x", x),
+                read("w", w),
+                read("bias", Precision::F32),
+                write("y", y),
+            ],
+        )
+    }
+}
+
 /// Source of the generic kernel with `bx` columns x `bs` output slices per thread.
 pub fn conv2d_source(
     x: Precision,
@@ -295,6 +320,17 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         return Err(format!("filter expects {ci} channels, input has {}", x.c));
     }
     let y = ctx.out_geom()?;
+    if (y.h, y.w) == (1, 1)
+        && (kh, kw) == (x.h, x.w)
+        && a.pad == heimdall_ir::Pad2d::default()
+        && x.h * x.w > 1
+    {
+        // The window covers the whole input (a classifier head such as pose_landmark_full's
+        // 2x2x288 -> 195): a fully connected layer over the flattened input, whose kernel
+        // reduces across a work group instead of one thread running the whole sum.
+        let f = ctx.constant(1)?.to_vec();
+        return super::fully_connected::build_with(ctx, &f, co, kh * kw * ci);
+    }
     let w = transform_filter(ctx.constant(1)?, co, kh, kw, ci);
     let wp = ctx.weights;
     let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
@@ -314,6 +350,29 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     let tuning = ctx.tuning;
     if pointwise {
         let pixels = y.h * y.w;
+        let tg = tuning.conv1x1_workgroup;
+        if let Some(ks) = tuning
+            .split_k(pixels * os, is)
+            .filter(|&ks| tg.is_multiple_of(ks))
+        {
+            let pixel_tiles = pixels.div_ceil((tg / ks) as usize);
+            let tiles = pixel_tiles * os;
+            let p = GpuConv1x1Params {
+                pixels: u32_of(pixels)?,
+                in_slices: u32_of(is)?,
+                out_slices: u32_of(os)?,
+                out_channels: u32_of(y.c)?,
+                pixel_tiles: u32_of(pixel_tiles)?,
+                tiles: u32_of(tiles)?,
+                _pad: [0; 2],
+            };
+            return Ok(vec![Dispatch {
+                source: conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
+                params: bytemuck::bytes_of(&p).to_vec(),
+                operands,
+                workgroups: u32_of(tiles)?,
+            }]);
+        }
         let b = blocking_for(&tuning, pixels, os);
         let pixel_tiles = pixels.div_ceil((b.bp * b.tg) as usize);
         let tiles = pixel_tiles * os.div_ceil(b.bs as usize);

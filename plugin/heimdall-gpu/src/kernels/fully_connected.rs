@@ -36,20 +36,32 @@ pub fn source(x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSourc
 
 /// Builds a FULLY_CONNECTED.
 pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
-    let x = ctx.in_geom(0)?;
-    let y = ctx.out_geom()?;
     let wshape = ctx.in_shape(1)?.to_vec();
     let [o, i] = wshape[..] else {
         return Err(format!("weights shape {wshape:?} is not 2-D"));
     };
-    if x.h * x.w * x.c != i || y.h * y.w != 1 || y.c != o {
+    let weights = ctx.constant(1)?.to_vec();
+    build_with(ctx, &weights, o, i)
+}
+
+/// Builds the fully connected kernel for `ctx`'s op with weights `[o, i]` (row-major, `i` in
+/// the input's NHWC order) and the optional bias at input 2: FULLY_CONNECTED, and a CONV_2D
+/// whose window covers its whole input (one output pixel, filter `[o, H, W, C]` = `[o, H*W*C]`).
+pub fn build_with(
+    ctx: &mut OpContext,
+    weights: &[f32],
+    o: usize,
+    i: usize,
+) -> Result<Vec<Dispatch>, String> {
+    let x = ctx.in_geom(0)?;
+    let y = ctx.out_geom()?;
+    if x.h * x.w * x.c != i || y.h * y.w != 1 || y.c != o || weights.len() != o * i {
         return Err(format!(
-            "input {:?} / output {:?} with weights {wshape:?}: only batch 1 is supported",
+            "input {:?} / output {:?} with weights [{o}, {i}]: only batch 1 is supported",
             ctx.in_shape(0)?,
             ctx.graph.tensor(ctx.output()?).shape
         ));
     }
-    let weights = ctx.constant(1)?;
     let positions = x.vec4s();
     let os = y.slices();
     let mut w = vec![0.0f32; os * positions * 16];

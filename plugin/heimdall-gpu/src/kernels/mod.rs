@@ -11,6 +11,7 @@ pub mod gather;
 pub mod instance_norm;
 pub mod matmul;
 pub mod mean;
+pub mod mediapipe;
 pub mod nary;
 pub mod onnx;
 pub mod pad_with;
@@ -265,6 +266,9 @@ pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
         OpKind::Reduce { kind, axes, .. } => reduce::build(ctx, *kind, axes),
         OpKind::SpaceToDepth { block } => space_depth::build(ctx, *block, false),
         OpKind::DepthToSpaceCrd { block } => space_depth::build(ctx, *block, true),
+        OpKind::Landmarks2TransformMatrix(a) => mediapipe::build_landmarks_to_matrix(ctx, a),
+        OpKind::TransformTensorBilinear(_) => mediapipe::build_transform_tensor(ctx),
+        OpKind::TransformLandmarks(_) => mediapipe::build_transform_landmarks(ctx),
         other => Err(format!("{} has no GPU kernel", other.name())),
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use heimdall_cpu::{CpuModel, CpuOptions};
+use heimdall_gpu::context::Tuning;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
 use heimdall_ir::{DType, Epilogue, Graph, Op, OpKind, TensorId, TensorInfo};
 
@@ -145,14 +146,29 @@ pub fn run_cpu(graph: &Graph, inputs: &[Vec<f32>]) -> Vec<Vec<f32>> {
         .collect()
 }
 
-/// Runs the graph on the GPU in `precision`.
+thread_local! {
+    static TUNING: std::cell::Cell<Option<Tuning>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every GPU model of this thread compiled with `tuning` (to force a kernel
+/// variant the device would not pick, such as the split-reduction 1x1 convolution).
+pub fn with_tuning<R>(tuning: Tuning, f: impl FnOnce() -> R) -> R {
+    TUNING.with(|t| t.set(Some(tuning)));
+    let r = f();
+    TUNING.with(|t| t.set(None));
+    r
+}
+
+/// Compiles `graph` on the test device (with the tuning of [`with_tuning`], if any) and runs it.
 pub fn run_gpu(
     gpu: &Gpu,
     graph: &Graph,
     inputs: &[Vec<f32>],
     precision: Precision,
 ) -> Vec<Vec<f32>> {
-    let m = GpuModel::compile(&gpu.ctx, graph, GpuOptions::new(precision))
+    let mut options = GpuOptions::new(precision);
+    options.tuning = TUNING.with(|t| t.get());
+    let m = GpuModel::compile(&gpu.ctx, graph, options)
         .unwrap_or_else(|e| panic!("gpu compile ({precision:?}): {e}"));
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     let out = m
