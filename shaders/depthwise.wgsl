@@ -3,10 +3,16 @@
 //   y[oy, ox, c] = epilogue(bias[c] + sum_{ky,kx} x[oy*SH + ky*DH - pt, ox*SW + kx*DW - pl, c]
 //                                                * w[ky, kx, c])
 // Layout: x, y, res in PHWC4; w pre-transformed to [ky][kx][slice] vec4; bias one vec4/slice.
-// Threads: one thread computes BX consecutive output columns of one row of one slice; it loads
-//   each needed input row segment once ((BX-1)*SW + (KW-1)*DW + 1 vec4s) and reuses it for all
-//   BX outputs. Column blocks vary fastest, then rows, then slices.
+// Threads: one thread computes BX consecutive output columns of one row of one slice. Column
+//   blocks vary fastest, then rows, then slices.
+//   The window, `dw_tile`, is generated for the constants (src/kernels/depthwise.rs) and fully
+//   unrolled: per window row, the (BX-1)*SW + (KW-1)*DW + 1 input vec4s the BX outputs need
+//   are loaded once into named variables (clamped indices, zero outside the input through a
+//   select: no branches), then each tap's weight is loaded once and FMAed into the BX named
+//   accumulators. Named variables stay in registers, where an array indexed in a loop may not.
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
+//   Generated symbols used: KH, KW, SH, SW, DH, DW, BX, dw_tile, x_load, w_load, bias_load,
+//   y_store, epilogue, keep_lanes, linear_index.
 struct Params {
     in_h: u32,
     in_w: u32,
@@ -23,7 +29,21 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-const ROW: u32 = (BX - 1u) * SW + (KW - 1u) * DW + 1u;
+// Input vec4 at row `iy`, column `ix` of slice `s`, zero outside the input.
+fn x_at(s: u32, iy: i32, ix: i32) -> vec4<f32> {
+    let inside = iy >= 0 && iy < i32(params.in_h) && ix >= 0 && ix < i32(params.in_w);
+    let cy = u32(clamp(iy, 0, i32(params.in_h) - 1));
+    let cx = u32(clamp(ix, 0, i32(params.in_w) - 1));
+    return select(vec4<f32>(0.0), x_load((s * params.in_h + cy) * params.in_w + cx), inside);
+}
+
+// Writes output column `ox` of row `oy`, slice `s`, if it exists.
+fn store_out(ox: u32, oy: u32, s: u32, acc: vec4<f32>) {
+    if (ox < params.out_w) {
+        let i = (s * params.out_h + oy) * params.out_w + ox;
+        y_store(i, keep_lanes(epilogue(acc + bias_load(s), i, s), s, params.channels));
+    }
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -36,35 +56,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let rest = t / params.col_blocks;
     let oy = rest % params.out_h;
     let s = rest / params.out_h;
-    let ix0 = i32(ox0 * SW) - i32(params.pad_left);
-    var acc: array<vec4<f32>, BX>;
-    for (var ky = 0u; ky < KH; ky++) {
-        let iy = i32(oy * SH + ky * DH) - i32(params.pad_top);
-        if (iy < 0 || iy >= i32(params.in_h)) {
-            continue;
-        }
-        let row_base = (s * params.in_h + u32(iy)) * params.in_w;
-        var row = array<vec4<f32>, ROW>();
-        for (var r = 0u; r < ROW; r++) {
-            let ix = ix0 + i32(r);
-            if (ix >= 0 && ix < i32(params.in_w)) {
-                row[r] = x_load(row_base + u32(ix));
-            }
-        }
-        for (var kx = 0u; kx < KW; kx++) {
-            let wv = w_load((ky * KW + kx) * params.slices + s);
-            for (var j = 0u; j < BX; j++) {
-                acc[j] += row[j * SW + kx * DW] * wv;
-            }
-        }
-    }
-    let bias = bias_load(s);
-    for (var j = 0u; j < BX; j++) {
-        let ox = ox0 + j;
-        if (ox >= params.out_w) {
-            break;
-        }
-        let i = (s * params.out_h + oy) * params.out_w + ox;
-        y_store(i, keep_lanes(epilogue(acc[j] + bias, i, s), s, params.channels));
-    }
+    dw_tile(ox0, oy, s);
 }

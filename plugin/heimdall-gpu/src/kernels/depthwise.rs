@@ -48,6 +48,7 @@ pub fn source(
             ("BX", bx),
         ],
         epilogue,
+        extra: dw_tile(k, stride, dilation, bx),
         ..KernelSource::new(
             "depthwise",
             vec![
@@ -58,6 +59,62 @@ pub fn source(
             ],
         )
     }
+}
+
+/// The generated, fully unrolled tile of `shaders/depthwise.wgsl`: `bx` output columns of one
+/// row and slice, window `k`, `stride`, `dilation`. Per window row the input vec4s the columns
+/// share are loaded once into named variables (`r_<ky>_<n>`), each tap's weight once (`w_<ky>_<kx>`),
+/// and every output accumulates in its own named variable (`a_<j>`), in the same order (rows,
+/// then taps) for every blocking.
+fn dw_tile(k: [u32; 2], stride: [u32; 2], dilation: [u32; 2], bx: u32) -> String {
+    use std::fmt::Write as _;
+    let row = (bx - 1) * stride[1] + (k[1] - 1) * dilation[1] + 1;
+    let mut s = String::from(
+        "// Generated (src/kernels/depthwise.rs): the BX columns of one thread, unrolled.\n\
+         fn dw_tile(ox0: u32, oy: u32, s: u32) {\n\
+         \x20   let ix0 = i32(ox0 * SW) - i32(params.pad_left);\n\
+         \x20   let iy0 = i32(oy * SH) - i32(params.pad_top);\n",
+    );
+    for j in 0..bx {
+        let _ = writeln!(s, "    var a_{j} = vec4<f32>(0.0);");
+    }
+    for ky in 0..k[0] {
+        let _ = writeln!(s, "    let iy_{ky} = iy0 + {};", ky * dilation[0]);
+        for n in 0..row {
+            let _ = writeln!(s, "    let r_{ky}_{n} = x_at(s, iy_{ky}, ix0 + {n});");
+        }
+        for kx in 0..k[1] {
+            let _ = writeln!(
+                s,
+                "    let w_{ky}_{kx} = w_load({}u * params.slices + s);",
+                ky * k[1] + kx
+            );
+            for j in 0..bx {
+                let n = j * stride[1] + kx * dilation[1];
+                let _ = writeln!(s, "    a_{j} = fma(r_{ky}_{n}, w_{ky}_{kx}, a_{j});");
+            }
+        }
+    }
+    for j in 0..bx {
+        let _ = writeln!(s, "    store_out(ox0 + {j}u, oy, s, a_{j});");
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// Filter `[1, kh, kw, c]` to `[ky][kx][slice]` vec4, zero-padded (shared with the fused
+/// depthwise + 1x1 kernel, `kernels::fused`).
+pub(crate) fn transform_weights(f: &[f32], kh: usize, kw: usize, c: usize) -> Vec<f32> {
+    let s = c.div_ceil(4);
+    let mut w = vec![0.0f32; kh * kw * s * 4];
+    for ky in 0..kh {
+        for kx in 0..kw {
+            for ch in 0..c {
+                w[((ky * kw + kx) * s + ch / 4) * 4 + ch % 4] = f[(ky * kw + kx) * c + ch];
+            }
+        }
+    }
+    w
 }
 
 /// Builds a DEPTHWISE_CONV_2D.
@@ -85,15 +142,7 @@ pub fn build(
         ));
     }
     let s = x.slices();
-    let f = ctx.constant(1)?;
-    let mut w = vec![0.0f32; kh * kw * s * 4];
-    for ky in 0..kh {
-        for kx in 0..kw {
-            for ch in 0..c {
-                w[((ky * kw + kx) * s + ch / 4) * 4 + ch % 4] = f[(ky * kw + kx) * c + ch];
-            }
-        }
-    }
+    let w = transform_weights(ctx.constant(1)?, kh, kw, c);
     // Weights share the input's accessor precision choice: the op's weight precision.
     let wp = ctx.weights;
     let w_op = ctx.add_const("depthwise weights".into(), wp.encode(&w));
