@@ -3,10 +3,13 @@
 //   average divides by the number of valid positions, as pool.wgsl.
 //   y[oy, ox, c] = epilogue(reduce over valid (ky, kx) of x[oy*sh + ky - pt, ox*sw + kx - pl, c])
 // Layout: x, y, res in PHWC4; accumulation in f32.
-// Threads: work group g computes output vec4 g (columns fastest, rows, slices); thread l visits
-//   window positions l, l + WG, ... and the group reduces in work-group memory with a fixed tree
-//   (deterministic).
-// Bindings: 0 params, x (read), y (write), epilogue bindings.
+// Threads: work groups of RG threads (a power of two: 256 when there are few outputs, such as
+//   a global pool, 64 otherwise; src/kernels/pool.rs); work group g computes output vec4 g
+//   (columns fastest, rows, slices); thread l visits window positions l, l + RG, ... (row and
+//   column advanced incrementally, no division per position) and the group reduces in
+//   work-group memory with a fixed tree (deterministic).
+// Bindings: 0 params, x (read), y (write), epilogue bindings. Generated symbols used: RG, MODE,
+//   x_load, y_store, epilogue, keep_lanes.
 struct Params {
     in_h: u32,
     in_w: u32,
@@ -23,10 +26,10 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-var<workgroup> part: array<vec4<f32>, WG>;
-var<workgroup> part_count: array<u32, WG>;
+var<workgroup> part: array<vec4<f32>, RG>;
+var<workgroup> part_count: array<u32, RG>;
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(RG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let t = wg.x + wg.y * nwg.x;
@@ -40,25 +43,37 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     var count = 0u;
     if (valid_out) {
-        for (var p = lid; p < params.k_h * params.k_w; p += WG) {
-            let iy = i32(oy * params.stride_h + p / params.k_w) - i32(params.pad_top);
-            let ix = i32(ox * params.stride_w + p % params.k_w) - i32(params.pad_left);
-            if (iy < 0 || iy >= i32(params.in_h) || ix < 0 || ix >= i32(params.in_w)) {
-                continue;
+        // Window position p = ky * k_w + kx, advanced by RG = step_y rows + step_x columns.
+        var ky = lid / params.k_w;
+        var kx = lid % params.k_w;
+        let step_y = RG / params.k_w;
+        let step_x = RG % params.k_w;
+        let iy0 = i32(oy * params.stride_h) - i32(params.pad_top);
+        let ix0 = i32(ox * params.stride_w) - i32(params.pad_left);
+        for (var p = lid; p < params.k_h * params.k_w; p += RG) {
+            let iy = iy0 + i32(ky);
+            let ix = ix0 + i32(kx);
+            if (iy >= 0 && iy < i32(params.in_h) && ix >= 0 && ix < i32(params.in_w)) {
+                let v = x_load((s * params.in_h + u32(iy)) * params.in_w + u32(ix));
+                if (MODE == 0u) {
+                    acc = max(acc, v);
+                } else {
+                    acc += v;
+                }
+                count += 1u;
             }
-            let v = x_load((s * params.in_h + u32(iy)) * params.in_w + u32(ix));
-            if (MODE == 0u) {
-                acc = max(acc, v);
-            } else {
-                acc += v;
+            kx += step_x;
+            ky += step_y;
+            if (kx >= params.k_w) {
+                kx -= params.k_w;
+                ky += 1u;
             }
-            count += 1u;
         }
     }
     part[lid] = acc;
     part_count[lid] = count;
     workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+    for (var stride = RG / 2u; stride > 0u; stride = stride / 2u) {
         if (lid < stride) {
             if (MODE == 0u) {
                 part[lid] = max(part[lid], part[lid + stride]);

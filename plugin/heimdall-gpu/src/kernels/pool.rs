@@ -40,18 +40,38 @@ pub fn source(mode: u32, x: Precision, y: Precision, epilogue: EpilogueDecl) -> 
 /// Windows of at least this many positions use the work-group reduction.
 pub const LARGE_WINDOW: usize = 64;
 
-/// Source of the work-group reduction over large windows; `mode` 0 = max, 1 = average.
+/// Source of the work-group reduction over large windows; `mode` 0 = max, 1 = average; work
+/// groups of 64 threads.
 pub fn window_reduce_source(
     mode: u32,
     x: Precision,
     y: Precision,
     epilogue: EpilogueDecl,
 ) -> KernelSource {
+    window_reduce_source_rg(mode, x, y, epilogue, 64)
+}
+
+/// [`window_reduce_source`] with work groups of `rg` threads (a power of two, ≤ 256).
+pub fn window_reduce_source_rg(
+    mode: u32,
+    x: Precision,
+    y: Precision,
+    epilogue: EpilogueDecl,
+    rg: u32,
+) -> KernelSource {
     KernelSource {
-        consts: vec![("MODE", mode)],
+        consts: vec![("MODE", mode), ("RG", rg)],
         epilogue,
         ..KernelSource::new("window_reduce", vec![read("x", x), write("y", y)])
     }
+}
+
+/// Threads per work group of the large-window reduction: 256 (the WebGPU limit) when there
+/// are fewer than `min_threads / 64` outputs, so that a global pool of a few output vec4s does
+/// not leave the GPU with a handful of groups each walking thousands of positions (H100,
+/// selfie_segmentation's 128x128x16 global average: 84 us with 4 groups of 64); 64 otherwise.
+fn reduce_group(outputs: usize, min_threads: usize) -> u32 {
+    if outputs * 64 < min_threads { 256 } else { 64 }
 }
 
 /// Builds a pooling op; `mode` 0 = max, 1 = average.
@@ -100,7 +120,7 @@ pub fn build_window(
     };
     Ok(vec![Dispatch {
         source: if large {
-            window_reduce_source(mode, xp, yp, ep)
+            window_reduce_source_rg(mode, xp, yp, ep, reduce_group(total, ctx.min_threads))
         } else {
             source(mode, xp, yp, ep)
         },
