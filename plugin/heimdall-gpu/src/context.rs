@@ -285,6 +285,32 @@ impl Tuning {
             .unwrap_or((1, 1))
     }
 
+    /// Checks a tuning against `limits` before kernels are generated from it (a tuning passed in
+    /// [`crate::GpuOptions::tuning`] is user input): the 1x1 work group must lie within the
+    /// device's work-group limits, and every block's entries in 1..=8 (the generated tiles'
+    /// register budget).
+    pub fn validate(&self, limits: &wgpu::Limits) -> Result<(), String> {
+        let max = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        let tg = self.conv1x1_workgroup;
+        if !(1..=max).contains(&tg) {
+            return Err(format!(
+                "1x1 work group of {tg} threads: must be in 1..={max}"
+            ));
+        }
+        if let Some(&(a, b)) = self
+            .conv_blocks
+            .iter()
+            .find(|&&(a, b)| !(1..=8).contains(&a) || !(1..=8).contains(&b))
+        {
+            return Err(format!(
+                "convolution block {a}x{b}: entries must be in 1..=8"
+            ));
+        }
+        Ok(())
+    }
+
     /// Into how many parts (a power of two, 2..=16) a 1x1 convolution of `outputs` output
     /// vec4s (pixels x output slices) and `in_slices` input slices splits its reduction, or
     /// `None` to keep one thread per output block: splits only when the grid is below

@@ -8,6 +8,9 @@ pub enum GpuError {
     /// No adapter or device could be created.
     #[error("no GPU: {0}")]
     NoDevice(String),
+    /// The options passed to the compile step are invalid (e.g. a tuning the device cannot run).
+    #[error("invalid options: {0}")]
+    Options(String),
     /// The model uses something the GPU backend does not support.
     #[error("unsupported: {0}")]
     Unsupported(String),

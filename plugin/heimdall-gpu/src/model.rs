@@ -425,6 +425,9 @@ impl GpuModel {
     ) -> Result<GpuModel, GpuError> {
         let start = Instant::now();
         graph.validate()?;
+        if let Some(t) = &options.tuning {
+            t.validate(&ctx.limits).map_err(GpuError::Options)?;
+        }
         let precision = match options.precision {
             Precision::F16 if !ctx.has_f16() => Precision::PackedF16,
             p => p,

@@ -7,7 +7,7 @@ mod common;
 
 use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu};
 use heimdall_gpu::kernels::conv::conv1x1_blocking;
-use heimdall_gpu::{GpuContext, GpuFamily, GpuModel, GpuOptions, Precision};
+use heimdall_gpu::{GpuContext, GpuError, GpuFamily, GpuModel, GpuOptions, Precision, Tuning};
 use heimdall_ir::{ConvAttrs, Epilogue, Graph, OpKind, Pad2d};
 
 fn as_family(ctx: &GpuContext, vendor: u32, device_type: wgpu::DeviceType) -> GpuContext {
@@ -165,5 +165,50 @@ fn desktop_gpus_split_long_reductions_of_small_grids() {
         println!("split reduction {p:?}: rel-L2 {err:.2e}");
         assert!(err <= kernel_tolerance(p), "{p:?}: rel-L2 {err:.3e}");
     }
+    gpu.assert_no_errors();
+}
+
+/// A tuning passed in `GpuOptions::tuning` is user input: one the device cannot run is a typed
+/// error from `compile`, not a panic or a wgpu validation error.
+#[test]
+fn invalid_tunings_are_typed_errors() {
+    let Some(gpu) = gpu() else { return };
+    let g = graph(9, 7, 6, 5);
+    let good = gpu.ctx.tuning();
+    let max = gpu.ctx.limits.max_compute_invocations_per_workgroup;
+    let bad_blocks: &'static [(u32, u32)] = &[(4, 2), (0, 1)];
+    let cases = [
+        Tuning {
+            conv1x1_workgroup: 0,
+            ..good
+        },
+        Tuning {
+            conv1x1_workgroup: max + 1,
+            ..good
+        },
+        Tuning {
+            conv_blocks: bad_blocks,
+            ..good
+        },
+        Tuning {
+            conv_blocks: &[(9, 1)],
+            ..good
+        },
+    ];
+    for t in cases {
+        let r = GpuModel::compile(&gpu.ctx, &g, GpuOptions::new(Precision::F32).with_tuning(t));
+        assert!(
+            matches!(r, Err(GpuError::Options(_))),
+            "{t:?}: {:?}",
+            r.err()
+        );
+    }
+    // The device's own tuning, passed explicitly, compiles.
+    GpuModel::compile(
+        &gpu.ctx,
+        &g,
+        GpuOptions::new(Precision::F32).with_tuning(good),
+    )
+    .expect("the device's tuning");
     gpu.assert_no_errors();
 }
