@@ -425,9 +425,13 @@ impl GpuModel {
     ) -> Result<GpuModel, GpuError> {
         let start = Instant::now();
         graph.validate()?;
-        if let Some(t) = &options.tuning {
-            t.validate(&ctx.limits).map_err(GpuError::Options)?;
-        }
+        let tuning = match options.tuning {
+            Some(t) => {
+                t.validate(&ctx.limits).map_err(GpuError::Options)?;
+                t
+            }
+            None => ctx.tuning(),
+        };
         let precision = match options.precision {
             Precision::F16 if !ctx.has_f16() => Precision::PackedF16,
             p => p,
@@ -469,8 +473,7 @@ impl GpuModel {
                 } else {
                     op_precisions[index]
                 },
-                min_threads: ctx.min_threads(),
-                tuning: options.tuning.unwrap_or_else(|| ctx.tuning()),
+                tuning,
                 consts: &mut consts,
             };
             let d = kernels::build(&mut octx).map_err(|message| GpuError::Op {

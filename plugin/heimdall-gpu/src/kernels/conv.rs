@@ -351,31 +351,26 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     if pointwise {
         let pixels = y.h * y.w;
         let tg = tuning.conv1x1_workgroup;
-        if let Some(ks) = tuning
+        // Split reduction (one output slice per work group) or blocked product.
+        let (source, pixel_tiles, slice_tiles) = match tuning
             .split_k(pixels * os, is)
             .filter(|&ks| tg.is_multiple_of(ks))
         {
-            let pixel_tiles = pixels.div_ceil((tg / ks) as usize);
-            let tiles = pixel_tiles * os;
-            let p = GpuConv1x1Params {
-                pixels: u32_of(pixels)?,
-                in_slices: u32_of(is)?,
-                out_slices: u32_of(os)?,
-                out_channels: u32_of(y.c)?,
-                pixel_tiles: u32_of(pixel_tiles)?,
-                tiles: u32_of(tiles)?,
-                _pad: [0; 2],
-            };
-            return Ok(vec![Dispatch {
-                source: conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
-                params: bytemuck::bytes_of(&p).to_vec(),
-                operands,
-                workgroups: u32_of(tiles)?,
-            }]);
-        }
-        let b = blocking_for(&tuning, pixels, os);
-        let pixel_tiles = pixels.div_ceil((b.bp * b.tg) as usize);
-        let tiles = pixel_tiles * os.div_ceil(b.bs as usize);
+            Some(ks) => (
+                conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
+                pixels.div_ceil((tg / ks) as usize),
+                os,
+            ),
+            None => {
+                let b = blocking_for(&tuning, pixels, os);
+                (
+                    conv1x1_source_tg(xp, wp, yp, b, ep),
+                    pixels.div_ceil((b.bp * b.tg) as usize),
+                    os.div_ceil(b.bs as usize),
+                )
+            }
+        };
+        let tiles = pixel_tiles * slice_tiles;
         let p = GpuConv1x1Params {
             pixels: u32_of(pixels)?,
             in_slices: u32_of(is)?,
@@ -386,7 +381,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             _pad: [0; 2],
         };
         return Ok(vec![Dispatch {
-            source: conv1x1_source_tg(xp, wp, yp, b, ep),
+            source,
             params: bytemuck::bytes_of(&p).to_vec(),
             operands,
             workgroups: u32_of(tiles)?,

@@ -159,7 +159,7 @@ pub fn build(
     operands.extend(ep_ops);
     let bx = [4usize, 2]
         .into_iter()
-        .find(|&b| y.w.div_ceil(b) * y.h * s >= ctx.min_threads)
+        .find(|&b| y.w.div_ceil(b) * y.h * s >= ctx.tuning.min_threads)
         .unwrap_or(1);
     let col_blocks = y.w.div_ceil(bx);
     let total = col_blocks * y.h * s;

@@ -76,8 +76,6 @@ pub struct OpContext<'a> {
     pub precisions: &'a [Precision],
     /// Precision of this op's weights and constant inputs.
     pub weights: Precision,
-    /// Threads below which a grid would leave the device idle (block sizes shrink under it).
-    pub min_threads: usize,
     /// Blocking choices for the device (family, work-group sizes, outputs per thread).
     pub tuning: crate::context::Tuning,
     /// Constant buffers of the model; builders append.

@@ -120,7 +120,13 @@ pub fn build_window(
     };
     Ok(vec![Dispatch {
         source: if large {
-            window_reduce_source_rg(mode, xp, yp, ep, reduce_group(total, ctx.min_threads))
+            window_reduce_source_rg(
+                mode,
+                xp,
+                yp,
+                ep,
+                reduce_group(total, ctx.tuning.min_threads),
+            )
         } else {
             source(mode, xp, yp, ep)
         },
