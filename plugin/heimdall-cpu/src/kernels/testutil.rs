@@ -46,6 +46,27 @@ pub fn assert_close(out: &[f32], reference: &[f32]) {
     );
 }
 
+/// Asserts `||out - reference|| ≤ 1e-5 · max(||reference||, ||scale||)`, where `scale` is the
+/// same computation on absolute values: a sum whose terms cancel (a mean of zero-mean data
+/// landing near zero) carries the rounding of its large terms, so its error is measured against
+/// the norm-wise bound of the sum, not against the small result alone.
+pub fn assert_close_scaled(out: &[f32], reference: &[f32], scale: &[f32]) {
+    let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+    let diff: f64 = out
+        .iter()
+        .zip(reference)
+        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let e = diff / norm(reference).max(norm(scale)).max(f64::MIN_POSITIVE);
+    assert!(
+        e <= 1e-5,
+        "scaled relative L2 error {e}: out {:?}.. ref {:?}..",
+        &out[..out.len().min(8)],
+        &reference[..reference.len().min(8)]
+    );
+}
+
 /// Padding choices of a generated window.
 #[derive(Clone, Copy, Debug)]
 pub enum Padding {
