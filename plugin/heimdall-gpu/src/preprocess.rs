@@ -2,16 +2,19 @@
 //! RGBA8 texture, applies an affine crop (crop, resize, flip, rotation: MediaPipe's rotated
 //! ROIs), resamples bilinearly with clamp-to-edge or a constant border, normalises per channel
 //! and writes the model's PHWC4 input slot in its storage precision, so the frame never leaves
-//! the GPU. [`preprocess_cpu`] is the same computation on the host (the CPU fallback).
+//! the GPU. The crop and the normalisation are `heimdall_vision::image`'s [`Crop`] and
+//! [`Normalization`]; `heimdall_vision::image::resample` is the same computation on the host
+//! (the CPU reference and fallback), which the tests hold this kernel to.
 //!
 //! ```no_run
-//! use heimdall_gpu::preprocess::{CropTransform, Normalization, Preprocessor};
+//! use heimdall_gpu::preprocess::Preprocessor;
+//! use heimdall_vision::image::{Crop, Normalization};
 //! # fn f(model: &heimdall_gpu::GpuModel, frame: &wgpu::TextureView) -> Result<(), heimdall_gpu::GpuError> {
 //! let pre = Preprocessor::new(model, 0, Normalization::MINUS_ONE_TO_ONE)?;
 //! let binding = pre.bind(frame)?; // once per texture: keep it while the texture lives
 //! let ctx = model.context();
 //! // Every frame: the ROI, then the preprocessing and the model's steps in one encoder.
-//! pre.set_transform(&ctx.queue, &CropTransform::IDENTITY)?;
+//! pre.set_crop(&ctx.queue, &Crop::FULL)?;
 //! let mut encoder = ctx.device.create_command_encoder(&Default::default());
 //! pre.encode(&mut encoder, &binding);
 //! model.encode(&mut encoder, 0..model.num_steps())?;
@@ -20,6 +23,7 @@
 //! ```
 
 use bytemuck::{Pod, Zeroable};
+use heimdall_vision::image::{Border, Crop, Normalization};
 
 use crate::error::GpuError;
 use crate::model::GpuModel;
@@ -27,141 +31,13 @@ use crate::precision::Precision;
 use crate::shaders::write;
 use crate::wgsl::KernelSource;
 
-/// Per-channel normalisation `out = pixel * scale + offset`, with `pixel` in [0, 1] (the byte
-/// divided by 255) and channels in RGBA order.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Normalization {
-    /// Multiplier per channel (R, G, B, A).
-    pub scale: [f32; 4],
-    /// Offset per channel (R, G, B, A).
-    pub offset: [f32; 4],
-}
-
-impl Normalization {
-    /// [-1, 1]: `2 * pixel - 1` (MediaPipe's face, hand and pose models).
-    pub const MINUS_ONE_TO_ONE: Normalization = Normalization {
-        scale: [2.0; 4],
-        offset: [-1.0; 4],
-    };
-    /// [0, 1]: the pixel as is (selfie segmentation, style transfer).
-    pub const ZERO_TO_ONE: Normalization = Normalization {
-        scale: [1.0; 4],
-        offset: [0.0; 4],
-    };
-
-    /// `(pixel - mean) / std` per channel, with `mean` and `std` in [0, 1] units (ImageNet:
-    /// mean `[0.485, 0.456, 0.406]`, std `[0.229, 0.224, 0.225]`); alpha passes through.
-    pub fn mean_std(mean: [f32; 3], std: [f32; 3]) -> Normalization {
-        let mut n = Normalization::ZERO_TO_ONE;
-        for c in 0..3 {
-            n.scale[c] = 1.0 / std[c];
-            n.offset[c] = -mean[c] / std[c];
-        }
-        n
-    }
-
-    fn validate(&self) -> Result<(), GpuError> {
-        if self.scale.iter().chain(&self.offset).all(|v| v.is_finite()) {
-            Ok(())
-        } else {
-            Err(GpuError::Unsupported(format!(
-                "normalisation {self:?} is not finite"
-            )))
-        }
-    }
-}
-
-/// What a bilinear tap outside the source texture reads.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Border {
-    /// The nearest edge texel (clamp-to-edge).
-    Clamp,
-    /// A constant RGBA value in pixel units ([0, 1], before normalisation). MediaPipe's zero
-    /// border for rotated ROIs is `Constant([0.0; 4])` (black, which [-1, 1] maps to -1).
-    Constant([f32; 4]),
-}
-
-/// The affine map from output pixels to source texture coordinates, and the border mode.
-///
-/// `matrix` maps the centre of output pixel `(x, y)`, normalised to `(u, v) = ((x + 0.5) / W,
-/// (y + 0.5) / H)` in [0, 1]², to a source point `(s, t)` normalised to [0, 1]² of the texture
-/// (`(0, 0)` its top-left corner, `(1, 1)` its bottom-right corner):
-/// `s = m[0][0] u + m[0][1] v + m[0][2]`, `t = m[1][0] u + m[1][1] v + m[1][2]`.
-/// The source is sampled bilinearly around that point, texel `i` having its centre at
-/// `(i + 0.5) / size`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CropTransform {
-    /// Rows of the 2x3 matrix.
-    pub matrix: [[f32; 3]; 2],
-    /// What taps outside the texture read.
-    pub border: Border,
-}
-
-impl CropTransform {
-    /// The whole frame, resized to the model's input.
-    pub const IDENTITY: CropTransform = CropTransform {
-        matrix: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
-        border: Border::Clamp,
-    };
-
-    /// The axis-aligned rectangle `[x0, x1] x [y0, y1]` (normalised source coordinates),
-    /// resized to the model's input; `x0 > x1` flips horizontally, `y0 > y1` vertically.
-    pub fn rect(x0: f32, y0: f32, x1: f32, y1: f32) -> CropTransform {
-        CropTransform {
-            matrix: [[x1 - x0, 0.0, x0], [0.0, y1 - y0, y0]],
-            border: Border::Clamp,
-        }
-    }
-
-    /// MediaPipe's rotated ROI (`NormalizedRect`): centre `(cx, cy)` and size `(w, h)`
-    /// normalised to the image, `rotation` in radians (positive turns the ROI clockwise on
-    /// screen, y pointing down), on an image of `image_w x image_h` pixels (rotation happens in
-    /// pixels, so non-square images do not shear). `flip` mirrors the ROI horizontally (the
-    /// output's left is the ROI's right). The border is MediaPipe's zero border.
-    pub fn rotated_rect(
-        center: [f32; 2],
-        size: [f32; 2],
-        rotation: f32,
-        image_w: f32,
-        image_h: f32,
-        flip: bool,
-    ) -> CropTransform {
-        let (sin, cos) = rotation.sin_cos();
-        let (a, b) = (size[0] * image_w, size[1] * image_h); // ROI size in pixels
-        let fx = if flip { -1.0 } else { 1.0 };
-        // src_px = c_px + R [(u' - 0.5) a, (v - 0.5) b], u' = u or 1 - u; normalised by image.
-        let (ux, vx) = (cos * a * fx / image_w, -sin * b / image_w);
-        let (uy, vy) = (sin * a * fx / image_h, cos * b / image_h);
-        CropTransform {
-            matrix: [
-                [ux, vx, center[0] - 0.5 * (ux + vx)],
-                [uy, vy, center[1] - 0.5 * (uy + vy)],
-            ],
-            border: Border::Constant([0.0; 4]),
-        }
-    }
-
-    /// The source point (normalised) of the normalised output point `(u, v)`.
-    pub fn apply(&self, u: f32, v: f32) -> [f32; 2] {
-        let m = &self.matrix;
-        [
-            m[0][0] * u + m[0][1] * v + m[0][2],
-            m[1][0] * u + m[1][1] * v + m[1][2],
-        ]
-    }
-
-    fn validate(&self) -> Result<(), GpuError> {
-        let border_ok = match self.border {
-            Border::Clamp => true,
-            Border::Constant(v) => v.iter().all(|x| x.is_finite()),
-        };
-        if self.matrix.iter().flatten().all(|v| v.is_finite()) && border_ok {
-            Ok(())
-        } else {
-            Err(GpuError::Unsupported(format!(
-                "crop transform {self:?} is not finite"
-            )))
-        }
+fn check(crop: &Crop, norm: &Normalization) -> Result<(), GpuError> {
+    if crop.is_finite() && norm.is_finite() {
+        Ok(())
+    } else {
+        Err(GpuError::Unsupported(format!(
+            "the crop {crop:?} or the normalisation {norm:?} is not finite"
+        )))
     }
 }
 
@@ -239,9 +115,9 @@ pub struct Preprocessor {
 impl Preprocessor {
     /// The preprocessing of input `input` of `model` (shape `[1, H, W, C]` with `C ≤ 4`; output
     /// channel `c` is the texture's channel `c` in RGBA order), with normalisation `norm`, and
-    /// the identity crop until [`Preprocessor::set_transform`] is called.
+    /// the full-frame crop until [`Preprocessor::set_crop`] is called.
     pub fn new(model: &GpuModel, input: usize, norm: Normalization) -> Result<Self, GpuError> {
-        norm.validate()?;
+        check(&Crop::FULL, &norm)?;
         let target = model.input_target(input)?;
         let g = target.geom;
         if g.c == 0 || g.c > 4 {
@@ -299,7 +175,7 @@ impl Preprocessor {
             out,
             norm,
         };
-        p.set_transform(&ctx.queue, &CropTransform::IDENTITY)?;
+        p.set_crop(&ctx.queue, &Crop::FULL)?;
         Ok(p)
     }
 
@@ -364,16 +240,16 @@ impl Preprocessor {
 
     /// Sets the crop of the next submission (a `queue.write_buffer` of 96 bytes); refuses
     /// non-finite values.
-    pub fn set_transform(&self, queue: &wgpu::Queue, crop: &CropTransform) -> Result<(), GpuError> {
-        crop.validate()?;
-        let m = crop.matrix;
+    pub fn set_crop(&self, queue: &wgpu::Queue, crop: &Crop) -> Result<(), GpuError> {
+        check(crop, &self.norm)?;
+        let m = crop.transform.to_rows();
         let (border_mode, border) = match crop.border {
             Border::Clamp => (0, [0.0; 4]),
             Border::Constant(v) => (1, v),
         };
         let p = GpuPreprocessParams {
-            m0: [m[0][0], m[0][1], m[0][2], 0.0],
-            m1: [m[1][0], m[1][1], m[1][2], 0.0],
+            m0: [m[0], m[1], m[2], 0.0],
+            m1: [m[3], m[4], m[5], 0.0],
             scale: self.norm.scale,
             offset: self.norm.offset,
             border,
@@ -400,136 +276,5 @@ impl Preprocessor {
         pass.set_pipeline(&binding.pipeline);
         pass.set_bind_group(0, &binding.bind_group, &[]);
         pass.dispatch_workgroups(binding.groups[0], binding.groups[1], 1);
-    }
-}
-
-/// The preprocessing on the host, for the CPU backend: `rgba` holds `width * height` RGBA8
-/// pixels row by row (top row first); the result is `[out_h, out_w, out_c]` (NHWC, batch 1)
-/// f32 with `out_c ≤ 4`, the same computation as the GPU kernel (which agrees to f32 rounding).
-pub fn preprocess_cpu(
-    rgba: &[u8],
-    width: usize,
-    height: usize,
-    crop: &CropTransform,
-    norm: &Normalization,
-    out_shape: [usize; 3],
-) -> Result<Vec<f32>, GpuError> {
-    crop.validate()?;
-    norm.validate()?;
-    let [out_h, out_w, out_c] = out_shape;
-    if width == 0
-        || height == 0
-        || width.checked_mul(height).and_then(|n| n.checked_mul(4)) != Some(rgba.len())
-    {
-        return Err(GpuError::Unsupported(format!(
-            "an RGBA8 image of {width}x{height} pixels needs {} bytes, got {}",
-            width.saturating_mul(height).saturating_mul(4),
-            rgba.len()
-        )));
-    }
-    if !(1..=4).contains(&out_c) || width > i32::MAX as usize || height > i32::MAX as usize {
-        return Err(GpuError::Unsupported(format!(
-            "preprocessing writes 1 to 4 channels from images below 2^31 pixels a side, not {out_c} channels"
-        )));
-    }
-    let (w, h) = (width as i32, height as i32);
-    let tap = |x: i32, y: i32| -> [f32; 4] {
-        if let Border::Constant(v) = crop.border
-            && (x < 0 || y < 0 || x >= w || y >= h)
-        {
-            return v;
-        }
-        let at = (y.clamp(0, h - 1) as usize * width + x.clamp(0, w - 1) as usize) * 4;
-        std::array::from_fn(|c| f32::from(rgba[at + c]) / 255.0)
-    };
-    let mut out = Vec::with_capacity(out_h * out_w * out_c);
-    for y in 0..out_h {
-        for x in 0..out_w {
-            let u = (x as f32 + 0.5) / out_w as f32;
-            let v = (y as f32 + 0.5) / out_h as f32;
-            let [s, t] = crop.apply(u, v);
-            let (px, py) = (s * width as f32 - 0.5, t * height as f32 - 0.5);
-            let (fx0, fy0) = (px.floor(), py.floor());
-            let (fx, fy) = (px - fx0, py - fy0);
-            let (limx, limy) = (width as f32 + 2.0, height as f32 + 2.0);
-            let (x0, y0) = (fx0.clamp(-limx, limx) as i32, fy0.clamp(-limy, limy) as i32);
-            let (a, b, c, d) = (
-                tap(x0, y0),
-                tap(x0 + 1, y0),
-                tap(x0, y0 + 1),
-                tap(x0 + 1, y0 + 1),
-            );
-            for ch in 0..out_c {
-                let top = a[ch] + (b[ch] - a[ch]) * fx;
-                let bottom = c[ch] + (d[ch] - c[ch]) * fx;
-                let pixel = top + (bottom - top) * fy;
-                out.push(pixel * norm.scale[ch] + norm.offset[ch]);
-            }
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identity_reads_pixel_centres() {
-        // 2x2 image, identity crop to 2x2: the exact bytes.
-        let rgba = [
-            0u8, 255, 51, 255, 102, 0, 0, 255, 255, 255, 255, 255, 0, 0, 0, 0,
-        ];
-        let out = preprocess_cpu(
-            &rgba,
-            2,
-            2,
-            &CropTransform::IDENTITY,
-            &Normalization::ZERO_TO_ONE,
-            [2, 2, 3],
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            vec![0.0, 1.0, 0.2, 0.4, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
-        );
-    }
-
-    #[test]
-    fn rotated_rect_maps_centre_and_corners() {
-        // A quarter turn of a square ROI on a square image: the ROI's own top-left corner has
-        // turned clockwise (y down) to the top-right of the axis-aligned square.
-        let t = CropTransform::rotated_rect(
-            [0.5, 0.5],
-            [0.5, 0.5],
-            std::f32::consts::FRAC_PI_2,
-            100.0,
-            100.0,
-            false,
-        );
-        let c = t.apply(0.5, 0.5);
-        assert!((c[0] - 0.5).abs() < 1e-6 && (c[1] - 0.5).abs() < 1e-6);
-        let tl = t.apply(0.0, 0.0);
-        assert!(
-            (tl[0] - 0.75).abs() < 1e-6 && (tl[1] - 0.25).abs() < 1e-6,
-            "{tl:?}"
-        );
-        let flipped = CropTransform::rotated_rect([0.5, 0.5], [0.5, 0.5], 0.0, 100.0, 100.0, true);
-        let tl = flipped.apply(0.0, 0.0);
-        assert!(
-            (tl[0] - 0.75).abs() < 1e-6 && (tl[1] - 0.25).abs() < 1e-6,
-            "{tl:?}"
-        );
-    }
-
-    #[test]
-    fn bad_inputs_are_errors() {
-        let crop = CropTransform::IDENTITY;
-        let n = Normalization::ZERO_TO_ONE;
-        assert!(preprocess_cpu(&[0; 15], 2, 2, &crop, &n, [2, 2, 3]).is_err());
-        assert!(preprocess_cpu(&[0; 16], 2, 2, &crop, &n, [2, 2, 5]).is_err());
-        let mut nan = crop;
-        nan.matrix[0][0] = f32::NAN;
-        assert!(preprocess_cpu(&[0; 16], 2, 2, &nan, &n, [2, 2, 3]).is_err());
     }
 }

@@ -2,8 +2,8 @@
 //! independent reference written here (f64 bilinear sampling from the definition in
 //! `heimdall_gpu::preprocess`): random RGBA8 images of odd sizes, random affine crops with
 //! rotation and flips, both border modes, plain and sRGB views, every storage precision of the
-//! input (rel-L2 ≤ 1e-5 in f32, ≤ 3e-3 in f16 and packed f16). `preprocess_cpu` is held to the
-//! same reference, and a real model fed by the kernel (identity crop of a 128x128 texture made
+//! input (rel-L2 ≤ 1e-5 in f32, ≤ 3e-3 in f16 and packed f16). The CPU reference of the
+//! workspace, `heimdall_vision::image::resample`, is held to the same reference, and a real model fed by the kernel (identity crop of a 128x128 texture made
 //! from a golden input) is compared with the same pixels uploaded by `set_input`.
 
 mod common;
@@ -12,11 +12,11 @@ use common::{GraphBuilder, gpu, kernel_tolerance};
 use heimdall::assets::{goldens_dir, model_path};
 use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
-use heimdall_gpu::preprocess::{
-    Border, CropTransform, Normalization, Preprocessor, preprocess_cpu,
-};
+use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
 use heimdall_ir::{Epilogue, Graph, OpKind};
+use heimdall_vision::Vec2;
+use heimdall_vision::image::{Border, Crop, CropTransform, Normalization, RotatedRect, resample};
 
 /// Deterministic bytes.
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
@@ -38,7 +38,7 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
 fn reference(
     rgba: &[u8],
     (w, h): (usize, usize),
-    crop: &CropTransform,
+    crop: &Crop,
     norm: &Normalization,
     [oh, ow, oc]: [usize; 3],
 ) -> Vec<f32> {
@@ -51,7 +51,8 @@ fn reference(
         let (x, y) = (x.clamp(0, w as i64 - 1), y.clamp(0, h as i64 - 1));
         rgba[(y as usize * w + x as usize) * 4 + c] as f64 / 255.0
     };
-    let m = crop.matrix.map(|r| r.map(f64::from));
+    let r = crop.transform.to_rows().map(f64::from);
+    let m = [[r[0], r[1], r[2]], [r[3], r[4], r[5]]];
     let mut out = Vec::new();
     for y in 0..oh {
         for x in 0..ow {
@@ -169,32 +170,46 @@ fn copy_graph([h, w, c]: [usize; 3]) -> Graph {
     b.finish(vec![y])
 }
 
-fn crops() -> Vec<(&'static str, CropTransform)> {
-    let mut general = CropTransform::rotated_rect(
-        [0.45, 0.6],
-        [0.9, 0.7],
-        0.7,
-        37.0,
-        23.0,
-        true, // mirrored, rotated, partly outside the image
-    );
-    general.border = Border::Constant([0.25, 0.5, 0.75, 1.0]);
-    let mut zero = CropTransform::rotated_rect([0.5, 0.5], [1.2, 1.1], -2.1, 37.0, 23.0, false);
-    zero.border = Border::Constant([0.0; 4]);
-    let mut clamped = zero;
-    clamped.border = Border::Clamp;
+/// MediaPipe's rotated ROI on a `w × h` image.
+fn rotated(center: [f32; 2], size: [f32; 2], rotation: f32, (w, h): (u32, u32)) -> CropTransform {
+    let rect = RotatedRect {
+        center: Vec2::from(center),
+        size: Vec2::from(size),
+        rotation,
+    };
+    CropTransform::from_rotated_rect(&rect, w, h)
+}
+
+fn crops() -> Vec<(&'static str, Crop)> {
+    // Mirrored, rotated, partly outside the image.
+    let general = Crop {
+        transform: rotated([0.45, 0.6], [0.9, 0.7], 0.7, (37, 23)).mirrored(),
+        border: Border::Constant([0.25, 0.5, 0.75, 1.0]),
+    };
+    let zero = Crop {
+        transform: rotated([0.5, 0.5], [1.2, 1.1], -2.1, (37, 23)),
+        border: Border::ZERO,
+    };
+    let clamped = Crop {
+        border: Border::Clamp,
+        ..zero
+    };
+    let clamp = |transform| Crop {
+        transform,
+        border: Border::Clamp,
+    };
     vec![
-        ("identity", CropTransform::IDENTITY),
-        ("flipped rect", CropTransform::rect(0.9, 0.05, 0.1, 0.8)),
+        ("identity", Crop::FULL),
+        (
+            "flipped rect",
+            clamp(CropTransform::rect(0.9, 0.05, 0.1, 0.8)),
+        ),
         ("rotated+flip, grey border", general),
         ("rotated, zero border", zero),
         ("rotated, clamp", clamped),
         (
             "shear, far outside",
-            CropTransform {
-                matrix: [[1.3, -0.4, -0.2], [0.35, 2.2, -0.6]],
-                border: Border::Clamp,
-            },
+            clamp(CropTransform::from_rows([1.3, -0.4, -0.2, 0.35, 2.2, -0.6])),
         ),
     ]
 }
@@ -207,7 +222,7 @@ fn cpu_preprocessing_matches_the_reference() {
     for (name, crop) in crops() {
         for shape in [[19, 29, 3], [8, 5, 4], [3, 7, 1]] {
             let want = reference(&rgba, (w, h), &crop, &norm, shape);
-            let got = preprocess_cpu(&rgba, w, h, &crop, &norm, shape).expect("cpu");
+            let got = resample(&rgba, w, h, &crop, &norm, shape).expect("cpu");
             let err = rel_l2(&got, &want);
             println!("cpu {name} {shape:?}: rel-L2 {err:.2e}");
             assert!(err <= 1e-5, "cpu {name} {shape:?}: rel-L2 {err:.3e}");
@@ -229,7 +244,7 @@ fn gpu_preprocessing_matches_the_reference() {
             let pre = Preprocessor::new(&model, 0, norm).expect("preprocessor");
             assert_eq!(pre.output_shape(), shape);
             for (name, crop) in crops() {
-                pre.set_transform(&gpu.ctx.queue, &crop).expect("transform");
+                pre.set_crop(&gpu.ctx.queue, &crop).expect("crop");
                 let out = run_preprocessed(&model, &pre, &view, wgpu::TextureFormat::Rgba8Unorm);
                 let want = reference(&rgba, (w, h), &crop, &norm, shape);
                 let err = rel_l2(&out[0], &want);
@@ -258,8 +273,11 @@ fn srgb_views_give_the_stored_bytes() {
     )
     .unwrap();
     let pre = Preprocessor::new(&model, 0, Normalization::MINUS_ONE_TO_ONE).unwrap();
-    let crop = CropTransform::rect(0.1, 0.2, 0.7, 0.9);
-    pre.set_transform(&gpu.ctx.queue, &crop).unwrap();
+    let crop = Crop {
+        transform: CropTransform::rect(0.1, 0.2, 0.7, 0.9),
+        border: Border::Clamp,
+    };
+    pre.set_crop(&gpu.ctx.queue, &crop).unwrap();
     let srgb = wgpu::TextureFormat::Rgba8UnormSrgb;
     let view = texture(&gpu.ctx, &rgba, (w, h), srgb);
     let out = run_preprocessed(&model, &pre, &view, srgb);
@@ -297,9 +315,11 @@ fn bad_arguments_are_errors() {
     nan.scale[1] = f32::NAN;
     assert!(Preprocessor::new(&model, 0, nan).is_err());
     let pre = Preprocessor::new(&model, 0, Normalization::ZERO_TO_ONE).unwrap();
-    let mut crop = CropTransform::IDENTITY;
-    crop.matrix[1][2] = f32::INFINITY;
-    assert!(pre.set_transform(&gpu.ctx.queue, &crop).is_err());
+    let crop = Crop {
+        transform: CropTransform::from_rows([1.0, 0.0, 0.0, 0.0, 1.0, f32::INFINITY]),
+        border: Border::Clamp,
+    };
+    assert!(pre.set_crop(&gpu.ctx.queue, &crop).is_err());
     let view = texture(&gpu.ctx, &[0; 16], (2, 2), wgpu::TextureFormat::Rgba8Unorm);
     assert!(
         pre.bind_as(&view, wgpu::TextureFormat::Rgba16Float)
@@ -379,13 +399,7 @@ fn a_binding_runs_as_the_preprocessor_that_made_it() {
             break o;
         }
     };
-    let want = reference(
-        &rgba,
-        (w, h),
-        &CropTransform::IDENTITY,
-        &Normalization::ZERO_TO_ONE,
-        sa,
-    );
+    let want = reference(&rgba, (w, h), &Crop::FULL, &Normalization::ZERO_TO_ONE, sa);
     let err = rel_l2(&out[0], &want);
     assert!(err <= 1e-5, "rel-L2 {err:.3e}");
     gpu.assert_no_errors();

@@ -12,9 +12,10 @@
 
 use glam::Vec2;
 
+use crate::Rect;
 use crate::anchors::{Anchor, SsdAnchorsOptions, generate_anchors};
-use crate::face_roi::CropTransform;
-use crate::{DecodeError, Rect, check_len};
+use crate::error::{DecodeError, check_len};
+use crate::image::CropTransform;
 
 /// Number of keypoints of a face detection: right eye, left eye, nose tip, mouth centre, right
 /// ear tragion, left ear tragion ("right" = the subject's right, on the image's left for a

@@ -11,8 +11,9 @@
 
 use glam::{Mat3, Quat, Vec2, Vec3};
 
-use crate::face_roi::CropTransform;
-use crate::{DecodeError, Rect, check_len};
+use crate::Rect;
+use crate::error::{DecodeError, check_len};
+use crate::image::CropTransform;
 
 /// Points in the face mesh.
 pub const FACE_MESH_POINTS: usize = 468;

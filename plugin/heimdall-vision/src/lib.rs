@@ -1,19 +1,18 @@
-//! Pure-Rust pre- and post-processing for MediaPipe's face models, and a bundled camera clip with
-//! ground truth to test them on. No GPU, no Bevy: plain data in, plain data out.
+//! Pure-Rust pre- and post-processing for heimdall's vision models. No GPU, no Bevy: plain data
+//! in, plain data out, each decoder checked against the MediaPipe source it ports.
 //!
 //! One frame from camera to result, in the order the modules are used:
 //!
-//! 1. [`clip`] (or [`synthetic`]): an [`RgbaImage`] frame from the bundled clip
-//!    `assets/clips/astronaut_pan/`, with its ground-truth face box.
-//! 2. [`face_roi::CropTransform::letterbox`] + [`image::RgbaImage::to_tensor`]: the frame
-//!    letterboxed into `face_detection_short_range`'s 128×128 input.
-//! 3. [`blazeface::BlazeFaceDecoder`] (anchors from [`anchors`]): the model's two outputs to
-//!    [`Detection`]s, weighted NMS included; [`Detection::transformed`] maps them back to the frame.
-//! 4. [`face_roi::face_landmark_roi`] + [`face_roi::CropTransform::from_rotated_rect`]: the rotated
-//!    crop `face_landmark` sees (sampled with [`image::Border::Replicate`], as MediaPipe does).
-//! 5. [`face_mesh::decode_face_mesh`]: 468 points in frame coordinates, presence, head pose, and an
-//!    anchor (centre and size) to draw on.
-//! 6. [`mask::decode_mask`]: `selfie_segmentation`'s output as a mask image.
+//! 1. [`image`]: the frame as an [`RgbaImage`], and the [`Crop`] a model sees of it
+//!    (letterbox, rotated ROI, border) with its [`Normalization`]; [`image::resample`] is the CPU
+//!    reference of the GPU preprocessing kernel.
+//! 2. [`blazeface::BlazeFaceDecoder`] (anchors from [`anchors`]): the detector's two outputs to
+//!    [`Detection`]s, weighted NMS included; [`Detection::transformed`] maps them back to the
+//!    frame through the crop.
+//! 3. [`face_roi::face_landmark_roi`]: the rotated crop `face_landmark` sees.
+//! 4. [`face_mesh::decode_face_mesh`]: 468 points in frame coordinates, presence, head pose, and
+//!    an anchor (centre and size) to draw on.
+//! 5. [`mask::decode_mask`]: `selfie_segmentation`'s output as a mask image.
 //!
 //! Coordinates: "uv" means normalised image coordinates, `(0, 0)` the top-left corner of the
 //! top-left pixel, `(1, 1)` the bottom-right corner of the bottom-right pixel, y down. Pixel
@@ -22,138 +21,20 @@
 
 pub mod anchors;
 pub mod blazeface;
-pub mod clip;
+pub mod error;
 pub mod face_mesh;
 pub mod face_roi;
 pub mod image;
 pub mod mask;
-pub mod synthetic;
+pub mod rect;
 
 pub use blazeface::{BlazeFaceDecoder, BlazeFaceOptions, Detection};
-pub use clip::{CameraPose, Clip, ClipError};
+pub use error::DecodeError;
 pub use face_mesh::{FaceAnchor, FaceMesh, HeadPose, decode_face_mesh};
-pub use face_roi::{CropTransform, RotatedRect, face_landmark_roi};
+pub use face_roi::face_landmark_roi;
 pub use glam::{Affine2, Mat2, Quat, Vec2, Vec3};
-pub use image::{Border, ImageError, RgbaImage, ValueRange};
+pub use image::{
+    Border, Crop, CropTransform, ImageError, Normalization, RgbaImage, RotatedRect, resample,
+};
 pub use mask::{Mask, decode_mask};
-pub use synthetic::{SyntheticSource, decode_frame_index};
-
-use thiserror::Error;
-
-/// A model output that does not have the size a decoder expects.
-#[derive(Clone, Debug, Error, PartialEq, Eq)]
-#[error("{what}: expected {expected} values, got {got}")]
-pub struct DecodeError {
-    /// Which tensor.
-    pub what: &'static str,
-    /// The number of values the decoder needs.
-    pub expected: usize,
-    /// The number of values it was given.
-    pub got: usize,
-}
-
-/// Checks a tensor's length.
-pub(crate) fn check_len(
-    what: &'static str,
-    data: &[f32],
-    expected: usize,
-) -> Result<(), DecodeError> {
-    if data.len() == expected {
-        Ok(())
-    } else {
-        Err(DecodeError {
-            what,
-            expected,
-            got: data.len(),
-        })
-    }
-}
-
-/// An axis-aligned rectangle: top-left corner `(x, y)` and size `(w, h)`, in whatever frame the
-/// owner documents (normalised uv for detections and ground truth, pixels for annotations).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Rect {
-    /// Left edge.
-    pub x: f32,
-    /// Top edge.
-    pub y: f32,
-    /// Width (≥ 0 for a valid rectangle).
-    pub w: f32,
-    /// Height (≥ 0 for a valid rectangle).
-    pub h: f32,
-}
-
-impl Rect {
-    /// A rectangle from its top-left corner and size.
-    pub const fn new(x: f32, y: f32, w: f32, h: f32) -> Rect {
-        Rect { x, y, w, h }
-    }
-
-    /// The rectangle spanned by two corners (in any order).
-    pub fn from_corners(a: Vec2, b: Vec2) -> Rect {
-        let min = a.min(b);
-        let max = a.max(b);
-        Rect::new(min.x, min.y, max.x - min.x, max.y - min.y)
-    }
-
-    /// The smallest rectangle holding all `points` (`None` for no points or any non-finite one).
-    pub fn bounding(points: impl IntoIterator<Item = Vec2>) -> Option<Rect> {
-        let mut min = Vec2::splat(f32::INFINITY);
-        let mut max = Vec2::splat(f32::NEG_INFINITY);
-        let mut any = false;
-        for p in points {
-            if !p.is_finite() {
-                return None;
-            }
-            min = min.min(p);
-            max = max.max(p);
-            any = true;
-        }
-        any.then(|| Rect::from_corners(min, max))
-    }
-
-    /// Top-left corner.
-    pub fn min(&self) -> Vec2 {
-        Vec2::new(self.x, self.y)
-    }
-
-    /// Bottom-right corner.
-    pub fn max(&self) -> Vec2 {
-        Vec2::new(self.x + self.w, self.y + self.h)
-    }
-
-    /// Centre.
-    pub fn center(&self) -> Vec2 {
-        Vec2::new(self.x + 0.5 * self.w, self.y + 0.5 * self.h)
-    }
-
-    /// The four corners: top-left, top-right, bottom-right, bottom-left.
-    pub fn corners(&self) -> [Vec2; 4] {
-        let (a, b) = (self.min(), self.max());
-        [a, Vec2::new(b.x, a.y), b, Vec2::new(a.x, b.y)]
-    }
-
-    /// Area (0 for an empty or inverted rectangle).
-    pub fn area(&self) -> f32 {
-        self.w.max(0.0) * self.h.max(0.0)
-    }
-
-    /// The intersection (`None` when the rectangles do not overlap with positive area).
-    pub fn intersection(&self, other: &Rect) -> Option<Rect> {
-        let min = self.min().max(other.min());
-        let max = self.max().min(other.max());
-        (max.x > min.x && max.y > min.y).then(|| Rect::from_corners(min, max))
-    }
-
-    /// Intersection over union, in `[0, 1]` (0 when either is empty).
-    pub fn iou(&self, other: &Rect) -> f32 {
-        let inter = self.intersection(other).map_or(0.0, |r| r.area());
-        let union = self.area() + other.area() - inter;
-        if union > 0.0 { inter / union } else { 0.0 }
-    }
-
-    /// The rectangle scaled component-wise (e.g. uv to pixels with `(width, height)`).
-    pub fn scaled(&self, s: Vec2) -> Rect {
-        Rect::from_corners(self.min() * s, self.max() * s)
-    }
-}
+pub use rect::Rect;

@@ -1,7 +1,7 @@
 //! `selfie_segmentation` output (`1×256×256×1`, already through a sigmoid: person probability)
 //! as a mask image, optionally resized.
 
-use crate::{DecodeError, check_len};
+use crate::error::{DecodeError, check_len};
 
 /// A single-channel float mask, rows top to bottom, values in `[0, 1]` (1 = person).
 #[derive(Clone, Debug, PartialEq)]

@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 
 use heimdall::cpu::{CpuModel, CpuOptions};
 use heimdall::{LoadOptions, load_model};
+use heimdall_testkit::Clip;
 use heimdall_vision::face_mesh::FACE_LANDMARK_INPUT;
 use heimdall_vision::{
-    BlazeFaceDecoder, Border, Clip, CropTransform, Detection, Rect, RgbaImage, ValueRange, Vec2,
+    BlazeFaceDecoder, Border, Crop, Detection, Normalization, Rect, RgbaImage, Vec2,
     decode_face_mesh, decode_mask, face_landmark_roi,
 };
 
@@ -38,7 +39,7 @@ fn run(model: &mut CpuModel, input: &[f32]) -> Vec<Vec<f32>> {
 }
 
 fn portrait() -> RgbaImage {
-    RgbaImage::load_png(root().join("assets/images/astronaut.png")).expect("portrait")
+    RgbaImage::load(root().join("assets/images/astronaut.png")).expect("portrait")
 }
 
 /// The hand-annotated face box of the portrait, in its uv.
@@ -49,13 +50,17 @@ fn annotation_uv() -> Rect {
 
 /// Detects faces in `image` (letterboxed into 128x128), returned in the image's uv.
 fn detect(detector: &mut CpuModel, image: &RgbaImage) -> Vec<Detection> {
-    let letterbox = CropTransform::letterbox(image.width, image.height, 128, 128);
-    let input = image.to_tensor(&letterbox, 128, 128, ValueRange::MinusOneToOne);
+    let letterbox = Crop::letterbox(image.width, image.height, 128, 128);
+    let input = image
+        .to_tensor(&letterbox, &Normalization::MINUS_ONE_TO_ONE, [128, 128, 3])
+        .expect("preprocess");
     let out = run(detector, &input);
     let dets = BlazeFaceDecoder::short_range()
         .decode(&out[0], &out[1])
         .expect("decode");
-    dets.iter().map(|d| d.transformed(&letterbox)).collect()
+    dets.iter()
+        .map(|d| d.transformed(&letterbox.transform))
+        .collect()
 }
 
 #[test]
@@ -118,12 +123,15 @@ fn face_mesh_on_the_detection_crop() {
     let dets = detect(&mut detector, &image);
     assert_eq!(dets.len(), 1);
     let roi = face_landmark_roi(&dets[0], image.width, image.height);
-    let crop = CropTransform::from_rotated_rect(&roi, image.width, image.height);
-    let n = FACE_LANDMARK_INPUT;
-    let input = image.to_tensor_with(&crop, n, n, ValueRange::ZeroToOne, Border::Replicate);
+    let crop = Crop::rotated(&roi, image.width, image.height, Border::Clamp);
+    let n = FACE_LANDMARK_INPUT as usize;
+    let input = image
+        .to_tensor(&crop, &Normalization::ZERO_TO_ONE, [n, n, 3])
+        .expect("preprocess");
     let mut landmark = model("face_landmark");
     let out = run(&mut landmark, &input);
-    let mesh = decode_face_mesh(&out[0], &out[1], &crop, image.width, image.height).unwrap();
+    let mesh =
+        decode_face_mesh(&out[0], &out[1], &crop.transform, image.width, image.height).unwrap();
     let annotation = annotation_uv();
     let (right, left) = mesh.eye_centers();
     let pose = mesh.head_pose();
@@ -226,11 +234,13 @@ fn clip_frames_face_mesh_follows_the_camera_roll() {
         let dets = detect(&mut detector, image);
         let det = dets.first()?;
         let roi = face_landmark_roi(det, image.width, image.height);
-        let crop = CropTransform::from_rotated_rect(&roi, image.width, image.height);
-        let n = FACE_LANDMARK_INPUT;
-        let input = image.to_tensor_with(&crop, n, n, ValueRange::ZeroToOne, Border::Replicate);
+        let crop = Crop::rotated(&roi, image.width, image.height, Border::Clamp);
+        let n = FACE_LANDMARK_INPUT as usize;
+        let input = image
+            .to_tensor(&crop, &Normalization::ZERO_TO_ONE, [n, n, 3])
+            .expect("preprocess");
         let out = run(&mut landmark, &input);
-        decode_face_mesh(&out[0], &out[1], &crop, image.width, image.height).ok()
+        decode_face_mesh(&out[0], &out[1], &crop.transform, image.width, image.height).ok()
     };
     let base_roll = mesh_of(&portrait())
         .expect("portrait mesh")
@@ -266,7 +276,9 @@ fn clip_frames_face_mesh_follows_the_camera_roll() {
 #[test]
 fn selfie_mask_separates_person_and_background() {
     let image = portrait();
-    let input = image.to_tensor(&CropTransform::IDENTITY, 256, 256, ValueRange::ZeroToOne);
+    let input = image
+        .to_tensor(&Crop::FULL, &Normalization::ZERO_TO_ONE, [256, 256, 3])
+        .expect("preprocess");
     let mut seg = model("selfie_segmentation");
     let out = run(&mut seg, &input);
     let mask = decode_mask(&out[0], 256, 256).unwrap().resized(512, 512);

@@ -4,7 +4,9 @@
 
 use std::collections::VecDeque;
 
-use heimdall_vision::{CropTransform, SyntheticSource, decode_frame_index};
+use heimdall_testkit::warp::warp;
+use heimdall_testkit::{SyntheticSource, decode_frame_index};
+use heimdall_vision::CropTransform;
 
 #[test]
 fn results_carry_the_capture_index() {
@@ -21,8 +23,8 @@ fn results_carry_the_capture_index() {
     for k in order {
         let (captured, frame) = in_flight[k].clone();
         // Processing: a 2x upscale (cells and rows get wider), then the same-size identity.
-        let big = frame.warp(&CropTransform::IDENTITY, 640, 480).unwrap();
-        let result = big.warp(&CropTransform::IDENTITY, 640, 480).unwrap();
+        let big = warp(&frame, &CropTransform::IDENTITY, 640, 480).unwrap();
+        let result = warp(&big, &CropTransform::IDENTITY, 640, 480).unwrap();
         assert_eq!(decode_frame_index(&result), Some(captured));
         assert_eq!(decode_frame_index(&frame), Some(captured));
         seen.push(captured);

@@ -10,7 +10,7 @@
 
 use thiserror::Error;
 
-use crate::image::RgbaImage;
+use heimdall_vision::image::RgbaImage;
 
 /// Bits of the encoded index.
 pub const INDEX_BITS: u32 = 32;

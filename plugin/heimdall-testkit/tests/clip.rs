@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use heimdall_vision::clip::{ClipSpec, Keyframe};
-use heimdall_vision::{Clip, ClipError, ImageError, Rect, RgbaImage};
+use heimdall_testkit::clip::{ClipSpec, Keyframe};
+use heimdall_testkit::{Clip, ClipError};
+use heimdall_vision::{ImageError, Rect, RgbaImage};
 
 fn clip_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/clips/astronaut_pan")
@@ -55,7 +56,7 @@ fn frame_zero_is_a_pixel_exact_window_of_the_portrait() {
     let clip = Clip::load(clip_dir()).unwrap();
     // Keyframe 0: centre (226, 134), zoom 1, no roll: frame pixel (x, y) is source pixel
     // (x + 226 - 160, y + 134 - 120) = (x + 66, y + 14).
-    let portrait = RgbaImage::load_png(clip_dir().join("../../images/astronaut.png")).unwrap();
+    let portrait = RgbaImage::load(clip_dir().join("../../images/astronaut.png")).unwrap();
     let f = clip.frame(0);
     assert_eq!((f.width, f.height), (320, 240));
     for y in 0..240 {
@@ -296,7 +297,7 @@ fn load_errors_are_typed() {
     std::fs::write(dir.join("img.png"), b"\x89PNG\r\n\x1a\n garbage").unwrap();
     assert!(matches!(
         Clip::load(&dir),
-        Err(ClipError::Image(ImageError::Png { .. }))
+        Err(ClipError::Image(ImageError::Decode { .. }))
     ));
     let img = RgbaImage::new(16, 16).unwrap();
     std::fs::write(dir.join("img.png"), img.encode_png().unwrap()).unwrap();

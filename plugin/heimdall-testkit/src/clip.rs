@@ -10,7 +10,7 @@
 //! at `center + R(θ) · d / zoom`, with `R(θ) = [[cos θ, −sin θ], [sin θ, cos θ]]` in y-down
 //! coordinates. `zoom` is frame pixels per source pixel; positive `θ` turns the camera clockwise,
 //! so the picture appears turned anticlockwise. Frames are rendered by bilinear sampling (see
-//! [`crate::image`]); outside the portrait is black.
+//! [`crate::warp`]); outside the portrait is black.
 //!
 //! Ground truth of frame `i`: the annotated box's corners mapped into the frame, their bounding
 //! box clipped to the frame, normalised (uv); `None` when less than half of that box is in view.
@@ -21,9 +21,10 @@ use glam::{Affine2, Mat2, Vec2};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::Rect;
-use crate::face_roi::CropTransform;
-use crate::image::{ImageError, PackedRgba, RgbaImage};
+use heimdall_vision::Rect;
+use heimdall_vision::image::{CropTransform, ImageError, RgbaImage};
+
+use crate::warp::PackedRgba;
 
 /// Why a clip could not be loaded.
 #[derive(Debug, Error)]
@@ -164,7 +165,7 @@ impl Clip {
         })?;
         spec.validate()?;
         let source_path = dir.join(&spec.source);
-        let source = RgbaImage::load_png(&source_path)?;
+        let source = RgbaImage::load(&source_path)?;
         Ok(Clip {
             spec,
             packed: PackedRgba::from_image(&source),

@@ -1,8 +1,8 @@
 //! Prints per-frame camera and ground truth of the bundled clip, and renders chosen frames to PNG.
 //!
-//! `cargo run -p heimdall-vision --example clip_stats -- [OUT_DIR FRAME...]`
+//! `cargo run -p heimdall-testkit --example clip_stats -- [OUT_DIR FRAME...]`
 
-use heimdall_vision::Clip;
+use heimdall_testkit::Clip;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = concat!(

@@ -1,0 +1,25 @@
+//! Images and the crop of them a model sees, defined once for every path that feeds a model:
+//! the GPU preprocessing kernel (`heimdall_gpu::preprocess`), the CPU backend, the decoders that
+//! map results back to the frame, the Bevy plugin and the CLI.
+//!
+//! - [`crop`]: [`CropTransform`] (model input uv → frame uv), [`RotatedRect`] (MediaPipe's
+//!   `NormalizedRect`), [`Border`], and [`Crop`] (the two together).
+//! - [`normalization`]: [`Normalization`], pixel bytes to the model's value range.
+//! - [`resample`](mod@resample): the CPU reference of the preprocessing.
+//! - [`rgba`]: [`RgbaImage`], decoding PNG and JPEG.
+//!
+//! Coordinates: "uv" means normalised image coordinates, `(0, 0)` the top-left corner of the
+//! top-left pixel, `(1, 1)` the bottom-right corner of the bottom-right pixel, y down. Pixel
+//! `(i, j)` has its centre at uv `((i + 0.5) / width, (j + 0.5) / height)`.
+
+pub mod crop;
+pub mod error;
+pub mod normalization;
+pub mod resample;
+pub mod rgba;
+
+pub use crop::{Border, Crop, CropTransform, RotatedRect, normalize_radians};
+pub use error::ImageError;
+pub use normalization::Normalization;
+pub use resample::resample;
+pub use rgba::RgbaImage;
