@@ -8,20 +8,39 @@
 //! cargo run --release --example emoji -- --headless --frames 300 --out out/emoji
 //! ```
 //! Headless runs render into an image, save every `--save-every` frame as PNG, write
-//! `stats.json` (frame rate, frames on time, per-model latency) and the coordinator's Chrome
-//! trace, and exit 0. See `--help` for the load and mode options.
+//! `stats.json` and the coordinator's Chrome trace, and exit 0 (non-zero, with the reason, when
+//! a model or the camera fails). `--help` lists the options.
 
 mod scene;
 
 use bevy::app::AppExit;
+use heimdall_examples::args::AppArgs;
+use heimdall_examples::{assets, harness};
 
 fn main() -> AppExit {
-    let args = match scene::EmojiArgs::parse(std::env::args().skip(1)) {
+    let args = match AppArgs::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("emoji: {e}");
             return AppExit::error();
         }
     };
-    scene::build_app(args).run()
+    let dir = match assets::asset_dir(args.assets.as_deref())
+        .and_then(|dir| assets::require(&dir, scene::ASSETS).map(|()| dir))
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("emoji: {e}");
+            return AppExit::error();
+        }
+    };
+    let mut app = harness::build_app("emoji", &args, &dir);
+    match scene::EmojiScene::load(&dir) {
+        Ok(scene) => app.add_plugins(scene),
+        Err(e) => {
+            eprintln!("emoji: {e}");
+            return AppExit::error();
+        }
+    };
+    app.run()
 }

@@ -1,14 +1,20 @@
-//! Camera sources behind one component: a bundled clip (the default, so every example runs
-//! anywhere), a synthetic source for tests, and a webcam (cargo feature `webcam`). Each new
+//! Camera sources behind one component: anything that implements [`FrameSource`] (a webcam with
+//! the `webcam` feature; the examples' bundled clips; the tests' synthetic frames). Each new
 //! frame is written once into an RGBA8 texture that is both the AR background and the input of
-//! the preprocessing kernels; the pixels never come back from the GPU for inference.
+//! the preprocessing kernels; the pixels never come back from the GPU for inference. A source
+//! that fails (a camera unplugged mid-run) is reported once with [`CameraFailed`] and stopped.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use bevy::asset::RenderAssetUsages;
 use bevy::prelude::*;
+use bevy::render::Extract;
 use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages};
+
+use crate::clock::HeimdallClock;
 
 /// One RGBA8 frame from a source.
 #[derive(Clone, Debug)]
@@ -68,6 +74,7 @@ pub struct CameraSource {
     /// Frame pacing.
     pub pacing: FramePacing,
     next_due: Duration,
+    failed: bool,
 }
 
 impl CameraSource {
@@ -77,30 +84,29 @@ impl CameraSource {
             source: Arc::new(Mutex::new(Box::new(source))),
             pacing,
             next_due: Duration::ZERO,
+            failed: false,
         }
-    }
-
-    /// The bundled clip in `dir` (`clip.json`, see `assets/clips/`), looping.
-    pub fn clip(
-        dir: impl AsRef<std::path::Path>,
-        pacing: FramePacing,
-    ) -> Result<Self, SourceError> {
-        Ok(Self::new(ClipSource::open(dir.as_ref())?, pacing))
-    }
-
-    /// The synthetic test source: `width`×`height` frames whose index is encoded in the pixels
-    /// (see [`heimdall_vision::synthetic`]).
-    pub fn synthetic(width: u32, height: u32) -> Self {
-        Self::new(
-            SyntheticFrames::new(width, height),
-            FramePacing::EveryUpdate,
-        )
     }
 
     /// The source's description.
     pub fn name(&self) -> String {
         self.source.lock().map(|s| s.name()).unwrap_or_default()
     }
+
+    /// Whether the source failed and was stopped.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+/// A camera source that failed (unplugged, unreadable): triggered once on its entity; the
+/// source delivers no more frames, the last [`CameraFrame`] stays.
+#[derive(EntityEvent, Clone, Debug)]
+pub struct CameraFailed {
+    /// The source's entity.
+    pub entity: Entity,
+    /// What happened.
+    pub error: String,
 }
 
 /// The latest frame of a [`CameraSource`] (on the same entity).
@@ -167,12 +173,15 @@ fn new_texture(size: UVec2) -> Image {
 /// Pulls a new frame from every due source and writes it into its texture.
 pub(crate) fn advance_sources(
     mut commands: Commands,
-    shared: Res<crate::shared::HeimdallShared>,
+    clock: Res<HeimdallClock>,
     mut images: ResMut<Assets<Image>>,
     mut sources: Query<(Entity, &mut CameraSource, Option<&mut CameraFrame>)>,
 ) {
-    let now = shared.elapsed();
+    let now = clock.elapsed();
     for (entity, mut source, frame) in &mut sources {
+        if source.failed {
+            continue;
+        }
         if let FramePacing::Rate(fps) = source.pacing {
             if now < source.next_due {
                 continue;
@@ -182,13 +191,36 @@ pub(crate) fn advance_sources(
         }
         let next = match source.source.lock() {
             Ok(mut s) => s.next_frame(),
-            Err(_) => continue,
+            Err(_) => Err(SourceError::Frame {
+                what: "camera".into(),
+                message: "the source panicked earlier".into(),
+            }),
         };
         let rgba = match next {
-            Ok(Some(f)) if f.data.len() == (f.width * f.height * 4) as usize => f,
-            Ok(_) => continue,
+            Ok(Some(f))
+                if f.data.len() == (f.width as usize * f.height as usize * 4)
+                    && f.width > 0
+                    && f.height > 0 =>
+            {
+                f
+            }
+            Ok(Some(f)) => {
+                warn!(
+                    "heimdall: camera source {entity}: a {}x{} frame with {} bytes; skipped",
+                    f.width,
+                    f.height,
+                    f.data.len()
+                );
+                continue;
+            }
+            Ok(None) => continue,
             Err(e) => {
-                warn!("heimdall: camera source {entity}: {e}");
+                error!("heimdall: camera source {entity}: {e}; the source stops");
+                source.failed = true;
+                commands.trigger(CameraFailed {
+                    entity,
+                    error: e.to_string(),
+                });
                 continue;
             }
         };
@@ -232,86 +264,44 @@ pub(crate) fn advance_sources(
     }
 }
 
-/// The bundled clip (a virtual camera moving over a portrait), looping.
-pub struct ClipSource {
-    clip: heimdall_vision::Clip,
-    next: usize,
+/// A camera frame as the render world sees it.
+#[derive(Clone, Debug)]
+pub struct ExtractedFrame {
+    /// Its texture.
+    pub image: AssetId<Image>,
+    /// Its index.
+    pub index: u64,
+    /// Capture time, ms on the plugin's clock.
+    pub capture_ms: f64,
+    /// Size in pixels.
+    pub size: UVec2,
+    /// The pixels (for the CPU backend).
+    pub pixels: Arc<Vec<u8>>,
+    /// Content variation to the previous frame.
+    pub content_variation: f64,
 }
 
-impl ClipSource {
-    /// Opens the clip in `dir`.
-    pub fn open(dir: &std::path::Path) -> Result<Self, SourceError> {
-        let clip = heimdall_vision::Clip::load(dir).map_err(|e| SourceError::Open {
-            what: dir.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Ok(Self::new(clip))
-    }
+/// The latest frame of every source (render world).
+#[derive(Resource, Default)]
+pub struct ExtractedFrames(pub HashMap<Entity, ExtractedFrame>);
 
-    /// Plays an already loaded clip from its first frame.
-    pub fn new(clip: heimdall_vision::Clip) -> Self {
-        ClipSource { clip, next: 0 }
-    }
-
-    /// The clip.
-    pub fn clip(&self) -> &heimdall_vision::Clip {
-        &self.clip
-    }
-}
-
-impl FrameSource for ClipSource {
-    fn name(&self) -> String {
-        "bundled clip".into()
-    }
-
-    fn size(&self) -> UVec2 {
-        UVec2::new(self.clip.width(), self.clip.height())
-    }
-
-    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> {
-        let i = self.next % self.clip.len().max(1);
-        self.next += 1;
-        let f = self.clip.frame(i);
-        Ok(Some(RgbaFrame {
-            width: f.width,
-            height: f.height,
-            data: f.data,
-        }))
-    }
-}
-
-/// Frames with their index encoded in the pixels, for tests.
-pub struct SyntheticFrames {
-    source: heimdall_vision::SyntheticSource,
-    next: u64,
-}
-
-impl SyntheticFrames {
-    /// A `width`×`height` source (clamped to 32..=16384 wide, 1..=16384 high).
-    pub fn new(width: u32, height: u32) -> Self {
-        let source =
-            heimdall_vision::SyntheticSource::new(width.clamp(32, 16384), height.clamp(1, 16384))
-                .expect("the size was clamped into the synthetic source's range");
-        SyntheticFrames { source, next: 0 }
-    }
-}
-
-impl FrameSource for SyntheticFrames {
-    fn name(&self) -> String {
-        "synthetic".into()
-    }
-
-    fn size(&self) -> UVec2 {
-        UVec2::new(self.source.width(), self.source.height())
-    }
-
-    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> {
-        let f = self.source.frame(self.next as u32);
-        self.next += 1;
-        Ok(Some(RgbaFrame {
-            width: f.width,
-            height: f.height,
-            data: f.data,
-        }))
+/// Copies the sources' latest frames into the render world.
+pub(crate) fn extract_frames(
+    mut extracted: ResMut<ExtractedFrames>,
+    frames: Extract<Query<(Entity, &CameraFrame)>>,
+) {
+    extracted.0.clear();
+    for (e, f) in &frames {
+        extracted.0.insert(
+            e,
+            ExtractedFrame {
+                image: f.image.id(),
+                index: f.index,
+                capture_ms: HeimdallClock::ms(f.capture_time),
+                size: f.size,
+                pixels: f.pixels.clone(),
+                content_variation: f.content_variation,
+            },
+        );
     }
 }

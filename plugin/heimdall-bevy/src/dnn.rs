@@ -1,31 +1,38 @@
-//! How an app describes a DNN (a component) and receives its results (a component and a
-//! message), stamped with the camera frame they were computed from.
+//! How an app describes a DNN (the [`Dnn`] component) and what it gets back: the typed
+//! [`DnnStatus`], the latest raw [`DnnOutput`], and the [`DnnResult`] / [`DnnFailed`] entity
+//! events, every result stamped with the camera frame it was computed from.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bevy::prelude::*;
 use heimdall_coordinator::UtilityParams;
+use heimdall_vision::image::{Crop, Normalization};
 
 use crate::asset::DnnModel;
-use crate::decode::Decoded;
-
-/// Per-channel normalisation of camera pixels, the GPU preprocessing kernel's own type
-/// (`MINUS_ONE_TO_ONE`, `ZERO_TO_ONE`, `mean_std`): the CPU path applies the same.
-pub use heimdall_gpu::preprocess::Normalization;
+use crate::decoder::{DecoderHandle, DnnDecoder};
 
 /// Which part of the camera frame feeds the model.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum InputCrop {
     /// The whole frame, stretched to the model's input size.
     Full,
-    /// The whole frame, scaled to fit with its aspect kept, padded with zeros (MediaPipe's
-    /// letterbox).
+    /// The whole frame, scaled to fit with its aspect kept and padded with zeros (MediaPipe's
+    /// letterbox, as its detectors use).
     Letterbox,
-    /// The rotated face region (MediaPipe's face-landmark ROI) of the latest face detection of
-    /// another DNN entity (whose decoder is [`Decoder::BlazeFace`]). Not requested while no face
-    /// is detected.
-    FaceOf(Entity),
+    /// The [`RegionOfInterest`] on another entity (typically set by a detector's decoder, e.g.
+    /// the face ROI a face-landmark model reads). Not requested while that entity has none.
+    Roi(Entity),
+}
+
+/// A region of a camera frame that another DNN reads through [`InputCrop::Roi`]: MediaPipe's
+/// rotated ROI and the border of the crop.
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
+pub struct RegionOfInterest {
+    /// The camera frame it was found in.
+    pub frame_index: u64,
+    /// The crop (model input uv to frame uv, and the border).
+    pub crop: Crop,
 }
 
 /// When the DNN runs.
@@ -35,25 +42,14 @@ pub enum RequestMode {
     Continuous,
     /// Every `period` (at most one in flight).
     Every(Duration),
-    /// Only when a [`RequestInference`] message names this entity.
+    /// Only when a [`RequestInference`] message names this entity (event-driven DNNs).
     OnDemand,
 }
 
-/// How raw outputs are turned into app data (on a CPU worker).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decoder {
-    /// Raw tensors only ([`DnnOutput::tensors`]).
-    Raw,
-    /// BlazeFace short-range: anchors and weighted NMS into [`crate::decode::FaceDetections`].
-    BlazeFace,
-    /// Face landmark model: 468-point mesh and orientation into [`crate::decode::FaceMesh`].
-    FaceMesh,
-    /// Selfie segmentation: a person mask into [`crate::decode::PersonMask`] (a GPU texture).
-    PersonMask,
-}
-
-/// A DNN of the app: put this on an entity.
+/// A DNN of the app: put this on an entity. It gets a [`DnnStatus`], then a [`DnnOutput`] and
+/// its decoder's components with every result.
 #[derive(Component, Clone, Debug)]
+#[require(DnnStatus, LastRequest)]
 pub struct Dnn {
     /// The model (`asset_server.load("models/x.tflite")`).
     pub model: Handle<DnnModel>,
@@ -69,8 +65,8 @@ pub struct Dnn {
     pub deadline: Option<Duration>,
     /// Utility parameters `L0`, `beta`, `gamma` (Heimdall sec. 6.2).
     pub utility: UtilityParams,
-    /// Post-processing.
-    pub decoder: Decoder,
+    /// Post-processing on a CPU worker (none: raw outputs only).
+    pub decoder: Option<DecoderHandle>,
 }
 
 impl Dnn {
@@ -84,7 +80,7 @@ impl Dnn {
             request: RequestMode::Continuous,
             deadline: None,
             utility: UtilityParams::default(),
-            decoder: Decoder::Raw,
+            decoder: None,
         }
     }
 
@@ -119,17 +115,23 @@ impl Dnn {
     }
 
     /// Sets the decoder.
-    pub fn with_decoder(mut self, d: Decoder) -> Self {
-        self.decoder = d;
+    pub fn with_decoder(mut self, d: impl DnnDecoder) -> Self {
+        self.decoder = Some(DecoderHandle::new(d));
         self
     }
+}
+
+/// When a DNN was last requested (required by [`Dnn`]; kept by the plugin).
+#[derive(Component, Default, Debug)]
+pub struct LastRequest {
+    pub(crate) at: Option<Duration>,
 }
 
 /// Asks for one inference of an [`RequestMode::OnDemand`] DNN.
 #[derive(Message, Clone, Copy, Debug)]
 pub struct RequestInference(pub Entity);
 
-/// Where a result was computed.
+/// Where an inference ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// On the GPU, inside the frames' command encoders.
@@ -138,12 +140,50 @@ pub enum Backend {
     Cpu,
 }
 
-/// The latest result of a DNN (a component on its entity; also sent as [`DnnResult`]).
+/// Why a DNN cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DnnError {
+    /// The model file is missing, unreadable or not a model heimdall can import.
+    #[error("loading the model: {0}")]
+    Load(String),
+    /// The model's input cannot take camera frames.
+    #[error("the model cannot take camera frames: {0}")]
+    Input(String),
+    /// Compiling for the backend failed.
+    #[error("compiling: {0}")]
+    Compile(String),
+    /// An inference failed on the device or a worker.
+    #[error("running: {0}")]
+    Run(String),
+}
+
+/// Where a DNN stands (on its entity, kept up to date by the plugin).
+#[derive(Component, Clone, Debug, Default, PartialEq, Eq)]
+pub enum DnnStatus {
+    /// The model asset is loading.
+    #[default]
+    Loading,
+    /// The model is being compiled and profiled for the backend.
+    Compiling,
+    /// Ready; inferences run on this backend (the CPU when the GPU cannot, or is forced off).
+    Ready(Backend),
+    /// It cannot run (the app keeps running; see [`DnnFailed`]).
+    Failed(DnnError),
+}
+
+impl DnnStatus {
+    /// Whether it is loading or compiling.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, DnnStatus::Loading | DnnStatus::Compiling)
+    }
+}
+
+/// The latest result of a DNN (a component on its entity; also carried by [`DnnResult`]).
 #[derive(Component, Clone, Debug)]
 pub struct DnnOutput {
     /// Index of the camera frame the input came from.
     pub frame_index: u64,
-    /// When that frame was captured (time since app start).
+    /// When that frame was captured (time since the plugin's clock started).
     pub capture_time: Duration,
     /// Capture to result available in the main world.
     pub latency: Duration,
@@ -151,17 +191,25 @@ pub struct DnnOutput {
     pub tensors: Arc<Vec<Vec<f32>>>,
     /// Where it ran.
     pub backend: Backend,
-    /// The crop that was used (output uv to source uv).
-    pub crop: crate::crop::Crop,
+    /// The crop that was used (model input uv to frame uv).
+    pub crop: Crop,
 }
 
-/// A finished inference, as a message.
-#[derive(Message, Clone, Debug)]
+/// A finished inference, triggered on the DNN's entity once its [`DnnOutput`] and its
+/// decoder's components are in place (observe it with `On<DnnResult>`).
+#[derive(EntityEvent, Clone, Debug)]
 pub struct DnnResult {
     /// The DNN's entity.
     pub entity: Entity,
-    /// The raw result.
+    /// The result.
     pub output: DnnOutput,
-    /// The decoded result.
-    pub decoded: Decoded,
+}
+
+/// A DNN that cannot run, triggered on its entity when its [`DnnStatus`] becomes `Failed`.
+#[derive(EntityEvent, Clone, Debug)]
+pub struct DnnFailed {
+    /// The DNN's entity.
+    pub entity: Entity,
+    /// Why.
+    pub error: DnnError,
 }

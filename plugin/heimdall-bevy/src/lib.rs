@@ -2,23 +2,37 @@
 //! into each frame by Heimdall's coordinator so the scene keeps its frame rate.
 //!
 //! An app adds [`HeimdallPlugin`], a [`CameraSource`](camera::CameraSource) and one [`Dnn`]
-//! component per model; results arrive as components ([`DnnOutput`], and decoded ones such as
-//! [`FaceDetections`](decode::FaceDetections)) and [`DnnResult`] messages, stamped with the
-//! index and capture time of the camera frame they were computed from.
+//! component per model, with a decoder; results arrive as components on the DNN's entity (the
+//! decoder's, e.g. [`FaceDetections`](decoders::FaceDetections), and the raw [`DnnOutput`]) and
+//! as a [`DnnResult`] entity event, stamped with the index and capture time of the camera frame
+//! they were computed from. [`DnnStatus`] says where each DNN stands.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
 //! use heimdall_bevy::prelude::*;
+//! # struct MyCamera;
+//! # impl FrameSource for MyCamera {
+//! #     fn name(&self) -> String { "camera".into() }
+//! #     fn size(&self) -> UVec2 { UVec2::new(640, 480) }
+//! #     fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> { Ok(None) }
+//! # }
 //!
 //! fn setup(mut commands: Commands, assets: Res<AssetServer>) {
 //!     let camera = commands
-//!         .spawn(CameraSource::clip("assets/clips/astronaut_pan", FramePacing::EveryUpdate).unwrap())
+//!         .spawn(CameraSource::new(MyCamera, FramePacing::EveryUpdate))
 //!         .id();
-//!     commands.spawn(
-//!         Dnn::new(assets.load("models/face_detection_short_range.tflite"), camera)
-//!             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
-//!             .with_decoder(Decoder::BlazeFace),
-//!     );
+//!     commands
+//!         .spawn(
+//!             Dnn::new(assets.load("models/face_detection_short_range.tflite"), camera)
+//!                 .with_crop(InputCrop::Letterbox)
+//!                 .with_normalization(Normalization::MINUS_ONE_TO_ONE)
+//!                 .with_decoder(FaceDecoder::default()),
+//!         )
+//!         .observe(|result: On<DnnResult>, faces: Query<&FaceDetections>| {
+//!             if let Ok(f) = faces.get(result.entity) {
+//!                 info!("frame {}: {} faces", f.frame_index, f.faces.len());
+//!             }
+//!         });
 //! }
 //!
 //! App::new()
@@ -27,23 +41,24 @@
 //!     .run();
 //! ```
 //!
-//! Inside: the main world pulls camera frames and issues requests ([`camera`], [`main_world`]);
-//! the render world compiles each model for Bevy's own `RenderDevice`, asks the coordinator
-//! for this frame's chunks after the scene passes and encodes them into the frame's command
-//! encoder ([`render`]); CPU work runs on a fixed worker pool ([`workers`]); decoders turn
-//! outputs into app data ([`decode`]).
+//! One camera frame, in order (see `docs/architecture.md`): [`camera`] (the frame and its
+//! texture) → [`requests`] (which DNNs take it, with which crop) → [`render`] (compiled models,
+//! the coordinator's decision, the chunks encoded after the scene, the readback) → a decoder
+//! ([`decoders`], on a CPU worker) → [`results`] (components and events on the DNN's entity).
 #![warn(missing_docs)]
 
 pub mod asset;
 pub mod camera;
-pub mod crop;
-pub mod decode;
+pub mod clock;
+pub mod decoder;
+pub mod decoders;
 pub mod dnn;
-pub mod main_world;
+#[cfg(feature = "overlay")]
 pub mod overlay;
 pub mod render;
+pub mod requests;
+pub mod results;
 pub mod settings;
-pub mod shared;
 pub mod stats;
 #[cfg(feature = "webcam")]
 pub mod webcam;
@@ -51,30 +66,49 @@ pub mod workers;
 
 use bevy::prelude::*;
 
-pub use dnn::{Dnn, DnnOutput, DnnResult};
+pub use dnn::{Dnn, DnnOutput, DnnResult, DnnStatus};
 pub use settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
-pub use shared::HeimdallShared;
 pub use stats::HeimdallStats;
 
 /// The usual imports.
 pub mod prelude {
-    pub use crate::camera::{CameraFrame, CameraSource, FramePacing};
-    pub use crate::decode::{Decoded, FaceDetections, FaceMeshResult, PersonMask};
-    pub use crate::dnn::{
-        Backend, Decoder, Dnn, DnnOutput, DnnResult, InputCrop, Normalization, RequestInference,
-        RequestMode,
+    pub use crate::HeimdallPlugin;
+    pub use crate::asset::DnnModel;
+    pub use crate::camera::{
+        CameraFailed, CameraFrame, CameraSource, FramePacing, FrameSource, RgbaFrame, SourceError,
     };
+    pub use crate::clock::HeimdallClock;
+    pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
+    pub use crate::decoders::{
+        FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult, PersonMask, PersonMaskDecoder,
+    };
+    pub use crate::dnn::{
+        Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
+        RegionOfInterest, RequestInference, RequestMode,
+    };
+    pub use crate::results::{BackendKind, HeimdallBackend, HeimdallTrace};
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
-    pub use crate::shared::HeimdallShared;
     pub use crate::stats::HeimdallStats;
-    pub use crate::{HeimdallPlugin, asset::DnnModel};
+    pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
     pub use heimdall_coordinator::UtilityParams;
+    pub use heimdall_vision::image::{Border, Crop, Normalization};
+}
+
+/// The plugin's main-world system sets, for ordering app systems against it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HeimdallSystems {
+    /// New camera frames are written (`PreUpdate`).
+    Camera,
+    /// Statuses and results arrive as components and events (`PreUpdate`, after `Camera`).
+    Results,
+    /// Requests are issued (`PostUpdate`).
+    Requests,
 }
 
 /// The plugin. Add it after `DefaultPlugins` (it needs the render app).
 #[derive(Default)]
 pub struct HeimdallPlugin {
-    /// Settings (also inserted as a resource).
+    /// Settings (also inserted as a resource in both worlds).
     pub settings: HeimdallSettings,
 }
 
@@ -87,25 +121,41 @@ impl HeimdallPlugin {
 
 impl Plugin for HeimdallPlugin {
     fn build(&self, app: &mut App) {
-        let shared = app
-            .world()
-            .get_resource::<HeimdallShared>()
-            .cloned()
-            .unwrap_or_default();
-        app.insert_resource(shared)
-            .insert_resource(self.settings.clone())
+        let clock = clock::HeimdallClock::default();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        app.insert_resource(self.settings.clone())
+            .insert_resource(clock)
+            .insert_resource(results::Inbox(rx))
+            .init_resource::<results::HeimdallBackend>()
+            .init_resource::<results::HeimdallTrace>()
+            .init_resource::<requests::PendingRequests>()
+            .init_resource::<HeimdallStats>()
             .init_asset::<asset::DnnModel>()
             .init_asset_loader::<asset::DnnModelLoader>()
-            .init_resource::<render::RequestQueue>()
-            .init_resource::<HeimdallStats>()
-            .add_message::<DnnResult>()
-            .add_message::<dnn::RequestInference>();
-        main_world::build(app);
-        render::build(app);
+            .add_message::<dnn::RequestInference>()
+            .configure_sets(
+                PreUpdate,
+                (HeimdallSystems::Camera, HeimdallSystems::Results).chain(),
+            )
+            .add_systems(First, requests::clear_requests)
+            .add_systems(
+                PreUpdate,
+                (
+                    camera::advance_sources.in_set(HeimdallSystems::Camera),
+                    (results::watch_model_loads, results::receive)
+                        .chain()
+                        .in_set(HeimdallSystems::Results),
+                ),
+            )
+            .add_systems(
+                PostUpdate,
+                requests::issue_requests.in_set(HeimdallSystems::Requests),
+            )
+            .add_systems(Last, stats::record_frame);
+        render::build(app, &self.settings, clock, results::Outbox(tx));
     }
 
     fn finish(&self, app: &mut App) {
-        let shared = app.world().resource::<HeimdallShared>().clone();
-        render::finish(app, &self.settings, &shared);
+        render::finish(app);
     }
 }

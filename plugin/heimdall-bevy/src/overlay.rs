@@ -7,8 +7,10 @@ use std::path::PathBuf;
 
 use bevy::prelude::*;
 
+use crate::asset::DnnModel;
+use crate::dnn::{Dnn, DnnStatus};
+use crate::results::{HeimdallBackend, HeimdallTrace};
 use crate::settings::HeimdallSettings;
-use crate::shared::HeimdallShared;
 use crate::stats::HeimdallStats;
 
 /// Frames shown in the strip.
@@ -79,7 +81,7 @@ fn spawn_overlay(mut commands: Commands) {
         OverlayText,
         Text::new("heimdall"),
         TextFont {
-            font_size: FontSize::Px(12.0),
+            font_size: FontSize::Px(11.0),
             ..default()
         },
         TextColor(Color::WHITE),
@@ -146,7 +148,9 @@ fn spawn_overlay(mut commands: Commands) {
 fn update_text(
     stats: Res<HeimdallStats>,
     settings: Res<HeimdallSettings>,
-    shared: Res<HeimdallShared>,
+    backend: Res<HeimdallBackend>,
+    dnns: Query<(&Dnn, &DnnStatus)>,
+    models: Res<Assets<DnnModel>>,
     mut text: Query<&mut Text, With<OverlayText>>,
 ) {
     let Ok(mut text) = text.single_mut() else {
@@ -164,7 +168,7 @@ fn update_text(
     let mut s = format!(
         "{} | {} | target {hz:.0} fps\n{frames}\n",
         settings.mode.name(),
-        shared.backend(),
+        backend.name(),
     );
     for (name, m) in &stats.models {
         let n = m.latencies_ms.len();
@@ -180,9 +184,17 @@ fn update_text(
         };
         s.push_str(&format!("{name}: {lat:.1} ms, {rate:.1} Hz ({n})\n"));
     }
-    for (_, name, status) in shared.statuses() {
-        if status == "compiling" || status.starts_with("failed") {
-            s.push_str(&format!("{name}: {status}\n"));
+    for (dnn, status) in &dnns {
+        let name = dnn
+            .model
+            .path()
+            .map(|p| p.to_string())
+            .or_else(|| models.get(&dnn.model).map(|m| m.name.clone()))
+            .unwrap_or_default();
+        match status {
+            DnnStatus::Ready(_) => {}
+            DnnStatus::Failed(e) => s.push_str(&format!("{name}: FAILED: {e}\n")),
+            other => s.push_str(&format!("{name}: {other:?}\n")),
         }
     }
     **text = s;
@@ -217,18 +229,18 @@ fn trace_on_key(
     keys: Option<Res<ButtonInput<KeyCode>>>,
     config: Res<OverlayConfig>,
     settings: Res<HeimdallSettings>,
-    shared: Res<HeimdallShared>,
+    mut trace: ResMut<HeimdallTrace>,
     mut pending: Local<bool>,
 ) {
     if keys.is_some_and(|k| k.just_pressed(config.trace_key)) {
-        shared.request_trace();
+        trace.request();
         *pending = true;
     }
     // Only a trace this overlay asked for (the app may ask for its own).
     if !*pending {
         return;
     }
-    if let Some(trace) = shared.take_trace() {
+    if let Some(trace) = trace.take() {
         *pending = false;
         let path = config
             .trace_path

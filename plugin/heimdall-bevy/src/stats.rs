@@ -1,6 +1,7 @@
-//! Statistics of a run: frame times (wall clock and GPU timestamps), frames on time, and each
-//! model's latency (camera capture to result in the main world) and rate. `stats.json` of the
-//! examples is [`HeimdallStats::to_json`].
+//! Statistics of a run, as a user feels it: the wall-clock interval of every frame (the
+//! headline: frames on time by wall clock), each model's latency (camera capture to result in the
+//! main world) and rate, and, as a named proxy beside them, what the GPU timestamps measured per
+//! frame (scene passes and DNN chunks). [`HeimdallStats::to_json`] summarises a run.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,9 +9,37 @@ use std::time::Duration;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
+use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::settings::HeimdallSettings;
-use crate::shared::{FrameRecord, HeimdallShared};
+
+/// What the GPU did in one frame (from its timestamps).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameRecord {
+    /// Render-world frame number.
+    pub frame: u64,
+    /// Whether timestamps measured it (otherwise the times are zero).
+    pub timed: bool,
+    /// Scene passes, ms.
+    pub scene_ms: f64,
+    /// Frame start to the end of its last chunk, ms.
+    pub gpu_total_ms: f64,
+    /// Chunks run after the scene: (DNN instance index, ms).
+    pub chunks: Vec<(u32, f64)>,
+}
+
+impl FrameRecord {
+    /// A frame the timestamps did not measure.
+    pub fn untimed(frame: u64) -> Self {
+        FrameRecord {
+            frame,
+            timed: false,
+            scene_ms: 0.0,
+            gpu_total_ms: 0.0,
+            chunks: Vec::new(),
+        }
+    }
+}
 
 /// Frames (and results per model) kept: ten minutes at 60 fps; older ones are dropped so that
 /// an app running for hours does not grow without bound.
@@ -45,6 +74,8 @@ pub struct HeimdallStats {
     pub gpu_frames: Vec<FrameRecord>,
     /// Per model name.
     pub models: BTreeMap<String, ModelStats>,
+    /// DNN instance index (as in [`FrameRecord::chunks`]) to model name.
+    pub instances: BTreeMap<u32, String>,
     last_frame: Option<std::time::Instant>,
     now_ms: f64,
     keys: std::collections::HashMap<Entity, String>,
@@ -77,9 +108,11 @@ fn summary(v: &[f64]) -> Value {
 }
 
 impl HeimdallStats {
-    /// Forgets everything recorded so far (e.g. after warm-up).
+    /// Forgets everything recorded so far (e.g. after warm-up), except the instance names.
     pub fn reset(&mut self) {
+        let instances = std::mem::take(&mut self.instances);
         *self = HeimdallStats::default();
+        self.instances = instances;
     }
 
     /// The stats key of a DNN entity: its model's name, with `#2`, `#3`... for further
@@ -100,6 +133,12 @@ impl HeimdallStats {
         };
         self.keys.insert(entity, key.clone());
         key
+    }
+
+    /// Records what the GPU did in a frame.
+    pub(crate) fn record_gpu_frame(&mut self, record: FrameRecord) {
+        self.gpu_frames.push(record);
+        trim(&mut self.gpu_frames);
     }
 
     pub(crate) fn record_result(
@@ -201,6 +240,7 @@ impl HeimdallStats {
             "gpu_frame_ms": summary(&gpu.iter().map(|r| r.gpu_total_ms).collect::<Vec<_>>()),
             "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
             "models": models,
+            "instances": self.instances,
             // Per frame after the warm-up (at most 600): scene GPU time and the chunks after it.
             "timeline": gpu.iter().take(600).map(|r| json!({
                 "frame": r.frame,
@@ -212,10 +252,10 @@ impl HeimdallStats {
     }
 }
 
-/// Records the wall-clock frame interval and the GPU frame records that arrived.
+/// Records the wall-clock frame interval.
 pub(crate) fn record_frame(
     mut stats: ResMut<HeimdallStats>,
-    shared: Res<HeimdallShared>,
+    clock: Res<HeimdallClock>,
     settings: Res<HeimdallSettings>,
     monitors: Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>,
 ) {
@@ -229,11 +269,8 @@ pub(crate) fn record_frame(
         stats.frame_ms.push((now - last).as_secs_f64() * 1e3);
     }
     stats.last_frame = Some(now);
-    stats.now_ms = shared.now_ms();
-    let records = shared.0.frames.drain();
-    stats.gpu_frames.extend(records);
+    stats.now_ms = clock.now_ms();
     trim(&mut stats.frame_ms);
-    trim(&mut stats.gpu_frames);
 }
 
 #[cfg(test)]

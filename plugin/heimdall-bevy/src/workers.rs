@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
+use bevy::prelude::{Entity, Resource};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use heimdall_coordinator::WorkId;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -104,6 +106,35 @@ impl<T> Mailbox<T> {
                 Ok(v) => out.push(v),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return out,
             }
+        }
+    }
+}
+
+/// A CPU worker's report on coordinator work.
+pub(crate) struct CpuDone {
+    pub entity: Entity,
+    pub work: WorkId,
+    pub worker: usize,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// Outputs when the inference finished on the CPU.
+    pub outputs: Option<Vec<Vec<f32>>>,
+    pub error: Option<String>,
+}
+
+/// The worker pool and the mailbox of finished CPU work (render world).
+#[derive(Resource)]
+pub(crate) struct Workers {
+    pub pool: WorkerPool,
+    pub done: Mailbox<CpuDone>,
+}
+
+impl Workers {
+    /// `size` workers.
+    pub fn new(size: usize) -> Self {
+        Workers {
+            pool: WorkerPool::new(size),
+            done: Mailbox::default(),
         }
     }
 }

@@ -64,12 +64,12 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
         ..default()
     };
     let mut app = common::headless_app(settings);
-    app.init_resource::<common::Results>()
-        .add_systems(Update, common::collect_results);
-    let camera = app.world_mut().spawn(CameraSource::synthetic(64, 48)).id();
+    let camera = app.world_mut().spawn(common::synthetic_camera(64, 48)).id();
     let no_camera = app.world_mut().spawn_empty().id();
     let healthy_model = common::add_model(&mut app, common::identity_graph(48, 64));
     let vector_model = common::add_model(&mut app, vector_graph());
+    app.init_resource::<Failures>()
+        .add_observer(|f: On<DnnFailed>, mut all: ResMut<Failures>| all.0.push(f.entity));
     let missing: Handle<DnnModel> = app
         .world()
         .resource::<AssetServer>()
@@ -111,19 +111,49 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
             "a broken DNN produced a result"
         );
     }
-    // The missing file is a failed asset load (a typed error in the asset server's log).
+    // The missing file is a failed asset load, and its DNN's status says so, naming the file.
     let state = app.world().resource::<AssetServer>().load_state(&missing);
     assert!(matches!(state, LoadState::Failed(_)), "{state:?}");
+    let status = |e: Entity| app.world().get::<DnnStatus>(e).cloned();
+    match status(missing_file) {
+        Some(DnnStatus::Failed(DnnError::Load(why))) => {
+            assert!(why.contains("does_not_exist.tflite"), "{why}")
+        }
+        other => panic!("missing model: {other:?}"),
+    }
     // The model the camera cannot feed is marked failed with the reason.
-    let shared = app.world().resource::<HeimdallShared>().clone();
-    let status = shared
-        .statuses()
-        .into_iter()
-        .find(|(e, _, _)| *e == not_an_image)
-        .map(|(_, _, s)| s)
-        .unwrap_or_default();
-    assert!(
-        status.starts_with("failed") && status.contains("[1, H, W, C"),
-        "{status}"
+    match status(not_an_image) {
+        Some(DnnStatus::Failed(DnnError::Input(why))) => {
+            assert!(why.contains("[1, H, W, C"), "{why}")
+        }
+        other => panic!("vector model: {other:?}"),
+    }
+    // Each failure was announced once with a `DnnFailed` event.
+    let failed = app.world().resource::<Failures>();
+    for bad in [not_an_image, missing_file] {
+        assert_eq!(
+            failed.0.iter().filter(|e| **e == bad).count(),
+            1,
+            "{:?}",
+            failed.0
+        );
+    }
+    // The cameraless DNN compiled and waits for a frame (not failed).
+    assert_eq!(status(healthy), Some(DnnStatus::Ready(expected_backend())));
+    assert_eq!(
+        status(cameraless),
+        Some(DnnStatus::Ready(expected_backend()))
     );
+}
+
+/// Entities that got a `DnnFailed` event.
+#[derive(Resource, Default)]
+struct Failures(Vec<Entity>);
+
+fn expected_backend() -> Backend {
+    if common::skip_gpu() {
+        Backend::Cpu
+    } else {
+        Backend::Gpu
+    }
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use bevy::prelude::*;
+use bevy::render::RenderApp;
 use bevy::render::renderer::RenderDevice;
 use heimdall_bevy::prelude::*;
 
@@ -20,20 +21,18 @@ fn inference_runs_on_bevys_render_device() {
         ..default()
     };
     let mut app = common::headless_app(settings);
-    app.init_resource::<common::Results>()
-        .add_systems(Update, common::collect_results);
     let model: Handle<DnnModel> = app
         .world()
         .resource::<AssetServer>()
         .load("models/face_detection_short_range.tflite");
     let camera = app
         .world_mut()
-        .spawn(CameraSource::synthetic(128, 128))
+        .spawn(common::synthetic_camera(128, 128))
         .id();
     app.world_mut().spawn(
         Dnn::new(model, camera)
             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
-            .with_decoder(Decoder::BlazeFace),
+            .with_decoder(FaceDecoder::default()),
     );
     let start = std::time::Instant::now();
     while app.world().resource::<common::Results>().0.len() < 3 && start.elapsed().as_secs() < 180 {
@@ -43,11 +42,13 @@ fn inference_runs_on_bevys_render_device() {
     assert!(results.len() >= 3, "only {} results", results.len());
     assert!(results.iter().all(|r| r.output.backend == Backend::Gpu));
 
-    let shared = app.world().resource::<HeimdallShared>().clone();
-    assert_eq!(shared.backend(), "gpu");
-    // Bevy puts the same RenderDevice in both worlds (the render app runs on its own thread).
+    assert_eq!(
+        app.world().resource::<HeimdallBackend>().kind,
+        BackendKind::Gpu
+    );
+    // Bevy puts the same RenderDevice in both worlds.
     let bevy_device = app.world().resource::<RenderDevice>().wgpu_device().clone();
-    let devices = shared.model_devices();
+    let devices = heimdall_bevy::render::compiled_devices(app.sub_app(RenderApp).world());
     assert!(!devices.is_empty(), "no model was compiled on the GPU");
     for d in &devices {
         assert!(*d == bevy_device, "a model was compiled on another device");

@@ -1,12 +1,59 @@
 //! Results carry the capture index of the frame they were computed from: a synthetic source
-//! writes each frame's index into its pixels, an identity model returns the pixels, and the
-//! index decoded from each result's tensor must equal the index the result is stamped with.
+//! writes each frame's index into its pixels, an identity model returns the pixels, and a
+//! decoder written here, outside the crate (the open `DnnDecoder` trait), reads the index back
+//! from each result; it must equal the index the result is stamped with.
 
 mod common;
 
 use bevy::prelude::*;
 use heimdall_bevy::prelude::*;
-use heimdall_vision::{RgbaImage, decode_frame_index};
+use heimdall_testkit::decode_frame_index;
+use heimdall_vision::RgbaImage;
+
+/// The frame index found in an identity model's output.
+#[derive(Component, Clone, Copy, Debug)]
+struct DecodedIndex {
+    /// What the pixels say.
+    decoded: u32,
+    /// What the decoder was told the input frame was.
+    stamped: u64,
+}
+
+/// A decoder of this test: output pixels back to an image, then the index code.
+struct FrameIndexDecoder;
+
+impl DnnDecoder for FrameIndexDecoder {
+    type Output = DecodedIndex;
+
+    fn decode(&self, input: &DecodeInput) -> Result<DecodedIndex, DecodeError> {
+        let t = input.output(0)?;
+        let &[1, h, w, 3] = input.shapes[0].as_slice() else {
+            return Err(format!("not an image: {:?}", input.shapes[0]).into());
+        };
+        let data: Vec<u8> = t
+            .chunks_exact(3)
+            .flat_map(|p| {
+                let b = |v: f32| (v * 255.0).round().clamp(0.0, 255.0) as u8;
+                [b(p[0]), b(p[1]), b(p[2]), 255]
+            })
+            .collect();
+        let image = RgbaImage::from_raw(w as u32, h as u32, data)?;
+        let decoded = decode_frame_index(&image).ok_or("no clean index code in the result")?;
+        Ok(DecodedIndex {
+            decoded,
+            stamped: input.frame_index,
+        })
+    }
+
+    fn deliver(&self, index: DecodedIndex, entity: &mut EntityWorldMut) {
+        entity.insert(index);
+    }
+}
+
+/// Every decoded index, in arrival order (an observer reads the component the decoder inserted
+/// before the event).
+#[derive(Resource, Default)]
+struct Indices(Vec<(DecodedIndex, u64)>);
 
 #[test]
 fn results_carry_the_capture_index_of_their_input_frame() {
@@ -20,53 +67,50 @@ fn results_carry_the_capture_index_of_their_input_frame() {
         ..default()
     };
     let mut app = common::headless_app(settings);
-    app.init_resource::<common::Results>()
-        .add_systems(Update, common::collect_results);
+    app.init_resource::<Indices>();
     let model = common::add_model(&mut app, common::identity_graph(h, w));
     let camera = app
         .world_mut()
-        .spawn(CameraSource::synthetic(w as u32, h as u32))
+        .spawn(common::synthetic_camera(w as u32, h as u32))
         .id();
-    app.world_mut().spawn(Dnn::new(model, camera));
+    app.world_mut()
+        .spawn(Dnn::new(model, camera).with_decoder(FrameIndexDecoder))
+        .observe(
+            |r: On<DnnResult>, q: Query<&DecodedIndex>, mut all: ResMut<Indices>| {
+                let index = q
+                    .get(r.entity)
+                    .expect("the decoder's component is in place");
+                all.0.push((*index, r.output.frame_index));
+            },
+        );
     let start = std::time::Instant::now();
-    while app.world().resource::<common::Results>().0.len() < 10 && start.elapsed().as_secs() < 120
-    {
+    while app.world().resource::<Indices>().0.len() < 10 && start.elapsed().as_secs() < 120 {
         app.update();
     }
-    let results = &app.world().resource::<common::Results>().0;
+    let indices = &app.world().resource::<Indices>().0;
     assert!(
-        results.len() >= 10,
+        indices.len() >= 10,
         "only {} results in 120 s",
-        results.len()
+        indices.len()
     );
-    let mut indices = Vec::new();
-    for r in results {
-        let t = &r.output.tensors[0];
-        assert_eq!(t.len(), h * w * 3);
-        let data: Vec<u8> = t
-            .chunks_exact(3)
-            .flat_map(|p| {
-                let b = |v: f32| (v * 255.0).round().clamp(0.0, 255.0) as u8;
-                [b(p[0]), b(p[1]), b(p[2]), 255]
-            })
-            .collect();
-        let image = RgbaImage::from_raw(w as u32, h as u32, data).unwrap();
-        let decoded = decode_frame_index(&image).expect("a clean index code in the result");
+    let expected = if common::skip_gpu() {
+        Backend::Cpu
+    } else {
+        Backend::Gpu
+    };
+    let results = &app.world().resource::<common::Results>().0;
+    assert_eq!(results.len(), indices.len());
+    assert!(results.iter().all(|r| r.output.backend == expected));
+    for (index, event_frame) in indices {
         assert_eq!(
-            u64::from(decoded),
-            r.output.frame_index,
-            "the result is stamped with frame {} but was computed from frame {decoded}",
-            r.output.frame_index
+            u64::from(index.decoded),
+            *event_frame,
+            "the result is stamped with frame {event_frame} but was computed from frame {}",
+            index.decoded
         );
-        let expected = if common::skip_gpu() {
-            Backend::Cpu
-        } else {
-            Backend::Gpu
-        };
-        assert_eq!(r.output.backend, expected);
-        indices.push(r.output.frame_index);
+        assert_eq!(index.stamped, *event_frame);
     }
     // Several distinct frames, in order.
-    assert!(indices.windows(2).all(|p| p[0] < p[1]), "{indices:?}");
-    assert!(indices.last() > indices.first());
+    let frames: Vec<u64> = indices.iter().map(|(_, f)| *f).collect();
+    assert!(frames.windows(2).all(|p| p[0] < p[1]), "{frames:?}");
 }

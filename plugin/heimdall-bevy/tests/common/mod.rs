@@ -1,5 +1,5 @@
-//! Shared helpers of the plugin tests: a headless app driven by `update()`, tiny graphs, and
-//! the example binary built by `cargo test`.
+//! Shared helpers of the plugin tests: a headless app driven by `update()` (render world on the
+//! main thread, so tests can look at it), tiny graphs, a synthetic camera, and the results.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use bevy::app::PluginsState;
 use bevy::prelude::*;
+use bevy::render::pipelined_rendering::PipelinedRenderingPlugin;
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
 use heimdall_bevy::prelude::*;
 use heimdall_ir::{DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
+use heimdall_testkit::SyntheticSource;
 
 /// Whether GPU tests are skipped (`HEIMDALL_SKIP_GPU=1`).
 pub fn skip_gpu() -> bool {
@@ -24,6 +26,7 @@ pub fn assets_dir() -> PathBuf {
 
 /// A headless app with the plugin, ready for `update()`.
 pub fn headless_app(settings: HeimdallSettings) -> App {
+    quiet_runtime_dir();
     let mut app = App::new();
     app.add_plugins((
         DefaultPlugins
@@ -36,9 +39,11 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
                 exit_condition: ExitCondition::DontExit,
                 ..default()
             })
-            .disable::<WinitPlugin>(),
+            .disable::<WinitPlugin>()
+            .disable::<PipelinedRenderingPlugin>(),
         HeimdallPlugin::new(settings),
     ));
+    app.init_resource::<Results>().add_observer(collect_results);
     while app.plugins_state() == PluginsState::Adding {
         bevy::tasks::tick_global_task_pools_on_main_thread();
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -79,23 +84,47 @@ pub fn add_model(app: &mut App, graph: Graph) -> Handle<DnnModel> {
         })
 }
 
-/// Every `DnnResult` so far (a resource filled by [`collect_results`]).
+/// Every `DnnResult` so far (filled by an observer of every app made by [`headless_app`]).
 #[derive(Resource, Default)]
 pub struct Results(pub Vec<DnnResult>);
 
-/// Collects `DnnResult` messages into [`Results`].
-pub fn collect_results(mut r: MessageReader<DnnResult>, mut all: ResMut<Results>) {
-    all.0.extend(r.read().cloned());
+fn collect_results(result: On<DnnResult>, mut all: ResMut<Results>) {
+    all.0.push(result.event().clone());
 }
 
-/// Path of the `emoji` example built by `cargo test` in this profile.
-pub fn emoji_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/emoji
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    profile_dir
-        .join("examples")
-        .join(format!("emoji{}", std::env::consts::EXE_SUFFIX))
+/// Frames with their index encoded in the pixels (`heimdall_testkit::synthetic`).
+pub struct SyntheticFrames {
+    source: SyntheticSource,
+    next: u32,
+}
+
+impl FrameSource for SyntheticFrames {
+    fn name(&self) -> String {
+        "synthetic".into()
+    }
+
+    fn size(&self) -> UVec2 {
+        UVec2::new(self.source.width(), self.source.height())
+    }
+
+    fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError> {
+        let f = self.source.frame(self.next);
+        self.next += 1;
+        Ok(Some(RgbaFrame {
+            width: f.width,
+            height: f.height,
+            data: f.data,
+        }))
+    }
+}
+
+/// A camera source of `width × height` synthetic frames, one per update.
+pub fn synthetic_camera(width: u32, height: u32) -> CameraSource {
+    let source = SyntheticSource::new(width, height).expect("a valid synthetic size");
+    CameraSource::new(
+        SyntheticFrames { source, next: 0 },
+        FramePacing::EveryUpdate,
+    )
 }
 
 /// Intersection over union of `[x, y, w, h]` boxes.
@@ -105,4 +134,24 @@ pub fn iou(a: [f64; 4], b: [f64; 4]) -> f64 {
     let inter = ix.max(0.0) * iy.max(0.0);
     let union = a[2] * a[3] + b[2] * b[3] - inter;
     if union <= 0.0 { 0.0 } else { inter / union }
+}
+
+/// Without a display, Mesa's Vulkan loader complains about a missing `XDG_RUNTIME_DIR`: give the
+/// test process a private one, once, before the app starts its threads.
+fn quiet_runtime_dir() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+            return;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("heimdall-test-runtime-{}", std::process::id()));
+        if std::fs::create_dir_all(&dir).is_ok() {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+            // SAFETY: each test binary of this crate runs one app test; this runs before it
+            // creates any thread that reads the environment.
+            unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+        }
+    });
 }

@@ -1,0 +1,185 @@
+//! The command-line options every example app takes.
+
+use std::path::PathBuf;
+
+use bevy::prelude::Resource;
+use heimdall_bevy::settings::CoordinationMode;
+
+/// Scene complexity of the 3D apps (shadow resolution and cascades, MSAA, instances,
+/// post-processing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Quality {
+    /// The cheapest scene.
+    Low,
+    /// The default.
+    #[default]
+    Medium,
+    /// The most expensive scene.
+    High,
+}
+
+/// Options shared by the examples.
+#[derive(Resource, Clone, Debug)]
+pub struct AppArgs {
+    /// Render into an image instead of a window.
+    pub headless: bool,
+    /// Exit after this many camera frames (headless default: 300).
+    pub frames: Option<u64>,
+    /// Where PNG frames and `stats.json` go.
+    pub out: Option<PathBuf>,
+    /// Save every k-th frame as PNG (0: none).
+    pub save_every: u64,
+    /// Coordination mode.
+    pub mode: CoordinationMode,
+    /// Policy of the `heimdall` mode.
+    pub policy: String,
+    /// Target frame rate (Hz).
+    pub fps: f64,
+    /// Render size.
+    pub width: u32,
+    /// Render size.
+    pub height: u32,
+    /// Run every model on the CPU backend (the no-compute path).
+    pub force_cpu: bool,
+    /// Use a webcam (feature `webcam`), falling back to the clip when there is none.
+    pub webcam: bool,
+    /// The folder holding `assets/` (else `BEVY_ASSET_ROOT`, the working directory, the
+    /// executable's folder).
+    pub assets: Option<PathBuf>,
+    /// Warm-up frames left out of the frame statistics.
+    pub warmup: u64,
+    /// Scene quality.
+    pub quality: Quality,
+    /// Extra fragment work per background pixel (load experiments).
+    pub scene_load: u32,
+    /// Extra continuous copies of a model (load experiments).
+    pub extra_models: u32,
+    /// Seconds between scripted events in headless runs (0: none).
+    pub events: f64,
+}
+
+impl Default for AppArgs {
+    fn default() -> Self {
+        AppArgs {
+            headless: false,
+            frames: None,
+            out: None,
+            save_every: 10,
+            mode: CoordinationMode::Heimdall,
+            policy: "max_total_utility".into(),
+            fps: 60.0,
+            width: 1280,
+            height: 720,
+            force_cpu: false,
+            webcam: false,
+            assets: None,
+            warmup: 30,
+            quality: Quality::Medium,
+            scene_load: 0,
+            extra_models: 0,
+            events: 0.0,
+        }
+    }
+}
+
+/// Usage text of the shared options.
+pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
+    [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
+    [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
+    [--scene-load N] [--extra-models N] [--events SECONDS]";
+
+impl AppArgs {
+    /// Parses `std::env::args`-style arguments (without the program name).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut a = AppArgs::default();
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+            match arg.as_str() {
+                "--headless" => a.headless = true,
+                "--frames" => a.frames = Some(num(&value("--frames")?)?),
+                "--out" => a.out = Some(PathBuf::from(value("--out")?)),
+                "--save-every" => a.save_every = num(&value("--save-every")?)?,
+                "--mode" => {
+                    let v = value("--mode")?;
+                    a.mode = CoordinationMode::parse(&v)
+                        .ok_or(format!("--mode {v}: expected heimdall, fifo or layers:K"))?;
+                }
+                "--policy" => a.policy = value("--policy")?,
+                "--fps" => a.fps = num(&value("--fps")?)?,
+                "--resolution" | "--size" => {
+                    let v = value("--resolution")?;
+                    let (w, h) = v
+                        .split_once('x')
+                        .ok_or(format!("--resolution {v}: expected WxH"))?;
+                    a.width = num(w)?;
+                    a.height = num(h)?;
+                }
+                "--force-cpu" => a.force_cpu = true,
+                "--webcam" => a.webcam = true,
+                "--assets" => a.assets = Some(PathBuf::from(value("--assets")?)),
+                "--warmup" => a.warmup = num(&value("--warmup")?)?,
+                "--quality" => {
+                    a.quality = match value("--quality")?.as_str() {
+                        "low" => Quality::Low,
+                        "medium" => Quality::Medium,
+                        "high" => Quality::High,
+                        q => return Err(format!("--quality {q}: expected low, medium or high")),
+                    }
+                }
+                "--scene-load" => a.scene_load = num(&value("--scene-load")?)?,
+                "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
+                "--events" => a.events = num(&value("--events")?)?,
+                "-h" | "--help" => return Err(format!("options: {USAGE}")),
+                other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
+            }
+        }
+        if a.headless && a.frames.is_none() {
+            a.frames = Some(300);
+        }
+        if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
+            return Err("--fps and --resolution must be positive".into());
+        }
+        if !a.events.is_finite() || a.events < 0.0 {
+            return Err("--events must be ≥ 0 seconds".into());
+        }
+        Ok(a)
+    }
+}
+
+fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("{s:?} is not a number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<AppArgs, String> {
+        AppArgs::parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn flags_parse() {
+        let a =
+            parse("--headless --resolution 640x360 --mode layers:20 --quality high --events 2.5")
+                .unwrap();
+        assert!(a.headless);
+        assert_eq!(a.frames, Some(300));
+        assert_eq!((a.width, a.height), (640, 360));
+        assert_eq!(a.mode, CoordinationMode::Layers(20));
+        assert_eq!(a.quality, Quality::High);
+        assert_eq!(a.events, 2.5);
+        assert_eq!(parse("").unwrap().width, 1280, "1280x720 by default");
+        for bad in [
+            "--fps 0",
+            "--resolution 10",
+            "--mode x",
+            "--frames",
+            "--nope",
+            "--events -1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The app around an example's scene: a window (by default) or a headless run rendering into an
+//! image with a steady frame pacer; the camera held back until every DNN is compiled (so the
+//! statistics measure the steady state); PNG frames, `stats.json` and the coordinator's trace;
+//! the exit after N frames; and, headless, a non-zero exit with the reason when a DNN or the
+//! camera fails.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bevy::app::AppExit;
+use bevy::camera::RenderTarget;
+use bevy::prelude::*;
+use bevy::render::render_resource::TextureFormat;
+use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems, RenderQueue};
+use bevy::render::view::window::screenshot::{Screenshot, save_to_disk};
+use bevy::window::ExitCondition;
+use bevy::winit::WinitPlugin;
+use heimdall_bevy::overlay::OverlayPlugin;
+use heimdall_bevy::prelude::*;
+
+use crate::args::AppArgs;
+use crate::pacer::PacedRunnerPlugin;
+use crate::report::{self, AppReport};
+
+/// Where the app's camera renders: the window, or (headless) this image.
+#[derive(Resource, Clone, Debug)]
+pub struct HarnessTarget(pub Option<Handle<Image>>);
+
+impl HarnessTarget {
+    /// The render target for the app's camera.
+    pub fn render_target(&self) -> Option<RenderTarget> {
+        self.0.clone().map(|t| RenderTarget::Image(t.into()))
+    }
+}
+
+/// The camera source the harness counts frames on, held back until the DNNs are ready.
+#[derive(Resource, Clone, Copy, Debug)]
+pub struct HarnessCamera(pub Entity);
+
+/// A camera source waiting for every DNN to be compiled.
+#[derive(Component)]
+struct PendingSource(Option<CameraSource>);
+
+/// A scripted event of a headless run (`--events SECONDS`): the app reacts as to a tap.
+#[derive(Message, Clone, Copy, Debug)]
+pub struct ScriptedEvent {
+    /// Sequence number.
+    pub index: u64,
+}
+
+/// The app for `args`, with the plugin configured from them, the overlay, and the harness
+/// systems. `assets` is the `assets/` folder (see [`crate::assets::asset_dir`]).
+pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
+    let mut app = App::new();
+    let asset_plugin = AssetPlugin {
+        file_path: assets.to_string_lossy().into_owned(),
+        ..default()
+    };
+    if args.headless {
+        quiet_runtime_dir();
+        app.add_plugins((
+            DefaultPlugins
+                .set(asset_plugin)
+                .set(WindowPlugin {
+                    primary_window: None,
+                    exit_condition: ExitCondition::DontExit,
+                    ..default()
+                })
+                .disable::<WinitPlugin>(),
+            PacedRunnerPlugin {
+                period: Duration::from_secs_f64(1.0 / args.fps),
+            },
+        ));
+    } else {
+        app.add_plugins(DefaultPlugins.set(asset_plugin).set(WindowPlugin {
+            primary_window: Some(Window {
+                title: format!("heimdall: {title}"),
+                resolution: (args.width, args.height).into(),
+                ..default()
+            }),
+            ..default()
+        }));
+    }
+    let settings = HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(args.fps),
+        mode: args.mode,
+        policy: args.policy.clone(),
+        force_cpu: args.force_cpu,
+        ..default()
+    };
+    app.add_plugins((HeimdallPlugin::new(settings), OverlayPlugin::default()))
+        .insert_resource(ClearColor(Color::BLACK))
+        .insert_resource(args.clone())
+        .init_resource::<AppReport>()
+        .add_message::<ScriptedEvent>()
+        .add_systems(PreStartup, make_target)
+        .add_systems(
+            Update,
+            (
+                start_camera,
+                scripted_events,
+                save_frames,
+                finish_after_frames,
+            ),
+        )
+        .add_observer(on_dnn_failed)
+        .add_observer(on_camera_failed);
+    if args.headless
+        && let Some(render_app) = app.get_sub_app_mut(bevy::render::RenderApp)
+    {
+        render_app
+            .init_resource::<SwapchainEmulation>()
+            .add_systems(
+                RenderGraph,
+                emulate_swapchain.in_set(RenderGraphSystems::Finish),
+            );
+    }
+    app
+}
+
+/// Without a display, Mesa's Vulkan loader complains about a missing `XDG_RUNTIME_DIR`: give it
+/// a private one (before any thread starts).
+fn quiet_runtime_dir() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("heimdall-runtime-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_ok() {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        // SAFETY: called from `build_app` on the main thread before Bevy starts any thread.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+fn make_target(mut commands: Commands, args: Res<AppArgs>, mut images: ResMut<Assets<Image>>) {
+    if let Some(out) = &args.out
+        && let Err(e) = std::fs::create_dir_all(out)
+    {
+        error!("creating {}: {e}", out.display());
+    }
+    let target = args.headless.then(|| {
+        images.add(Image::new_target_texture(
+            args.width,
+            args.height,
+            TextureFormat::Rgba8UnormSrgb,
+            None,
+        ))
+    });
+    commands.insert_resource(HarnessTarget(target));
+}
+
+/// Spawns the app's camera source, held back until every DNN is compiled; returns its entity
+/// (use it as the DNNs' `source`).
+pub fn spawn_camera(commands: &mut Commands, source: CameraSource) -> Entity {
+    let e = commands.spawn(PendingSource(Some(source))).id();
+    commands.insert_resource(HarnessCamera(e));
+    e
+}
+
+fn start_camera(
+    mut commands: Commands,
+    mut stats: ResMut<HeimdallStats>,
+    dnns: Query<&DnnStatus>,
+    mut pending: Query<(Entity, &mut PendingSource)>,
+) {
+    let Ok((e, mut p)) = pending.single_mut() else {
+        return;
+    };
+    if dnns.is_empty() || dnns.iter().any(DnnStatus::is_pending) {
+        return;
+    }
+    if let Some(source) = p.0.take() {
+        stats.reset();
+        commands.entity(e).insert(source).remove::<PendingSource>();
+        info!("every model is ready; the camera starts");
+    }
+}
+
+fn on_dnn_failed(failed: On<DnnFailed>, args: Res<AppArgs>, mut exit: MessageWriter<AppExit>) {
+    error!("DNN {} failed: {}", failed.entity, failed.error);
+    if args.headless {
+        eprintln!("error: {}", failed.error);
+        exit.write(AppExit::error());
+    }
+}
+
+fn on_camera_failed(
+    failed: On<CameraFailed>,
+    args: Res<AppArgs>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    if args.headless {
+        eprintln!("error: the camera failed: {}", failed.error);
+        exit.write(AppExit::error());
+    }
+}
+
+fn scripted_events(
+    args: Res<AppArgs>,
+    time: Res<Time>,
+    mut next: Local<Option<f64>>,
+    mut count: Local<u64>,
+    mut events: MessageWriter<ScriptedEvent>,
+) {
+    if args.events <= 0.0 {
+        return;
+    }
+    let now = time.elapsed_secs_f64();
+    let due = next.get_or_insert(now + args.events);
+    if now >= *due {
+        *due += args.events;
+        events.write(ScriptedEvent { index: *count });
+        *count += 1;
+    }
+}
+
+fn save_frames(
+    args: Res<AppArgs>,
+    camera: Option<Res<HarnessCamera>>,
+    target: Option<Res<HarnessTarget>>,
+    frames: Query<&CameraFrame>,
+    mut commands: Commands,
+    mut last: Local<Option<u64>>,
+) {
+    let (Some(out), k, Some(camera)) = (&args.out, args.save_every, camera) else {
+        return;
+    };
+    let Ok(f) = frames.get(camera.0) else { return };
+    // Not on the last frame: the app exits before a screenshot of it could arrive.
+    let end = args.frames.is_some_and(|n| f.index + 1 >= n);
+    if k == 0 || f.index % k != 0 || end || *last == Some(f.index) {
+        return;
+    }
+    *last = Some(f.index);
+    let path: PathBuf = out.join(format!("frame_{:05}.png", f.index));
+    let shot = match target.and_then(|t| t.0.clone()) {
+        Some(t) => Screenshot::image(t),
+        None => Screenshot::primary_window(),
+    };
+    commands.spawn(shot).observe(save_to_disk(path));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_after_frames(
+    args: Res<AppArgs>,
+    camera: Option<Res<HarnessCamera>>,
+    frames: Query<&CameraFrame>,
+    stats: Res<HeimdallStats>,
+    settings: Res<HeimdallSettings>,
+    backend: Res<HeimdallBackend>,
+    app_report: Res<AppReport>,
+    mut trace: ResMut<HeimdallTrace>,
+    mut exit: MessageWriter<AppExit>,
+    mut done: Local<bool>,
+) {
+    let (Some(n), Some(camera)) = (args.frames, camera) else {
+        return;
+    };
+    let Ok(f) = frames.get(camera.0) else { return };
+    if args.out.is_some() && f.index + 5 == n {
+        trace.request();
+    }
+    if *done || f.index + 1 < n {
+        return;
+    }
+    *done = true;
+    if let Some(out) = &args.out {
+        let r = report::report(&stats, &settings, &backend, &args, &app_report);
+        if let Err(e) = report::write(out, &r) {
+            error!("writing stats.json: {e}");
+            exit.write(AppExit::error());
+            return;
+        }
+        if let Some(t) = trace.take() {
+            let _ = std::fs::write(out.join("trace.json"), t);
+        }
+        info!("wrote {}", out.join("stats.json").display());
+    }
+    exit.write(AppExit::Success);
+}
+
+/// Headless runs have no swap chain, so nothing stops the CPU from queueing frames faster than
+/// the GPU finishes them (a window's `present` does). This emulates a swap chain of 3 images:
+/// after submitting a frame, the render thread waits while 3 frames are still unfinished. It is
+/// the harness's stand-in for a display; the plugin itself never waits on the GPU.
+#[derive(Resource, Default)]
+struct SwapchainEmulation {
+    submitted: u64,
+    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+fn emulate_swapchain(
+    queue: Res<RenderQueue>,
+    device: Res<RenderDevice>,
+    mut s: ResMut<SwapchainEmulation>,
+) {
+    use std::sync::atomic::Ordering;
+    s.submitted += 1;
+    let done = s.done.clone();
+    queue.on_submitted_work_done(move || {
+        done.fetch_add(1, Ordering::AcqRel);
+    });
+    let start = std::time::Instant::now();
+    while s.submitted.saturating_sub(s.done.load(Ordering::Acquire)) >= 3
+        && start.elapsed() < Duration::from_secs(5)
+    {
+        let _ = device.poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: Some(Duration::from_millis(100)),
+        });
+    }
+}

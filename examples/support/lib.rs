@@ -1,0 +1,12 @@
+//! Support code shared by the example apps (emoji, shopping, workspace), so each app is only its
+//! scene: command-line options ([`args`]), where the assets are ([`assets`]), the bundled clips
+//! as a camera source ([`clip_source`]), the window or headless harness with a steady frame
+//! pacer, screenshots and the exit after N frames ([`harness`]), and `stats.json` ([`report`]).
+#![warn(missing_docs)]
+
+pub mod args;
+pub mod assets;
+pub mod clip_source;
+pub mod harness;
+pub mod pacer;
+pub mod report;

@@ -1,0 +1,51 @@
+//! `stats.json` of a run: the plugin's statistics (wall-clock frame pacing first, the GPU
+//! timestamp proxy beside it, per-DNN latency and rate), the backend, the options, and what the
+//! app adds to [`AppReport`].
+
+use std::path::Path;
+
+use bevy::prelude::*;
+use heimdall_bevy::HeimdallStats;
+use heimdall_bevy::results::HeimdallBackend;
+use heimdall_bevy::settings::HeimdallSettings;
+use serde_json::{Value, json};
+
+use crate::args::AppArgs;
+
+/// App-specific entries of `stats.json` (a resource the app fills).
+#[derive(Resource, Default, Debug)]
+pub struct AppReport(pub serde_json::Map<String, Value>);
+
+/// The whole report.
+pub fn report(
+    stats: &HeimdallStats,
+    settings: &HeimdallSettings,
+    backend: &HeimdallBackend,
+    args: &AppArgs,
+    app: &AppReport,
+) -> Value {
+    let mut v = stats.to_json(settings, &backend.name(), args.warmup as usize);
+    v["adapter"] = json!(backend.adapter);
+    v["args"] = json!({
+        "resolution": [args.width, args.height],
+        "fps": args.fps,
+        "quality": format!("{:?}", args.quality).to_lowercase(),
+        "extra_models": args.extra_models,
+        "scene_load": args.scene_load,
+        "force_cpu": args.force_cpu,
+        "events_s": args.events,
+    });
+    for (k, x) in &app.0 {
+        v[k] = x.clone();
+    }
+    v
+}
+
+/// Writes `stats.json` into `out` (creating it).
+pub fn write(out: &Path, report: &Value) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    std::fs::write(
+        out.join("stats.json"),
+        serde_json::to_string_pretty(report)?,
+    )
+}

@@ -1,0 +1,320 @@
+//! The `emoji` example, run headless as a user would (the binary `cargo test` built):
+//! - on the GPU backend, face boxes overlap the bundled clip's ground truth (IoU ≥ 0.5 in
+//!   ≥ 90 % of the frames that have a face result) and frames (at the run's resolution) and
+//!   `stats.json` are written;
+//! - with the CPU backend forced (the no-compute path), it runs with exactly one warning;
+//! - the binary copied elsewhere finds its assets through `BEVY_ASSET_ROOT`, and exits non-zero
+//!   within seconds, naming the file, when an asset is missing or a model is corrupt.
+//!
+//! With `HEIMDALL_EMOJI_OUT=DIR` the first test checks a run made beforehand (the README's main
+//! command, `cargo run --release --example emoji -- --headless --frames 300 --out DIR`) instead.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Whether GPU tests are skipped (`HEIMDALL_SKIP_GPU=1`).
+fn skip_gpu() -> bool {
+    std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1")
+}
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Path of the `emoji` example built by `cargo test` in this profile.
+fn emoji_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/emoji
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    profile_dir
+        .join("examples")
+        .join(format!("emoji{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("heimdall-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Runs `exe` with `args` from `cwd`, with `BEVY_ASSET_ROOT` set or not.
+fn run(exe: &Path, args: &[&str], cwd: &Path, asset_root: Option<&Path>) -> (Output, Duration) {
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_remove("XDG_RUNTIME_DIR");
+    match asset_root {
+        Some(r) => cmd.env("BEVY_ASSET_ROOT", r),
+        None => cmd.env_remove("BEVY_ASSET_ROOT"),
+    };
+    let start = Instant::now();
+    let out = cmd.output().expect("running the emoji example");
+    (out, start.elapsed())
+}
+
+fn log_of(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn run_emoji(out: &Path, extra: &[&str]) -> String {
+    let exe = emoji_binary();
+    assert!(exe.exists(), "{} was not built", exe.display());
+    let mut args = vec!["--headless", "--out", out.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    let (output, _) = run(&exe, &args, &root(), None);
+    let log = log_of(&output);
+    assert!(output.status.success(), "emoji failed:\n{log}");
+    assert!(
+        !log.contains("XDG_RUNTIME_DIR"),
+        "a spurious runtime-dir error on a machine without a display:\n{log}"
+    );
+    log
+}
+
+fn stats(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("stats.json")).expect("stats.json");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+fn boxes_match_ground_truth(stats: &serde_json::Value) -> (usize, usize) {
+    let mut with_face = 0;
+    let mut good = 0;
+    for f in stats["faces"].as_array().expect("faces") {
+        let (Some(b), Some(t)) = (f["boxes"].as_array(), f["ground_truth"].as_array()) else {
+            continue;
+        };
+        let Some(best) = b.first().and_then(|b| b.as_array()) else {
+            continue;
+        };
+        with_face += 1;
+        let v = |a: &Vec<serde_json::Value>, i: usize| a[i].as_f64().unwrap();
+        let iou = iou(
+            [v(best, 0), v(best, 1), v(best, 2), v(best, 3)],
+            [v(t, 0), v(t, 1), v(t, 2), v(t, 3)],
+        );
+        good += usize::from(iou >= 0.5);
+    }
+    (good, with_face)
+}
+
+#[test]
+fn emoji_headless_faces_match_the_ground_truth() {
+    if skip_gpu() && std::env::var_os("HEIMDALL_EMOJI_OUT").is_none() {
+        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        return;
+    }
+    let out = match std::env::var_os("HEIMDALL_EMOJI_OUT") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let out = temp("emoji");
+            run_emoji(
+                &out,
+                &[
+                    "--frames",
+                    "150",
+                    "--fps",
+                    "15",
+                    "--save-every",
+                    "50",
+                    "--resolution",
+                    "320x180",
+                ],
+            );
+            out
+        }
+    };
+    let s = stats(&out);
+    assert_eq!(s["backend"], "gpu", "{s:#}");
+    let frames = s["frames"].as_u64().unwrap_or(0);
+    assert!(frames >= 100, "{frames} frames");
+    let pngs = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "png"))
+        })
+        .count();
+    assert!(pngs >= 2, "{pngs} PNG frames written");
+    for model in [
+        "face_detection_short_range",
+        "face_landmark",
+        "selfie_segmentation",
+    ] {
+        let n = s["models"][model]["count"].as_u64().unwrap_or(0);
+        assert!(n > 0, "no {model} results: {s:#}");
+    }
+    let (good, with_face) = boxes_match_ground_truth(&s);
+    assert!(with_face >= 10, "only {with_face} face results");
+    let rate = good as f64 / with_face as f64;
+    eprintln!(
+        "IoU >= 0.5 in {good}/{with_face} face results ({:.1} %)",
+        rate * 100.0
+    );
+    assert!(
+        rate >= 0.9,
+        "IoU >= 0.5 in only {good}/{with_face} face results"
+    );
+}
+
+#[test]
+fn forced_cpu_backend_runs_the_example_with_one_warning() {
+    let out = temp("emoji-cpu");
+    let log = run_emoji(
+        &out,
+        &[
+            "--force-cpu",
+            "--frames",
+            "60",
+            "--fps",
+            "15",
+            "--save-every",
+            "0",
+            "--resolution",
+            "320x180",
+        ],
+    );
+    let s = stats(&out);
+    assert_eq!(s["backend"], "cpu (forced)");
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("heimdall"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "warnings:\n{}", warnings.join("\n"));
+    assert!(warnings[0].contains("CPU"), "{}", warnings[0]);
+    let detections = &s["models"]["face_detection_short_range"];
+    let n = detections["count"].as_u64().unwrap_or(0);
+    assert!(n > 0, "no detection results on the CPU backend: {s:#}");
+    assert_eq!(detections["cpu_results"].as_u64(), Some(n));
+}
+
+/// Intersection over union of `[x, y, w, h]` boxes.
+fn iou(a: [f64; 4], b: [f64; 4]) -> f64 {
+    let ix = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);
+    let iy = (a[1] + a[3]).min(b[1] + b[3]) - a[1].max(b[1]);
+    let inter = ix.max(0.0) * iy.max(0.0);
+    let union = a[2] * a[3] + b[2] * b[3] - inter;
+    if union <= 0.0 { 0.0 } else { inter / union }
+}
+
+/// The saved frames are at the run's resolution.
+#[test]
+fn frames_have_the_runs_resolution() {
+    if skip_gpu() {
+        return;
+    }
+    let out = temp("emoji-size");
+    run_emoji(
+        &out,
+        &[
+            "--frames",
+            "25",
+            "--save-every",
+            "10",
+            "--resolution",
+            "256x144",
+        ],
+    );
+    let png = out.join("frame_00010.png");
+    let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{}: {e}", png.display()));
+    let img = heimdall_vision::RgbaImage::decode(&bytes).expect("a PNG");
+    assert_eq!((img.width, img.height), (256, 144));
+}
+
+/// The binary copied to another folder and run from a third one finds the assets through
+/// `BEVY_ASSET_ROOT`; pointed at an empty folder it exits non-zero within 60 s naming the
+/// missing file.
+#[test]
+fn a_moved_binary_finds_its_assets_through_bevy_asset_root() {
+    let exe = emoji_binary();
+    let base = temp("emoji-moved");
+    let (bin_dir, run_dir, empty) = (base.join("bin"), base.join("run"), base.join("empty"));
+    for d in [&bin_dir, &run_dir, &empty] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let moved = bin_dir.join(exe.file_name().unwrap());
+    std::fs::copy(&exe, &moved).unwrap();
+    let out = base.join("out");
+    let mut args = vec![
+        "--headless",
+        "--frames",
+        "12",
+        "--save-every",
+        "5",
+        "--resolution",
+        "160x90",
+        "--out",
+    ];
+    args.push(out.to_str().unwrap());
+    if skip_gpu() {
+        args.push("--force-cpu");
+    }
+    let (o, _) = run(&moved, &args, &run_dir, Some(&root()));
+    assert!(o.status.success(), "{}", log_of(&o));
+    assert!(out.join("stats.json").exists());
+    assert!(out.join("frame_00005.png").exists());
+
+    let (o, took) = run(&moved, &args, &run_dir, Some(&empty));
+    let log = log_of(&o);
+    assert!(!o.status.success(), "ran without assets:\n{log}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(log.contains("clips/astronaut_pan/clip.json"), "{log}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A corrupt model file: the app does not wait forever for it; headless, it exits non-zero
+/// within 60 s with the file's name and the reason.
+#[test]
+fn a_corrupt_model_fails_fast_naming_the_file() {
+    let base = temp("emoji-corrupt");
+    let assets = base.join("assets");
+    std::fs::create_dir_all(assets.join("models")).unwrap();
+    std::fs::create_dir_all(assets.join("images")).unwrap();
+    let src = root().join("assets");
+    copy_dir(&src.join("clips"), &assets.join("clips"));
+    std::fs::copy(
+        src.join("images/astronaut.png"),
+        assets.join("images/astronaut.png"),
+    )
+    .unwrap();
+    for m in ["face_detection_short_range", "selfie_segmentation"] {
+        let f = format!("models/{m}.tflite");
+        std::fs::copy(src.join(&f), assets.join(&f)).unwrap();
+    }
+    std::fs::write(
+        assets.join("models/face_landmark.tflite"),
+        vec![0x5Au8; 4096],
+    )
+    .unwrap();
+    let mut args = vec!["--headless", "--frames", "60", "--resolution", "160x90"];
+    if skip_gpu() {
+        args.push("--force-cpu");
+    }
+    let (o, took) = run(&emoji_binary(), &args, &base, Some(&base));
+    let log = log_of(&o);
+    assert!(
+        !o.status.success(),
+        "a corrupt model did not fail the run:\n{log}"
+    );
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(log.contains("face_landmark.tflite"), "{log}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}

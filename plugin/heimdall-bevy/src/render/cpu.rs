@@ -1,0 +1,146 @@
+//! CPU work of the coordinator on the worker pool: a step the GPU backend cannot run (its
+//! inputs downloaded after this frame's chunks), or (the rest of) an inference on the CPU model
+//! (offloaded by the coordinator, or the CPU-only mode). Nothing here waits on a worker.
+
+use bevy::prelude::*;
+use heimdall_coordinator::CpuWork;
+use heimdall_gpu::Placement;
+use heimdall_vision::image::resample;
+
+use super::models::{ModelState, RenderDnns};
+use super::schedule::Scheduler;
+use crate::clock::HeimdallClock;
+use crate::workers::{CpuDone, Workers};
+
+/// Hands `work` to a worker. A fallback step's inputs are downloaded in `encoder` after this
+/// frame's chunks; it runs once they arrive ([`run_ready_cpu_steps`]).
+pub(crate) fn dispatch_cpu(
+    work: CpuWork,
+    now: f64,
+    encoder: &mut wgpu::CommandEncoder,
+    dnns: &mut RenderDnns,
+    sched: &mut Scheduler,
+    workers: &Workers,
+    clock: HeimdallClock,
+) {
+    let Some(e) = dnns.entity_of(work.model) else {
+        sched.coordinator.cpu_done(work.id, 0, now, now);
+        return;
+    };
+    let worker = workers.pool.size() - workers.pool.idle();
+    let Some(d) = dnns.map.get_mut(&e) else {
+        return;
+    };
+    let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        sched.coordinator.cpu_done(work.id, worker, now, now);
+        return;
+    };
+    let fallback_step = c.gpu.is_some()
+        && !job.on_cpu
+        && !work.offloaded
+        && work.ops.len() == 1
+        && c.placement.get(work.ops.start) == Some(&Placement::Cpu);
+    if fallback_step
+        && let Some(gpu) = &c.gpu
+        && gpu.encode_cpu_step_inputs(work.ops.start, encoder).is_ok()
+    {
+        job.cpu_step = Some((work.id, work.ops.start, false));
+        return;
+    }
+    // The rest of the inference on the CPU model (from op 0 if the GPU had started it: GPU
+    // activations are not copied back).
+    let start_op = if job.on_cpu { work.ops.start } else { 0 };
+    job.on_cpu = true;
+    let cpu = c.cpu.clone();
+    let [h, w, ch] = c.input;
+    let pixels = job.pixels.clone();
+    let size = job.frame_size;
+    let crop = job.crop;
+    let norm = d.normalization;
+    let ops = start_op..work.ops.end;
+    let last = work.ops.end == c.steps;
+    let tx = workers.done.sender();
+    let id = work.id;
+    workers.pool.spawn(move || {
+        let start_ms = clock.now_ms();
+        let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
+            let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
+            if ops.start == 0 {
+                let x = resample(
+                    &pixels,
+                    size.x as usize,
+                    size.y as usize,
+                    &crop,
+                    &norm,
+                    [h, w, ch],
+                )
+                .map_err(|e| e.to_string())?;
+                m.set_input(0, &x).map_err(|e| e.to_string())?;
+            }
+            m.run_range(ops.clone()).map_err(|e| e.to_string())?;
+            if !last {
+                return Ok(None);
+            }
+            let n = m.output_shapes().len();
+            (0..n)
+                .map(|i| m.output(i).map(<[f32]>::to_vec).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        };
+        let (outputs, error) = match run() {
+            Ok(o) => (o, None),
+            Err(e) => (None, Some(e)),
+        };
+        tx.send(CpuDone {
+            entity: e,
+            work: id,
+            worker,
+            start_ms,
+            end_ms: clock.now_ms(),
+            outputs,
+            error,
+        })
+        .ok();
+    });
+}
+
+/// CPU fallback steps whose inputs arrived: run them on a worker.
+pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, clock: HeimdallClock) {
+    for (e, d) in &mut dnns.map {
+        let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+            continue;
+        };
+        let Some((id, step, true)) = job.cpu_step else {
+            continue;
+        };
+        let Some(gpu) = c.gpu.clone() else { continue };
+        if !gpu.cpu_step_ready(step) {
+            continue;
+        }
+        job.cpu_step = None;
+        if step + 1 == c.steps {
+            job.need_readback = true;
+        }
+        let tx = workers.done.sender();
+        let e = *e;
+        let worker = workers.pool.size() - workers.pool.idle();
+        workers.pool.spawn(move || {
+            let start_ms = clock.now_ms();
+            let error = match gpu.run_cpu_step(step) {
+                Ok(true) => None,
+                Ok(false) => Some("inputs not ready".to_string()),
+                Err(err) => Some(err.to_string()),
+            };
+            tx.send(CpuDone {
+                entity: e,
+                work: id,
+                worker,
+                start_ms,
+                end_ms: clock.now_ms(),
+                outputs: None,
+                error,
+            })
+            .ok();
+        });
+    }
+}

@@ -1,0 +1,275 @@
+//! This frame's decision: the coordinator (Heimdall's, or a baseline) is told what finished and
+//! what the GPU measured, idle DNNs start their pending requests (their crop is set for the GPU
+//! preprocessing), and the coordinator picks the chunks that fit after the scene and the CPU work
+//! for idle workers. The result is the [`FramePlan`] that `encode` records.
+
+use std::collections::HashMap;
+
+use bevy::prelude::*;
+use bevy::render::render_asset::RenderAssets;
+use bevy::render::renderer::RenderQueue;
+use bevy::render::texture::GpuImage;
+use heimdall_coordinator::{
+    Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork, ModelProfile,
+    Request, WorkId, policy_by_name,
+};
+
+use super::backend::InferenceBackend;
+use super::extract::{ExtractedDisplay, ExtractedTraceRequest};
+use super::models::{Job, ReadbackState, RenderDnns};
+use super::timer::{FrameMarks, FrameTimer, Mark};
+use crate::camera::ExtractedFrames;
+use crate::clock::HeimdallClock;
+use crate::requests::ExtractedRequests;
+use crate::results::{Outbox, RenderMessage};
+use crate::settings::{CoordinationMode, HeimdallSettings};
+use crate::stats::FrameRecord;
+use crate::workers::Workers;
+
+/// The coordinator and the bookkeeping of GPU work in flight (render world).
+#[derive(Resource)]
+pub(crate) struct Scheduler {
+    pub coordinator: Coordinator,
+    /// Render-world frame number.
+    pub frame: u64,
+    /// GPU work not timed by timestamps: reported with its estimate next frame.
+    pub untimed: Vec<(WorkId, f64, f64)>,
+    /// Chunks encoded per timed frame: frame -> (encode time ms, works with their estimates).
+    pub timed: HashMap<u64, (f64, Vec<(WorkId, f64)>)>,
+}
+
+impl Scheduler {
+    /// The coordinator for `settings`, with CPU offload when the GPU path exists.
+    pub fn new(settings: &HeimdallSettings, gpu: bool) -> Self {
+        let hz = settings.frame_rate_hz(None);
+        let budget = FrameBudget::new(hz, 0.0, settings.margin_ms, settings.relaxation_ms);
+        let mut cfg = CoordinatorConfig::new(budget);
+        cfg.cpu_workers = settings.cpu_workers.max(1);
+        cfg.offload.enabled = settings.offload && gpu;
+        let policy = policy_by_name(&settings.policy_name()).unwrap_or_else(|_| {
+            warn!(
+                "heimdall: unknown policy {:?}; using max_total_utility",
+                settings.policy
+            );
+            Box::new(heimdall_coordinator::policy::MaxTotalUtility)
+        });
+        Scheduler {
+            coordinator: Coordinator::new(cfg, policy),
+            frame: 0,
+            untimed: Vec::new(),
+            timed: HashMap::new(),
+        }
+    }
+
+    /// Feeds one frame's timestamps back: the scene's GPU time and each chunk's.
+    fn on_frame_marks(&mut self, marks: &FrameMarks, heimdall_mode: bool, outbox: &Outbox) {
+        let Some((encode_ms, works)) = self.timed.remove(&marks.frame) else {
+            return;
+        };
+        let scene = marks.time_of(Mark::SceneEnd).unwrap_or(0.0);
+        if heimdall_mode {
+            self.coordinator.observe_render(scene);
+        }
+        let mut prev = marks.time_of(Mark::Preprocess).unwrap_or(scene);
+        let mut chunks = Vec::new();
+        let mut reported = Vec::new();
+        for (m, t) in &marks.marks {
+            if let Mark::Chunk { work, instance } = m {
+                let (s, e) = (encode_ms + prev, encode_ms + t);
+                if let Some((id, _)) = works.iter().find(|(id, _)| id.0 == *work) {
+                    self.coordinator.gpu_done(*id, s, e);
+                    reported.push(*id);
+                }
+                chunks.push((*instance, t - prev));
+                prev = *t;
+            }
+        }
+        // Chunks past the query set's capacity: their estimates.
+        for (id, est) in works.iter().filter(|(id, _)| !reported.contains(id)) {
+            let s = encode_ms + prev;
+            self.coordinator.gpu_done(*id, s, s + est);
+        }
+        outbox.send(RenderMessage::Frame(FrameRecord {
+            frame: marks.frame,
+            timed: true,
+            scene_ms: scene,
+            gpu_total_ms: marks.total_ms(),
+            chunks,
+        }));
+    }
+
+    /// Reports what the GPU finished: timestamped frames, frames whose timestamps never came
+    /// back (with their estimates, so no inference waits forever) and untimed work.
+    fn collect_timings(
+        &mut self,
+        timer: Option<&mut FrameTimer>,
+        heimdall_mode: bool,
+        outbox: &Outbox,
+    ) {
+        if let Some(t) = timer {
+            for marks in t.collect() {
+                self.on_frame_marks(&marks, heimdall_mode, outbox);
+            }
+        }
+        let frame = self.frame;
+        let stale: Vec<u64> = self
+            .timed
+            .keys()
+            .copied()
+            .filter(|&f| f + 16 < frame)
+            .collect();
+        for f in stale {
+            if let Some((at, works)) = self.timed.remove(&f) {
+                for (id, est) in works {
+                    self.coordinator.gpu_done(id, at, at + est);
+                }
+            }
+        }
+        for (id, s, e) in std::mem::take(&mut self.untimed) {
+            self.coordinator.gpu_done(id, s, e);
+        }
+    }
+}
+
+/// What this frame runs (render world).
+#[derive(Resource, Default)]
+pub(crate) struct FramePlan {
+    /// When the decision was taken (the plugin's clock, ms).
+    pub now_ms: f64,
+    /// GPU chunks, in queue order.
+    pub gpu: Vec<GpuWork>,
+    /// CPU work for idle workers.
+    pub cpu: Vec<CpuWork>,
+}
+
+/// Registers newly compiled models, takes in timings and requests, starts idle DNNs and asks the
+/// coordinator for this frame's work.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_frame(
+    mut sched: ResMut<Scheduler>,
+    mut dnns: ResMut<RenderDnns>,
+    mut plan: ResMut<FramePlan>,
+    mut backend: ResMut<InferenceBackend>,
+    requests: Res<ExtractedRequests>,
+    frames: Res<ExtractedFrames>,
+    display: Res<ExtractedDisplay>,
+    trace: Res<ExtractedTraceRequest>,
+    images: Res<RenderAssets<GpuImage>>,
+    queue: Option<Res<RenderQueue>>,
+    settings: Res<HeimdallSettings>,
+    workers: Res<Workers>,
+    clock: Res<HeimdallClock>,
+    outbox: Res<Outbox>,
+) {
+    let sched = &mut *sched;
+    let dnns = &mut *dnns;
+    let now = clock.now_ms();
+    for e in std::mem::take(&mut dnns.newly_ready) {
+        let Some(d) = dnns.map.get_mut(&e) else {
+            continue;
+        };
+        let Some(c) = d.compiled() else { continue };
+        let profile = ModelProfile::new(d.name.clone(), c.costs.clone());
+        let id = sched.coordinator.register_with_profile(
+            d.name.clone(),
+            profile,
+            d.utility,
+            d.deadline_ms,
+        );
+        d.model_id = Some(id);
+    }
+    let heimdall_mode = matches!(settings.mode, CoordinationMode::Heimdall);
+    sched.collect_timings(backend.timer.as_mut(), heimdall_mode, &outbox);
+
+    for r in &requests.0 {
+        if let Some(d) = dnns.map.get_mut(&r.dnn) {
+            d.pending = Some(r.crop);
+        }
+    }
+    // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
+    let hz = settings.frame_rate_hz(display.0);
+    sched.coordinator.set_frame_rate(hz);
+
+    // Idle DNNs take their pending request on their source's latest frame.
+    for d in dnns.map.values_mut() {
+        let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
+            continue;
+        };
+        if d.job.is_some() || sched.coordinator.busy(id) {
+            continue;
+        }
+        let Some(frame) = frames.0.get(&d.source) else {
+            continue;
+        };
+        let super::models::ModelState::Ready(c) = &mut d.state else {
+            continue;
+        };
+        let mut preprocess = None;
+        if let (Some(gpu), Some(pre), Some(queue)) = (&c.gpu, &c.pre, &queue) {
+            let Some(image) = images.get(frame.image) else {
+                continue; // not uploaded yet
+            };
+            let key = image.texture.id();
+            if let std::collections::hash_map::Entry::Vacant(slot) = c.bindings.entry(key) {
+                match pre.bind(&image.texture_view) {
+                    Ok(b) => {
+                        slot.insert(b);
+                    }
+                    Err(err) => {
+                        error!("heimdall: {}: binding the camera texture: {err}", d.name);
+                        d.pending = None;
+                        continue;
+                    }
+                }
+            }
+            if let Err(err) = pre.set_crop(&gpu.context().queue, &crop) {
+                warn!("heimdall: {}: crop {crop:?}: {err}", d.name);
+                d.pending = None;
+                continue;
+            }
+            let _ = queue;
+            preprocess = Some(key);
+        }
+        d.pending = None;
+        d.job = Some(Job {
+            frame_index: frame.index,
+            capture_ms: frame.capture_ms,
+            crop,
+            pixels: frame.pixels.clone(),
+            frame_size: frame.size,
+            preprocess,
+            on_cpu: false,
+            need_readback: false,
+            readback: ReadbackState::None,
+            cpu_step: None,
+        });
+        let request = Request {
+            capture_ms: frame.capture_ms,
+            content_variation: frame.content_variation,
+        };
+        sched.coordinator.submit(id, request, now);
+    }
+
+    // This frame's chunks follow its scene passes: the window opens after the measured render
+    // time (EMA of the timestamps) and closes at the next frame.
+    let period = 1000.0 / hz;
+    let render_ms = sched.coordinator.config().budget.render_ms;
+    let window = GpuWindow {
+        start_ms: now + render_ms,
+        end_ms: now + period,
+    };
+    let decision =
+        sched
+            .coordinator
+            .schedule(now, Event::FrameRendered, window, workers.pool.idle());
+    *plan = FramePlan {
+        now_ms: now,
+        gpu: decision.gpu,
+        cpu: decision.cpu,
+    };
+    if trace.0 {
+        outbox.send(RenderMessage::Trace(
+            sched.coordinator.timeline().to_chrome_trace_string(),
+        ));
+    }
+}

@@ -1,0 +1,222 @@
+//! What comes back to the main world, the way Bevy's own `gpu_readback` does it: the render
+//! world and the CPU workers send [`RenderMessage`]s through a channel; once per update the main
+//! world drains it, keeps each DNN's typed [`DnnStatus`] up to date, delivers decoded results to
+//! their entities (the decoder's components, then [`DnnOutput`]) and triggers [`DnnResult`] (or
+//! [`DnnFailed`]) on the DNN's entity.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bevy::asset::LoadState;
+use bevy::prelude::*;
+use crossbeam_channel::{Receiver, Sender};
+use heimdall_vision::image::Crop;
+
+use crate::asset::DnnModel;
+use crate::clock::HeimdallClock;
+use crate::decoder::{Decoded, DecoderHandle};
+use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
+use crate::stats::{FrameRecord, HeimdallStats};
+
+/// Where inference runs in this app, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Not known yet (before the render device exists).
+    #[default]
+    Unknown,
+    /// On Bevy's render device.
+    Gpu,
+    /// On CPU workers only; the reason.
+    Cpu(String),
+}
+
+/// The backend the plugin chose and the adapter (a main-world resource).
+#[derive(Resource, Clone, Debug, Default)]
+pub struct HeimdallBackend {
+    /// Where inference runs.
+    pub kind: BackendKind,
+    /// The adapter's description, when there is a render device.
+    pub adapter: Option<String>,
+}
+
+impl HeimdallBackend {
+    /// `gpu`, `cpu (<reason>)` or `unknown`.
+    pub fn name(&self) -> String {
+        match &self.kind {
+            BackendKind::Unknown => "unknown".into(),
+            BackendKind::Gpu => "gpu".into(),
+            BackendKind::Cpu(why) => format!("cpu ({why})"),
+        }
+    }
+}
+
+/// A finished inference on its way to the main world.
+pub(crate) struct FinishedInference {
+    pub dnn: Entity,
+    pub frame_index: u64,
+    pub capture_ms: f64,
+    pub tensors: Arc<Vec<Vec<f32>>>,
+    pub backend: Backend,
+    pub crop: Crop,
+    /// The decoder and what it made of the outputs.
+    pub decoded: Option<(DecoderHandle, Decoded)>,
+}
+
+/// What the render world and the workers tell the main world.
+pub(crate) enum RenderMessage {
+    /// A DNN's status changed.
+    Status(Entity, DnnStatus),
+    /// An inference finished (and was decoded).
+    Result(Box<FinishedInference>),
+    /// What the GPU did in a frame.
+    Frame(FrameRecord),
+    /// The coordinator's Chrome trace, as asked by [`HeimdallTrace::request`].
+    Trace(String),
+    /// The backend (at start, and after a new render device).
+    Backend(HeimdallBackend),
+    /// A DNN instance's index (as in [`FrameRecord::chunks`]) and model name.
+    Instance(u32, String),
+}
+
+/// The render world's and the workers' end of the channel.
+#[derive(Resource, Clone)]
+pub(crate) struct Outbox(pub Sender<RenderMessage>);
+
+impl Outbox {
+    pub fn send(&self, m: RenderMessage) {
+        // The main world only goes away when the app exits.
+        let _ = self.0.send(m);
+    }
+}
+
+/// The main world's end of the channel.
+#[derive(Resource)]
+pub(crate) struct Inbox(pub Receiver<RenderMessage>);
+
+/// The coordinator's Chrome trace (`chrome://tracing`, Perfetto): ask with
+/// [`HeimdallTrace::request`], read [`HeimdallTrace::latest`] a few frames later.
+#[derive(Resource, Default, Debug)]
+pub struct HeimdallTrace {
+    pub(crate) requested: bool,
+    latest: Option<String>,
+}
+
+impl HeimdallTrace {
+    /// Asks the render world for the trace.
+    pub fn request(&mut self) {
+        self.requested = true;
+    }
+
+    /// The latest trace that arrived (taken).
+    pub fn take(&mut self) -> Option<String> {
+        self.latest.take()
+    }
+}
+
+/// Drains the channel: statuses, results, GPU frame records, traces.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn receive(
+    mut commands: Commands,
+    inbox: Res<Inbox>,
+    clock: Res<HeimdallClock>,
+    mut stats: ResMut<HeimdallStats>,
+    mut trace: ResMut<HeimdallTrace>,
+    mut backend: ResMut<HeimdallBackend>,
+    mut statuses: Query<&mut DnnStatus>,
+    dnns: Query<&Dnn>,
+    models: Res<Assets<DnnModel>>,
+) {
+    trace.requested = false;
+    for m in inbox.0.try_iter() {
+        match m {
+            RenderMessage::Status(e, status) => set_status(&mut commands, &mut statuses, e, status),
+            RenderMessage::Frame(r) => stats.record_gpu_frame(r),
+            RenderMessage::Trace(t) => trace.latest = Some(t),
+            RenderMessage::Backend(b) => *backend = b,
+            RenderMessage::Instance(index, name) => {
+                stats.instances.insert(index, name);
+            }
+            RenderMessage::Result(r) => {
+                let capture_time = Duration::from_secs_f64(r.capture_ms.max(0.0) / 1e3);
+                let latency =
+                    Duration::from_secs_f64((clock.now_ms() - r.capture_ms).max(0.0) / 1e3);
+                let name = dnns
+                    .get(r.dnn)
+                    .ok()
+                    .and_then(|d| models.get(&d.model))
+                    .map_or_else(|| format!("{}", r.dnn), |m| m.name.clone());
+                stats.record_result(&name, r.dnn, latency, r.frame_index, r.backend);
+                let output = DnnOutput {
+                    frame_index: r.frame_index,
+                    capture_time,
+                    latency,
+                    tensors: r.tensors,
+                    backend: r.backend,
+                    crop: r.crop,
+                };
+                let (dnn, decoded) = (r.dnn, r.decoded);
+                commands.queue(move |world: &mut World| {
+                    let Ok(mut entity) = world.get_entity_mut(dnn) else {
+                        return; // despawned while the inference ran
+                    };
+                    if let Some((decoder, value)) = decoded {
+                        decoder.deliver(value, &mut entity);
+                    }
+                    entity.insert(output.clone());
+                    world.trigger(DnnResult {
+                        entity: dnn,
+                        output,
+                    });
+                });
+            }
+        }
+    }
+}
+
+fn set_status(
+    commands: &mut Commands,
+    statuses: &mut Query<&mut DnnStatus>,
+    e: Entity,
+    status: DnnStatus,
+) {
+    let Ok(mut current) = statuses.get_mut(e) else {
+        return;
+    };
+    if *current == status {
+        return;
+    }
+    if let DnnStatus::Failed(error) = &status {
+        commands.trigger(DnnFailed {
+            entity: e,
+            error: error.clone(),
+        });
+    }
+    *current = status;
+}
+
+/// A model asset that failed to load fails its DNN (a missing or corrupt file must not leave the
+/// app waiting for it).
+pub(crate) fn watch_model_loads(
+    mut commands: Commands,
+    assets: Res<AssetServer>,
+    mut dnns: Query<(Entity, &Dnn, &mut DnnStatus)>,
+) {
+    for (e, dnn, mut status) in &mut dnns {
+        if *status != DnnStatus::Loading {
+            continue;
+        }
+        if let Some(LoadState::Failed(err)) = assets.get_load_state(&dnn.model) {
+            let path = dnn
+                .model
+                .path()
+                .map_or_else(|| "the model".to_string(), |p| p.to_string());
+            let error = DnnError::Load(format!("{path}: {err}"));
+            error!("heimdall: {error}");
+            commands.trigger(DnnFailed {
+                entity: e,
+                error: error.clone(),
+            });
+            *status = DnnStatus::Failed(error);
+        }
+    }
+}
