@@ -117,8 +117,8 @@ pub(crate) struct CpuDone {
     pub worker: usize,
     pub start_ms: f64,
     pub end_ms: f64,
-    /// Outputs when the inference finished on the CPU.
-    pub outputs: Option<Vec<Vec<f32>>>,
+    /// The inference finished on the CPU (its result went to the main world).
+    pub finished: bool,
     pub error: Option<String>,
 }
 

@@ -10,10 +10,14 @@ use heimdall_vision::image::resample;
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
+use crate::dnn::Backend;
+use crate::results::Outbox;
 use crate::workers::{CpuDone, Workers};
 
 /// Hands `work` to a worker. A fallback step's inputs are downloaded in `encoder` after this
-/// frame's chunks; it runs once they arrive ([`run_ready_cpu_steps`]).
+/// frame's chunks; it runs once they arrive ([`run_ready_cpu_steps`]). An inference that ends on
+/// the worker is decoded and sent to the main world from there.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn dispatch_cpu(
     work: CpuWork,
     now: f64,
@@ -22,6 +26,7 @@ pub(crate) fn dispatch_cpu(
     sched: &mut Scheduler,
     workers: &Workers,
     clock: HeimdallClock,
+    outbox: &Outbox,
 ) {
     let Some(e) = dnns.entity_of(work.model) else {
         sched.coordinator.cpu_done(work.id, 0, now, now);
@@ -31,6 +36,7 @@ pub(crate) fn dispatch_cpu(
     let Some(d) = dnns.map.get_mut(&e) else {
         return;
     };
+    let finish = d.finish(e, outbox);
     let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
         sched.coordinator.cpu_done(work.id, worker, now, now);
         return;
@@ -87,9 +93,15 @@ pub(crate) fn dispatch_cpu(
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
         };
-        let (outputs, error) = match run() {
-            Ok(o) => (o, None),
-            Err(e) => (None, Some(e)),
+        let (finished, error) = match run() {
+            Ok(Some(outputs)) => {
+                if let Some(finish) = finish {
+                    finish.send(outputs, Backend::Cpu);
+                }
+                (true, None)
+            }
+            Ok(None) => (false, None),
+            Err(e) => (false, Some(e)),
         };
         tx.send(CpuDone {
             entity: e,
@@ -97,7 +109,7 @@ pub(crate) fn dispatch_cpu(
             worker,
             start_ms,
             end_ms: clock.now_ms(),
-            outputs,
+            finished,
             error,
         })
         .ok();
@@ -137,7 +149,7 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
                 worker,
                 start_ms,
                 end_ms: clock.now_ms(),
-                outputs: None,
+                finished: false,
                 error,
             })
             .ok();

@@ -116,7 +116,7 @@ pub(crate) fn encode_dnn_work(
 
     // 3. CPU work (fallback steps download their inputs here, after the chunks).
     for c in std::mem::take(&mut plan.cpu) {
-        dispatch_cpu(c, now, encoder, dnns, sched, &workers, *clock);
+        dispatch_cpu(c, now, encoder, dnns, sched, &workers, *clock, &outbox);
     }
 
     // 4. Output copies of the inferences whose last step was encoded (or ran on the CPU).

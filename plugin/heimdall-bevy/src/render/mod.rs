@@ -16,6 +16,7 @@ pub(crate) mod backend;
 pub(crate) mod cpu;
 pub(crate) mod encode;
 pub(crate) mod extract;
+pub(crate) mod finish;
 pub(crate) mod models;
 pub(crate) mod readback;
 pub(crate) mod schedule;
@@ -61,6 +62,7 @@ pub(crate) fn build(
         .insert_resource(clock)
         .insert_resource(outbox)
         .insert_resource(Workers::new(settings.cpu_workers))
+        .init_resource::<readback::ReadbackWaiter>()
         .init_resource::<models::ExtractedDnns>()
         .init_resource::<models::RenderDnns>()
         .init_resource::<ExtractedFrames>()

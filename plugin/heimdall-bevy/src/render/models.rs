@@ -17,6 +17,7 @@ use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Placement, Precision};
 use heimdall_vision::image::{Crop, Normalization};
 
 use super::backend::InferenceBackend;
+use super::finish::Finish;
 use crate::asset::DnnModel;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{Backend, Dnn, DnnError, DnnStatus};
@@ -131,6 +132,25 @@ pub(crate) struct RenderDnn {
 }
 
 impl RenderDnn {
+    /// How to finish its current inference away from the render world.
+    pub fn finish(&self, dnn: Entity, outbox: &Outbox) -> Option<Finish> {
+        let job = self.job.as_ref()?;
+        Some(Finish {
+            dnn,
+            name: self.name.clone(),
+            frame_index: job.frame_index,
+            capture_ms: job.capture_ms,
+            crop: job.crop,
+            frame_size: job.frame_size,
+            decoder: self.decoder.clone(),
+            shapes: self
+                .compiled()
+                .map(|c| c.output_shapes.clone())
+                .unwrap_or_default(),
+            outbox: outbox.clone(),
+        })
+    }
+
     /// The compiled model, once ready.
     pub fn compiled(&self) -> Option<&Compiled> {
         match &self.state {

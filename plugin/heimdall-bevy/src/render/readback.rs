@@ -1,39 +1,156 @@
-//! Results coming back, never waiting on the GPU or a worker: after the frame's submission the
-//! output copies and timestamps are mapped (`map_async`); at the next frame finished outputs and
-//! finished CPU work are collected, and each finished inference is decoded on a worker and sent
-//! to the main world.
+//! Results coming back, never waiting on the GPU on the frame path: after the frame's submission
+//! the output copies and the timestamps are mapped (`map_async`); a readback thread polls the
+//! device (without blocking it: a blocking wait would hold the lock that `queue.submit` needs)
+//! until the outputs are there, decodes them and sends the result to the main world at once. The
+//! render world then learns that the DNN is idle again, and collects finished CPU work.
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use heimdall_gpu::GpuModel;
 
 use super::backend::InferenceBackend;
 use super::cpu::run_ready_cpu_steps;
+use super::finish::Finish;
 use super::models::{ModelState, ReadbackState, RenderDnns};
 use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
-use crate::decoder::DecodeInput;
 use crate::dnn::Backend;
-use crate::results::{FinishedInference, Outbox, RenderMessage};
-use crate::workers::Workers;
+use crate::results::Outbox;
+use crate::workers::{Mailbox, Workers};
+
+/// How long a readback may take before it is given up (a lost device).
+const READBACK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time between two polls of the device while readbacks are pending.
+const POLL_EVERY: Duration = Duration::from_micros(300);
+
+/// One readback to wait for.
+struct Pending {
+    gpu: Arc<GpuModel>,
+    finish: Finish,
+    since: Instant,
+}
+
+/// A readback that ended: the DNN is idle again.
+pub(crate) struct ReadbackDone {
+    pub dnn: Entity,
+    pub error: Option<String>,
+}
+
+/// The readback thread (render world).
+#[derive(Resource)]
+pub(crate) struct ReadbackWaiter {
+    tx: Option<Sender<Pending>>,
+    pub done: Mailbox<ReadbackDone>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Default for ReadbackWaiter {
+    fn default() -> Self {
+        let (tx, rx) = unbounded::<Pending>();
+        let done = Mailbox::default();
+        let done_tx = done.sender();
+        let thread = std::thread::Builder::new()
+            .name("heimdall-readback".into())
+            .spawn(move || wait_loop(rx, done_tx))
+            .ok();
+        ReadbackWaiter {
+            tx: Some(tx),
+            done,
+            thread,
+        }
+    }
+}
+
+impl Drop for ReadbackWaiter {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>) {
+    let mut pending: Vec<Pending> = Vec::new();
+    loop {
+        if pending.is_empty() {
+            match rx.recv() {
+                Ok(p) => pending.push(p),
+                Err(_) => return,
+            }
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(p) => pending.push(p),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        }
+        if let Some(p) = pending.first() {
+            // Runs the map callbacks that are due; never waits on the GPU.
+            let _ = p.gpu.context().device.poll(wgpu::PollType::Poll);
+        }
+        pending.retain(|p| {
+            let result = match p.gpu.take_outputs() {
+                Ok(None) if p.since.elapsed() < READBACK_TIMEOUT => return true,
+                Ok(None) => Err(format!(
+                    "no outputs after {} s (device lost?)",
+                    READBACK_TIMEOUT.as_secs()
+                )),
+                Ok(Some(outputs)) => Ok(outputs),
+                Err(e) => Err(e.to_string()),
+            };
+            let dnn = p.finish.dnn;
+            let error = match result {
+                Ok(outputs) => {
+                    p.finish.clone().send(outputs, Backend::Gpu);
+                    None
+                }
+                Err(e) => Some(e),
+            };
+            let _ = done.send(ReadbackDone { dnn, error });
+            false
+        });
+        if !pending.is_empty() {
+            std::thread::sleep(POLL_EVERY);
+        }
+    }
+}
 
 /// After the frame's submission: maps the output copies, the CPU steps' inputs and the
-/// timestamps encoded this frame, and runs the map callbacks that are due.
+/// timestamps encoded this frame, hands the output readbacks to the readback thread, and runs
+/// the map callbacks that are due.
 pub(crate) fn map_after_submit(
     mut dnns: ResMut<RenderDnns>,
     mut backend: ResMut<InferenceBackend>,
+    waiter: Res<ReadbackWaiter>,
+    outbox: Res<Outbox>,
 ) {
     if let Some(t) = backend.timer.as_mut() {
         t.after_submit();
     }
-    for d in dnns.map.values_mut() {
+    for (e, d) in &mut dnns.map {
+        let finish = d.finish(*e, &outbox);
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };
         let Some(gpu) = &c.gpu else { continue };
         if job.readback == ReadbackState::Encoded {
             match gpu.request_readback() {
-                Ok(()) => job.readback = ReadbackState::Requested,
+                Ok(()) => {
+                    job.readback = ReadbackState::Requested;
+                    if let (Some(tx), Some(finish)) = (&waiter.tx, finish) {
+                        let _ = tx.send(Pending {
+                            gpu: gpu.clone(),
+                            finish,
+                            since: Instant::now(),
+                        });
+                    }
+                }
                 Err(e) => error!("heimdall: {}: readback: {e}", d.name),
             }
         }
@@ -52,31 +169,22 @@ pub(crate) fn map_after_submit(
     }
 }
 
-/// Collects finished readbacks and CPU work; finished inferences go to a worker for decoding.
+/// Frees the DNNs whose results went out (GPU readbacks and finished CPU inferences), reports
+/// CPU work to the coordinator and starts CPU steps whose inputs arrived.
 pub(crate) fn collect_outputs(
     mut dnns: ResMut<RenderDnns>,
     mut sched: ResMut<Scheduler>,
+    waiter: Res<ReadbackWaiter>,
     workers: Res<Workers>,
     clock: Res<HeimdallClock>,
-    outbox: Res<Outbox>,
 ) {
     let dnns = &mut *dnns;
-    let mut done = Vec::new();
-    for (e, d) in &mut dnns.map {
-        let (Some(job), ModelState::Ready(c)) = (d.job.as_ref(), &d.state) else {
-            continue;
-        };
-        let Some(gpu) = &c.gpu else { continue };
-        if job.readback != ReadbackState::Requested || !gpu.readback_ready() {
-            continue;
+    for done in waiter.done.drain() {
+        if let Some(err) = &done.error {
+            error!("heimdall: {}: readback: {err}", dnns.name_of(done.dnn));
         }
-        match gpu.take_outputs() {
-            Ok(Some(outputs)) => done.push((*e, outputs, Backend::Gpu)),
-            Ok(None) => {}
-            Err(err) => {
-                error!("heimdall: {}: readback: {err}", d.name);
-                d.job = None;
-            }
+        if let Some(d) = dnns.map.get_mut(&done.dnn) {
+            d.job = None;
         }
     }
     for report in workers.done.drain() {
@@ -86,69 +194,14 @@ pub(crate) fn collect_outputs(
             report.start_ms,
             report.end_ms.max(report.start_ms),
         );
-        if let Some(err) = report.error {
+        if let Some(err) = &report.error {
             error!("heimdall: {}: CPU work: {err}", dnns.name_of(report.entity));
-            if let Some(d) = dnns.map.get_mut(&report.entity) {
-                d.job = None;
-            }
-            continue;
         }
-        if let Some(outputs) = report.outputs {
-            done.push((report.entity, outputs, Backend::Cpu));
+        if (report.error.is_some() || report.finished)
+            && let Some(d) = dnns.map.get_mut(&report.entity)
+        {
+            d.job = None;
         }
-    }
-    for (e, outputs, backend) in done {
-        finish(dnns, e, outputs, backend, &workers, &outbox);
     }
     run_ready_cpu_steps(dnns, &workers, *clock);
-}
-
-/// Sends a finished inference to a worker for decoding; the DNN becomes idle.
-fn finish(
-    dnns: &mut RenderDnns,
-    e: Entity,
-    outputs: Vec<Vec<f32>>,
-    backend: Backend,
-    workers: &Workers,
-    outbox: &Outbox,
-) {
-    let Some(d) = dnns.map.get_mut(&e) else {
-        return;
-    };
-    let Some(job) = d.job.take() else { return };
-    let shapes = d
-        .compiled()
-        .map(|c| c.output_shapes.clone())
-        .unwrap_or_default();
-    let decoder = d.decoder.clone();
-    let name = d.name.clone();
-    let outbox = outbox.clone();
-    workers.pool.spawn(move || {
-        let decoded = decoder.and_then(|decoder| {
-            let input = DecodeInput {
-                outputs: &outputs,
-                shapes: &shapes,
-                crop: &job.crop,
-                frame_size: job.frame_size,
-                frame_index: job.frame_index,
-                capture_time: std::time::Duration::from_secs_f64(job.capture_ms.max(0.0) / 1e3),
-            };
-            match decoder.decode(&input) {
-                Ok(v) => Some((decoder, v)),
-                Err(err) => {
-                    warn!("heimdall: {name}: decoding: {err}");
-                    None
-                }
-            }
-        });
-        outbox.send(RenderMessage::Result(Box::new(FinishedInference {
-            dnn: e,
-            frame_index: job.frame_index,
-            capture_ms: job.capture_ms,
-            tensors: Arc::new(outputs),
-            backend,
-            crop: job.crop,
-            decoded,
-        })));
-    });
 }

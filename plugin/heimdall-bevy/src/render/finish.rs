@@ -1,0 +1,60 @@
+//! The end of an inference, wherever it ran: its outputs are decoded by the DNN's decoder and
+//! sent to the main world at once, from the thread that got them (the readback waiter for the
+//! GPU, a worker for the CPU), so a result never waits for the next render frame.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bevy::prelude::*;
+use heimdall_vision::image::Crop;
+
+use crate::decoder::{DecodeInput, DecoderHandle};
+use crate::dnn::Backend;
+use crate::results::{FinishedInference, Outbox, RenderMessage};
+
+/// What is needed to finish an inference away from the render world.
+#[derive(Clone)]
+pub(crate) struct Finish {
+    pub dnn: Entity,
+    pub name: String,
+    pub frame_index: u64,
+    pub capture_ms: f64,
+    pub crop: Crop,
+    pub frame_size: UVec2,
+    pub decoder: Option<DecoderHandle>,
+    pub shapes: Arc<Vec<Vec<usize>>>,
+    pub outbox: Outbox,
+}
+
+impl Finish {
+    /// Decodes `outputs` and sends the result to the main world.
+    pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend) {
+        let decoded = self.decoder.and_then(|decoder| {
+            let input = DecodeInput {
+                outputs: &outputs,
+                shapes: &self.shapes,
+                crop: &self.crop,
+                frame_size: self.frame_size,
+                frame_index: self.frame_index,
+                capture_time: Duration::from_secs_f64(self.capture_ms.max(0.0) / 1e3),
+            };
+            match decoder.decode(&input) {
+                Ok(v) => Some((decoder, v)),
+                Err(err) => {
+                    warn!("heimdall: {}: decoding: {err}", self.name);
+                    None
+                }
+            }
+        });
+        self.outbox
+            .send(RenderMessage::Result(Box::new(FinishedInference {
+                dnn: self.dnn,
+                frame_index: self.frame_index,
+                capture_ms: self.capture_ms,
+                tensors: Arc::new(outputs),
+                backend,
+                crop: self.crop,
+                decoded,
+            })));
+    }
+}
