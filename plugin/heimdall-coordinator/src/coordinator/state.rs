@@ -1,0 +1,181 @@
+//! What the coordinator keeps per model, per inference job and per piece of work in flight.
+
+use std::ops::Range;
+
+use super::types::Request;
+use crate::analyzer::Analysis;
+use crate::model::ModelId;
+use crate::processor::Processor;
+use crate::utility::UtilityParams;
+
+/// One admitted inference.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    pub seq: u64,
+    pub request: Request,
+    pub t_start: f64,
+    /// Next op not yet dispatched.
+    pub planned: usize,
+    /// Where this job's next work goes (a job the GPU started may finish there after its model
+    /// was offloaded, if that is sooner).
+    pub processor: Processor,
+    /// Where the job's last dispatched piece ran (`None` before the first).
+    pub last_on: Option<Processor>,
+    pub gpu_inflight: u32,
+    pub cpu_inflight: bool,
+    /// Expected end of this job's queued GPU work.
+    pub gpu_planned_end: f64,
+    /// Expected end of this job's running CPU work.
+    pub cpu_planned_end: f64,
+    /// Whether any of it ran with the model offloaded.
+    pub offloaded: bool,
+}
+
+impl Job {
+    pub fn new(seq: u64, request: Request, now: f64, processor: Processor) -> Self {
+        Job {
+            seq,
+            request,
+            t_start: now,
+            planned: 0,
+            processor,
+            last_on: None,
+            gpu_inflight: 0,
+            cpu_inflight: false,
+            gpu_planned_end: now,
+            cpu_planned_end: 0.0,
+            offloaded: false,
+        }
+    }
+}
+
+/// A registered model.
+pub(super) struct ModelState {
+    pub name: String,
+    pub utility: UtilityParams,
+    pub deadline_ms: Option<f64>,
+    pub analysis: Analysis,
+    /// Where new inferences run.
+    pub mode: Processor,
+    pub job: Option<Job>,
+    pub pending: Option<Request>,
+    pub last_gpu_latency: Option<f64>,
+    /// The longest GPU latency completed since the last offload evaluation.
+    pub worst_recent_gpu_latency: Option<f64>,
+    /// When the model was last requested, and the mean interval between its requests (EMA).
+    pub last_request_ms: Option<f64>,
+    pub request_interval_ms: Option<f64>,
+    pub cpu_latency_ema: Option<f64>,
+    /// GPU time dispatched since the last offload evaluation, ms.
+    pub gpu_recent_ms: f64,
+    pub mode_history: Vec<(f64, Processor)>,
+    pub overrides: u64,
+    pub resumed_from_gpu: u64,
+    pub finished_on_gpu_after_offload: u64,
+}
+
+impl ModelState {
+    pub fn new(
+        name: String,
+        utility: UtilityParams,
+        deadline_ms: Option<f64>,
+        a: Analysis,
+    ) -> Self {
+        ModelState {
+            name,
+            utility,
+            deadline_ms,
+            analysis: a,
+            mode: Processor::Gpu,
+            job: None,
+            pending: None,
+            last_gpu_latency: None,
+            worst_recent_gpu_latency: None,
+            last_request_ms: None,
+            request_interval_ms: None,
+            cpu_latency_ema: None,
+            gpu_recent_ms: 0.0,
+            mode_history: vec![(0.0, Processor::Gpu)],
+            overrides: 0,
+            resumed_from_gpu: 0,
+            finished_on_gpu_after_offload: 0,
+        }
+    }
+}
+
+/// A dispatched piece of work not yet reported done.
+#[derive(Clone, Debug)]
+pub(super) struct Inflight {
+    pub model: ModelId,
+    pub ops: Range<usize>,
+    pub processor: Processor,
+    pub planned_end: f64,
+}
+
+/// Where a job stands at one decision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Rank {
+    /// It misses its deadline if it waits one more interval (the deadline override).
+    pub critical: bool,
+    /// Absolute deadline, ms (infinite without one).
+    pub deadline: f64,
+    /// Time it can still wait and finish by its deadline (with the guard), ms.
+    pub slack: f64,
+    /// Expected remaining time where it runs, ms.
+    pub remaining: f64,
+    /// The policy's score.
+    pub score: f64,
+}
+
+impl Rank {
+    /// The total order used where one order is needed (CPU workers, the GPU horizon): critical
+    /// jobs first, earliest deadline first, then the policy's score.
+    pub fn key(&self) -> (bool, f64) {
+        if self.critical {
+            (true, -self.deadline)
+        } else {
+            (false, self.score)
+        }
+    }
+}
+
+/// Orders priority keys: deadline-critical first, then the score.
+pub(super) fn cmp_key(a: (bool, f64), b: (bool, f64)) -> std::cmp::Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// The job to run next on the GPU among `cands`, `elapsed` ms after the decision's time, and
+/// whether the deadline override chose it.
+///
+/// Slack stealing: the policy's favourite goes first unless a deadline-critical job cannot
+/// afford to wait for the favourite's remaining work (its slack is shorter); those go earliest
+/// deadline first. So an event DNN the policy ranks first pre-empts continuous DNNs at chunk
+/// granularity, even critical ones, as long as they still finish in time. When the deadlines
+/// conflict (waiting for the earliest deadline would make a job the policy values more miss its
+/// own), the more valuable one goes first: the overload is shed by the least valuable job.
+pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bool)> {
+    let by_score = |x: &&(usize, Rank), y: &&(usize, Rank)| x.1.score.total_cmp(&y.1.score);
+    let &(best, b) = cands.iter().max_by(by_score)?;
+    let must: Vec<&(usize, Rank)> = cands
+        .iter()
+        .filter(|(j, r)| r.critical && (*j == best || r.slack - elapsed < b.remaining))
+        .collect();
+    let Some(&&(e, er)) = must
+        .iter()
+        .min_by(|x, y| x.1.deadline.total_cmp(&y.1.deadline))
+    else {
+        return Some((best, false));
+    };
+    let conflict = must
+        .iter()
+        .any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
+    if conflict {
+        let &&(v, _) = must
+            .iter()
+            .max_by(|x, y| x.1.score.total_cmp(&y.1.score))
+            .expect("must is not empty");
+        Some((v, true))
+    } else {
+        Some((e, true))
+    }
+}
