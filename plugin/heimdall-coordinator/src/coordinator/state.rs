@@ -179,3 +179,81 @@ pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bo
         Some((e, true))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank(critical: bool, deadline: f64, slack: f64, remaining: f64, score: f64) -> Rank {
+        Rank {
+            critical,
+            deadline,
+            slack,
+            remaining,
+            score,
+        }
+    }
+
+    /// An event job (score 2.0, 16 ms left) and a continuous job the override calls critical
+    /// (score 0.05): with 20 ms of slack the continuous job can wait for the event's 16 ms, so
+    /// the event runs; with 10 ms it cannot, so the critical job runs (the override). Planned
+    /// 3 ms later, 17 ms of slack still cover the 16 ms; 4.1 ms later, 15.9 ms do not.
+    #[test]
+    fn the_policy_favourite_steals_a_critical_jobs_slack_only_when_it_fits() {
+        let event = rank(false, 1100.0, 60.0, 16.0, 2.0);
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                0.0
+            ),
+            Some((1, false))
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 10.0, 200.0, 0.05)), (1, event)],
+                0.0
+            ),
+            Some((0, true))
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                3.0
+            ),
+            Some((1, false)),
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                4.1
+            ),
+            Some((0, true))
+        );
+    }
+
+    /// Two jobs that must run now: earliest deadline first while that lets the other finish;
+    /// when waiting for the earlier deadline would make the more valuable job miss its own, the
+    /// more valuable one goes first (the overload is shed by the least valuable job).
+    #[test]
+    fn critical_jobs_go_earliest_deadline_first_unless_that_sheds_the_more_valuable() {
+        // a: deadline 1000, 75 ms left, score 0.02; b: deadline 1010, score 0.6.
+        let a = rank(true, 1000.0, 5.0, 75.0, 0.02);
+        // b can wait 80 ms > a's 75: EDF, a first.
+        let b_loose = rank(true, 1010.0, 80.0, 60.0, 0.6);
+        assert_eq!(choose(&[(0, a), (1, b_loose)], 0.0), Some((0, true)));
+        // b can wait only 17 ms < 75: waiting for a would make b miss; b is worth more.
+        let b_tight = rank(true, 1010.0, 17.0, 60.0, 0.6);
+        assert_eq!(choose(&[(0, a), (1, b_tight)], 0.0), Some((1, true)));
+        // If a were the more valuable one, EDF stands.
+        let a_valuable = Rank { score: 0.9, ..a };
+        assert_eq!(
+            choose(&[(0, a_valuable), (1, b_tight)], 0.0),
+            Some((0, true))
+        );
+        // No critical job: the policy's favourite.
+        let c = rank(false, f64::INFINITY, f64::INFINITY, 10.0, 0.3);
+        let d = rank(false, 2000.0, 500.0, 10.0, 0.4);
+        assert_eq!(choose(&[(0, c), (1, d)], 0.0), Some((1, false)));
+        assert_eq!(choose(&[], 0.0), None);
+    }
+}
