@@ -227,3 +227,33 @@ impl Timeline {
         self.to_chrome_trace().to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_keeps_the_most_recent_events() {
+        let mut t = Timeline::with_capacity(true, 3);
+        for k in 0..5 {
+            t.instant(
+                Lane::Coordinator,
+                "decision",
+                format!("e{k}"),
+                k as f64,
+                Vec::new(),
+            );
+        }
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.dropped(), 2);
+        let names: Vec<&str> = t.events().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["e2", "e3", "e4"]);
+        let trace = t.to_chrome_trace();
+        // 3 events + the process name + one lane name.
+        assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 5);
+        let mut off = Timeline::with_capacity(false, 3);
+        off.span(Lane::Gpu, "chunk", "x", 0.0, 1.0, Vec::new());
+        assert!(off.is_empty());
+        assert_eq!(Timeline::with_capacity(true, 0).capacity(), 1);
+    }
+}

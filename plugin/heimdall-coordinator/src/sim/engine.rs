@@ -568,3 +568,16 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames shown at vsyncs 1, 2, 3, 5, 6: intervals 1, 1, 2, 1 periods; 3 of 4 are at most
+    /// 1.25 periods, the longest is 2.
+    #[test]
+    fn presentation_intervals_by_hand() {
+        assert_eq!(presentation_intervals(&[1, 2, 3, 5, 6]), (0.75, 2.0));
+        assert_eq!(presentation_intervals(&[4]), (1.0, 0.0));
+    }
+}
