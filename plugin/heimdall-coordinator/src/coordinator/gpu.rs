@@ -117,30 +117,32 @@ impl Coordinator {
         let mut keys: Vec<Option<Rank>> = (0..self.models.len())
             .map(|i| self.key_of(ctx, i))
             .collect();
+        let mut cands: Vec<(usize, Rank)> = Vec::with_capacity(self.models.len());
         loop {
             if hard_end - cursor <= oh {
                 break;
             }
-            let cands: Vec<(usize, Rank)> = (0..self.models.len())
-                .filter(|i| !excluded.contains(i) && self.gpu_eligible(*i, true))
-                .filter_map(|i| keys[i].map(|k| (i, k)))
-                .collect();
-            let Some((i, overridden)) = choose(&cands, cursor - ctx.now_ms) else {
+            cands.clear();
+            cands.extend(
+                (0..self.models.len())
+                    .filter(|i| !excluded.contains(i) && self.gpu_eligible(*i, true))
+                    .filter_map(|i| keys[i].map(|k| (i, k))),
+            );
+            let elapsed = cursor - ctx.now_ms;
+            let Some((i, overridden)) = choose(&cands, elapsed) else {
                 break;
             };
             let ki = keys[i].expect("a candidate has a rank");
             // Leave the GPU free for a job coming back from its CPU ops that would be chosen
             // before this one (checked after every dispatch: a job just queued may now wait on a
             // CPU op).
-            let elapsed = cursor - ctx.now_ms;
             let horizon = (0..self.models.len())
-                .filter(|&j| {
-                    j != i
-                        && keys[j].is_some_and(|kj| {
-                            choose(&[(i, ki), (j, kj)], elapsed).is_some_and(|c| c.0 == j)
-                        })
+                .filter(|&j| j != i)
+                .filter_map(|j| Some((j, keys[j]?, self.return_time(j)?)))
+                .filter(|&(j, kj, _)| {
+                    choose(&[(i, ki), (j, kj)], elapsed).is_some_and(|c| c.0 == j)
                 })
-                .filter_map(|j| self.return_time(j))
+                .map(|(_, _, t)| t)
                 .fold(hard_end, f64::min);
             let relaxed = if horizon >= hard_end {
                 hard_end + b.relaxation_ms

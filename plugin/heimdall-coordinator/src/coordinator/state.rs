@@ -154,24 +154,23 @@ pub(super) fn cmp_key(a: (bool, f64), b: (bool, f64)) -> std::cmp::Ordering {
 /// conflict (waiting for the earliest deadline would make a job the policy values more miss its
 /// own), the more valuable one goes first: the overload is shed by the least valuable job.
 pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bool)> {
-    let by_score = |x: &&(usize, Rank), y: &&(usize, Rank)| x.1.score.total_cmp(&y.1.score);
-    let &(best, b) = cands.iter().max_by(by_score)?;
-    let must: Vec<&(usize, Rank)> = cands
+    let &(best, b) = cands
         .iter()
-        .filter(|(j, r)| r.critical && (*j == best || r.slack - elapsed < b.remaining))
-        .collect();
-    let Some(&&(e, er)) = must
-        .iter()
-        .min_by(|x, y| x.1.deadline.total_cmp(&y.1.deadline))
-    else {
+        .max_by(|x, y| x.1.score.total_cmp(&y.1.score))?;
+    // Jobs that cannot wait for the favourite (no allocation: this runs for every pair the
+    // packing loop compares).
+    let must = || {
+        cands
+            .iter()
+            .filter(move |(j, r)| r.critical && (*j == best || r.slack - elapsed < b.remaining))
+    };
+    let Some(&(e, er)) = must().min_by(|x, y| x.1.deadline.total_cmp(&y.1.deadline)) else {
         return Some((best, false));
     };
-    let conflict = must
-        .iter()
-        .any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
+    let conflict =
+        must().any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
     if conflict {
-        let &&(v, _) = must
-            .iter()
+        let &(v, _) = must()
             .max_by(|x, y| x.1.score.total_cmp(&y.1.score))
             .expect("must is not empty");
         Some((v, true))
