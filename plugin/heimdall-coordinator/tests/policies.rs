@@ -5,7 +5,9 @@ use heimdall_coordinator::policy::{
     JobView, LeastSlackTime, ModelCosts, Policy, PolicyContext, UnitCost, least_latency_sequence,
 };
 use heimdall_coordinator::sim::{DnnScenario, RequestPattern, Scenario, simulate, simulate_with};
-use heimdall_coordinator::{ModelId, Processor, ProcessorSet, UtilityParams, analyzer};
+use heimdall_coordinator::{
+    ModelId, Processor, ProcessorSet, UtilityParams, analyzer, policy_by_name,
+};
 use proptest::prelude::*;
 
 fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> DnnScenario {
@@ -441,4 +443,49 @@ fn set_frame_rate_repartitions_for_the_new_budget() {
     c.set_frame_rate(f64::NAN);
     c.set_frame_rate(0.0);
     assert!((c.config().budget.frame_period_ms - 1000.0 / 30.0).abs() < 1e-9);
+}
+
+/// The override kicks in before the job is late, with room for a wrong profile. `urgent` (no
+/// utility: the policy never picks it) needs 80 ms of GPU work (three frames' budgets of
+/// 29.3 ms) against a 150 ms deadline, beside a hog that always wants the GPU; the profile the
+/// coordinator starts from says 64 ms (0.8x). Counting the remaining time with the 25 % guard
+/// (64 x 1.25 = 80) it starts in time and meets every deadline (worst 133 ms); with no guard it
+/// waits until its estimate leaves exactly one interval, which neither the optimistic profile nor
+/// the frame-by-frame GPU allows: 7 of its 10 inferences miss (worst 159 ms).
+#[test]
+fn the_deadline_guard_covers_an_optimistic_profile() {
+    use heimdall_coordinator::sim::{SimOptions, simulate_opts};
+    let mut hog = dnn("hog", 50, 2.0, 20.0, 30.0);
+    hog.utility = u(10.0, 10.0, 2.0);
+    let mut urgent = dnn("urgent", 40, 2.0, 20.0, 1000.0);
+    urgent.utility = u(0.0, 1.0, 1.0);
+    urgent.deadline_ms = Some(150.0);
+    let sc = scenario(vec![hog, urgent], 10.0);
+    let opts = SimOptions {
+        misprofile: 0.8,
+        ..SimOptions::default()
+    };
+    let run = |guard: f64| {
+        simulate_opts(
+            &sc,
+            policy_by_name("max_total_utility").unwrap(),
+            &opts,
+            |c| {
+                c.offload.enabled = false;
+                c.deadline_guard = guard;
+            },
+        )
+        .unwrap()
+        .report
+        .dnn("urgent")
+        .cloned()
+        .unwrap()
+    };
+    let guarded = run(0.25);
+    eprintln!("guard 0.25: {guarded:?}");
+    assert_eq!(guarded.completed, 10);
+    assert_eq!(guarded.deadline_miss_rate, 0.0, "{:?}", guarded.latency_ms);
+    let bare = run(0.0);
+    eprintln!("guard 0: {bare:?}");
+    assert!(bare.deadline_miss_rate > 0.0, "{:?}", bare.latency_ms);
 }
