@@ -1,7 +1,8 @@
-//! `heimdall`: the command-line face of the engine (inspect, run, bench, simulate).
+//! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate).
 
 mod cmd_bench;
 mod cmd_inspect;
+mod cmd_partition;
 mod cmd_run;
 mod cmd_simulate;
 mod gpu_backend;
@@ -26,6 +27,8 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Measure a model's latency (median, p90, max after warm-up), optionally per op.
     Bench(cmd_bench::BenchArgs),
+    /// The chunks the analyzer makes of a model for a frame budget, with their measured times.
+    Partition(cmd_partition::PartitionArgs),
     /// Run the coordinator on a virtual clock over a scenario file.
     Simulate(cmd_simulate::SimulateArgs),
 }
@@ -53,6 +56,7 @@ fn main() {
         Command::Inspect(a) => cmd_inspect::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Partition(a) => cmd_partition::run(a),
         Command::Simulate(a) => cmd_simulate::run(a),
     };
     if let Err(e) = result {

@@ -4,14 +4,16 @@
 //! Nothing here needs a GPU, Bevy or a real clock: the caller supplies the time (milliseconds as
 //! `f64`), so the same code runs inside the render loop and, exhaustively, in tests.
 //!
-//! - [`analyzer`]: step costs and profiles (EMA, JSON), Band's units, Heimdall's chunks.
+//! - [`analyzer`]: step costs and profiles (EMA, JSON, kept on disk), Band's units, Heimdall's
+//!   chunks.
 //! - [`utility`]: `U(t) = L0 - beta * (t - t_start)^gamma + alpha * C`.
 //! - [`policy`]: the [`Policy`] trait and `max_min_utility`, `max_total_utility`,
 //!   `least_slack_time` (Band's DP), `fifo`, `layers:K`.
 //! - [`coordinator`]: admission control, deadline override, GPU chunk packing, CPU work, offload.
 //! - [`offload`]: the offload decision.
-//! - [`timeline`]: everything decided and executed, as Chrome trace JSON.
-//! - [`sim`]: scenario files, the simulator behind `heimdall simulate`, and its report.
+//! - [`timeline`]: everything decided and executed (a bounded ring), as Chrome trace JSON.
+//! - [`sim`]: scenario files, the simulator behind `heimdall simulate` (with noise, wrong
+//!   profiles and replayed traces), and its report.
 #![warn(missing_docs)]
 
 pub mod analyzer;
@@ -24,10 +26,12 @@ pub mod sim;
 pub mod timeline;
 pub mod utility;
 
-pub use analyzer::{Chunk, FrameBudget, ModelProfile, Partition, StepCost, partition};
+pub use analyzer::{
+    Chunk, FrameBudget, ModelProfile, Partition, ProfileKey, ProfileStore, StepCost, partition,
+};
 pub use coordinator::{
-    Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, GpuWork,
-    Request, WorkId,
+    Ablation, Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow,
+    GpuWork, ModelStatus, Request, Resume, WorkId,
 };
 pub use model::{ModelId, ModelSpec};
 pub use policy::{Policy, policy_by_name};

@@ -1,5 +1,10 @@
 //! A timeline of what the coordinator decided and what ran, exportable as Chrome trace JSON
 //! (open it in Perfetto or `chrome://tracing`).
+//!
+//! The timeline is a ring: it keeps the most recent [`Timeline::capacity`] events and drops the
+//! oldest, so an app that runs for hours with tracing on uses bounded memory.
+
+use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
@@ -53,18 +58,39 @@ pub struct TimelineEvent {
     pub args: Vec<(&'static str, String)>,
 }
 
-/// An append-only list of events.
-#[derive(Clone, Debug, Default)]
+/// The most recent events, in recording order (a ring of bounded capacity).
+#[derive(Clone, Debug)]
 pub struct Timeline {
-    events: Vec<TimelineEvent>,
+    events: VecDeque<TimelineEvent>,
+    capacity: usize,
+    dropped: u64,
     enabled: bool,
 }
 
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline::new(false)
+    }
+}
+
 impl Timeline {
-    /// A timeline that records when `enabled` (a disabled one drops everything, for benchmarks).
+    /// Events kept by [`Timeline::new`]: about a minute of a 60 fps app with a few DNNs
+    /// (an event is about 150 bytes, so some 5 MB at most).
+    pub const DEFAULT_CAPACITY: usize = 1 << 15;
+
+    /// A timeline that records when `enabled` (a disabled one drops everything), keeping the
+    /// last [`Timeline::DEFAULT_CAPACITY`] events.
     pub fn new(enabled: bool) -> Self {
+        Timeline::with_capacity(enabled, Self::DEFAULT_CAPACITY)
+    }
+
+    /// A timeline that keeps the last `capacity` events (at least one) when `enabled`.
+    pub fn with_capacity(enabled: bool, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
         Timeline {
-            events: Vec::new(),
+            events: VecDeque::with_capacity(if enabled { capacity.min(4096) } else { 0 }),
+            capacity,
+            dropped: 0,
             enabled,
         }
     }
@@ -72,6 +98,34 @@ impl Timeline {
     /// Whether events are recorded.
     pub fn is_enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// The most events kept.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Events kept now.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether no event is kept.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Events recorded and since dropped to make room (the oldest go first).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn push(&mut self, e: TimelineEvent) {
+        if self.events.len() == self.capacity {
+            self.events.pop_front();
+            self.dropped += 1;
+        }
+        self.events.push_back(e);
     }
 
     /// Records a span.
@@ -85,7 +139,7 @@ impl Timeline {
         args: Vec<(&'static str, String)>,
     ) {
         if self.enabled {
-            self.events.push(TimelineEvent {
+            self.push(TimelineEvent {
                 name: name.into(),
                 category,
                 lane,
@@ -106,7 +160,7 @@ impl Timeline {
         args: Vec<(&'static str, String)>,
     ) {
         if self.enabled {
-            self.events.push(TimelineEvent {
+            self.push(TimelineEvent {
                 name: name.into(),
                 category,
                 lane,
@@ -117,9 +171,9 @@ impl Timeline {
         }
     }
 
-    /// The recorded events, in recording order.
-    pub fn events(&self) -> &[TimelineEvent] {
-        &self.events
+    /// The events kept, oldest first.
+    pub fn events(&self) -> impl ExactSizeIterator<Item = &TimelineEvent> + '_ {
+        self.events.iter()
     }
 
     /// The timeline as a Chrome trace (JSON object format: `traceEvents` with complete `X` events,
@@ -171,5 +225,35 @@ impl Timeline {
     /// [`Timeline::to_chrome_trace`] as a string.
     pub fn to_chrome_trace_string(&self) -> String {
         self.to_chrome_trace().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_keeps_the_most_recent_events() {
+        let mut t = Timeline::with_capacity(true, 3);
+        for k in 0..5 {
+            t.instant(
+                Lane::Coordinator,
+                "decision",
+                format!("e{k}"),
+                k as f64,
+                Vec::new(),
+            );
+        }
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.dropped(), 2);
+        let names: Vec<&str> = t.events().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["e2", "e3", "e4"]);
+        let trace = t.to_chrome_trace();
+        // 3 events + the process name + one lane name.
+        assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 5);
+        let mut off = Timeline::with_capacity(false, 3);
+        off.span(Lane::Gpu, "chunk", "x", 0.0, 1.0, Vec::new());
+        assert!(off.is_empty());
+        assert_eq!(Timeline::with_capacity(true, 0).capacity(), 1);
     }
 }

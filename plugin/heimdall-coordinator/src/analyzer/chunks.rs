@@ -4,7 +4,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::{StepCost, units};
+use super::profile::StepCost;
+use super::units::units;
 use crate::processor::Processor;
 
 /// How much GPU time one frame leaves to the DNNs, and how chunks may use it.

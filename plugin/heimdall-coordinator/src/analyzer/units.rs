@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use super::StepCost;
+use super::profile::StepCost;
 use crate::processor::ProcessorSet;
 
 /// A maximal run of consecutive steps that the same set of processors can run (Band sec. 4.2).

@@ -1,6 +1,6 @@
 //! Baselines for comparison: what multi-threaded engines and Unity Sentis do.
 
-use super::{Dispatch, JobView, Policy, PolicyContext};
+use super::interface::{Dispatch, JobView, Policy, PolicyContext};
 
 /// Whole models in request order, no chunking, no coordination: every ready job enqueues its whole
 /// GPU run at once, like one engine instance per thread sharing one GPU queue.

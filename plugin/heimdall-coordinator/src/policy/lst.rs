@@ -3,28 +3,9 @@
 
 use std::ops::Range;
 
-use super::{JobView, Policy, PolicyContext};
+use super::interface::{JobView, Policy, PolicyContext};
+use crate::analyzer::UnitCost;
 use crate::processor::{Processor, ProcessorSet};
-
-/// One unit of a job still to run, with its cost on each processor.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct UnitCost {
-    /// Processors able to run every op of the unit.
-    pub processors: ProcessorSet,
-    /// GPU time, ms.
-    pub gpu_ms: f64,
-    /// CPU time, ms.
-    pub cpu_ms: f64,
-}
-
-impl UnitCost {
-    fn on(&self, p: Processor) -> f64 {
-        match p {
-            Processor::Gpu => self.gpu_ms,
-            Processor::Cpu => self.cpu_ms,
-        }
-    }
-}
 
 /// The fastest sequence of subgraphs found by [`least_latency_sequence`].
 #[derive(Clone, Debug, PartialEq)]

@@ -4,15 +4,57 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
 
+use super::noise::{Noise, NoiseSource, name_key};
+use super::replay::{Replay, ReplayError};
 use super::report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
 use super::scenario::Scenario;
+use crate::analyzer::StepCost;
 use crate::coordinator::{
     Completion, Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request, WorkId,
 };
 use crate::model::ModelId;
-use crate::policy::{UnknownPolicy, policy_by_name};
+use crate::policy::{Policy, UnknownPolicy, policy_by_name};
 use crate::processor::Processor;
 use crate::timeline::{Lane, Timeline};
+
+/// How a simulation departs from the scenario's exact times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimOptions {
+    /// Log-normal noise on every step and render time (`sigma` 0: none).
+    pub noise: Noise,
+    /// The profile the coordinator starts from is the scenario's step times times this factor
+    /// (1: exact; 2: it thinks every step takes twice as long). Measurements then correct it.
+    pub misprofile: f64,
+    /// Measured times replayed in place of the scenario's (noise still multiplies them).
+    pub replay: Option<Replay>,
+    /// Keep the timeline for a trace.
+    pub record_timeline: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            noise: Noise::NONE,
+            misprofile: 1.0,
+            replay: None,
+            record_timeline: false,
+        }
+    }
+}
+
+/// Errors starting a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The policy name is not known.
+    #[error(transparent)]
+    Policy(#[from] UnknownPolicy),
+    /// The replay does not fit the scenario.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// `misprofile` is not a finite factor > 0, or `sigma` not finite and >= 0.
+    #[error("bad simulation option: {0}")]
+    Option(String),
+}
 
 /// The result of a simulation.
 #[derive(Clone, Debug)]
@@ -85,7 +127,13 @@ impl Ord for Ev {
 
 struct Sim<'a> {
     sc: &'a Scenario,
+    opts: &'a SimOptions,
     coord: Coordinator,
+    /// Noise key of each DNN (its name's hash: a DNN alone sees the same noise).
+    keys: Vec<u64>,
+    /// Inferences finished so far per DNN (the index of the one running).
+    finished: Vec<usize>,
+    presented: Vec<u64>,
     heap: BinaryHeap<Ev>,
     seq: u64,
     period: f64,
@@ -105,13 +153,43 @@ struct Sim<'a> {
     record: bool,
 }
 
+/// The scheduling event of two at one instant: a finished render (a new frame) first, then
+/// finished GPU work, finished CPU work, a request.
+fn merge(a: Option<Event>, b: Option<Event>) -> Option<Event> {
+    let rank = |e: &Option<Event>| match e {
+        Some(Event::FrameRendered) => 5,
+        Some(Event::GpuWorkDone) => 4,
+        Some(Event::CpuWorkDone) => 3,
+        Some(Event::Request) => 2,
+        Some(Event::Tick) => 1,
+        None => 0,
+    };
+    if rank(&b) > rank(&a) { b } else { a }
+}
+
+/// Share of intervals between consecutive presented frames that are at most 1.25 periods (the
+/// apps' `wall_on_time_rate`), and the longest interval in periods. A vsync whose render was
+/// still pending leaves a two-period interval.
+fn presentation_intervals(presented: &[u64]) -> (f64, f64) {
+    let gaps: Vec<u64> = presented
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    if gaps.is_empty() {
+        return (1.0, 0.0);
+    }
+    let ok = gaps.iter().filter(|&&g| g as f64 <= 1.25).count();
+    let max = gaps.iter().copied().max().unwrap_or(0) as f64;
+    (ok as f64 / gaps.len() as f64, max)
+}
+
 /// Runs `scenario` under the policy called `policy`; `record_timeline` keeps the timeline for a
 /// trace.
 pub fn simulate(
     scenario: &Scenario,
     policy: &str,
     record_timeline: bool,
-) -> Result<SimOutput, UnknownPolicy> {
+) -> Result<SimOutput, SimError> {
     simulate_with(scenario, policy, record_timeline, |_| {})
 }
 
@@ -122,8 +200,38 @@ pub fn simulate_with(
     policy: &str,
     record_timeline: bool,
     tweak: impl FnOnce(&mut CoordinatorConfig),
-) -> Result<SimOutput, UnknownPolicy> {
-    let policy = policy_by_name(policy)?;
+) -> Result<SimOutput, SimError> {
+    let opts = SimOptions {
+        record_timeline,
+        ..SimOptions::default()
+    };
+    simulate_opts(scenario, policy_by_name(policy)?, &opts, tweak)
+}
+
+/// The general form: any [`Policy`] (an app's own too), noise, a wrong profile or a replayed
+/// trace, and the coordinator's configuration adjusted by `tweak`.
+pub fn simulate_opts(
+    scenario: &Scenario,
+    policy: Box<dyn Policy>,
+    opts: &SimOptions,
+    tweak: impl FnOnce(&mut CoordinatorConfig),
+) -> Result<SimOutput, SimError> {
+    if !(opts.misprofile.is_finite() && opts.misprofile > 0.0) {
+        return Err(SimError::Option(format!(
+            "misprofile must be a finite factor > 0, got {}",
+            opts.misprofile
+        )));
+    }
+    if !(opts.noise.sigma.is_finite() && opts.noise.sigma >= 0.0) {
+        return Err(SimError::Option(format!(
+            "jitter sigma must be finite and >= 0, got {}",
+            opts.noise.sigma
+        )));
+    }
+    if let Some(r) = &opts.replay {
+        r.check(scenario)?;
+    }
+    let record_timeline = opts.record_timeline;
     let mut cfg = CoordinatorConfig::new(scenario.budget());
     cfg.alpha = scenario.alpha;
     cfg.cpu_workers = scenario.cpu_workers;
@@ -131,13 +239,25 @@ pub fn simulate_with(
     tweak(&mut cfg);
     let mut coord = Coordinator::new(cfg, policy);
     for d in &scenario.dnns {
-        coord.register(d.spec());
+        let mut spec = d.spec();
+        for s in &mut spec.steps {
+            *s = StepCost {
+                gpu_ms: s.gpu_ms * opts.misprofile,
+                cpu_ms: s.cpu_ms * opts.misprofile,
+                processors: s.processors,
+            };
+        }
+        coord.register(spec);
     }
     let n = scenario.dnns.len();
     let period = 1000.0 / scenario.frame_rate;
     let mut sim = Sim {
         sc: scenario,
+        opts,
         coord,
+        keys: scenario.dnns.iter().map(|d| name_key(&d.name)).collect(),
+        finished: vec![0; n],
+        presented: Vec::new(),
         heap: BinaryHeap::new(),
         seq: 0,
         period,
@@ -188,82 +308,133 @@ impl Sim<'_> {
                 break;
             }
             let now = ev.t;
-            let event = match ev.kind {
-                Kind::Vsync(k) => {
-                    self.next_vsync = k + 1;
-                    if self.last_render_end > now {
-                        if self.record {
-                            self.coord.timeline_mut().instant(
-                                Lane::Render,
-                                "render",
-                                format!("dropped frame {k}"),
-                                now,
-                                Vec::new(),
-                            );
-                        }
-                    } else {
-                        let start = now.max(self.gpu_end);
-                        let end = start + self.sc.render_ms;
-                        self.gpu_end = end;
-                        self.last_render_end = end;
-                        self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
-                    }
-                    continue;
-                }
-                Kind::GpuDone(GpuItem::Render { frame, start }) => {
-                    let vsync = frame as f64 * self.period;
-                    let on_time = now <= vsync + self.period + 1e-9;
-                    self.frames_on_time += usize::from(on_time);
-                    self.render_ends.push(now);
+            let mut event = self.handle(ev);
+            // What happens at one instant is seen by one decision, as a render loop collects a
+            // frame's requests and completions before it decides.
+            while self.heap.peek().is_some_and(|n| n.t <= now) {
+                let next = self.heap.pop().expect("peeked");
+                event = merge(event, self.handle(next));
+            }
+            if let Some(e) = event {
+                self.decide(now, e);
+            }
+        }
+    }
+
+    /// Applies one event to the simulated GPU, workers and coordinator; returns the scheduling
+    /// event it makes (`None` for a vsync: its render is queued, the decision follows it).
+    fn handle(&mut self, ev: Ev) -> Option<Event> {
+        let now = ev.t;
+        Some(match ev.kind {
+            Kind::Vsync(k) => {
+                self.next_vsync = k + 1;
+                if self.last_render_end > now {
                     if self.record {
-                        let args = vec![("on_time", on_time.to_string())];
-                        self.coord.timeline_mut().span(
+                        self.coord.timeline_mut().instant(
                             Lane::Render,
                             "render",
-                            format!("frame {frame}"),
-                            start,
+                            format!("dropped frame {k}"),
                             now,
-                            args,
+                            Vec::new(),
                         );
                     }
-                    Event::FrameRendered
+                } else {
+                    let start = now.max(self.gpu_end);
+                    let end = start + self.render_ms(k);
+                    self.gpu_end = end;
+                    self.last_render_end = end;
+                    self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
                 }
-                Kind::GpuDone(GpuItem::Chunk { id, model, start }) => {
-                    self.gpu_busy[model.0] += now - start;
-                    if let Some(c) = self.coord.gpu_done(id, start, now) {
-                        self.completions.push(c);
-                    }
-                    Event::GpuWorkDone
+                return None;
+            }
+            Kind::GpuDone(GpuItem::Render { frame, start }) => {
+                let vsync = frame as f64 * self.period;
+                let on_time = now <= vsync + self.period + 1e-9;
+                self.frames_on_time += usize::from(on_time);
+                self.render_ends.push(now);
+                // Shown at the first vsync at or after the render's end.
+                self.presented
+                    .push((now / self.period - 1e-9).ceil() as u64);
+                self.coord.observe_render(now - start);
+                if self.record {
+                    let args = vec![("on_time", on_time.to_string())];
+                    self.coord.timeline_mut().span(
+                        Lane::Render,
+                        "render",
+                        format!("frame {frame}"),
+                        start,
+                        now,
+                        args,
+                    );
                 }
-                Kind::CpuDone { worker, id } => {
-                    self.workers[worker] = false;
-                    let start = self.cpu_started.remove(&id).unwrap_or(now);
-                    let model = self.coord_model_of_cpu(id);
-                    if let Some(m) = model {
-                        self.cpu_busy[m] += now - start;
-                    }
-                    if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
-                        self.completions.push(c);
-                    }
-                    Event::CpuWorkDone
+                Event::FrameRendered
+            }
+            Kind::GpuDone(GpuItem::Chunk { id, model, start }) => {
+                self.gpu_busy[model.0] += now - start;
+                if let Some(c) = self.coord.gpu_done(id, start, now) {
+                    self.finished[c.model.0] += 1;
+                    self.completions.push(c);
                 }
-                Kind::Request { dnn, index } => {
-                    let d = &self.sc.dnns[dnn];
-                    let cv = if d.content_variation.is_empty() {
-                        0.0
-                    } else {
-                        d.content_variation[index % d.content_variation.len()]
-                    };
-                    let req = Request {
-                        capture_ms: now,
-                        content_variation: cv,
-                    };
-                    self.coord.submit(ModelId(dnn), req, now);
-                    Event::Request
+                Event::GpuWorkDone
+            }
+            Kind::CpuDone { worker, id } => {
+                self.workers[worker] = false;
+                let start = self.cpu_started.remove(&id).unwrap_or(now);
+                let model = self.coord_model_of_cpu(id);
+                if let Some(m) = model {
+                    self.cpu_busy[m] += now - start;
                 }
-            };
-            self.decide(now, event);
-        }
+                if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
+                    self.finished[c.model.0] += 1;
+                    self.completions.push(c);
+                }
+                Event::CpuWorkDone
+            }
+            Kind::Request { dnn, index } => {
+                let req = Request {
+                    capture_ms: now,
+                    content_variation: self.sc.dnns[dnn].content_variation_of(index),
+                };
+                self.coord.submit(ModelId(dnn), req, now);
+                Event::Request
+            }
+        })
+    }
+
+    /// Render time of frame `f`: the scenario's (or the replayed) times the noise.
+    fn render_ms(&self, f: usize) -> f64 {
+        let base = self
+            .opts
+            .replay
+            .as_ref()
+            .and_then(|r| r.render(f))
+            .unwrap_or(self.sc.render_ms);
+        base * self.opts.noise.factor(NoiseSource::Render, f as u64, 0, 0)
+    }
+
+    /// Time of `ops` of DNN `m`'s running inference on the GPU (`gpu`) or the CPU.
+    fn steps_ms(&self, m: usize, ops: std::ops::Range<usize>, gpu: bool) -> f64 {
+        let d = &self.sc.dnns[m];
+        let k = self.finished[m];
+        let table = if gpu { &d.gpu_op_ms } else { &d.cpu_op_ms };
+        let source = if gpu {
+            NoiseSource::GpuStep
+        } else {
+            NoiseSource::CpuStep
+        };
+        ops.map(|i| {
+            let base = self
+                .opts
+                .replay
+                .as_ref()
+                .and_then(|r| r.step(&d.name, gpu, k, i))
+                .unwrap_or(table[i]);
+            base * self
+                .opts
+                .noise
+                .factor(source, self.keys[m], k as u64, i as u64)
+        })
+        .sum()
     }
 
     fn coord_model_of_cpu(&mut self, id: WorkId) -> Option<usize> {
@@ -288,6 +459,7 @@ impl Sim<'_> {
         } else {
             per_window.iter().copied().min().unwrap_or(0) as f64 * 3.0
         };
+        let (wall_on_time_rate, max_interval_periods) = presentation_intervals(&self.presented);
         let frame_stats = FrameStats {
             target_fps: sc.frame_rate,
             frames: frames as u64,
@@ -299,6 +471,8 @@ impl Sim<'_> {
             },
             fps_mean: self.render_ends.len() as f64 / dur,
             fps_min_window,
+            wall_on_time_rate,
+            max_interval_periods,
         };
         let mut dnns = Vec::new();
         for (i, d) in sc.dnns.iter().enumerate() {
@@ -335,6 +509,7 @@ impl Sim<'_> {
                 cpu_busy_ms: self.cpu_busy[i],
                 offloaded_ms,
                 offload_switches: (h.len() - 1) as u64,
+                resumed_from_gpu: status.resumed_from_gpu,
                 deadline_overrides: status.deadline_overrides,
                 oversized_steps: status.oversized_steps.len() as u64,
             });
@@ -367,10 +542,7 @@ impl Sim<'_> {
         let d: Decision = self.coord.schedule(now, event, window, idle);
         self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
         for g in d.gpu {
-            let cost: f64 = self.sc.dnns[g.model.0].gpu_op_ms[g.ops.clone()]
-                .iter()
-                .sum::<f64>()
-                + self.sc.chunk_overhead_ms;
+            let cost = self.steps_ms(g.model.0, g.ops.clone(), true) + self.sc.chunk_overhead_ms;
             let start = now.max(self.gpu_end);
             self.gpu_end = start + cost;
             self.push(
@@ -389,12 +561,23 @@ impl Sim<'_> {
                 .position(|b| !*b)
                 .expect("the coordinator got the idle count");
             self.workers[worker] = true;
-            let cost: f64 = self.sc.dnns[c.model.0].cpu_op_ms[c.ops.clone()]
-                .iter()
-                .sum();
+            let cost = self.steps_ms(c.model.0, c.ops.clone(), false);
             self.cpu_started.insert(c.id, now);
             self.cpu_model.insert(c.id, c.model.0);
             self.push(now + cost, Kind::CpuDone { worker, id: c.id });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames shown at vsyncs 1, 2, 3, 5, 6: intervals 1, 1, 2, 1 periods; 3 of 4 are at most
+    /// 1.25 periods, the longest is 2.
+    #[test]
+    fn presentation_intervals_by_hand() {
+        assert_eq!(presentation_intervals(&[1, 2, 3, 5, 6]), (0.75, 2.0));
+        assert_eq!(presentation_intervals(&[4]), (1.0, 0.0));
     }
 }

@@ -19,6 +19,11 @@ pub struct FrameStats {
     pub fps_mean: f64,
     /// Lowest frame rate over windows of 1/3 s (as in the paper).
     pub fps_min_window: f64,
+    /// Share of intervals between consecutive displayed frames (each shown at the first vsync
+    /// after its render) that are at most 1.25 periods: the apps' `wall_on_time_rate`.
+    pub wall_on_time_rate: f64,
+    /// The longest interval between displayed frames, in frame periods.
+    pub max_interval_periods: f64,
 }
 
 /// Latency summary, ms.
@@ -72,6 +77,8 @@ pub struct DnnStats {
     pub offloaded_ms: f64,
     /// Changes of processor by the offload.
     pub offload_switches: u64,
+    /// Offloaded inferences that continued on the CPU from the step the GPU had reached.
+    pub resumed_from_gpu: u64,
     /// Pieces dispatched by the deadline override.
     pub deadline_overrides: u64,
     /// Steps that alone exceed the frame budget.
@@ -120,12 +127,15 @@ impl Report {
         let _ = writeln!(s, "policy: {}", self.policy);
         let _ = writeln!(
             s,
-            "frames: target {:.0} fps, {} of {} rendered, on time {:.2} %, fps mean {:.2}, \
+            "frames: target {:.0} fps, {} of {} rendered, on time {:.2} % (render done by the next \
+             vsync), {:.2} % of display intervals <= 1.25 periods (longest {:.0}), fps mean {:.2}, \
              fps min (1/3 s window) {:.2}",
             f.target_fps,
             f.rendered,
             f.frames,
             f.on_time_rate * 100.0,
+            f.wall_on_time_rate * 100.0,
+            f.max_interval_periods,
             f.fps_mean,
             f.fps_min_window
         );

@@ -92,9 +92,31 @@ pub struct DnnScenario {
     /// Utility parameters.
     #[serde(default)]
     pub utility: UtilityParams,
-    /// Content variation of successive requests, cycled.
-    #[serde(default)]
+    /// Priority: the initial utility `L0` (overrides `utility.l0` when given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// Content variation `C` of successive requests: one number for every request, or a list
+    /// cycled over the requests.
+    #[serde(
+        default,
+        deserialize_with = "number_or_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub content_variation: Vec<f64>,
+}
+
+/// Reads `x` as `[x]` and `[x, y, ...]` as it is.
+fn number_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(f64),
+        Many(Vec<f64>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(x) => vec![x],
+        OneOrMany::Many(v) => v,
+    })
 }
 
 /// When a DNN is requested: `{"period_ms": P}` (from `start_ms`, default 0) or
@@ -282,6 +304,9 @@ impl Scenario {
             }
             let u = &d.utility;
             check(u.l0.is_finite(), f("utility.l0"), "must be finite")?;
+            if let Some(p) = d.priority {
+                check(p.is_finite(), f("priority"), "must be finite")?;
+            }
             check(nonneg(u.beta), f("utility.beta"), "must be >= 0")?;
             check(
                 u.gamma.is_finite() && u.gamma > 0.0,
@@ -310,6 +335,21 @@ impl Scenario {
         }
     }
 
+    /// The DNN the acceptance criteria watch: the first one requested on events, else the one
+    /// with the highest priority (`L0`; the first among equals).
+    pub fn priority_dnn(&self) -> &DnnScenario {
+        self.dnns
+            .iter()
+            .find(|d| d.event_driven())
+            .unwrap_or_else(|| {
+                self.dnns
+                    .iter()
+                    .rev()
+                    .max_by(|a, b| a.utility_params().l0.total_cmp(&b.utility_params().l0))
+                    .expect("a valid scenario has a DNN")
+            })
+    }
+
     /// The same scenario with only the DNN called `name` (for its isolated latency).
     pub fn only(&self, name: &str) -> Option<Scenario> {
         let d = self.dnns.iter().find(|d| d.name == name)?;
@@ -335,12 +375,34 @@ impl DnnScenario {
         steps
     }
 
+    /// The utility parameters, with `priority` as `L0` when given.
+    pub fn utility_params(&self) -> UtilityParams {
+        UtilityParams {
+            l0: self.priority.unwrap_or(self.utility.l0),
+            ..self.utility
+        }
+    }
+
+    /// Content variation of the request with index `k` (0 without any).
+    pub fn content_variation_of(&self, k: usize) -> f64 {
+        if self.content_variation.is_empty() {
+            0.0
+        } else {
+            self.content_variation[k % self.content_variation.len()]
+        }
+    }
+
+    /// Whether the DNN is requested on events (rather than periodically).
+    pub fn event_driven(&self) -> bool {
+        self.request.period_ms.is_none()
+    }
+
     /// The model spec to register.
     pub fn spec(&self) -> ModelSpec {
         ModelSpec {
             name: self.name.clone(),
             steps: self.steps(),
-            utility: self.utility,
+            utility: self.utility_params(),
             deadline_ms: self.deadline_ms,
         }
     }

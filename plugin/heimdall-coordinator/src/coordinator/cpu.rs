@@ -1,0 +1,71 @@
+//! CPU work for idle workers: fallback steps of GPU models (as chunks of their own), and the rest
+//! of an inference whose model is offloaded, continuing from the step reached.
+
+use super::Coordinator;
+use super::types::{CpuWork, Decision, Resume};
+use crate::model::ModelId;
+use crate::policy::PolicyContext;
+use crate::processor::Processor;
+
+impl Coordinator {
+    /// Hands out CPU work to at most `idle` workers, highest priority first.
+    pub(super) fn schedule_cpu(
+        &mut self,
+        ctx: &PolicyContext,
+        idle: usize,
+        coordinated: bool,
+        out: &mut Decision,
+    ) {
+        for _ in 0..idle {
+            let mut best: Option<(usize, (bool, f64))> = None;
+            for (i, m) in self.models.iter().enumerate() {
+                let Some(job) = &m.job else { continue };
+                if job.cpu_inflight || job.gpu_inflight > 0 || job.planned >= m.analysis.len() {
+                    continue;
+                }
+                if job.processor == Processor::Gpu && m.analysis.gpu_can_run(job.planned) {
+                    continue;
+                }
+                let v = self.view(m, i, job, ctx.now_ms);
+                let key = self.priority(ctx, &v, coordinated).key();
+                if best.is_none_or(|(_, b)| key > b) {
+                    best = Some((i, key));
+                }
+            }
+            let Some((i, _)) = best else { break };
+            let m = &mut self.models[i];
+            let a = &m.analysis;
+            let job = m.job.as_mut().expect("candidate has a job");
+            let start = job.planned;
+            let offloaded = job.processor == Processor::Cpu;
+            let end = if offloaded {
+                a.len()
+            } else {
+                a.partition.chunk_containing(start).ops.end
+            };
+            let resume = match (start, job.last_on) {
+                (0, _) | (_, None) => Resume::Input,
+                (_, Some(Processor::Gpu)) => Resume::FromGpu,
+                (_, Some(Processor::Cpu)) => Resume::FromCpu,
+            };
+            if offloaded && resume == Resume::FromGpu {
+                m.resumed_from_gpu += 1;
+            }
+            let est = a.costs.range_ms(start..end, Processor::Cpu);
+            job.planned = end;
+            job.cpu_inflight = true;
+            job.cpu_planned_end = ctx.now_ms + est;
+            job.offloaded |= offloaded;
+            job.last_on = Some(Processor::Cpu);
+            let id = self.new_work(ModelId(i), start..end, Processor::Cpu, ctx.now_ms + est);
+            out.cpu.push(CpuWork {
+                id,
+                model: ModelId(i),
+                ops: start..end,
+                est_ms: est,
+                offloaded,
+                resume,
+            });
+        }
+    }
+}

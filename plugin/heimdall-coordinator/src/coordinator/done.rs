@@ -1,0 +1,112 @@
+//! Finished work: measured times feed the profiles (and re-partitioning when they drift), the
+//! timeline records what ran, and the last piece of an inference completes it and admits the
+//! model's waiting request.
+
+use super::Coordinator;
+use super::state::Job;
+use super::types::{Completion, WorkId};
+use crate::processor::Processor;
+use crate::timeline::Lane;
+
+impl Coordinator {
+    /// Reports finished GPU work with its measured start and end; returns the completed
+    /// inference, if this was its last piece.
+    pub fn gpu_done(&mut self, id: WorkId, start_ms: f64, end_ms: f64) -> Option<Completion> {
+        self.work_done(id, start_ms, end_ms, None)
+    }
+
+    /// Reports finished CPU work of worker `worker`; returns the completed inference, if any.
+    pub fn cpu_done(
+        &mut self,
+        id: WorkId,
+        worker: usize,
+        start_ms: f64,
+        end_ms: f64,
+    ) -> Option<Completion> {
+        self.work_done(id, start_ms, end_ms, Some(worker))
+    }
+
+    fn work_done(
+        &mut self,
+        id: WorkId,
+        start_ms: f64,
+        end_ms: f64,
+        worker: Option<usize>,
+    ) -> Option<Completion> {
+        let w = self.inflight.remove(&id)?;
+        let budget = self.cfg.budget;
+        let drift = self.cfg.repartition_drift;
+        let m = &mut self.models[w.model.0];
+        let measured = end_ms - start_ms;
+        match w.processor {
+            Processor::Gpu => {
+                let t = (measured - budget.chunk_overhead_ms).max(0.0);
+                m.analysis
+                    .profile
+                    .observe_range(w.ops.clone(), Processor::Gpu, t);
+            }
+            Processor::Cpu => {
+                m.analysis
+                    .profile
+                    .observe_range(w.ops.clone(), Processor::Cpu, measured);
+            }
+        }
+        m.analysis.refresh_costs();
+        m.analysis.maybe_repartition(&budget, drift, false);
+        if self.timeline.is_enabled() {
+            let lane = match worker {
+                Some(k) => Lane::CpuWorker(k),
+                None => Lane::Gpu,
+            };
+            let cat = if worker.is_some() { "cpu" } else { "chunk" };
+            let name = m.name.clone();
+            self.timeline.span(
+                lane,
+                cat,
+                name,
+                start_ms,
+                end_ms,
+                vec![("ops", format!("{}..{}", w.ops.start, w.ops.end))],
+            );
+        }
+        let n = m.analysis.len();
+        let job = m.job.as_mut()?;
+        match w.processor {
+            Processor::Gpu => job.gpu_inflight = job.gpu_inflight.saturating_sub(1),
+            Processor::Cpu => {
+                job.cpu_inflight = false;
+                job.cpu_planned_end = 0.0;
+            }
+        }
+        if w.ops.end < n || job.gpu_inflight > 0 || job.cpu_inflight {
+            return None;
+        }
+        let job = m.job.take().expect("checked above");
+        let latency = end_ms - job.t_start;
+        if job.offloaded {
+            m.cpu_latency_ema = Some(match m.cpu_latency_ema {
+                Some(e) => 0.5 * latency + 0.5 * e,
+                None => latency,
+            });
+        } else {
+            m.last_gpu_latency = Some(latency);
+            m.worst_recent_gpu_latency = Some(
+                m.worst_recent_gpu_latency
+                    .map_or(latency, |w| w.max(latency)),
+            );
+        }
+        let done = Completion {
+            model: w.model,
+            request: job.request,
+            admitted_ms: job.t_start,
+            finished_ms: end_ms,
+            deadline_met: m.deadline_ms.map(|d| latency <= d),
+            offloaded: job.offloaded,
+        };
+        if let Some(req) = m.pending.take() {
+            self.next_seq += 1;
+            m.job = Some(Job::new(self.next_seq, req, end_ms, m.mode));
+        }
+        Some(done)
+    }
+}

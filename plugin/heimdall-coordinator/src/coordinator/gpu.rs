@@ -1,0 +1,259 @@
+//! GPU dispatch: frame-budget chunks packed into the slack between renders (Heimdall), whole
+//! runs (the uncoordinated baseline, or coordinated without chunking for ablations), or `K` ops
+//! per frame (Unity Sentis' baseline).
+
+use std::ops::Range;
+
+use super::Coordinator;
+use super::state::{Rank, choose, cmp_key};
+use super::types::{Decision, GpuWindow, GpuWork};
+use crate::model::ModelId;
+use crate::policy::PolicyContext;
+use crate::processor::Processor;
+use crate::timeline::Lane;
+
+impl Coordinator {
+    /// Whether model `i`'s job can take GPU work now (`queue_behind_own`: even while its previous
+    /// chunk is still queued).
+    fn gpu_eligible(&self, i: usize, queue_behind_own: bool) -> bool {
+        let m = &self.models[i];
+        let Some(job) = &m.job else { return false };
+        job.processor == Processor::Gpu
+            && !job.cpu_inflight
+            && job.planned < m.analysis.len()
+            && (queue_behind_own || job.gpu_inflight == 0)
+            && m.analysis.gpu_can_run(job.planned)
+    }
+
+    /// GPU candidates with their priority keys.
+    fn gpu_candidates(&self, ctx: &PolicyContext, queue_behind_own: bool) -> Vec<(usize, Rank)> {
+        (0..self.models.len())
+            .filter(|&i| self.gpu_eligible(i, queue_behind_own))
+            .filter_map(|i| self.key_of(ctx, i).map(|k| (i, k)))
+            .collect()
+    }
+
+    /// When model `i`'s job will need the GPU again after CPU work, if it is waiting on one.
+    fn return_time(&self, i: usize) -> Option<f64> {
+        let m = &self.models[i];
+        let job = m.job.as_ref()?;
+        if job.processor != Processor::Gpu || job.planned >= m.analysis.len() {
+            return None;
+        }
+        let a = &m.analysis;
+        if job.cpu_inflight {
+            Some(job.cpu_planned_end)
+        } else if job.gpu_inflight > 0 && !a.gpu_can_run(job.planned) {
+            let end = a.partition.chunk_containing(job.planned).ops.end;
+            Some(job.gpu_planned_end + a.costs.range_ms(job.planned..end, Processor::Cpu))
+        } else {
+            None
+        }
+    }
+
+    fn dispatch_gpu(
+        &mut self,
+        i: usize,
+        ops: Range<usize>,
+        (est, start): (f64, f64),
+        (oversized, overridden): (bool, bool),
+        out: &mut Decision,
+    ) {
+        let m = &mut self.models[i];
+        let job = m.job.as_mut().expect("candidate has a job");
+        job.planned = ops.end;
+        job.gpu_inflight += 1;
+        job.gpu_planned_end = start + est;
+        job.last_on = Some(Processor::Gpu);
+        m.gpu_recent_ms += est;
+        if overridden {
+            m.overrides += 1;
+        }
+        let m = &self.models[i];
+        let job = m.job.as_ref().expect("candidate has a job");
+        let v = self.view(m, i, job, start);
+        self.policy.on_dispatch(&v);
+        if self.timeline.is_enabled() {
+            let name = self.models[i].name.clone();
+            let mut args = vec![("ops", format!("{}..{}", ops.start, ops.end))];
+            if overridden {
+                args.push(("deadline_override", "true".into()));
+            }
+            if oversized {
+                args.push(("oversized", "true".into()));
+            }
+            self.timeline
+                .instant(Lane::Coordinator, "decision", name, start, args);
+        }
+        let id = self.new_work(ModelId(i), ops.clone(), Processor::Gpu, start + est);
+        out.gpu.push(GpuWork {
+            id,
+            model: ModelId(i),
+            ops,
+            est_ms: est,
+            planned_start_ms: start,
+            oversized,
+            deadline_override: overridden,
+        });
+    }
+
+    /// Heimdall: chunks of the current partition, highest priority first, packed into the window
+    /// up to the next render (plus the relaxation for a chunk's tail); a job coming back from its
+    /// CPU step with a higher priority keeps the GPU free for itself.
+    pub(super) fn schedule_gpu_budget(
+        &mut self,
+        ctx: &PolicyContext,
+        window: GpuWindow,
+        out: &mut Decision,
+    ) {
+        let b = self.cfg.budget;
+        let oh = b.chunk_overhead_ms;
+        let frame_start = window.start_ms.max(ctx.now_ms);
+        let hard_end = window.end_ms - b.margin_ms;
+        let fresh_frame = hard_end - frame_start >= b.budget_ms() - 1e-9;
+        let mut cursor = frame_start;
+        let mut excluded: Vec<usize> = Vec::new();
+        // Keys are computed once per decision; only a job that got work is re-scored.
+        let mut keys: Vec<Option<Rank>> = (0..self.models.len())
+            .map(|i| self.key_of(ctx, i))
+            .collect();
+        let mut cands: Vec<(usize, Rank)> = Vec::with_capacity(self.models.len());
+        loop {
+            if hard_end - cursor <= oh {
+                break;
+            }
+            cands.clear();
+            cands.extend(
+                (0..self.models.len())
+                    .filter(|i| !excluded.contains(i) && self.gpu_eligible(*i, true))
+                    .filter_map(|i| keys[i].map(|k| (i, k))),
+            );
+            let elapsed = cursor - ctx.now_ms;
+            let Some((i, overridden)) = choose(&cands, elapsed) else {
+                break;
+            };
+            let ki = keys[i].expect("a candidate has a rank");
+            // Leave the GPU free for a job coming back from its CPU ops that would be chosen
+            // before this one (checked after every dispatch: a job just queued may now wait on a
+            // CPU op).
+            let horizon = (0..self.models.len())
+                .filter(|&j| j != i)
+                .filter_map(|j| Some((j, keys[j]?, self.return_time(j)?)))
+                .filter(|&(j, kj, _)| {
+                    choose(&[(i, ki), (j, kj)], elapsed).is_some_and(|c| c.0 == j)
+                })
+                .map(|(_, _, t)| t)
+                .fold(hard_end, f64::min);
+            let relaxed = if horizon >= hard_end {
+                hard_end + b.relaxation_ms
+            } else {
+                horizon
+            };
+            let m = &self.models[i];
+            let a = &m.analysis;
+            let p = m.job.as_ref().expect("candidate has a job").planned;
+            let chunk_end = a.partition.chunk_containing(p).ops.end;
+            let full = a.costs.range_ms(p..chunk_end, Processor::Gpu) + oh;
+            let pick = if cursor + full <= relaxed {
+                Some((chunk_end, full, false))
+            } else {
+                // Longest prefix of the chunk that ends by the horizon.
+                let room = horizon - cursor - oh;
+                let base = a.costs.prefix_gpu[p];
+                let pre = &a.costs.prefix_gpu[p + 1..=chunk_end];
+                let k = pre.partition_point(|x| x - base <= room);
+                if k > 0 {
+                    let end = p + k;
+                    Some((end, a.costs.range_ms(p..end, Processor::Gpu) + oh, false))
+                } else if fresh_frame
+                    && cursor == frame_start
+                    && horizon >= hard_end
+                    && a.profile.steps[p].gpu_ms + oh > b.budget_ms()
+                {
+                    Some((p + 1, a.profile.steps[p].gpu_ms + oh, true))
+                } else {
+                    None
+                }
+            };
+            match pick {
+                Some((end, est, oversized)) => {
+                    self.dispatch_gpu(i, p..end, (est, cursor), (oversized, overridden), out);
+                    cursor += est;
+                    keys[i] = self.key_of(ctx, i);
+                }
+                None => excluded.push(i),
+            }
+        }
+    }
+
+    /// The whole run of GPU steps (the rest of the unit) from job `i`'s next op.
+    fn whole_run(&self, i: usize) -> (Range<usize>, f64) {
+        let a = &self.models[i].analysis;
+        let p = self.models[i].job.as_ref().expect("job").planned;
+        let end = a.costs.unit_containing(p).expect("op in a unit").ops.end;
+        let est = a.costs.range_ms(p..end, Processor::Gpu) + self.cfg.budget.chunk_overhead_ms;
+        (p..end, est)
+    }
+
+    /// The uncoordinated baseline: every ready job enqueues its whole GPU run at once.
+    pub(super) fn schedule_gpu_whole(
+        &mut self,
+        ctx: &PolicyContext,
+        window: GpuWindow,
+        out: &mut Decision,
+    ) {
+        let mut cursor = window.start_ms.max(ctx.now_ms);
+        loop {
+            let cands = self.gpu_candidates(ctx, false);
+            let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_key(a.1.key(), b.1.key())) else {
+                break;
+            };
+            let (ops, est) = self.whole_run(i);
+            self.dispatch_gpu(i, ops, (est, cursor), (false, key.critical), out);
+            cursor += est;
+        }
+    }
+
+    /// A coordinated policy without chunking (ablation): whole runs, highest priority first,
+    /// started while the window before the next render is open (a run may overrun it: that is
+    /// what chunking prevents).
+    pub(super) fn schedule_gpu_whole_ranked(
+        &mut self,
+        ctx: &PolicyContext,
+        window: GpuWindow,
+        out: &mut Decision,
+    ) {
+        let mut cursor = window.start_ms.max(ctx.now_ms);
+        let hard_end = window.end_ms - self.cfg.budget.margin_ms;
+        while cursor < hard_end {
+            let cands = self.gpu_candidates(ctx, false);
+            let Some((i, overridden)) = choose(&cands, cursor - ctx.now_ms) else {
+                break;
+            };
+            let (ops, est) = self.whole_run(i);
+            self.dispatch_gpu(i, ops, (est, cursor), (false, overridden), out);
+            cursor += est;
+        }
+    }
+
+    /// `K` ops of one model per rendered frame, models in turn (Unity Sentis).
+    pub(super) fn schedule_gpu_ops(
+        &mut self,
+        ctx: &PolicyContext,
+        window: GpuWindow,
+        k: usize,
+        out: &mut Decision,
+    ) {
+        let cands = self.gpu_candidates(ctx, false);
+        let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_key(a.1.key(), b.1.key())) else {
+            return;
+        };
+        let (run, _) = self.whole_run(i);
+        let end = (run.start + k).min(run.end);
+        let a = &self.models[i].analysis;
+        let est =
+            a.costs.range_ms(run.start..end, Processor::Gpu) + self.cfg.budget.chunk_overhead_ms;
+        let start = window.start_ms.max(ctx.now_ms);
+        self.dispatch_gpu(i, run.start..end, (est, start), (false, key.critical), out);
+    }
+}

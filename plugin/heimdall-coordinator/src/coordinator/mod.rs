@@ -1,0 +1,341 @@
+//! The pseudo-preemptive coordinator (Heimdall sec. 6): pure logic on the caller's clock.
+//!
+//! The caller (the Bevy render loop, or the simulator) drives it:
+//! 1. [`Coordinator::register`] each model once;
+//! 2. [`Coordinator::submit`] a request when the app wants an inference (admission control keeps
+//!    one inference in flight per model and the latest request pending);
+//! 3. at every scheduling event (after a render, when GPU or CPU work finishes, on a request) call
+//!    [`Coordinator::schedule`] with the GPU window left in this frame and the number of idle CPU
+//!    workers; encode the returned [`GpuWork`] into the frame's command encoder (in order) and hand
+//!    the [`CpuWork`] to workers (`run_range(ops)`, starting from the state its [`Resume`] names);
+//! 4. report each finished piece with [`Coordinator::gpu_done`] / [`Coordinator::cpu_done`] and its
+//!    measured times, which feed the profiles; these return a [`Completion`] when an inference
+//!    finished.
+//!
+//! Times are `f64` milliseconds on the caller's clock; nothing here reads a real clock.
+//!
+//! The work is split by job: `types` (what goes in and out), `state` (what is kept per model
+//! and job), `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles) and
+//! `rebalance` (CPU offload).
+
+mod cpu;
+mod done;
+mod gpu;
+mod rebalance;
+mod state;
+mod types;
+
+use std::collections::HashMap;
+
+use self::state::{Job, ModelState, Rank};
+use crate::analyzer::{Analysis, ModelProfile, Partition};
+use crate::model::{ModelId, ModelSpec};
+use crate::policy::{Dispatch, JobView, Policy, PolicyContext};
+use crate::processor::Processor;
+use crate::timeline::Timeline;
+use crate::utility::UtilityParams;
+pub use types::{
+    Ablation, Completion, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, GpuWork,
+    ModelStatus, Request, Resume, WorkId,
+};
+
+/// The coordinator. See the module documentation for the calling protocol.
+pub struct Coordinator {
+    cfg: CoordinatorConfig,
+    policy: Box<dyn Policy>,
+    models: Vec<ModelState>,
+    inflight: HashMap<WorkId, state::Inflight>,
+    next_work: u64,
+    next_seq: u64,
+    next_offload_eval: f64,
+    last_offload_eval: f64,
+    timeline: Timeline,
+}
+
+impl Coordinator {
+    /// A coordinator with `policy`.
+    pub fn new(cfg: CoordinatorConfig, policy: Box<dyn Policy>) -> Self {
+        Coordinator {
+            timeline: Timeline::with_capacity(cfg.record_timeline, cfg.timeline_capacity),
+            next_offload_eval: cfg.offload.interval_ms,
+            last_offload_eval: 0.0,
+            cfg,
+            policy,
+            models: Vec::new(),
+            inflight: HashMap::new(),
+            next_work: 0,
+            next_seq: 0,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.cfg
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> String {
+        self.policy.name()
+    }
+
+    /// Registers a model; its profile starts from the spec's step costs.
+    pub fn register(&mut self, spec: ModelSpec) -> ModelId {
+        let profile = ModelProfile::new(spec.name.clone(), spec.steps);
+        self.register_with_profile(spec.name, profile, spec.utility, spec.deadline_ms)
+    }
+
+    /// Registers a model with a saved profile (see [`ModelProfile::from_json`] and
+    /// [`crate::analyzer::ProfileStore`]).
+    pub fn register_with_profile(
+        &mut self,
+        name: String,
+        profile: ModelProfile,
+        utility: UtilityParams,
+        deadline_ms: Option<f64>,
+    ) -> ModelId {
+        let id = ModelId(self.models.len());
+        let analysis = Analysis::new(profile, &self.cfg.budget);
+        self.models
+            .push(ModelState::new(name, utility, deadline_ms, analysis));
+        id
+    }
+
+    /// The current profile of `model` (serialise it with [`ModelProfile::to_json`]).
+    pub fn profile(&self, model: ModelId) -> &ModelProfile {
+        &self.models[model.0].analysis.profile
+    }
+
+    /// The current partition of `model`.
+    pub fn partition(&self, model: ModelId) -> &Partition {
+        &self.models[model.0].analysis.partition
+    }
+
+    /// Counters and state of `model`; `now_ms` is used for its current utility.
+    pub fn status(&self, model: ModelId, now_ms: f64) -> ModelStatus {
+        let m = &self.models[model.0];
+        ModelStatus {
+            name: m.name.clone(),
+            mode: m.mode,
+            mode_history: m.mode_history.clone(),
+            deadline_overrides: m.overrides,
+            resumed_from_gpu: m.resumed_from_gpu,
+            finished_on_gpu_after_offload: m.finished_on_gpu_after_offload,
+            chunks: m.analysis.partition.chunks.len(),
+            oversized_steps: m.analysis.partition.oversized_steps.clone(),
+            utility: m.job.as_ref().map(|j| {
+                m.utility.utility(
+                    now_ms - j.t_start,
+                    self.cfg.alpha,
+                    j.request.content_variation,
+                )
+            }),
+        }
+    }
+
+    /// Number of registered models.
+    pub fn model_count(&self) -> usize {
+        self.models.len()
+    }
+
+    /// The timeline recorded so far (a ring of the most recent events).
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The timeline, to add the caller's own events (renders).
+    pub fn timeline_mut(&mut self) -> &mut Timeline {
+        &mut self.timeline
+    }
+
+    /// Changes the target frame rate (e.g. the display's refresh rate became known) and
+    /// re-partitions every model for the new budget. Rates that are not finite or ≤ 0 are ignored.
+    pub fn set_frame_rate(&mut self, hz: f64) {
+        if !(hz.is_finite() && hz > 0.0) {
+            return;
+        }
+        let period = 1000.0 / hz;
+        if (period - self.cfg.budget.frame_period_ms).abs() < 1e-9 {
+            return;
+        }
+        self.cfg.budget.frame_period_ms = period;
+        let b = self.cfg.budget;
+        for m in &mut self.models {
+            m.analysis.maybe_repartition(&b, 0.0, true);
+        }
+    }
+
+    /// Folds a measured render time into the budget (EMA with the profiles' factor 0.1) and
+    /// re-partitions every model if the budget moved by more than the drift threshold.
+    pub fn observe_render(&mut self, render_ms: f64) {
+        let old = self.cfg.budget;
+        self.cfg.budget.render_ms = 0.1 * render_ms + 0.9 * old.render_ms;
+        let drift =
+            (self.cfg.budget.budget_ms() - old.budget_ms()).abs() / old.budget_ms().max(1e-9);
+        if drift > self.cfg.repartition_drift {
+            let b = self.cfg.budget;
+            for m in &mut self.models {
+                m.analysis.maybe_repartition(&b, 0.0, true);
+            }
+        }
+    }
+
+    /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight;
+    /// otherwise it waits, replacing any older waiting request (the latest frame wins).
+    pub fn submit(&mut self, model: ModelId, request: Request, now_ms: f64) {
+        let m = &mut self.models[model.0];
+        if let Some(last) = m.last_request_ms {
+            let gap = (now_ms - last).max(0.0);
+            m.request_interval_ms =
+                Some(m.request_interval_ms.map_or(gap, |e| 0.8 * e + 0.2 * gap));
+        }
+        m.last_request_ms = Some(now_ms);
+        if m.job.is_some() {
+            m.pending = Some(request);
+        } else {
+            self.next_seq += 1;
+            m.job = Some(Job::new(self.next_seq, request, now_ms, m.mode));
+        }
+    }
+
+    /// Whether `model` has an inference in flight.
+    pub fn busy(&self, model: ModelId) -> bool {
+        self.models[model.0].job.is_some()
+    }
+
+    /// Expected time until `job` finishes where it runs, ms.
+    fn remaining_ms(&self, m: &ModelState, job: &Job, now: f64) -> f64 {
+        let a = &m.analysis;
+        let n = a.len();
+        let p = job.planned;
+        let queued = (job.gpu_planned_end.max(job.cpu_planned_end) - now).max(0.0);
+        let rest = match job.processor {
+            Processor::Cpu => a.costs.range_ms(p..n, Processor::Cpu),
+            Processor::Gpu => {
+                let gpu = a.costs.range_ms(p..n, Processor::Gpu);
+                // The GPU gives the DNNs only the budget of every frame.
+                let b = self.cfg.budget.budget_ms().max(1e-3);
+                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n)
+            }
+        };
+        queued + rest
+    }
+
+    fn view<'a>(&self, m: &'a ModelState, id: usize, job: &Job, now: f64) -> JobView<'a> {
+        let n = m.analysis.len();
+        JobView {
+            model: ModelId(id),
+            seq: job.seq,
+            t_start_ms: job.t_start,
+            utility: m.utility,
+            content_variation: job.request.content_variation,
+            deadline_ms: m.deadline_ms,
+            next_op: job.planned,
+            remaining_ms: self.remaining_ms(m, job, now),
+            remaining_gpu_ms: m
+                .analysis
+                .costs
+                .range_ms(job.planned.min(n)..n, Processor::Gpu),
+            costs: &m.analysis.costs,
+        }
+    }
+
+    /// Where job `v` stands: the policy's score and the deadline override's view.
+    ///
+    /// A job is critical once it could no longer finish in time if it waited one more interval,
+    /// counting its remaining time with the guard `(1 + deadline_guard)` for estimation errors;
+    /// a job that is already expected to be late stays critical (Heimdall sec. 6.4: "in case a DNN
+    /// is not expected to finish within the deadline, the coordinator runs it immediately").
+    fn priority(&self, ctx: &PolicyContext, v: &JobView<'_>, coordinated: bool) -> Rank {
+        let deadline = v.deadline_abs_ms();
+        let slack = deadline - (ctx.now_ms + v.remaining_ms * (1.0 + self.cfg.deadline_guard));
+        Rank {
+            critical: coordinated
+                && self.cfg.deadline_override
+                && deadline.is_finite()
+                && slack <= ctx.interval_ms,
+            deadline,
+            slack,
+            remaining: v.remaining_ms,
+            score: self.policy.score(ctx, v),
+        }
+    }
+
+    /// Where model `i`'s job stands, if it has one.
+    fn key_of(&self, ctx: &PolicyContext, i: usize) -> Option<Rank> {
+        let m = &self.models[i];
+        let job = m.job.as_ref()?;
+        let v = self.view(m, i, job, ctx.now_ms);
+        Some(self.priority(ctx, &v, self.policy.coordinated()))
+    }
+
+    /// Decides what to run now. `idle_cpu_workers` is how many workers can take work.
+    pub fn schedule(
+        &mut self,
+        now_ms: f64,
+        event: Event,
+        window: GpuWindow,
+        idle_cpu_workers: usize,
+    ) -> Decision {
+        let coordinated = self.policy.coordinated();
+        if coordinated && self.cfg.offload.enabled && now_ms >= self.next_offload_eval {
+            self.evaluate_offload(now_ms);
+        }
+        let cpu_free = if idle_cpu_workers > 0 {
+            now_ms
+        } else {
+            self.inflight
+                .values()
+                .filter(|w| w.processor == Processor::Cpu)
+                .map(|w| w.planned_end)
+                .fold(f64::INFINITY, f64::min)
+                .max(now_ms)
+        };
+        let ctx = PolicyContext {
+            now_ms,
+            interval_ms: self.cfg.budget.frame_period_ms,
+            alpha: self.cfg.alpha,
+            gpu_free_ms: window.start_ms.max(now_ms),
+            cpu_free_ms: if cpu_free.is_finite() {
+                cpu_free
+            } else {
+                now_ms
+            },
+        };
+        let mut decision = Decision::default();
+        self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
+        match self.policy.dispatch() {
+            Dispatch::FrameBudget if self.cfg.chunking => {
+                self.schedule_gpu_budget(&ctx, window, &mut decision)
+            }
+            Dispatch::FrameBudget => self.schedule_gpu_whole_ranked(&ctx, window, &mut decision),
+            Dispatch::WholeRuns => self.schedule_gpu_whole(&ctx, window, &mut decision),
+            Dispatch::OpsPerFrame(k) => {
+                if event == Event::FrameRendered {
+                    self.schedule_gpu_ops(&ctx, window, k, &mut decision);
+                }
+            }
+        }
+        decision
+    }
+
+    fn new_work(
+        &mut self,
+        model: ModelId,
+        ops: std::ops::Range<usize>,
+        processor: Processor,
+        planned_end: f64,
+    ) -> WorkId {
+        self.next_work += 1;
+        let id = WorkId(self.next_work);
+        self.inflight.insert(
+            id,
+            state::Inflight {
+                model,
+                ops,
+                processor,
+                planned_end,
+            },
+        );
+        id
+    }
+}

@@ -1,0 +1,258 @@
+//! What the coordinator keeps per model, per inference job and per piece of work in flight.
+
+use std::ops::Range;
+
+use super::types::Request;
+use crate::analyzer::Analysis;
+use crate::model::ModelId;
+use crate::processor::Processor;
+use crate::utility::UtilityParams;
+
+/// One admitted inference.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    pub seq: u64,
+    pub request: Request,
+    pub t_start: f64,
+    /// Next op not yet dispatched.
+    pub planned: usize,
+    /// Where this job's next work goes (a job the GPU started may finish there after its model
+    /// was offloaded, if that is sooner).
+    pub processor: Processor,
+    /// Where the job's last dispatched piece ran (`None` before the first).
+    pub last_on: Option<Processor>,
+    pub gpu_inflight: u32,
+    pub cpu_inflight: bool,
+    /// Expected end of this job's queued GPU work.
+    pub gpu_planned_end: f64,
+    /// Expected end of this job's running CPU work.
+    pub cpu_planned_end: f64,
+    /// Whether any of it ran with the model offloaded.
+    pub offloaded: bool,
+}
+
+impl Job {
+    pub fn new(seq: u64, request: Request, now: f64, processor: Processor) -> Self {
+        Job {
+            seq,
+            request,
+            t_start: now,
+            planned: 0,
+            processor,
+            last_on: None,
+            gpu_inflight: 0,
+            cpu_inflight: false,
+            gpu_planned_end: now,
+            cpu_planned_end: 0.0,
+            offloaded: false,
+        }
+    }
+}
+
+/// A registered model.
+pub(super) struct ModelState {
+    pub name: String,
+    pub utility: UtilityParams,
+    pub deadline_ms: Option<f64>,
+    pub analysis: Analysis,
+    /// Where new inferences run.
+    pub mode: Processor,
+    pub job: Option<Job>,
+    pub pending: Option<Request>,
+    pub last_gpu_latency: Option<f64>,
+    /// The longest GPU latency completed since the last offload evaluation.
+    pub worst_recent_gpu_latency: Option<f64>,
+    /// When the model was last requested, and the mean interval between its requests (EMA).
+    pub last_request_ms: Option<f64>,
+    pub request_interval_ms: Option<f64>,
+    pub cpu_latency_ema: Option<f64>,
+    /// GPU time dispatched since the last offload evaluation, ms.
+    pub gpu_recent_ms: f64,
+    pub mode_history: Vec<(f64, Processor)>,
+    pub overrides: u64,
+    pub resumed_from_gpu: u64,
+    pub finished_on_gpu_after_offload: u64,
+}
+
+impl ModelState {
+    pub fn new(
+        name: String,
+        utility: UtilityParams,
+        deadline_ms: Option<f64>,
+        a: Analysis,
+    ) -> Self {
+        ModelState {
+            name,
+            utility,
+            deadline_ms,
+            analysis: a,
+            mode: Processor::Gpu,
+            job: None,
+            pending: None,
+            last_gpu_latency: None,
+            worst_recent_gpu_latency: None,
+            last_request_ms: None,
+            request_interval_ms: None,
+            cpu_latency_ema: None,
+            gpu_recent_ms: 0.0,
+            mode_history: vec![(0.0, Processor::Gpu)],
+            overrides: 0,
+            resumed_from_gpu: 0,
+            finished_on_gpu_after_offload: 0,
+        }
+    }
+}
+
+/// A dispatched piece of work not yet reported done.
+#[derive(Clone, Debug)]
+pub(super) struct Inflight {
+    pub model: ModelId,
+    pub ops: Range<usize>,
+    pub processor: Processor,
+    pub planned_end: f64,
+}
+
+/// Where a job stands at one decision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Rank {
+    /// It misses its deadline if it waits one more interval (the deadline override).
+    pub critical: bool,
+    /// Absolute deadline, ms (infinite without one).
+    pub deadline: f64,
+    /// Time it can still wait and finish by its deadline (with the guard), ms.
+    pub slack: f64,
+    /// Expected remaining time where it runs, ms.
+    pub remaining: f64,
+    /// The policy's score.
+    pub score: f64,
+}
+
+impl Rank {
+    /// The total order used where one order is needed (CPU workers, the GPU horizon): critical
+    /// jobs first, earliest deadline first, then the policy's score.
+    pub fn key(&self) -> (bool, f64) {
+        if self.critical {
+            (true, -self.deadline)
+        } else {
+            (false, self.score)
+        }
+    }
+}
+
+/// Orders priority keys: deadline-critical first, then the score.
+pub(super) fn cmp_key(a: (bool, f64), b: (bool, f64)) -> std::cmp::Ordering {
+    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+}
+
+/// The job to run next on the GPU among `cands`, `elapsed` ms after the decision's time, and
+/// whether the deadline override chose it.
+///
+/// Slack stealing: the policy's favourite goes first unless a deadline-critical job cannot
+/// afford to wait for the favourite's remaining work (its slack is shorter); those go earliest
+/// deadline first. So an event DNN the policy ranks first pre-empts continuous DNNs at chunk
+/// granularity, even critical ones, as long as they still finish in time. When the deadlines
+/// conflict (waiting for the earliest deadline would make a job the policy values more miss its
+/// own), the more valuable one goes first: the overload is shed by the least valuable job.
+pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bool)> {
+    let &(best, b) = cands
+        .iter()
+        .max_by(|x, y| x.1.score.total_cmp(&y.1.score))?;
+    // Jobs that cannot wait for the favourite (no allocation: this runs for every pair the
+    // packing loop compares).
+    let must = || {
+        cands
+            .iter()
+            .filter(move |(j, r)| r.critical && (*j == best || r.slack - elapsed < b.remaining))
+    };
+    let Some(&(e, er)) = must().min_by(|x, y| x.1.deadline.total_cmp(&y.1.deadline)) else {
+        return Some((best, false));
+    };
+    let conflict =
+        must().any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
+    if conflict {
+        let &(v, _) = must()
+            .max_by(|x, y| x.1.score.total_cmp(&y.1.score))
+            .expect("must is not empty");
+        Some((v, true))
+    } else {
+        Some((e, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank(critical: bool, deadline: f64, slack: f64, remaining: f64, score: f64) -> Rank {
+        Rank {
+            critical,
+            deadline,
+            slack,
+            remaining,
+            score,
+        }
+    }
+
+    /// An event job (score 2.0, 16 ms left) and a continuous job the override calls critical
+    /// (score 0.05): with 20 ms of slack the continuous job can wait for the event's 16 ms, so
+    /// the event runs; with 10 ms it cannot, so the critical job runs (the override). Planned
+    /// 3 ms later, 17 ms of slack still cover the 16 ms; 4.1 ms later, 15.9 ms do not.
+    #[test]
+    fn the_policy_favourite_steals_a_critical_jobs_slack_only_when_it_fits() {
+        let event = rank(false, 1100.0, 60.0, 16.0, 2.0);
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                0.0
+            ),
+            Some((1, false))
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 10.0, 200.0, 0.05)), (1, event)],
+                0.0
+            ),
+            Some((0, true))
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                3.0
+            ),
+            Some((1, false)),
+        );
+        assert_eq!(
+            choose(
+                &[(0, rank(true, 1000.0, 20.0, 200.0, 0.05)), (1, event)],
+                4.1
+            ),
+            Some((0, true))
+        );
+    }
+
+    /// Two jobs that must run now: earliest deadline first while that lets the other finish;
+    /// when waiting for the earlier deadline would make the more valuable job miss its own, the
+    /// more valuable one goes first (the overload is shed by the least valuable job).
+    #[test]
+    fn critical_jobs_go_earliest_deadline_first_unless_that_sheds_the_more_valuable() {
+        // a: deadline 1000, 75 ms left, score 0.02; b: deadline 1010, score 0.6.
+        let a = rank(true, 1000.0, 5.0, 75.0, 0.02);
+        // b can wait 80 ms > a's 75: EDF, a first.
+        let b_loose = rank(true, 1010.0, 80.0, 60.0, 0.6);
+        assert_eq!(choose(&[(0, a), (1, b_loose)], 0.0), Some((0, true)));
+        // b can wait only 17 ms < 75: waiting for a would make b miss; b is worth more.
+        let b_tight = rank(true, 1010.0, 17.0, 60.0, 0.6);
+        assert_eq!(choose(&[(0, a), (1, b_tight)], 0.0), Some((1, true)));
+        // If a were the more valuable one, EDF stands.
+        let a_valuable = Rank { score: 0.9, ..a };
+        assert_eq!(
+            choose(&[(0, a_valuable), (1, b_tight)], 0.0),
+            Some((0, true))
+        );
+        // No critical job: the policy's favourite.
+        let c = rank(false, f64::INFINITY, f64::INFINITY, 10.0, 0.3);
+        let d = rank(false, 2000.0, 500.0, 10.0, 0.4);
+        assert_eq!(choose(&[(0, c), (1, d)], 0.0), Some((1, false)));
+        assert_eq!(choose(&[], 0.0), None);
+    }
+}

@@ -1,0 +1,168 @@
+//! Replayed measurements: the render and step times of an app run, fed to the simulator in
+//! place of the scenario's times (format in `assets/scenarios/README.md`).
+//!
+//! ```json
+//! { "format": "heimdall-replay/1",
+//!   "render_ms": [2.71, 2.69, 2.80],
+//!   "models": { "face": { "gpu_step_ms": [[0.41, 1.2, null], [0.39, 1.3, null]],
+//!                         "cpu_step_ms": [[null, null, 0.61]] } } }
+//! ```
+//!
+//! Frame `f` renders in `render_ms[f % len]`; inference `k` of a model runs step `i` in
+//! `gpu_step_ms[k % runs][i]` on the GPU and `cpu_step_ms[k % runs][i]` on the CPU. A `null`, a
+//! missing list or a missing model falls back to the scenario's time.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::scenario::Scenario;
+
+/// The format tag of a replay file.
+pub const REPLAY_FORMAT: &str = "heimdall-replay/1";
+
+/// Errors reading or applying a replay. Messages name the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not JSON, an unknown field, or a value of the wrong type.
+    #[error("bad replay JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A value is out of range or does not match the scenario.
+    #[error("bad replay: `{field}` {problem}")]
+    Invalid {
+        /// Path of the field, e.g. `models.face.gpu_step_ms[2][7]`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Measured times of one model: per inference, per step (ms; `None` where not measured).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTrace {
+    /// GPU time of each step, one list per measured inference.
+    #[serde(default)]
+    pub gpu_step_ms: Vec<Vec<Option<f64>>>,
+    /// CPU time of each step, one list per measured inference.
+    #[serde(default)]
+    pub cpu_step_ms: Vec<Vec<Option<f64>>>,
+}
+
+/// The measured times of an app run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replay {
+    /// Must be [`REPLAY_FORMAT`].
+    pub format: String,
+    /// Render time of each frame, ms (cycled; empty: the scenario's).
+    #[serde(default)]
+    pub render_ms: Vec<f64>,
+    /// Per model (by scenario name).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelTrace>,
+}
+
+fn invalid(field: String, problem: &str) -> ReplayError {
+    ReplayError::Invalid {
+        field,
+        problem: problem.into(),
+    }
+}
+
+impl Replay {
+    /// Parses a replay (checked against a scenario with [`Replay::check`]).
+    pub fn from_json(text: &str) -> Result<Self, ReplayError> {
+        let r: Replay = serde_json::from_str(text)?;
+        if r.format != REPLAY_FORMAT {
+            return Err(invalid("format".into(), "must be \"heimdall-replay/1\""));
+        }
+        Ok(r)
+    }
+
+    /// Reads and parses a replay file.
+    pub fn from_file(path: &Path) -> Result<Self, ReplayError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReplayError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        Self::from_json(&text)
+    }
+
+    /// The replay as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a replay always serialises")
+    }
+
+    /// Checks that every model is in `scenario` with as many steps as each list has, and that
+    /// every time is finite and >= 0.
+    pub fn check(&self, scenario: &Scenario) -> Result<(), ReplayError> {
+        for (k, &t) in self.render_ms.iter().enumerate() {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(invalid(
+                    format!("render_ms[{k}]"),
+                    "must be finite and >= 0",
+                ));
+            }
+        }
+        for (name, m) in &self.models {
+            let Some(d) = scenario.dnns.iter().find(|d| &d.name == name) else {
+                return Err(invalid(
+                    format!("models.{name}"),
+                    "is not a DNN of the scenario",
+                ));
+            };
+            for (lane, runs) in [
+                ("gpu_step_ms", &m.gpu_step_ms),
+                ("cpu_step_ms", &m.cpu_step_ms),
+            ] {
+                for (r, run) in runs.iter().enumerate() {
+                    let field = format!("models.{name}.{lane}[{r}]");
+                    if run.len() != d.gpu_op_ms.len() {
+                        return Err(invalid(
+                            field,
+                            &format!(
+                                "has {} steps; the scenario's model has {}",
+                                run.len(),
+                                d.gpu_op_ms.len()
+                            ),
+                        ));
+                    }
+                    for (i, t) in run.iter().enumerate() {
+                        if t.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
+                            return Err(invalid(
+                                format!("{field}[{i}]"),
+                                "must be finite and >= 0",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Render time of frame `f`, if replayed.
+    pub fn render(&self, f: usize) -> Option<f64> {
+        (!self.render_ms.is_empty()).then(|| self.render_ms[f % self.render_ms.len()])
+    }
+
+    /// Time of step `i` of inference `k` of `model` on the GPU (`gpu`) or the CPU, if replayed.
+    pub fn step(&self, model: &str, gpu: bool, k: usize, i: usize) -> Option<f64> {
+        let m = self.models.get(model)?;
+        let runs = if gpu { &m.gpu_step_ms } else { &m.cpu_step_ms };
+        if runs.is_empty() {
+            return None;
+        }
+        runs[k % runs.len()].get(i).copied().flatten()
+    }
+}
