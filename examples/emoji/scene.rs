@@ -45,8 +45,12 @@ impl Plugin for EmojiScene {
     fn build(&self, app: &mut App) {
         app.add_plugins(Material2dPlugin::<BackgroundMaterial>::default())
             .insert_resource(GroundTruth(self.clip.clone()))
+            .init_resource::<Skew>()
             .add_systems(Startup, setup)
-            .add_systems(Update, (show_camera_frame, place_emoji));
+            .add_systems(
+                Update,
+                (show_camera_frame, place_emoji, report_skew).chain(),
+            );
         let shader = Shader::from_wgsl(
             include_str!("../../shaders/emoji_background.wgsl"),
             "shaders/emoji_background.wgsl",
@@ -89,6 +93,11 @@ impl Material2d for BackgroundMaterial {
 /// The clip, for its face ground truth.
 #[derive(Resource)]
 struct GroundTruth(Clip);
+
+/// Per frame, how many camera frames the picture on screen is ahead of the face result drawn on
+/// it (0 with `--synced-background`).
+#[derive(Resource, Default)]
+struct Skew(Vec<u64>);
 
 #[derive(Resource)]
 struct Scene {
@@ -177,7 +186,11 @@ fn setup(
         ..OrthographicProjection::default_2d()
     }));
 
-    let source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
+    let mut source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
+    if args.synced_background {
+        // Enough frames to cover the capture-to-result latency.
+        source = source.with_history(12);
+    }
     let camera_source = harness::spawn_camera(&mut commands, source);
     let detector = commands
         .spawn(
@@ -268,13 +281,18 @@ fn to_world(uv: Vec2, size: Vec2) -> Vec2 {
     Vec2::new((uv.x - 0.5) * size.x, (0.5 - uv.y) * size.y)
 }
 
+/// The camera frame on screen: the newest, or (synced) the one the face result came from; the
+/// skew between the picture and the result drawn on it goes into `stats.json`.
+#[allow(clippy::too_many_arguments)]
 fn show_camera_frame(
     scene: Res<Scene>,
     args: Res<AppArgs>,
     frames: Query<&CameraFrame>,
     masks: Query<&PersonMask>,
+    faces: Query<&FaceDetections>,
     mut quads: Query<&mut Transform>,
     mut materials: ResMut<Assets<BackgroundMaterial>>,
+    mut skew: ResMut<Skew>,
 ) {
     if let (Ok(f), Ok(mut t)) = (
         frames.get(scene.camera_source),
@@ -286,10 +304,20 @@ fn show_camera_frame(
     let Some(mut m) = materials.get_mut(&scene.background) else {
         return;
     };
-    if let Ok(f) = frames.get(scene.camera_source)
-        && m.camera != f.image
-    {
-        m.camera = f.image.clone();
+    if let Ok(f) = frames.get(scene.camera_source) {
+        let result = faces.get(scene.detector).ok().map(|r| r.frame_index);
+        let (shown, index) = match result {
+            Some(i) if args.synced_background => {
+                f.image_of(i).map_or((&f.image, f.index), |h| (h, i))
+            }
+            _ => (&f.image, f.index),
+        };
+        if m.camera != *shown {
+            m.camera = shown.clone();
+        }
+        if let Some(r) = result {
+            skew.0.push(index.saturating_sub(r));
+        }
     }
     if let Ok(mask) = masks.get(scene.selfie)
         && m.mask != mask.image
@@ -377,4 +405,19 @@ fn log_faces(
     report
         .0
         .insert("face_results_with_a_face".into(), json!(k + with_face));
+}
+
+/// The skew summary into `stats.json` (kept up to date: the harness writes the report at exit).
+fn report_skew(skew: Res<Skew>, mut report: ResMut<AppReport>) {
+    if !skew.is_changed() || skew.0.is_empty() {
+        return;
+    }
+    let n = skew.0.len() as f64;
+    let mean = skew.0.iter().sum::<u64>() as f64 / n;
+    let max = skew.0.iter().copied().max().unwrap_or(0);
+    let zero = skew.0.iter().filter(|&&k| k == 0).count() as f64 / n;
+    report.0.insert(
+        "display_skew_frames".into(),
+        json!({"mean": mean, "max": max, "share_zero": zero, "frames": skew.0.len()}),
+    );
 }

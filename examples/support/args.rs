@@ -56,6 +56,9 @@ pub struct AppArgs {
     pub extra_models: u32,
     /// Seconds between scripted events in headless runs (0: none).
     pub events: f64,
+    /// Show the camera frame the visible results came from, not the newest one (a small ring of
+    /// camera textures), so overlays never lag the picture.
+    pub synced_background: bool,
 }
 
 impl Default for AppArgs {
@@ -78,6 +81,7 @@ impl Default for AppArgs {
             scene_load: 0,
             extra_models: 0,
             events: 0.0,
+            synced_background: false,
         }
     }
 }
@@ -86,7 +90,7 @@ impl Default for AppArgs {
 pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
-    [--scene-load N] [--extra-models N] [--events SECONDS]";
+    [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -130,6 +134,7 @@ impl AppArgs {
                 "--scene-load" => a.scene_load = num(&value("--scene-load")?)?,
                 "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
                 "--events" => a.events = num(&value("--events")?)?,
+                "--synced-background" => a.synced_background = true,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }

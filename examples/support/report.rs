@@ -34,6 +34,7 @@ pub fn report(
         "scene_load": args.scene_load,
         "force_cpu": args.force_cpu,
         "events_s": args.events,
+        "synced_background": args.synced_background,
     });
     for (k, x) in &app.0 {
         v[k] = x.clone();

@@ -318,3 +318,41 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// With `--synced-background` the picture on screen is the frame the face result drawn on it
+/// came from (skew 0 on every frame); without it the newest frame is shown and runs ahead.
+#[test]
+fn synced_background_shows_the_results_frame() {
+    let mut skews = Vec::new();
+    for synced in [false, true] {
+        let out = temp(if synced {
+            "emoji-synced"
+        } else {
+            "emoji-unsynced"
+        });
+        let mut args = vec![
+            "--frames",
+            "80",
+            "--save-every",
+            "0",
+            "--resolution",
+            "160x90",
+        ];
+        if synced {
+            args.push("--synced-background");
+        }
+        if skip_gpu() {
+            args.push("--force-cpu");
+        }
+        run_emoji(&out, &args);
+        let s = stats(&out);
+        let skew = &s["display_skew_frames"];
+        assert!(skew["frames"].as_u64().unwrap_or(0) >= 20, "{skew}");
+        skews.push(skew["max"].as_u64().expect("max skew"));
+    }
+    assert!(
+        skews[0] > 0,
+        "the unsynced picture never ran ahead of its results"
+    );
+    assert_eq!(skews[1], 0, "a synced background lagged or led its results");
+}

@@ -75,6 +75,7 @@ pub struct CameraSource {
     pub pacing: FramePacing,
     next_due: Duration,
     failed: bool,
+    history: usize,
 }
 
 impl CameraSource {
@@ -85,7 +86,15 @@ impl CameraSource {
             pacing,
             next_due: Duration::ZERO,
             failed: false,
+            history: 1,
         }
+    }
+
+    /// Keeps the textures of the latest `frames` frames (at least 1) instead of one texture
+    /// rewritten in place, for a background synced with results ([`CameraFrame::image_of`]).
+    pub fn with_history(mut self, frames: usize) -> Self {
+        self.history = frames.max(1);
+        self
     }
 
     /// The source's description.
@@ -126,6 +135,20 @@ pub struct CameraFrame {
     /// (the utility's content variation `C`).
     pub content_variation: f64,
     thumb: Vec<f32>,
+    /// The textures of the latest frames, oldest first (see [`CameraSource::with_history`]).
+    history: std::collections::VecDeque<(u64, Handle<Image>)>,
+}
+
+impl CameraFrame {
+    /// The texture of frame `index`, if it is still among the kept ones: a background synced
+    /// with results shows the frame they were computed from (`image_of(result.frame_index)`), so
+    /// overlays never lag the picture.
+    pub fn image_of(&self, index: u64) -> Option<&Handle<Image>> {
+        self.history
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, h)| h)
+    }
 }
 
 /// A 16x16 luma thumbnail (box filter) of an RGBA8 frame.
@@ -229,12 +252,24 @@ pub(crate) fn advance_sources(
         match frame {
             Some(mut frame) => {
                 if frame.size != size {
-                    frame.image = images.add(new_texture(size));
+                    frame.history.clear();
                     frame.size = size;
                 }
-                if let Some(mut image) = images.get_mut(&frame.image) {
+                // The next texture: a new one while the ring fills, else the oldest one.
+                let handle = if frame.history.len() < source.history {
+                    images.add(new_texture(size))
+                } else {
+                    frame
+                        .history
+                        .pop_front()
+                        .map_or_else(|| images.add(new_texture(size)), |(_, h)| h)
+                };
+                if let Some(mut image) = images.get_mut(&handle) {
                     image.data = Some(rgba.data.clone());
                 }
+                let next = frame.index + 1;
+                frame.history.push_back((next, handle.clone()));
+                frame.image = handle;
                 frame.content_variation = frame
                     .thumb
                     .iter()
@@ -250,8 +285,10 @@ pub(crate) fn advance_sources(
             None => {
                 let mut image = new_texture(size);
                 image.data = Some(rgba.data.clone());
+                let image = images.add(image);
                 commands.entity(entity).insert(CameraFrame {
-                    image: images.add(image),
+                    history: [(0, image.clone())].into(),
+                    image,
                     index: 0,
                     capture_time: now,
                     size,
