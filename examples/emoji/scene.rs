@@ -188,8 +188,8 @@ fn setup(
 
     let mut source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
     if args.synced_background {
-        // Enough frames to cover the capture-to-result latency.
-        source = source.with_history(12);
+        // Enough frames to cover the capture-to-result latency: half a second of them.
+        source = source.with_history((args.fps * 0.5).ceil().max(4.0) as usize);
     }
     let camera_source = harness::spawn_camera(&mut commands, source);
     let detector = commands
