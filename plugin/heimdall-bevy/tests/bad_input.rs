@@ -88,7 +88,6 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
         .spawn(Dnn::new(healthy_model, no_camera))
         .id();
 
-    let start = std::time::Instant::now();
     let healthy_results = |app: &App| {
         app.world()
             .resource::<common::Results>()
@@ -97,9 +96,9 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
             .filter(|r| r.entity == healthy)
             .count()
     };
-    while healthy_results(&app) < 5 && start.elapsed().as_secs() < 120 {
-        app.update();
-    }
+    common::run_until(&mut app, std::time::Duration::from_secs(120), |app| {
+        healthy_results(app) >= 5
+    });
     assert!(
         healthy_results(&app) >= 5,
         "the healthy DNN stopped delivering"

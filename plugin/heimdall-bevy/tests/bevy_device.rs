@@ -34,10 +34,9 @@ fn inference_runs_on_bevys_render_device() {
             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
             .with_decoder(FaceDecoder::default()),
     );
-    let start = std::time::Instant::now();
-    while app.world().resource::<common::Results>().0.len() < 3 && start.elapsed().as_secs() < 180 {
-        app.update();
-    }
+    common::run_until(&mut app, std::time::Duration::from_secs(180), |app| {
+        app.world().resource::<common::Results>().0.len() >= 3
+    });
     let results = &app.world().resource::<common::Results>().0;
     assert!(results.len() >= 3, "only {} results", results.len());
     assert!(results.iter().all(|r| r.output.backend == Backend::Gpu));

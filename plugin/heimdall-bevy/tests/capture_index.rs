@@ -83,10 +83,9 @@ fn results_carry_the_capture_index_of_their_input_frame() {
                 all.0.push((*index, r.output.frame_index));
             },
         );
-    let start = std::time::Instant::now();
-    while app.world().resource::<Indices>().0.len() < 10 && start.elapsed().as_secs() < 120 {
-        app.update();
-    }
+    common::run_until(&mut app, std::time::Duration::from_secs(120), |app| {
+        app.world().resource::<Indices>().0.len() >= 10
+    });
     let indices = &app.world().resource::<Indices>().0;
     assert!(
         indices.len() >= 10,

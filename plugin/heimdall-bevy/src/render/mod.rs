@@ -24,7 +24,7 @@ pub mod timer;
 
 use bevy::core_pipeline::schedule::camera_driver;
 use bevy::prelude::*;
-use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems};
+use bevy::render::renderer::{RenderGraph, RenderGraphSystems};
 use bevy::render::{ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems};
 
 use crate::camera::{ExtractedFrames, extract_frames};
@@ -88,7 +88,7 @@ pub(crate) fn build(
                 extract::extract_display_and_trace,
             ),
         )
-        .add_systems(RenderStartup, on_new_device)
+        .add_systems(RenderStartup, on_render_startup)
         .add_systems(
             Render,
             (
@@ -131,6 +131,10 @@ fn install(world: &mut World) {
     let settings = world.resource::<HeimdallSettings>().clone();
     let (backend, info) = backend::choose(world, &settings);
     let gpu = backend.gpu().is_some();
+    // Readbacks of the old device are dropped, not read: its buffers are gone.
+    if let Some(waiter) = world.get_resource::<readback::ReadbackWaiter>() {
+        waiter.set_device(backend.device.clone());
+    }
     world
         .resource::<Outbox>()
         .send(RenderMessage::Backend(info));
@@ -139,18 +143,13 @@ fn install(world: &mut World) {
     world.insert_resource(models::RenderDnns::default());
 }
 
-/// A new render device (first start or recovery after a lost device): everything compiled for
-/// the old one is dropped and rebuilt.
-fn on_new_device(world: &mut World) {
-    let Some(old) = world.get_resource::<backend::InferenceBackend>() else {
-        return;
-    };
-    let same = match (&old.device, world.get_resource::<RenderDevice>()) {
-        (Some(old), Some(d)) => *old == *d.wgpu_device(),
-        (None, None) => true,
-        _ => false,
-    };
-    if same {
+/// Bevy runs `RenderStartup` once for the device `Plugin::finish` saw, then again every time it
+/// makes a new one (recovery after a lost device): everything compiled for the old device is
+/// dropped and rebuilt. (Devices cannot be told apart by comparison: a new device may reuse the
+/// old one's id once that is dropped.)
+fn on_render_startup(world: &mut World, mut started: Local<bool>) {
+    if !*started {
+        *started = true;
         return;
     }
     warn!("heimdall: the render device changed; recompiling every model");

@@ -34,6 +34,9 @@ struct Pending {
     since: Instant,
 }
 
+/// The device readbacks may be read from (`None`: none).
+type CurrentDevice = Arc<std::sync::Mutex<Option<wgpu::Device>>>;
+
 /// A readback that ended: the DNN is idle again.
 pub(crate) struct ReadbackDone {
     pub dnn: Entity,
@@ -46,6 +49,15 @@ pub(crate) struct ReadbackWaiter {
     tx: Option<Sender<Pending>>,
     pub done: Mailbox<ReadbackDone>,
     thread: Option<JoinHandle<()>>,
+    device: CurrentDevice,
+}
+
+impl ReadbackWaiter {
+    /// The render device readbacks belong to from now on: pending readbacks of another device
+    /// (a lost one) are dropped unread.
+    pub fn set_device(&self, device: Option<wgpu::Device>) {
+        *self.device.lock().unwrap_or_else(|e| e.into_inner()) = device;
+    }
 }
 
 impl Default for ReadbackWaiter {
@@ -53,14 +65,17 @@ impl Default for ReadbackWaiter {
         let (tx, rx) = unbounded::<Pending>();
         let done = Mailbox::default();
         let done_tx = done.sender();
+        let device = CurrentDevice::default();
+        let current = device.clone();
         let thread = std::thread::Builder::new()
             .name("heimdall-readback".into())
-            .spawn(move || wait_loop(rx, done_tx))
+            .spawn(move || wait_loop(rx, done_tx, current))
             .ok();
         ReadbackWaiter {
             tx: Some(tx),
             done,
             thread,
+            device,
         }
     }
 }
@@ -74,7 +89,7 @@ impl Drop for ReadbackWaiter {
     }
 }
 
-fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>) {
+fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: CurrentDevice) {
     let mut pending: Vec<Pending> = Vec::new();
     loop {
         if pending.is_empty() {
@@ -94,15 +109,17 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>) {
             // Runs the map callbacks that are due; never waits on the GPU.
             let _ = p.gpu.context().device.poll(wgpu::PollType::Poll);
         }
+        let device = current.lock().map(|d| d.clone()).unwrap_or(None);
         pending.retain(|p| {
-            let result = match p.gpu.take_outputs() {
+            let alive = device.as_ref() == Some(&p.gpu.context().device);
+            let result = match take(p, alive) {
                 Ok(None) if p.since.elapsed() < READBACK_TIMEOUT => return true,
                 Ok(None) => Err(format!(
                     "no outputs after {} s (device lost?)",
                     READBACK_TIMEOUT.as_secs()
                 )),
                 Ok(Some(outputs)) => Ok(outputs),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(e),
             };
             let dnn = p.finish.dnn;
             let error = match result {
@@ -118,6 +135,19 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>) {
         if !pending.is_empty() {
             std::thread::sleep(POLL_EVERY);
         }
+    }
+}
+
+/// The outputs of `p` if its device is the current one. A device lost between this check and
+/// the read makes wgpu panic inside `get_mapped_range`: that panic is caught here and reported as
+/// a lost readback (the plugin rebuilds on the new device at the next frame).
+fn take(p: &Pending, alive: bool) -> Result<Option<Vec<Vec<f32>>>, String> {
+    if !alive {
+        return Err("the device was lost; the result is dropped".into());
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.gpu.take_outputs())) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("the device was lost while reading the outputs".into()),
     }
 }
 

@@ -155,3 +155,15 @@ fn quiet_runtime_dir() {
         }
     });
 }
+
+/// Updates `app` until `done` holds or `timeout` passes; fails the test if the app asks to exit
+/// (Bevy quits on a wgpu validation error or a lost device: no test may see one).
+pub fn run_until(app: &mut App, timeout: std::time::Duration, mut done: impl FnMut(&App) -> bool) {
+    let start = std::time::Instant::now();
+    while !done(app) && start.elapsed() < timeout {
+        app.update();
+        if let Some(exit) = app.should_exit() {
+            panic!("the app asked to exit ({exit:?}): a render error (validation, device lost)?");
+        }
+    }
+}
