@@ -5,7 +5,9 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use heimdall_ir::shape::as_nhwc;
-use heimdall_ir::{Activation, Graph, Op, OpKind, TensorId, UnaryKind};
+use heimdall_ir::{
+    Activation, BinaryFn, BlockOrder, Graph, Op, OpKind, ReduceKind, TensorId, UnaryKind,
+};
 
 use crate::error::CpuError;
 use crate::kernels::conv::PackedConv;
@@ -101,16 +103,13 @@ enum Kernel {
     /// load-time passes are off, e.g. fp16 weights still behind a `DEQUANTIZE` op): its weights
     /// are packed on every run.
     Dynamic(DynamicKind, Window),
-    Landmarks2TransformMatrix(
-        heimdall_ir::mediapipe::Landmarks2TransformMatrixAttrs,
-        Vec<usize>,
-    ),
+    Landmarks2TransformMatrix(heimdall_ir::Landmarks2TransformMatrixAttrs, Vec<usize>),
     TransformTensorBilinear(
-        heimdall_ir::mediapipe::TransformTensorBilinearAttrs,
+        heimdall_ir::TransformTensorBilinearAttrs,
         Vec<usize>,
         Vec<usize>,
     ),
-    TransformLandmarks(heimdall_ir::mediapipe::TransformLandmarksAttrs, Vec<usize>),
+    TransformLandmarks(heimdall_ir::TransformLandmarksAttrs, Vec<usize>),
     Transpose {
         shape: Vec<usize>,
         perm: Vec<usize>,
@@ -286,7 +285,10 @@ impl CpuModel {
             }
             let act = match op.epilogue.activation {
                 Activation::None => EpAct::None,
-                Activation::Unary(u) => EpAct::Unary(u),
+                Activation::Unary(u) if u.fusable() => EpAct::Unary(u),
+                Activation::Unary(u) => {
+                    return Err(err(format!("{} cannot be a fused activation", u.name())));
+                }
                 Activation::Prelu(a) => {
                     let n = graph.tensor(a).numel();
                     let c = graph
@@ -704,6 +706,7 @@ fn unary_act(u: UnaryKind) -> Act<'static> {
         UnaryKind::Logistic => Act::Logistic,
         UnaryKind::HardSwish => Act::HardSwish,
         UnaryKind::Tanh => Act::Tanh,
+        other => unreachable!("{} is not an activation (checked at compile)", other.name()),
     }
 }
 
@@ -863,43 +866,32 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
                 0,
             )
         }
-        OpKind::Mean { axes, .. } => (
+        OpKind::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            ..
+        } => (
             Kernel::Mean {
                 shape: shape(0),
                 axes: axes.clone(),
             },
             0,
         ),
-        OpKind::Add | OpKind::Sub | OpKind::Mul => {
-            let bop = match op.kind {
-                OpKind::Add => BinaryOp::Add,
-                OpKind::Sub => BinaryOp::Sub,
-                _ => BinaryOp::Mul,
-            };
-            (
-                Kernel::Binary {
-                    op: bop,
-                    a: shape(0),
-                    b: shape(1),
-                },
-                0,
-            )
-        }
-        OpKind::Prelu => (
+        OpKind::Binary(BinaryFn::Prelu) => (
             Kernel::Prelu {
                 x: shape(0),
                 alpha: shape(1),
             },
             0,
         ),
-        OpKind::Unary(u) => (
+        OpKind::Unary(u) if u.fusable() => (
             Kernel::Unary {
                 kind: *u,
                 channels: out_shape.last().copied().unwrap_or(1),
             },
             0,
         ),
-        OpKind::Pad { pads } => (
+        OpKind::Pad { pads, mode } if mode.is_zero() => (
             Kernel::Pad {
                 shape: shape(0),
                 pads: pads.iter().map(|p| (p[0], p[1])).collect(),
@@ -940,11 +932,9 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
             },
             0,
         ),
-        OpKind::ResizeBilinear {
-            align_corners,
-            half_pixel_centers,
-        } => {
+        OpKind::Resize(a) if a.tflite_flags().is_some() => {
             let x = shape(0);
+            let (align_corners, half_pixel_centers) = a.tflite_flags().expect("checked");
             (
                 Kernel::Resize(ResizeBilinear {
                     in_h: x[1],
@@ -952,13 +942,16 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
                     channels: x[3],
                     out_h: out4[1],
                     out_w: out4[2],
-                    align_corners: *align_corners,
-                    half_pixel_centers: *half_pixel_centers,
+                    align_corners,
+                    half_pixel_centers,
                 }),
                 0,
             )
         }
-        OpKind::DepthToSpace { block } => {
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Dcr,
+        } => {
             let x = shape(0);
             (
                 Kernel::DepthToSpace {
@@ -1003,7 +996,7 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
             },
             0,
         ),
-        OpKind::Math(f) => (Kernel::Math(prepare_ext::math_fn(*f)), 0),
+        OpKind::Unary(f) => (Kernel::Math(prepare_ext::math_fn(*f)), 0),
         OpKind::Binary(f) => (
             Kernel::Binary {
                 op: prepare_ext::binary_op(*f),
@@ -1047,7 +1040,7 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
                 0,
             )
         }
-        OpKind::PadWith { pads, mode } => (
+        OpKind::Pad { pads, mode } => (
             Kernel::PadWith {
                 shape: shape(0),
                 pads: pads.iter().map(|p| (p[0], p[1])).collect(),
@@ -1085,7 +1078,11 @@ fn prepare(graph: &Graph, op: &Op) -> Result<(Kernel, usize), String> {
             },
             0,
         ),
-        OpKind::SpaceToDepth { block } | OpKind::DepthToSpaceCrd { block } => {
+        OpKind::SpaceToDepth { block }
+        | OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Crd,
+        } => {
             let x = shape(0);
             let (h, w, c, block) = (x[1], x[2], x[3], *block);
             (

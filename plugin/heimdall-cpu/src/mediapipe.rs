@@ -12,7 +12,7 @@
 //! `double`, so results agree with them to the last bit or so (transcendental functions come from
 //! the platform's libm in both).
 
-use heimdall_ir::mediapipe::{
+use heimdall_ir::{
     Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
 };
 

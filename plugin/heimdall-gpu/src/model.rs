@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use heimdall_ir::{Graph, OpKind};
+use heimdall_ir::{Graph, OpKind, ReduceKind};
 use wgpu::util::DeviceExt;
 
 use crate::context::{GpuContext, Tuning};
@@ -189,7 +189,14 @@ fn tensor_precisions(graph: &Graph, model: Precision, ops: &[Precision]) -> Vec<
         }
     }
     for op in &graph.ops {
-        if matches!(op.kind, OpKind::AvgPool2d(_) | OpKind::Mean { .. }) {
+        if matches!(
+            op.kind,
+            OpKind::AvgPool2d(_)
+                | OpKind::Reduce {
+                    kind: ReduceKind::Mean,
+                    ..
+                }
+        ) {
             for o in &op.outputs {
                 out[o.index()] = Precision::F32;
             }

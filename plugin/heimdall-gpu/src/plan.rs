@@ -23,30 +23,21 @@ pub fn has_gpu_kernel(kind: &OpKind) -> bool {
             | OpKind::FullyConnected
             | OpKind::MaxPool2d(_)
             | OpKind::AvgPool2d(_)
-            | OpKind::Mean { .. }
-            | OpKind::Add
-            | OpKind::Sub
-            | OpKind::Mul
-            | OpKind::Prelu
             | OpKind::Unary(_)
+            | OpKind::Binary(_)
             | OpKind::Pad { .. }
             | OpKind::Reshape
             | OpKind::Concatenation { .. }
-            | OpKind::ResizeBilinear { .. }
             | OpKind::DepthToSpace { .. }
             | OpKind::StridedSlice(_)
             // The ONNX-only op kinds.
             | OpKind::Transpose { .. }
-            | OpKind::Math(_)
-            | OpKind::Binary(_)
             | OpKind::InstanceNorm { .. }
             | OpKind::Resize(_)
-            | OpKind::PadWith { .. }
             | OpKind::Softmax { .. }
             | OpKind::MatMul
             | OpKind::Reduce { .. }
             | OpKind::SpaceToDepth { .. }
-            | OpKind::DepthToSpaceCrd { .. }
             | OpKind::Where
             // The MediaPipe custom ops of face_landmark_with_attention.
             | OpKind::Landmarks2TransformMatrix(_)

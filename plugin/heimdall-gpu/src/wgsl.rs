@@ -40,7 +40,7 @@ pub struct BindingDecl {
 }
 
 /// The activation applied in a kernel's epilogue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EpilogueAct {
     /// Identity.
     None,
@@ -51,7 +51,7 @@ pub enum EpilogueAct {
 }
 
 /// The fused epilogue of a kernel: `act(v + res[i])`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpilogueDecl {
     /// Precision of the residual tensor, if there is one.
     pub residual: Option<Precision>,
@@ -68,7 +68,7 @@ impl EpilogueDecl {
 }
 
 /// Everything needed to compose one kernel's WGSL source.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KernelSource {
     /// Kernel name (the file name in `shaders/` without `.wgsl`).
     pub name: &'static str,
@@ -252,6 +252,7 @@ fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) {
         // tanh saturates long before 20; clamping avoids inf/inf in some implementations.
         EpilogueAct::Unary(UnaryKind::Tanh) => "tanh(clamp(r, vec4<f32>(-20.0), vec4<f32>(20.0)))",
         EpilogueAct::Prelu => "select(alpha_load(slice) * r, r, r >= vec4<f32>(0.0))",
+        EpilogueAct::Unary(other) => unreachable!("{} is not an epilogue activation", other.name()),
     };
     let _ = writeln!(s, "    return {act};\n}}");
 }

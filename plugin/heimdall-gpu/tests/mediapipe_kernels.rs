@@ -14,10 +14,10 @@ mod common;
 
 use common::{GraphBuilder, run_cpu, run_gpu, with_trailer};
 use heimdall_gpu::{GpuError, GpuModel, GpuOptions, Placement, Precision};
-use heimdall_ir::mediapipe::{
-    Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
+use heimdall_ir::{
+    BinaryFn, Epilogue, Graph, Landmarks2TransformMatrixAttrs, OpKind, TransformLandmarksAttrs,
+    TransformTensorBilinearAttrs, UnaryKind,
 };
-use heimdall_ir::{Epilogue, Graph, OpKind, UnaryKind};
 
 /// Tolerance on the relative L2 error per storage precision.
 fn tolerance(p: Precision) -> f64 {
@@ -522,7 +522,12 @@ fn chained_like_the_model() {
             Epilogue::default(),
         );
         let one = b.constant(&[1], 5);
-        let m2 = b.op(OpKind::Mul, vec![m, one], &[1, 4, 4], Epilogue::default());
+        let m2 = b.op(
+            OpKind::Binary(BinaryFn::Mul),
+            vec![m, one],
+            &[1, 4, 4],
+            Epilogue::default(),
+        );
         let ttb = TransformTensorBilinearAttrs {
             output_height: 9,
             output_width: 11,
@@ -639,7 +644,12 @@ fn cpu_steps_still_run_between_gpu_ranges() {
     );
     let d = b.op(OpKind::Dequantize, vec![a], &shape, Epilogue::default());
     let k = b.constant(&[6], 3);
-    let y = b.op(OpKind::Add, vec![d, k], &shape, Epilogue::default());
+    let y = b.op(
+        OpKind::Binary(BinaryFn::Add),
+        vec![d, k],
+        &shape,
+        Epilogue::default(),
+    );
     let graph = b.finish(vec![y]);
     let placement = heimdall_gpu::plan::placement(&graph);
     assert_eq!(

@@ -14,9 +14,14 @@
 //! then lets the crate decode it. Malformed input yields `Err`, never a panic.
 
 use flexbuffers::{FlexBufferType, MapReader, Reader};
-use heimdall_ir::mediapipe::{
+use heimdall_ir::{
     Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
 };
+
+/// The operator-code version of the MediaPipe custom ops whose semantics heimdall implements
+/// (version 1 has other options and semantics: no pixel-centre correction, rank-4 landmarks, a
+/// `scale` option); the importer refuses the others.
+pub const MEDIAPIPE_OP_VERSION: i32 = 2;
 
 /// Parses the options of `Landmarks2TransformMatrix` (version 2).
 ///
@@ -24,7 +29,7 @@ use heimdall_ir::mediapipe::{
 /// `right_rotation_idx` (non-negative ints), `output_height`, `output_width` (positive ints),
 /// `scale_x`, `scale_y` (finite positive numbers). Optional: `target_rotation_radians`
 /// (number, default 0). Index ranges are checked against the landmarks tensor by
-/// `heimdall_ir::mediapipe::landmarks_to_transform_matrix_output_shape`.
+/// `heimdall_ir::ops::landmarks_to_transform::infer`.
 pub fn parse_landmarks_to_transform_matrix(
     custom_options: &[u8],
 ) -> Result<Landmarks2TransformMatrixAttrs, String> {

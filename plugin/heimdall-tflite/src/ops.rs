@@ -2,8 +2,8 @@
 
 use heimdall_ir::shape::same_padding;
 use heimdall_ir::{
-    Activation, ConvAttrs, Graph, Op, OpKind, Pad2d, PoolAttrs, StridedSliceAttrs, TensorId,
-    UnaryKind,
+    Activation, BinaryFn, BlockOrder, ConvAttrs, Graph, Op, OpKind, Pad2d, PadMode, PoolAttrs,
+    ReduceKind, ResizeAttrs, StridedSliceAttrs, TensorId, UnaryKind,
 };
 
 use crate::builtin::B;
@@ -225,17 +225,17 @@ pub(crate) fn import_op(
             inputs = vec![input(0)?, input(1)?];
             let (kind, a) = match c.builtin {
                 B::ADD => (
-                    OpKind::Add,
+                    OpKind::Binary(BinaryFn::Add),
                     op.builtin_options_as_add_options()
                         .map(|o| o.fused_activation_function()),
                 ),
                 B::SUB => (
-                    OpKind::Sub,
+                    OpKind::Binary(BinaryFn::Sub),
                     op.builtin_options_as_sub_options()
                         .map(|o| o.fused_activation_function()),
                 ),
                 _ => (
-                    OpKind::Mul,
+                    OpKind::Binary(BinaryFn::Mul),
                     op.builtin_options_as_mul_options()
                         .map(|o| o.fused_activation_function()),
                 ),
@@ -368,7 +368,11 @@ pub(crate) fn import_op(
             let keep_dims = op
                 .builtin_options_as_reducer_options()
                 .is_some_and(|o| o.keep_dims());
-            OpKind::Mean { axes, keep_dims }
+            OpKind::Reduce {
+                kind: ReduceKind::Mean,
+                axes,
+                keep_dims,
+            }
         }
         B::PAD => {
             inputs = vec![input(0)?];
@@ -382,6 +386,7 @@ pub(crate) fn import_op(
                     .chunks(2)
                     .map(|c| [c[0] as usize, c[1] as usize])
                     .collect(),
+                mode: PadMode::ZERO,
             }
         }
         B::RESHAPE => {
@@ -435,10 +440,16 @@ pub(crate) fn import_op(
             {
                 return Err(fail(format!("size {size:?} does not match output {out:?}")));
             }
-            OpKind::ResizeBilinear {
-                align_corners: o.is_some_and(|o| o.align_corners()),
-                half_pixel_centers: o.is_some_and(|o| o.half_pixel_centers()),
-            }
+            let attrs = ResizeAttrs::tflite_bilinear(
+                o.is_some_and(|o| o.align_corners()),
+                o.is_some_and(|o| o.half_pixel_centers()),
+            )
+            .map_err(|message| ImportError::Unsupported {
+                index,
+                name: name.clone(),
+                message,
+            })?;
+            OpKind::Resize(attrs)
         }
         B::DEPTH_TO_SPACE => {
             inputs = vec![input(0)?];
@@ -449,7 +460,10 @@ pub(crate) fn import_op(
                 .ok()
                 .filter(|&b| (1..=64).contains(&b))
                 .ok_or_else(|| fail(format!("invalid block size {}", o.block_size())))?;
-            OpKind::DepthToSpace { block }
+            OpKind::DepthToSpace {
+                block,
+                order: BlockOrder::Dcr,
+            }
         }
         B::STRIDED_SLICE => {
             inputs = vec![input(0)?];
@@ -495,7 +509,7 @@ pub(crate) fn import_op(
         }
         B::PRELU => {
             inputs = vec![input(0)?, input(1)?];
-            OpKind::Prelu
+            OpKind::Binary(BinaryFn::Prelu)
         }
         B::CUSTOM => {
             let options = custom_options(op, file).map_err(&fail)?;
@@ -508,14 +522,14 @@ pub(crate) fn import_op(
                 custom,
                 "Landmarks2TransformMatrix" | "TransformTensorBilinear" | "TransformLandmarks"
             );
-            if mediapipe && c.version != heimdall_ir::mediapipe::MEDIAPIPE_OP_VERSION {
+            if mediapipe && c.version != mediapipe_options::MEDIAPIPE_OP_VERSION {
                 return Err(ImportError::Unsupported {
                     index,
                     name,
                     message: format!(
                         "version {} (heimdall implements version {})",
                         c.version,
-                        heimdall_ir::mediapipe::MEDIAPIPE_OP_VERSION
+                        mediapipe_options::MEDIAPIPE_OP_VERSION
                     ),
                 });
             }

@@ -12,7 +12,7 @@
 //! `model.rs`); a constant matrix input is uploaded in f32 too.
 
 use bytemuck::{Pod, Zeroable};
-use heimdall_ir::mediapipe::Landmarks2TransformMatrixAttrs;
+use heimdall_ir::Landmarks2TransformMatrixAttrs;
 
 use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
 use crate::layout::Phwc4;

@@ -24,7 +24,7 @@ pub mod space_depth;
 pub mod transpose;
 pub mod transpose_conv;
 
-use heimdall_ir::{Activation, Graph, Op, OpKind, TensorId};
+use heimdall_ir::{Activation, BinaryFn, BlockOrder, Graph, Op, OpKind, ReduceKind, TensorId};
 
 use crate::layout::Phwc4;
 use crate::precision::Precision;
@@ -237,33 +237,43 @@ pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
         OpKind::FullyConnected => fully_connected::build(ctx),
         OpKind::MaxPool2d(p) => pool::build(ctx, p, 0),
         OpKind::AvgPool2d(p) => pool::build(ctx, p, 1),
-        OpKind::Mean { axes, .. } => mean::build(ctx, axes),
-        OpKind::Add => elementwise::build(ctx, 1),
-        OpKind::Sub => elementwise::build(ctx, 2),
-        OpKind::Mul => elementwise::build(ctx, 3),
-        OpKind::Prelu => elementwise::build(ctx, 4),
-        OpKind::Unary(_) => elementwise::build(ctx, 0),
-        OpKind::ResizeBilinear {
-            align_corners,
-            half_pixel_centers,
-        } => resize::build(ctx, *align_corners, *half_pixel_centers),
-        OpKind::DepthToSpace { block } => depth_to_space::build(ctx, *block),
+        OpKind::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            ..
+        } => mean::build(ctx, axes),
+        OpKind::Binary(BinaryFn::Add) => elementwise::build(ctx, 1),
+        OpKind::Binary(BinaryFn::Sub) => elementwise::build(ctx, 2),
+        OpKind::Binary(BinaryFn::Mul) => elementwise::build(ctx, 3),
+        OpKind::Binary(BinaryFn::Prelu) => elementwise::build(ctx, 4),
+        OpKind::Unary(u) if u.fusable() => elementwise::build(ctx, 0),
+        OpKind::Resize(a) if a.tflite_flags().is_some() => {
+            let (align_corners, half_pixel_centers) = a.tflite_flags().expect("checked");
+            resize::build(ctx, align_corners, half_pixel_centers)
+        }
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Dcr,
+        } => depth_to_space::build(ctx, *block),
         OpKind::Reshape => gather::build_reshape(ctx),
-        OpKind::Pad { pads } => gather::build_pad(ctx, pads),
+        OpKind::Pad { pads, mode } if mode.is_zero() => gather::build_pad(ctx, pads),
         OpKind::StridedSlice(a) => gather::build_strided_slice(ctx, a),
         OpKind::Concatenation { axis } => gather::build_concat(ctx, *axis),
         OpKind::Transpose { perm } => transpose::build(ctx, perm),
-        OpKind::Math(f) => nary::build(ctx, nary::NaryFn::Math(*f)),
+        OpKind::Unary(f) => nary::build(ctx, nary::NaryFn::Math(*f)),
         OpKind::Binary(f) => nary::build(ctx, nary::NaryFn::Binary(*f)),
         OpKind::Where => nary::build(ctx, nary::NaryFn::Where),
         OpKind::InstanceNorm { epsilon } => instance_norm::build(ctx, *epsilon),
         OpKind::Resize(a) => resize_taps::build(ctx, a),
-        OpKind::PadWith { pads, mode } => pad_with::build(ctx, pads, *mode),
+        OpKind::Pad { pads, mode } => pad_with::build(ctx, pads, *mode),
         OpKind::Softmax { axis, log } => softmax::build(ctx, *axis, *log),
         OpKind::MatMul => matmul::build(ctx),
         OpKind::Reduce { kind, axes, .. } => reduce::build(ctx, *kind, axes),
         OpKind::SpaceToDepth { block } => space_depth::build(ctx, *block, false),
-        OpKind::DepthToSpaceCrd { block } => space_depth::build(ctx, *block, true),
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Crd,
+        } => space_depth::build(ctx, *block, true),
         OpKind::Landmarks2TransformMatrix(a) => mediapipe::build_landmarks_to_matrix(ctx, a),
         OpKind::TransformTensorBilinear(_) => mediapipe::build_transform_tensor(ctx),
         OpKind::TransformLandmarks(_) => mediapipe::build_transform_landmarks(ctx),

@@ -3,7 +3,7 @@
 //! `combine(a, b, c)`.
 
 use bytemuck::{Pod, Zeroable};
-use heimdall_ir::{BinaryFn, MathFn};
+use heimdall_ir::{BinaryFn, UnaryKind};
 
 use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
 use crate::layout::Phwc4;
@@ -15,7 +15,7 @@ use crate::wgsl::{Access, BindingDecl, KernelSource};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NaryFn {
     /// `f(a)`.
-    Math(MathFn),
+    Math(UnaryKind),
     /// `f(a, b)`.
     Binary(BinaryFn),
     /// `a != 0 ? b : c`.
@@ -37,26 +37,32 @@ impl NaryFn {
     fn expression(&self) -> &'static str {
         match self {
             NaryFn::Math(f) => match f {
-                MathFn::Clip { .. } => "min(max(a, vec4<f32>(params.f0)), vec4<f32>(params.f1))",
-                MathFn::LeakyRelu { .. } => "select(params.f0 * a, a, a >= vec4<f32>(0.0))",
-                MathFn::HardSigmoid { .. } => {
+                UnaryKind::Clip { .. } => "min(max(a, vec4<f32>(params.f0)), vec4<f32>(params.f1))",
+                UnaryKind::LeakyRelu { .. } => "select(params.f0 * a, a, a >= vec4<f32>(0.0))",
+                UnaryKind::HardSigmoid { .. } => {
                     "clamp(params.f0 * a + params.f1, vec4<f32>(0.0), vec4<f32>(1.0))"
                 }
-                MathFn::Elu { .. } => "select(params.f0 * (exp(a) - 1.0), a, a >= vec4<f32>(0.0))",
-                MathFn::Erf => "erf4(a)",
-                MathFn::Sqrt => "sqrt(a)",
-                MathFn::Exp => "exp(a)",
-                MathFn::Log => "log(a)",
-                MathFn::Abs => "abs(a)",
-                MathFn::Neg => "-a",
-                MathFn::Reciprocal => "1.0 / a",
-                MathFn::Floor => "floor(a)",
-                MathFn::Ceil => "ceil(a)",
-                MathFn::Softplus => "select(log(1.0 + exp(a)), a, a > vec4<f32>(20.0))",
-                MathFn::Softsign => "a / (1.0 + abs(a))",
-                MathFn::Identity => "a",
+                UnaryKind::Elu { .. } => {
+                    "select(params.f0 * (exp(a) - 1.0), a, a >= vec4<f32>(0.0))"
+                }
+                UnaryKind::Erf => "erf4(a)",
+                UnaryKind::Sqrt => "sqrt(a)",
+                UnaryKind::Exp => "exp(a)",
+                UnaryKind::Log => "log(a)",
+                UnaryKind::Abs => "abs(a)",
+                UnaryKind::Neg => "-a",
+                UnaryKind::Reciprocal => "1.0 / a",
+                UnaryKind::Floor => "floor(a)",
+                UnaryKind::Ceil => "ceil(a)",
+                UnaryKind::Softplus => "select(log(1.0 + exp(a)), a, a > vec4<f32>(20.0))",
+                UnaryKind::Softsign => "a / (1.0 + abs(a))",
+                UnaryKind::Identity => "a",
+                other => unreachable!("{} runs in the elementwise kernel", other.name()),
             },
             NaryFn::Binary(f) => match f {
+                BinaryFn::Add | BinaryFn::Sub | BinaryFn::Mul | BinaryFn::Prelu => {
+                    unreachable!("{} runs in the elementwise kernel", f.name())
+                }
                 BinaryFn::Div => "a / b",
                 BinaryFn::Pow => "pow4(a, b)",
                 BinaryFn::Max => "max(a, b)",
@@ -74,11 +80,10 @@ impl NaryFn {
     /// The float parameters `(f0, f1)`.
     fn params(&self) -> (f32, f32) {
         match *self {
-            NaryFn::Math(MathFn::Clip { min, max }) => (min, max),
-            NaryFn::Math(MathFn::LeakyRelu { alpha }) | NaryFn::Math(MathFn::Elu { alpha }) => {
-                (alpha, 0.0)
-            }
-            NaryFn::Math(MathFn::HardSigmoid { alpha, beta }) => (alpha, beta),
+            NaryFn::Math(UnaryKind::Clip { min, max }) => (min, max),
+            NaryFn::Math(UnaryKind::LeakyRelu { alpha })
+            | NaryFn::Math(UnaryKind::Elu { alpha }) => (alpha, 0.0),
+            NaryFn::Math(UnaryKind::HardSigmoid { alpha, beta }) => (alpha, beta),
             _ => (0.0, 0.0),
         }
     }

@@ -3,7 +3,7 @@
 //! space/depth): 4-D shape helpers and the catalogue of their composed variants for the naga
 //! validation test.
 
-use heimdall_ir::{BinaryFn, MathFn, ReduceKind};
+use heimdall_ir::{BinaryFn, ReduceKind, UnaryKind};
 
 use super::u32_of;
 use crate::precision::Precision;
@@ -31,25 +31,25 @@ pub fn batch_one(shape: &[usize]) -> Result<(), String> {
 pub fn catalogue(p: Precision) -> Vec<KernelSource> {
     let mut out = Vec::new();
     let maths = [
-        MathFn::Clip { min: 0.0, max: 6.0 },
-        MathFn::LeakyRelu { alpha: 0.1 },
-        MathFn::HardSigmoid {
+        UnaryKind::Clip { min: 0.0, max: 6.0 },
+        UnaryKind::LeakyRelu { alpha: 0.1 },
+        UnaryKind::HardSigmoid {
             alpha: 0.2,
             beta: 0.5,
         },
-        MathFn::Elu { alpha: 1.0 },
-        MathFn::Erf,
-        MathFn::Sqrt,
-        MathFn::Exp,
-        MathFn::Log,
-        MathFn::Abs,
-        MathFn::Neg,
-        MathFn::Reciprocal,
-        MathFn::Floor,
-        MathFn::Ceil,
-        MathFn::Softplus,
-        MathFn::Softsign,
-        MathFn::Identity,
+        UnaryKind::Elu { alpha: 1.0 },
+        UnaryKind::Erf,
+        UnaryKind::Sqrt,
+        UnaryKind::Exp,
+        UnaryKind::Log,
+        UnaryKind::Abs,
+        UnaryKind::Neg,
+        UnaryKind::Reciprocal,
+        UnaryKind::Floor,
+        UnaryKind::Ceil,
+        UnaryKind::Softplus,
+        UnaryKind::Softsign,
+        UnaryKind::Identity,
     ];
     for f in maths {
         out.push(super::nary::source(super::nary::NaryFn::Math(f), [p; 3], p));

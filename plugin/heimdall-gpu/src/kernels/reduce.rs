@@ -27,6 +27,7 @@ struct GpuReduceParams {
 /// The kernel's `FOLD` code of a reduction.
 fn fold_code(k: ReduceKind) -> u32 {
     match k {
+        ReduceKind::Mean => unreachable!("MEAN runs as an average pool"),
         ReduceKind::Sum => 0,
         ReduceKind::Max => 1,
         ReduceKind::Min => 2,

@@ -69,8 +69,8 @@ pub fn build(ctx: &mut OpContext, a: &ResizeAttrs) -> Result<Vec<Dispatch>, Stri
             "resize of {x:?}: input too large for f32 tap indices"
         ));
     }
-    let mut taps = axis_taps(x.h, y.h, a.scale[0], a);
-    taps.extend(axis_taps(x.w, y.w, a.scale[1], a));
+    let mut taps = axis_taps(x.h, y.h, a.axis_scale(0, x.h, y.h), a);
+    taps.extend(axis_taps(x.w, y.w, a.axis_scale(1, x.w, y.w), a));
     let (x_op, xp, _) = ctx.input_operand(0)?;
     let taps_op = ctx.add_const("resize taps".into(), Precision::F32.encode(&taps));
     let total = y.vec4s();

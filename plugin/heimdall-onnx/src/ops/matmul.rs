@@ -1,7 +1,7 @@
 //! `MatMul`, `Gemm` (a fully connected op when the right-hand side is constant) and
 //! `Softmax`/`LogSoftmax`, all in the ONNX layout.
 
-use heimdall_ir::{OpKind, TensorId};
+use heimdall_ir::{BinaryFn, OpKind, TensorId};
 
 use crate::attrs::Attrs;
 use crate::constant::{Const, Elem};
@@ -29,7 +29,8 @@ pub(crate) fn matmul(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     } else {
         sb.clone()
     };
-    let mut out = heimdall_ir::infer::matmul(&a2, &b2).map_err(crate::error::NodeError::Invalid)?;
+    let mut out =
+        heimdall_ir::ops::matmul::shape(&a2, &b2).map_err(crate::error::NodeError::Invalid)?;
     let aid = native(&mut cx.b, &a, &format!("{name}/a"))?;
     let aid = reshape(&mut cx.b, aid, a2.clone(), &format!("{name}/a2"))?;
     let id = match &b {
@@ -126,8 +127,11 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             if alpha != 1.0 {
                 let s =
                     cx.b.constant(&format!("{name}/alpha"), vec![], vec![alpha as f32])?;
-                id =
-                    cx.b.op(OpKind::Mul, vec![id, s], &format!("{name}/scaled"))?;
+                id = cx.b.op(
+                    OpKind::Binary(BinaryFn::Mul),
+                    vec![id, s],
+                    &format!("{name}/scaled"),
+                )?;
             }
             id
         }
@@ -149,11 +153,19 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
                 } else {
                     let s =
                         cx.b.constant(&format!("{name}/beta"), vec![], vec![beta as f32])?;
-                    cx.b.op(OpKind::Mul, vec![id, s], &format!("{name}/c_scaled"))?
+                    cx.b.op(
+                        OpKind::Binary(BinaryFn::Mul),
+                        vec![id, s],
+                        &format!("{name}/c_scaled"),
+                    )?
                 }
             }
         };
-        y = cx.b.op(OpKind::Add, vec![y, cid], &format!("{name}/sum"))?;
+        y = cx.b.op(
+            OpKind::Binary(BinaryFn::Add),
+            vec![y, cid],
+            &format!("{name}/sum"),
+        )?;
     }
     Ok(Ctx::tensor(
         reshape(&mut cx.b, y, vec![m, nn], &name)?,
