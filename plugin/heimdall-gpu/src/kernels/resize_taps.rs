@@ -1,9 +1,9 @@
 //! RESIZE (ONNX `Resize`/`Upsample`: nearest, linear, cubic, every coordinate mode):
-//! `shaders/resize_taps.wgsl` with per-axis taps computed on the host by the CPU reference's
-//! `interp` functions.
+//! `shaders/resize_taps.wgsl` with per-axis taps computed on the host by the IR's coordinate
+//! arithmetic (`heimdall_ir::ops::resize`), shared with the CPU backend.
 
 use bytemuck::{Pod, Zeroable};
-use heimdall_cpu::kernels::interp;
+use heimdall_ir::ops::resize as interp;
 use heimdall_ir::{ResizeAttrs, ResizeMode};
 
 use super::{Dispatch, OpContext, Operand, groups_for, u32_of};

@@ -10,9 +10,15 @@
 //! Computed as one matrix product `[in_h * in_w, in_c] x [in_c, k_h * k_w * out_c]` into the
 //! caller's scratch, then a gather per output pixel (bias first, then taps in `(ky, kx)` order),
 //! so no two threads ever add into the same value and the result does not depend on threads.
+//!
+//! Dispatch: [`prepare`] packs the filter once, or (weights computed at run time, the passes
+//! off) on every run.
 
-use super::gemm::PackedB;
-use super::{Epilogue, Par, Window};
+use heimdall_ir::ConvAttrs;
+
+use crate::kernels::gemm::PackedB;
+use crate::kernels::{Epilogue, Par, Window};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_MACS_PER_PART: usize = 1 << 18;
 
@@ -117,6 +123,41 @@ impl PackedTransposeConv {
 fn source(o: usize, t: usize, dil: usize, pad: usize, stride: usize, n: usize) -> Option<usize> {
     let v = (o + pad).checked_sub(t * dil)?;
     (v % stride == 0 && v / stride < n).then_some(v / stride)
+}
+
+impl Kernel for PackedTransposeConv {
+    fn run(&self, io: StepIo<'_>) {
+        PackedTransposeConv::run(self, io.par, io.inputs.get(0), io.out, io.scratch, io.ep);
+    }
+}
+
+/// A TRANSPOSE_CONV whose filter or bias is computed at run time: packed on every run.
+struct DynamicTransposeConv(Window);
+
+impl Kernel for DynamicTransposeConv {
+    fn run(&self, io: StepIo<'_>) {
+        let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
+        PackedTransposeConv::new(io.inputs.get(1), bias, self.0).run(
+            io.par,
+            io.inputs.get(0),
+            io.out,
+            io.scratch,
+            io.ep,
+        );
+    }
+}
+
+/// Prepares a TRANSPOSE_CONV.
+pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
+    let f = cx.shape(1);
+    let w = cx.window([f[1], f[2]], a);
+    if cx.weights_dynamic() {
+        let scratch = transpose_conv_scratch_len(&w);
+        return Ok(Prepared::with_scratch(DynamicTransposeConv(w), scratch));
+    }
+    let k = PackedTransposeConv::new(cx.constant(1)?, cx.bias(2)?, w);
+    let scratch = k.scratch_len();
+    Ok(Prepared::with_scratch(k, scratch))
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! Element-wise select with NumPy broadcasting of three operands (ONNX `Where`), rank <= 4.
+//!
+//! Dispatch: [`prepare`] records the operands' shapes.
 
-use super::nd::{dims4, for_each4, strides4};
+use crate::kernels::nd::{dims4, for_each4, strides4};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Strides of `shape` broadcast to rank 4 (0 along broadcast axes).
 fn bstrides(shape: &[usize]) -> [usize; 4] {
@@ -26,6 +29,33 @@ pub fn select(
             y.0[at(&sy, &c)]
         };
     });
+}
+
+/// A select over three broadcast operands.
+struct Select {
+    shapes: [Vec<usize>; 3],
+    out: Vec<usize>,
+}
+
+impl Kernel for Select {
+    fn run(&self, io: StepIo<'_>) {
+        let i = io.inputs;
+        select(
+            (i.get(0), &self.shapes[0]),
+            (i.get(1), &self.shapes[1]),
+            (i.get(2), &self.shapes[2]),
+            &self.out,
+            io.out,
+        );
+    }
+}
+
+/// Prepares a SELECT.
+pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
+    Ok(Prepared::new(Select {
+        shapes: [cx.shape(0), cx.shape(1), cx.shape(2)],
+        out: cx.out_shape(),
+    }))
 }
 
 #[cfg(test)]

@@ -3,9 +3,14 @@
 //! Padded positions are skipped: the maximum is over valid positions only and the average
 //! divides by the count of valid positions, as TFLite does. `Window::out_c` must equal `in_c`.
 //! Output rows are split over [`Par`]; the epilogue (fused activation) runs per row.
+//!
+//! Dispatch: [`prepare`] resolves the window of a MAX_POOL_2D or AVERAGE_POOL_2D.
 
-use super::depthwise::valid_taps;
-use super::{Epilogue, Par, Window};
+use heimdall_ir::{ConvAttrs, PoolAttrs};
+
+use crate::kernels::window::valid_taps;
+use crate::kernels::{Epilogue, Par, Window};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_VALUES_PER_PART: usize = 1 << 16;
 
@@ -71,6 +76,32 @@ fn pool(par: &Par, w: &Window, input: &[f32], output: &mut [f32], ep: &Epilogue,
             }
         }
     });
+}
+
+/// A pool over a resolved window.
+struct Pool {
+    w: Window,
+    kind: Kind,
+}
+
+impl Kernel for Pool {
+    fn run(&self, io: StepIo<'_>) {
+        pool(io.par, &self.w, io.inputs.get(0), io.out, io.ep, self.kind);
+    }
+}
+
+/// Prepares a MAX_POOL_2D (`max`) or AVERAGE_POOL_2D.
+pub(crate) fn prepare(cx: &PrepareCx, p: &PoolAttrs, max: bool) -> Result<Prepared, String> {
+    let a = ConvAttrs {
+        stride: p.stride,
+        dilation: [1, 1],
+        pad: p.pad,
+    };
+    let kind = if max { Kind::Max } else { Kind::Avg };
+    Ok(Prepared::new(Pool {
+        w: cx.window(p.filter, &a),
+        kind,
+    }))
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Batched matrix product with broadcast batch dimensions (rank at most 4), both operands
 //! computed at run time (ONNX `MatMul`; constant right-hand sides become fully connected ops).
+//!
+//! Dispatch: [`prepare`].
 
-use super::nd::dims4;
+use crate::kernels::nd::dims4;
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// `output[..., m, n] = sum_k a[..., m, k] * b[..., k, n]`.
 pub fn matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize], output: &mut [f32]) {
@@ -29,6 +32,26 @@ pub fn matmul(a: &[f32], a_shape: &[usize], b: &[f32], b_shape: &[usize], output
             o += m * n;
         }
     }
+}
+
+/// A product of two operands of known shapes.
+struct MatMul {
+    a: Vec<usize>,
+    b: Vec<usize>,
+}
+
+impl Kernel for MatMul {
+    fn run(&self, io: StepIo<'_>) {
+        matmul(io.inputs.get(0), &self.a, io.inputs.get(1), &self.b, io.out);
+    }
+}
+
+/// Prepares a MATMUL.
+pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
+    Ok(Prepared::new(MatMul {
+        a: cx.shape(0),
+        b: cx.shape(1),
+    }))
 }
 
 #[cfg(test)]

@@ -1,12 +1,18 @@
-//! Element-wise binary ops with NumPy broadcasting (TFLite ADD, SUB, MUL, DIV, MAXIMUM,
-//! MINIMUM, PRELU) and standalone activations, each with an optional fused [`Epilogue`].
+//! Element-wise functions of two tensors with NumPy broadcasting (TFLite ADD, SUB, MUL, PRELU;
+//! ONNX DIV, POW, MAXIMUM, MINIMUM and the comparisons), each with an optional fused
+//! [`Epilogue`].
 //!
 //! Shapes have rank at most 4 and are right-aligned as in NumPy. Work is done per output row
 //! (innermost dimension) with contiguous or stride-0 operands, which covers the fast paths
 //! (same shape, scalar, per-channel) with vectorisable loops; same-shape and scalar cases run as
 //! one flat row. Rows are split over [`Par`].
+//!
+//! Dispatch: [`prepare`] picks the operation (PRELU has its own kernel).
 
-use super::{Epilogue, Par};
+use heimdall_ir::BinaryFn;
+
+use crate::kernels::{Epilogue, Par};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_VALUES_PER_PART: usize = 1 << 15;
 
@@ -37,31 +43,6 @@ pub enum BinaryOp {
     LessOrEqual,
     /// `1.0` where `a >= b`, else `0.0`.
     GreaterOrEqual,
-}
-
-/// The NumPy broadcast of two shapes (rank <= 4 each), or `None` if they are incompatible.
-pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
-    for (i, o) in out.iter_mut().enumerate() {
-        let da = if i + a.len() >= rank {
-            a[i + a.len() - rank]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= rank {
-            b[i + b.len() - rank]
-        } else {
-            1
-        };
-        *o = match (da, db) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => return None,
-        };
-    }
-    Some(out)
 }
 
 /// `output = ep(a op b)` with `a` of shape `a_shape` and `b` of shape `b_shape` broadcast to
@@ -192,23 +173,6 @@ pub fn prelu(
     );
 }
 
-/// `output = ep(input)`: a standalone activation (put it in `ep.act`), optionally with a
-/// residual. `channels` is the innermost dimension (for per-channel PReLU alphas).
-pub fn activation(par: &Par, input: &[f32], output: &mut [f32], channels: usize, ep: &Epilogue) {
-    debug_assert_eq!(input.len(), output.len());
-    let channels = channels.max(1);
-    let min_rows = MIN_VALUES_PER_PART.div_ceil(channels);
-    par.for_rows(output, channels, min_rows, |rows, out| {
-        let start = rows.start * channels;
-        let piece = (4096 / channels).max(1) * channels;
-        for (i, chunk) in out.chunks_mut(piece).enumerate() {
-            let off = start + i * piece;
-            chunk.copy_from_slice(&input[off..off + chunk.len()]);
-            ep.apply(chunk, off, channels);
-        }
-    });
-}
-
 /// Right-aligns `shape` into rank 4 and returns element strides, 0 along broadcast dims.
 fn strides4(shape: &[usize], out: &[usize; 4]) -> [usize; 4] {
     let mut dims = [1usize; 4];
@@ -319,6 +283,54 @@ fn broadcast<F>(
     });
 }
 
+/// A binary operation on two broadcast operands.
+struct Binary {
+    op: BinaryOp,
+    a: Vec<usize>,
+    b: Vec<usize>,
+}
+
+impl Kernel for Binary {
+    fn run(&self, io: StepIo<'_>) {
+        let (a, b) = (io.inputs.get(0), io.inputs.get(1));
+        binary(io.par, self.op, a, &self.a, b, &self.b, io.out, io.ep);
+    }
+}
+
+/// A PRELU with a broadcast alpha.
+struct Prelu {
+    x: Vec<usize>,
+    alpha: Vec<usize>,
+}
+
+impl Kernel for Prelu {
+    fn run(&self, io: StepIo<'_>) {
+        let (x, alpha) = (io.inputs.get(0), io.inputs.get(1));
+        prelu(io.par, x, &self.x, alpha, &self.alpha, io.out, io.ep);
+    }
+}
+
+/// Prepares a binary op.
+pub(crate) fn prepare(cx: &PrepareCx, f: BinaryFn) -> Result<Prepared, String> {
+    let (a, b) = (cx.shape(0), cx.shape(1));
+    let op = match f {
+        BinaryFn::Prelu => return Ok(Prepared::new(Prelu { x: a, alpha: b })),
+        BinaryFn::Add => BinaryOp::Add,
+        BinaryFn::Sub => BinaryOp::Sub,
+        BinaryFn::Mul => BinaryOp::Mul,
+        BinaryFn::Div => BinaryOp::Div,
+        BinaryFn::Pow => BinaryOp::Pow,
+        BinaryFn::Max => BinaryOp::Max,
+        BinaryFn::Min => BinaryOp::Min,
+        BinaryFn::Less => BinaryOp::Less,
+        BinaryFn::Greater => BinaryOp::Greater,
+        BinaryFn::Equal => BinaryOp::Equal,
+        BinaryFn::LessOrEqual => BinaryOp::LessOrEqual,
+        BinaryFn::GreaterOrEqual => BinaryOp::GreaterOrEqual,
+    };
+    Ok(Prepared::new(Binary { op, a, b }))
+}
+
 #[cfg(test)]
 #[allow(clippy::needless_range_loop)] // naive references index on purpose
 mod tests {
@@ -351,7 +363,7 @@ mod tests {
     }
 
     fn reference(op: BinaryOp, a: &[f32], ash: &[usize], b: &[f32], bsh: &[usize]) -> Vec<f32> {
-        let out = broadcast_shape(ash, bsh).unwrap();
+        let out = heimdall_ir::shape::broadcast(ash, bsh).unwrap();
         let total: usize = out.iter().product();
         let index = |shape: &[usize], coord: &[usize]| -> usize {
             let off = coord.len() - shape.len();
@@ -413,59 +425,6 @@ mod tests {
             prelu(&Par::new(1), &x, &xsh, &alpha, &ash, &mut out, &Epilogue::NONE);
             prop_assert_eq!(out, expected);
         }
-    }
-
-    #[test]
-    fn activations_hand_computed() {
-        let x = [-4.0f32, -1.0, -0.5, 0.0, 0.5, 3.0, 7.0];
-        let run = |act: Act| {
-            let mut out = [0.0; 7];
-            activation(&Par::new(1), &x, &mut out, 7, &Epilogue::act(act));
-            out
-        };
-        assert_eq!(run(Act::Relu), [0.0, 0.0, 0.0, 0.0, 0.5, 3.0, 7.0]);
-        assert_eq!(run(Act::Relu6), [0.0, 0.0, 0.0, 0.0, 0.5, 3.0, 6.0]);
-        assert_eq!(run(Act::ReluN1To1), [-1.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.0]);
-        assert_eq!(
-            run(Act::HardSwish),
-            [
-                0.0,
-                -2.0 / 6.0,
-                -0.5 * 2.5 / 6.0,
-                0.0,
-                0.5 * 3.5 / 6.0,
-                3.0,
-                7.0
-            ]
-        );
-        let l = run(Act::Logistic);
-        assert!((l[3] - 0.5).abs() < 1e-7 && (l[5] - 0.952_574_1).abs() < 1e-6);
-        let t = run(Act::Tanh);
-        assert!((t[1] + 0.761_594_2).abs() < 1e-6);
-        let alpha = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7];
-        assert_eq!(
-            run(Act::Prelu(&alpha)),
-            [-0.4, -0.2, -0.15, 0.0, 0.5, 3.0, 7.0]
-        );
-        assert_eq!(
-            run(Act::Prelu(&[0.5])),
-            [-2.0, -0.5, -0.25, 0.0, 0.5, 3.0, 7.0]
-        );
-    }
-
-    #[test]
-    fn epilogue_residual_and_prelu_at_offset() {
-        // Channels 3, rows of an output starting mid-row at offset 4 (channel 1).
-        let residual: Vec<f32> = (0..9).map(|i| -(i as f32)).collect();
-        let alpha = [1.0, 2.0, 3.0];
-        let ep = Epilogue {
-            residual: Some(&residual),
-            act: Act::Prelu(&alpha),
-        };
-        let mut out = [1.0; 5];
-        ep.apply(&mut out, 4, 3);
-        // values 1 - [4,5,6,7,8] = [-3,-4,-5,-6,-7], channels [1,2,0,1,2].
-        assert_eq!(out, [-6.0, -12.0, -5.0, -12.0, -21.0]);
     }
 
     #[test]

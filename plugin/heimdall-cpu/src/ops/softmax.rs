@@ -1,4 +1,8 @@
 //! Softmax and log-softmax along one axis.
+//!
+//! Dispatch: [`prepare`].
+
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Softmax of `input` (of `shape`) along `axis` into `output`; `log` gives log-softmax.
 pub fn softmax(input: &[f32], shape: &[usize], axis: usize, log: bool, output: &mut [f32]) {
@@ -18,6 +22,28 @@ pub fn softmax(input: &[f32], shape: &[usize], axis: usize, log: bool, output: &
             }
         }
     }
+}
+
+/// A softmax of an input of known shape.
+struct Softmax {
+    shape: Vec<usize>,
+    axis: usize,
+    log: bool,
+}
+
+impl Kernel for Softmax {
+    fn run(&self, io: StepIo<'_>) {
+        softmax(io.inputs.get(0), &self.shape, self.axis, self.log, io.out);
+    }
+}
+
+/// Prepares a SOFTMAX (`log`: LOG_SOFTMAX) along `axis`.
+pub(crate) fn prepare(cx: &PrepareCx, axis: usize, log: bool) -> Result<Prepared, String> {
+    Ok(Prepared::new(Softmax {
+        shape: cx.shape(0),
+        axis,
+        log,
+    }))
 }
 
 #[cfg(test)]

@@ -8,9 +8,16 @@
 //! `k_h` contiguous runs of `k_w * in_c` values), and only its edge pixels are gathered into an
 //! im2col buffer (one output row, in the caller's scratch). The epilogue runs on each block or
 //! row while it is in cache.
+//!
+//! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
+//! the passes off) packs it on every run.
 
-use super::gemm::PackedB;
-use super::{Epilogue, Par, Window};
+use heimdall_ir::ConvAttrs;
+
+use crate::kernels::gemm::PackedB;
+use crate::kernels::par::MAX_THREADS;
+use crate::kernels::{Epilogue, Par, Window};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before the work is split.
 const MIN_MACS_PER_PART: usize = 1 << 18;
@@ -255,6 +262,40 @@ fn im2col(w: &Window, input: &[f32], m0: usize, mb: usize, col: &mut [f32]) {
             oy += 1;
         }
     }
+}
+
+impl Kernel for PackedConv {
+    fn run(&self, io: StepIo<'_>) {
+        PackedConv::run(self, io.par, io.inputs.get(0), io.out, io.scratch, io.ep);
+    }
+}
+
+/// A CONV_2D whose filter or bias is computed at run time: packed on every run.
+struct DynamicConv(Window);
+
+impl Kernel for DynamicConv {
+    fn run(&self, io: StepIo<'_>) {
+        let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
+        PackedConv::new(io.inputs.get(1), bias, self.0).run(
+            io.par,
+            io.inputs.get(0),
+            io.out,
+            io.scratch,
+            io.ep,
+        );
+    }
+}
+
+/// Prepares a CONV_2D.
+pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
+    let f = cx.shape(1);
+    let w = cx.window([f[1], f[2]], a);
+    let scratch = conv_scratch_len(&w, MAX_THREADS);
+    if cx.weights_dynamic() {
+        return Ok(Prepared::with_scratch(DynamicConv(w), scratch));
+    }
+    let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w);
+    Ok(Prepared::with_scratch(k, scratch))
 }
 
 #[cfg(test)]

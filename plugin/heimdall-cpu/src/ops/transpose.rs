@@ -1,6 +1,9 @@
 //! Axis permutation of a tensor of rank at most 4 (ONNX `Transpose`).
+//!
+//! Dispatch: [`prepare`].
 
-use super::nd::{dims4, for_each4, strides4};
+use crate::kernels::nd::{dims4, for_each4, strides4};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// `output[o] = input[i]` where output axis `d` is input axis `perm[d]`.
 pub fn transpose(input: &[f32], shape: &[usize], perm: &[usize], output: &mut [f32]) {
@@ -17,6 +20,26 @@ pub fn transpose(input: &[f32], shape: &[usize], perm: &[usize], output: &mut [f
     for_each4(&od, |i, c| {
         output[i] = input[c[0] * os[0] + c[1] * os[1] + c[2] * os[2] + c[3] * os[3]];
     });
+}
+
+/// A permutation of an input of known shape.
+struct Transpose {
+    shape: Vec<usize>,
+    perm: Vec<usize>,
+}
+
+impl Kernel for Transpose {
+    fn run(&self, io: StepIo<'_>) {
+        transpose(io.inputs.get(0), &self.shape, &self.perm, io.out);
+    }
+}
+
+/// Prepares a TRANSPOSE by `perm`.
+pub(crate) fn prepare(cx: &PrepareCx, perm: &[usize]) -> Result<Prepared, String> {
+    Ok(Prepared::new(Transpose {
+        shape: cx.shape(0),
+        perm: perm.to_vec(),
+    }))
 }
 
 #[cfg(test)]

@@ -1,4 +1,9 @@
-//! Instance normalisation of an NHWC tensor (batch 1): per channel, over H and W.
+//! INSTANCE_NORM of an NHWC tensor (batch 1): per channel, over H and W; scale and bias may be
+//! computed at run time.
+//!
+//! Dispatch: [`prepare`].
+
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// `output = (x - mean) / sqrt(var + eps) * scale + bias` per channel of `input [hw, c]`;
 /// statistics are accumulated in f64, the centring is done before the scaling (no cancellation).
@@ -38,6 +43,38 @@ pub fn instance_norm(
             o[i] = (x[i] - mean[i]) * mul[i] + add[i];
         }
     }
+}
+
+/// An instance normalisation with optional scale and bias inputs.
+struct InstanceNorm {
+    channels: usize,
+    epsilon: f32,
+    scale: bool,
+    bias: bool,
+}
+
+impl Kernel for InstanceNorm {
+    fn run(&self, io: StepIo<'_>) {
+        let i = io.inputs;
+        instance_norm(
+            i.get(0),
+            self.channels,
+            self.scale.then(|| i.get(1)),
+            self.bias.then(|| i.get(2)),
+            self.epsilon,
+            io.out,
+        );
+    }
+}
+
+/// Prepares an INSTANCE_NORM.
+pub(crate) fn prepare(cx: &PrepareCx, epsilon: f32) -> Result<Prepared, String> {
+    Ok(Prepared::new(InstanceNorm {
+        channels: cx.shape(0).last().copied().unwrap_or(1),
+        epsilon,
+        scale: cx.op.inputs.len() > 1,
+        bias: cx.op.inputs.len() > 2,
+    }))
 }
 
 #[cfg(test)]

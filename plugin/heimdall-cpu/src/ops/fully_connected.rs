@@ -1,7 +1,11 @@
 //! Fully-connected layer (TFLite FULLY_CONNECTED): `y = x W^T + b` for each input row.
+//!
+//! Dispatch: [`prepare`] packs the weights once, or (weights computed at run time, the passes
+//! off) on every run.
 
-use super::gemm::PackedB;
-use super::{Epilogue, Par};
+use crate::kernels::gemm::PackedB;
+use crate::kernels::{Epilogue, Par};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_MACS_PER_PART: usize = 1 << 18;
 
@@ -53,6 +57,45 @@ impl PackedFullyConnected {
             }
         });
     }
+}
+
+impl Kernel for PackedFullyConnected {
+    fn run(&self, io: StepIo<'_>) {
+        PackedFullyConnected::run(self, io.par, io.inputs.get(0), io.out, io.ep);
+    }
+}
+
+/// A FULLY_CONNECTED whose weights or bias are computed at run time: packed on every run.
+struct DynamicFullyConnected {
+    inputs: usize,
+    outputs: usize,
+}
+
+impl Kernel for DynamicFullyConnected {
+    fn run(&self, io: StepIo<'_>) {
+        let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
+        PackedFullyConnected::new(io.inputs.get(1), bias, self.inputs, self.outputs).run(
+            io.par,
+            io.inputs.get(0),
+            io.out,
+            io.ep,
+        );
+    }
+}
+
+/// Prepares a FULLY_CONNECTED.
+pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
+    let w = cx.shape(1);
+    let (inputs, outputs) = (w[1], w[0]);
+    if cx.weights_dynamic() {
+        return Ok(Prepared::new(DynamicFullyConnected { inputs, outputs }));
+    }
+    Ok(Prepared::new(PackedFullyConnected::new(
+        cx.constant(1)?,
+        cx.bias(2)?,
+        inputs,
+        outputs,
+    )))
 }
 
 #[cfg(test)]

@@ -8,8 +8,15 @@
 //! is loaded once for all 8 pixels. Other CPUs and channel multipliers above 1 use a portable
 //! channel loop. Output rows are split over [`Par`]; the epilogue runs per row. Every value sums
 //! `bias + taps in (ky, kx) order`, whichever variant or split computes it.
+//!
+//! Dispatch: [`prepare`] copies the filter of a DEPTHWISE_CONV_2D once, or (weights computed at
+//! run time, the passes off) on every run.
 
-use super::{Epilogue, Par, Window};
+use heimdall_ir::ConvAttrs;
+
+use crate::kernels::window::valid_taps;
+use crate::kernels::{Epilogue, Par, Window};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before rows are split over threads.
 const MIN_MACS_PER_PART: usize = 1 << 16;
@@ -386,27 +393,39 @@ impl DwRow {
     }
 }
 
-/// The taps `lo..hi` of a window of `k` taps whose input index `o * stride + t * dil - pad`
-/// falls inside `0..n`.
-#[inline]
-pub(crate) fn valid_taps(
-    o: usize,
-    stride: usize,
-    dil: usize,
-    pad: usize,
-    n: usize,
-    k: usize,
-) -> (usize, usize) {
-    let start = o * stride;
-    // First t with start + t * dil >= pad.
-    let lo = if start >= pad {
-        0
-    } else {
-        (pad - start).div_ceil(dil)
-    };
-    // First t with start + t * dil >= pad + n.
-    let hi = (pad + n).saturating_sub(start).div_ceil(dil);
-    (lo.min(k), hi.min(k).max(lo.min(k)))
+impl Kernel for PackedDepthwise {
+    fn run(&self, io: StepIo<'_>) {
+        PackedDepthwise::run(self, io.par, io.inputs.get(0), io.out, io.ep);
+    }
+}
+
+/// A DEPTHWISE_CONV_2D whose filter or bias is computed at run time: copied on every run.
+struct DynamicDepthwise(Window);
+
+impl Kernel for DynamicDepthwise {
+    fn run(&self, io: StepIo<'_>) {
+        let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
+        PackedDepthwise::new(io.inputs.get(1), bias, self.0).run(
+            io.par,
+            io.inputs.get(0),
+            io.out,
+            io.ep,
+        );
+    }
+}
+
+/// Prepares a DEPTHWISE_CONV_2D.
+pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
+    let f = cx.shape(1);
+    let w = cx.window([f[1], f[2]], a);
+    if cx.weights_dynamic() {
+        return Ok(Prepared::new(DynamicDepthwise(w)));
+    }
+    Ok(Prepared::new(PackedDepthwise::new(
+        cx.constant(1)?,
+        cx.bias(2)?,
+        w,
+    )))
 }
 
 #[cfg(test)]
