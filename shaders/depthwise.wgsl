@@ -13,21 +13,7 @@
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
 //   Generated symbols used: KH, KW, SH, SW, DH, DW, BX, dw_tile, x_load, w_load, bias_load,
 //   y_store, epilogue, keep_lanes, linear_index.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    slices: u32,
-    channels: u32,
-    out_h: u32,
-    out_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    col_blocks: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuDepthwiseParams` (heimdall-gpu src/ops/depthwise.rs), declared by composition.
 
 // Input vec4 at row `iy`, column `ix` of slice `s`, zero outside the input.
 fn x_at(s: u32, iy: i32, ix: i32) -> vec4<f32> {

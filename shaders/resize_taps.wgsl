@@ -8,17 +8,7 @@
 //   input indices (as floats, exact below 2^24) and weights.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, x (read), taps (read), y (write).
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuResizeTapsParams` (heimdall-gpu src/ops/resize.rs), declared by composition.
 
 fn at(s: u32, y: f32, x: f32) -> vec4<f32> {
     return x_load((s * params.in_h + u32(y)) * params.in_w + u32(x));

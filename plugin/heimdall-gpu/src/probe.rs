@@ -16,7 +16,8 @@ use wgpu::util::DeviceExt;
 
 use crate::context::GpuContext;
 use crate::error::GpuError;
-use crate::model::{GpuModel, GpuOptions};
+use crate::model::GpuModel;
+use crate::options::GpuOptions;
 use crate::precision::Precision;
 use crate::profile::TimingSource;
 
@@ -435,7 +436,7 @@ pub fn conv1x1(
     let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
     let time = profile.steps[0];
     let flops = 2.0 * (h * w * ci * co) as f64;
-    let blocking = crate::kernels::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
+    let blocking = crate::ops::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
     Ok(Conv1x1Bench {
         shape,
         precision: model.report().precision,

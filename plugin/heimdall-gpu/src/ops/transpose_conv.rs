@@ -2,32 +2,31 @@
 //! a gather over the input pixels whose scattered window covers each output pixel. Weights use
 //! the convolution layout (see [`super::conv::transform_filter`]).
 
-use bytemuck::{Pod, Zeroable};
 use heimdall_ir::ConvAttrs;
 
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuTransposeConvParams {
-    in_h: u32,
-    in_w: u32,
-    in_slices: u32,
-    out_h: u32,
-    out_w: u32,
-    out_slices: u32,
-    out_channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    total: u32,
-    _pad: [u32; 2],
+shader_params! {
+    /// Uniform parameters of `shaders/transpose_conv.wgsl`.
+    struct GpuTransposeConvParams {
+        in_h: u32,
+        in_w: u32,
+        in_slices: u32,
+        out_h: u32,
+        out_w: u32,
+        out_slices: u32,
+        out_channels: u32,
+        k_h: u32,
+        k_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+        total: u32,
+    }
 }
 
 /// Source of the transposed convolution kernel.
@@ -37,13 +36,14 @@ pub fn source(x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSourc
         ..KernelSource::new(
             "transpose_conv",
             vec![
-                read("x", x),
-                read("w", x),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", x),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuTransposeConvParams>()
 }
 
 /// Builds a TRANSPOSE_CONV.
@@ -90,14 +90,15 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         pad_top: u32_of(a.pad.top)?,
         pad_left: u32_of(a.pad.left)?,
         total: u32_of(total)?,
-        _pad: [0; 2],
     };
     let mut src = source(xp, yp, ep);
     src.bindings[1].precision = wp;
-    Ok(vec![Dispatch {
-        source: src,
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands,
-        workgroups: groups_for(total),
-    }])
+    Ok(vec![Dispatch::new(src, &p, operands, groups_for(total))])
+}
+
+/// Every variant in precision `p` with representative epilogues, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    EpilogueDecl::representative(p)
+        .map(|ep| source(p, p, ep))
+        .to_vec()
 }

@@ -1,20 +1,11 @@
-// pad_with: ONNX Pad of x (rank ≤ 4, batch 1) with MODE 0 = constant `value`, 1 = reflect
+// pad: ONNX Pad of x (rank ≤ 4, batch 1) with MODE 0 = constant `value`, 1 = reflect
 //   (mirror without repeating the edge, period 2(n-1)), 2 = edge (repeat the border), as the CPU
 //   reference: output coordinate o reads input coordinate src(o - before) along each axis.
 // Layout: x, y in PHWC4 of their own shapes. Where the channel axis is not padded, whole vec4s
 //   are copied (padding lanes stay zero); otherwise each lane is gathered.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    in_dims: vec4<i32>,
-    out_dims: vec4<i32>,
-    before: vec4<i32>,
-    mode: u32,
-    value: f32,
-    total: u32,
-    _pad0: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuPadParams` (heimdall-gpu src/ops/pad.rs), declared by composition.
 
 // Input index along an axis of n values for the shifted output index v, or -1 (constant fill).
 fn src(v: i32, n: i32) -> i32 {

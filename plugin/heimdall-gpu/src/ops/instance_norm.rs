@@ -3,57 +3,81 @@
 //! normalisation — through a small f32 scratch buffer of the step; scale and bias may be
 //! constants or run-time tensors.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{Access, BindingDecl, KernelSource};
+use crate::wgsl::{BindingDecl, KernelSource};
 
 /// Positions per statistics chunk (one work group of [`crate::wgsl::WORKGROUP_SIZE`] threads).
 pub const CHUNK: u32 = 1024;
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuInstanceNormParams {
-    h: u32,
-    w: u32,
-    channels: u32,
-    slices: u32,
-    epsilon: f32,
-    chunks: u32,
-    stats_base: u32,
-    total: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/instance_norm.wgsl` (every phase).
+    struct GpuInstanceNormParams {
+        h: u32,
+        w: u32,
+        channels: u32,
+        slices: u32,
+        epsilon: f32,
+        chunks: u32,
+        stats_base: u32,
+        total: u32,
+    }
 }
 
-/// Source of phase `phase` (0 chunk statistics, 1 merge, 2 normalise) of the instance norm
-/// kernel; `scale` and `bias` are the precisions of those inputs when they are bound. Bindings
-/// a phase does not use are stubs (see the shader's header).
+/// The three dispatches of an instance normalisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Per-chunk statistics over the whole device.
+    Statistics,
+    /// Per-slice merge of the chunks' statistics.
+    Merge,
+    /// The normalisation itself.
+    Normalise,
+}
+
+impl Phase {
+    /// Every phase, in dispatch order.
+    pub const ALL: [Phase; 3] = [Phase::Statistics, Phase::Merge, Phase::Normalise];
+
+    /// The kernel's `PHASE` constant.
+    fn code(self) -> u32 {
+        match self {
+            Phase::Statistics => 0,
+            Phase::Merge => 1,
+            Phase::Normalise => 2,
+        }
+    }
+}
+
+/// Source of phase `phase` of the instance norm kernel; `scale` and `bias` are the precisions
+/// of those inputs when they are bound. Bindings a phase does not use are stubs (see the
+/// shader's header).
 pub fn source(
-    phase: u32,
+    phase: Phase,
     x: Precision,
     scale: Option<Precision>,
     bias: Option<Precision>,
     y: Precision,
 ) -> KernelSource {
-    let stub = |name: &'static str| BindingDecl {
-        name,
-        access: Access::Stub,
-        precision: Precision::F32,
-    };
+    let stub = |name: &'static str| BindingDecl::stub(name, Precision::F32);
     let opt = |name: &'static str, p: Option<Precision>, used: bool| match p {
-        Some(p) if used => read(name, p),
+        Some(p) if used => BindingDecl::read(name, p),
         _ => stub(name),
     };
-    let stats = BindingDecl {
-        name: "stats",
-        access: Access::ReadWrite,
-        precision: Precision::F32,
-    };
-    let (xb, yb, extra) = if phase == 2 {
-        (read("x", x), write("y", y), String::new())
+    let stats = BindingDecl::read_write("stats", Precision::F32);
+    let (xb, yb, extra) = if phase == Phase::Normalise {
+        (
+            BindingDecl::read("x", x),
+            BindingDecl::write("y", y),
+            String::new(),
+        )
     } else {
-        let xb = if phase == 0 { read("x", x) } else { stub("x") };
+        let xb = if phase == Phase::Statistics {
+            BindingDecl::read("x", x)
+        } else {
+            stub("x")
+        };
         (
             xb,
             stub("y"),
@@ -62,7 +86,7 @@ pub fn source(
     };
     KernelSource {
         consts: vec![
-            ("PHASE", phase),
+            ("PHASE", phase.code()),
             ("CHUNK", CHUNK),
             ("HAS_SCALE", scale.is_some() as u32),
             ("HAS_BIAS", bias.is_some() as u32),
@@ -72,13 +96,14 @@ pub fn source(
             "instance_norm",
             vec![
                 xb,
-                opt("scale", scale, phase == 1),
-                opt("bias", bias, phase == 2),
+                opt("scale", scale, phase == Phase::Merge),
+                opt("bias", bias, phase == Phase::Normalise),
                 stats,
                 yb,
             ],
         )
     }
+    .with_params::<GpuInstanceNormParams>()
 }
 
 /// Builds an INSTANCE_NORM of `x [1,H,W,C]` with optional `scale [C]` and `bias [C]`.
@@ -117,7 +142,6 @@ pub fn build(ctx: &mut OpContext, epsilon: f32) -> Result<Vec<Dispatch>, String>
         stats_base: u32_of(2 * slices * chunks)?,
         total: u32_of(x.vec4s())?,
     };
-    let params = bytemuck::bytes_of(&p).to_vec();
     let (sp, bp) = (scale.map(|s| s.1), bias.map(|b| b.1));
     let yp = ctx.out_precision()?;
     let out = Operand::Tensor(ctx.output()?);
@@ -128,23 +152,35 @@ pub fn build(ctx: &mut OpContext, epsilon: f32) -> Result<Vec<Dispatch>, String>
     apply.extend(bias.map(|b| b.0));
     apply.extend([stats, out]);
     Ok(vec![
-        Dispatch {
-            source: source(0, xp, sp, bp, yp),
-            params: params.clone(),
-            operands: vec![x_op, stats],
-            workgroups: u32_of(slices * chunks)?,
-        },
-        Dispatch {
-            source: source(1, xp, sp, bp, yp),
-            params: params.clone(),
-            operands: merge,
-            workgroups: groups_for(slices),
-        },
-        Dispatch {
-            source: source(2, xp, sp, bp, yp),
-            params,
-            operands: apply,
-            workgroups: groups_for(x.vec4s()),
-        },
+        Dispatch::new(
+            source(Phase::Statistics, xp, sp, bp, yp),
+            &p,
+            vec![x_op, stats],
+            u32_of(slices * chunks)?,
+        ),
+        Dispatch::new(
+            source(Phase::Merge, xp, sp, bp, yp),
+            &p,
+            merge,
+            groups_for(slices),
+        ),
+        Dispatch::new(
+            source(Phase::Normalise, xp, sp, bp, yp),
+            &p,
+            apply,
+            groups_for(x.vec4s()),
+        ),
     ])
+}
+
+/// Every phase in precision `p` with and without scale and bias (bound in `p` or f32), for the
+/// catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let mut out = Vec::new();
+    for phase in Phase::ALL {
+        for side in [None, Some(p), Some(Precision::F32)] {
+            out.push(source(phase, p, side, side, p));
+        }
+    }
+    out
 }

@@ -2,28 +2,27 @@
 //! dilations) baked in, several output columns per thread. Weights are pre-transformed to
 //! `[ky][kx][slice]` vec4.
 
-use bytemuck::{Pod, Zeroable};
 use heimdall_ir::ConvAttrs;
 
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuDepthwiseParams {
-    in_h: u32,
-    in_w: u32,
-    slices: u32,
-    channels: u32,
-    out_h: u32,
-    out_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    col_blocks: u32,
-    total: u32,
-    _pad: [u32; 2],
+shader_params! {
+    /// Uniform parameters of `shaders/depthwise.wgsl`.
+    struct GpuDepthwiseParams {
+        in_h: u32,
+        in_w: u32,
+        slices: u32,
+        channels: u32,
+        out_h: u32,
+        out_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+        col_blocks: u32,
+        total: u32,
+    }
 }
 
 /// Source of the depthwise kernel for a `k` window with `stride` and `dilation`, `bx` output
@@ -52,13 +51,14 @@ pub fn source(
         ..KernelSource::new(
             "depthwise",
             vec![
-                read("x", x),
-                read("w", x),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", x),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuDepthwiseParams>()
 }
 
 /// The generated, fully unrolled tile of `shaders/depthwise.wgsl`: `bx` output columns of one
@@ -70,7 +70,7 @@ fn dw_tile(k: [u32; 2], stride: [u32; 2], dilation: [u32; 2], bx: u32) -> String
     use std::fmt::Write as _;
     let row = (bx - 1) * stride[1] + (k[1] - 1) * dilation[1] + 1;
     let mut s = String::from(
-        "// Generated (src/kernels/depthwise.rs): the BX columns of one thread, unrolled.\n\
+        "// Generated (src/ops/depthwise.rs): the BX columns of one thread, unrolled.\n\
          fn dw_tile(ox0: u32, oy: u32, s: u32) {\n\
          \x20   let ix0 = i32(ox0 * SW) - i32(params.pad_left);\n\
          \x20   let iy0 = i32(oy * SH) - i32(params.pad_top);\n",
@@ -174,7 +174,6 @@ pub fn build(
         pad_left: u32_of(a.pad.left)?,
         col_blocks: u32_of(col_blocks)?,
         total: u32_of(total)?,
-        _pad: [0; 2],
     };
     let mut src = source(
         xp,
@@ -186,10 +185,15 @@ pub fn build(
         ep,
     );
     src.bindings[1].precision = wp;
-    Ok(vec![Dispatch {
-        source: src,
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands,
-        workgroups: groups_for(total),
-    }])
+    Ok(vec![Dispatch::new(src, &p, operands, groups_for(total))])
+}
+
+/// Representative variants in precision `p`, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let mut out: Vec<KernelSource> = EpilogueDecl::representative(p)
+        .into_iter()
+        .map(|ep| source(p, p, [3, 3], [2, 2], [1, 1], 4, ep))
+        .collect();
+    out.push(source(p, p, [5, 5], [1, 1], [1, 1], 4, EpilogueDecl::NONE));
+    out
 }

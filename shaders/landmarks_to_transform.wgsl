@@ -1,5 +1,5 @@
-// landmarks_to_matrix: MediaPipe custom op Landmarks2TransformMatrix (version 2), as the CPU
-//   reference (heimdall-cpu src/mediapipe.rs, landmarks_to_transform_matrix):
+// landmarks_to_transform: MediaPipe custom op Landmarks2TransformMatrix (version 2), as the
+//   CPU reference (heimdall-cpu src/ops/landmarks_to_transform.rs):
 //   rotation = target - atan2(R.y - L.y, R.x - L.x); the subset landmarks rotated by `rotation`
 //   give an axis-aligned box (w, h, middle); the middle rotated back is the centre c; with
 //   r = -rotation, s_x = scale_x * w / out_w, s_y = scale_y * h / out_h the output is
@@ -14,27 +14,7 @@
 // Threads: one work group; thread 0 computes the whole matrix (a loop over the subset, with
 //   MediaPipe's strict min/max comparisons in subset order) and writes its 4 rows.
 // Bindings: 0 params, lm (read), idx (read f32), y (write).
-struct Params {
-    count: u32,
-    left: u32,
-    right: u32,
-    out_w: u32,
-    out_h: u32,
-    // 1.0, unknown to the compiler: see `opaque`.
-    one: f32,
-    _pad1: u32,
-    _pad2: u32,
-    target_rotation: f32,
-    scale_x: f32,
-    scale_y: f32,
-    // -(out_w / 2) and -(out_h / 2), rounded to f32 on the host (as the reference does).
-    neg_half_w: f32,
-    neg_half_h: f32,
-    _pad3: f32,
-    _pad4: f32,
-    _pad5: f32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuLandmarksToMatrixParams` (heimdall-gpu src/ops/landmarks_to_transform.rs), declared by composition.
 
 const PI: f32 = 3.14159265358979;
 const PI_2: f32 = 1.57079632679490;

@@ -2,20 +2,18 @@
 //! with a fixed-tree reduction. Weights `[O, I]` are pre-transformed into the input's PHWC4 order
 //! (`[out_slice][position][out_lane]` vec4 over input lanes), so the input needs no relayout.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::{Dispatch, OpContext, Operand, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuFullyConnectedParams {
-    positions: u32,
-    out_slices: u32,
-    out_channels: u32,
-    _pad: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/fully_connected.wgsl`.
+    struct GpuFullyConnectedParams {
+        positions: u32,
+        out_slices: u32,
+        out_channels: u32,
+    }
 }
 
 /// Source of the fully connected kernel.
@@ -25,13 +23,14 @@ pub fn source(x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSourc
         ..KernelSource::new(
             "fully_connected",
             vec![
-                read("x", x),
-                read("w", x),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", x),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuFullyConnectedParams>()
 }
 
 /// Builds a FULLY_CONNECTED.
@@ -100,14 +99,15 @@ pub fn build_with(
         positions: u32_of(positions)?,
         out_slices: u32_of(os)?,
         out_channels: u32_of(o)?,
-        _pad: 0,
     };
     let mut src = source(xp, yp, ep);
     src.bindings[1].precision = wp;
-    Ok(vec![Dispatch {
-        source: src,
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands,
-        workgroups: u32_of(os)?,
-    }])
+    Ok(vec![Dispatch::new(src, &p, operands, u32_of(os)?)])
+}
+
+/// Every variant in precision `p` with representative epilogues, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    EpilogueDecl::representative(p)
+        .map(|ep| source(p, p, ep))
+        .to_vec()
 }

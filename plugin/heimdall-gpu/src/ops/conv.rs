@@ -2,47 +2,47 @@
 //! `shaders/conv2d.wgsl` (any window). Weights are pre-transformed to
 //! `[out_slice][ky][kx][in_slice][in_lane]` vec4 over 4 output channels.
 
-use bytemuck::{Pod, Zeroable};
-use heimdall_ir::ConvAttrs;
+use heimdall_ir::{ConvAttrs, Pad2d};
 
-use super::{Dispatch, OpContext, groups_for, u32_of};
+use crate::context::{GpuContext, Tuning};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuConv1x1Params {
-    pixels: u32,
-    in_slices: u32,
-    out_slices: u32,
-    out_channels: u32,
-    pixel_tiles: u32,
-    tiles: u32,
-    _pad: [u32; 2],
+shader_params! {
+    /// Uniform parameters of `shaders/conv1x1.wgsl` and `shaders/conv1x1_splitk.wgsl`.
+    struct GpuConv1x1Params {
+        pixels: u32,
+        in_slices: u32,
+        out_slices: u32,
+        out_channels: u32,
+        pixel_tiles: u32,
+        tiles: u32,
+    }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuConv2dParams {
-    in_h: u32,
-    in_w: u32,
-    in_slices: u32,
-    out_h: u32,
-    out_w: u32,
-    out_slices: u32,
-    out_channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    dil_h: u32,
-    dil_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    col_blocks: u32,
-    total: u32,
-    _pad: [u32; 3],
+shader_params! {
+    /// Uniform parameters of `shaders/conv2d.wgsl`.
+    struct GpuConv2dParams {
+        in_h: u32,
+        in_w: u32,
+        in_slices: u32,
+        out_h: u32,
+        out_w: u32,
+        out_slices: u32,
+        out_channels: u32,
+        k_h: u32,
+        k_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        dil_h: u32,
+        dil_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+        col_blocks: u32,
+        total: u32,
+    }
 }
 
 /// Source of the 1x1 kernel with `bp` pixels x `bs` output slices per thread and work groups
@@ -81,15 +81,11 @@ impl std::fmt::Display for Conv1x1Blocking {
 
 /// The blocking of a 1x1 conv of `pixels` pixels, `out_slices` output slices on `ctx`'s device
 /// (see [`crate::context::Tuning`]).
-pub fn conv1x1_blocking(
-    ctx: &crate::context::GpuContext,
-    pixels: usize,
-    out_slices: usize,
-) -> Conv1x1Blocking {
+pub fn conv1x1_blocking(ctx: &GpuContext, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
     blocking_for(&ctx.tuning(), pixels, out_slices)
 }
 
-fn blocking_for(t: &crate::context::Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
+fn blocking_for(t: &Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
     let (bp, bs) = t.conv_block(out_slices, |p, s| {
         pixels.div_ceil(p as usize) * out_slices.div_ceil(s as usize)
     });
@@ -106,7 +102,7 @@ fn blocking_for(t: &crate::context::Tuning, pixels: usize, out_slices: usize) ->
 fn conv1x1_tile(bp: u32, bs: u32) -> String {
     use std::fmt::Write as _;
     let mut s = String::from(
-        "// Generated (src/kernels/conv.rs): the BP x BS tile of one thread.\n\
+        "// Generated (src/ops/conv.rs): the BP x BS tile of one thread.\n\
          fn conv_tile(p0: u32, o0: u32) {\n",
     );
     for j in 0..bp {
@@ -156,7 +152,7 @@ fn conv1x1_tile(bp: u32, bs: u32) -> String {
 fn conv2d_tile(bx: u32, bs: u32) -> String {
     use std::fmt::Write as _;
     let mut s = String::from(
-        "// Generated (src/kernels/conv.rs): the BX x BS tile of one thread.\n\
+        "// Generated (src/ops/conv.rs): the BX x BS tile of one thread.\n\
          fn conv_tile(ox0: u32, oy: u32, o0: u32) {\n\
          \x20   let taps = params.k_h * params.k_w * params.in_slices * 4u;\n\
          \x20   let plane = params.in_h * params.in_w;\n",
@@ -232,13 +228,14 @@ pub fn conv1x1_source_tg(
         ..KernelSource::new(
             "conv1x1",
             vec![
-                read("x", x),
-                read("w", w),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuConv1x1Params>()
 }
 
 /// Source of the split-reduction 1x1 kernel (`shaders/conv1x1_splitk.wgsl`): work groups of
@@ -257,13 +254,14 @@ pub fn conv1x1_splitk_source(
         ..KernelSource::new(
             "conv1x1_splitk",
             vec![
-                read("x", x),
-                read("w", w),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuConv1x1Params>()
 }
 
 /// Source of the generic kernel with `bx` columns x `bs` output slices per thread.
@@ -282,13 +280,14 @@ pub fn conv2d_source(
         ..KernelSource::new(
             "conv2d",
             vec![
-                read("x", x),
-                read("w", w),
-                read("bias", Precision::F32),
-                write("y", y),
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
             ],
         )
     }
+    .with_params::<GpuConv2dParams>()
 }
 
 /// Filter `[co, kh, kw, ci]` to `[out_slice][ky][kx][in_slice][in_lane]` vec4 (output lanes),
@@ -320,10 +319,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         return Err(format!("filter expects {ci} channels, input has {}", x.c));
     }
     let y = ctx.out_geom()?;
-    if (y.h, y.w) == (1, 1)
-        && (kh, kw) == (x.h, x.w)
-        && a.pad == heimdall_ir::Pad2d::default()
-        && x.h * x.w > 1
+    if (y.h, y.w) == (1, 1) && (kh, kw) == (x.h, x.w) && a.pad == Pad2d::default() && x.h * x.w > 1
     {
         // The window covers the whole input (a classifier head such as pose_landmark_full's
         // 2x2x288 -> 195): a fully connected layer over the flattened input, whose kernel
@@ -335,17 +331,17 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     let wp = ctx.weights;
     let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
     let bias = ctx.bias(2, co)?;
-    let x_op = super::Operand::Tensor(ctx.op.inputs[0]);
+    let x_op = Operand::Tensor(ctx.op.inputs[0]);
     let xp = ctx.precisions[ctx.op.inputs[0].index()];
     let yp = ctx.out_precision()?;
     let (ep, ep_ops) = ctx.epilogue()?;
-    let mut operands = vec![x_op, w_op, bias, super::Operand::Tensor(ctx.output()?)];
+    let mut operands = vec![x_op, w_op, bias, Operand::Tensor(ctx.output()?)];
     operands.extend(ep_ops);
     let (is, os) = (x.slices(), y.slices());
     let pointwise = kh == 1
         && kw == 1
         && a.stride == [1, 1]
-        && a.pad == heimdall_ir::Pad2d::default()
+        && a.pad == Pad2d::default()
         && (x.h, x.w) == (y.h, y.w);
     let tuning = ctx.tuning;
     if pointwise {
@@ -378,14 +374,8 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             out_channels: u32_of(y.c)?,
             pixel_tiles: u32_of(pixel_tiles)?,
             tiles: u32_of(tiles)?,
-            _pad: [0; 2],
         };
-        return Ok(vec![Dispatch {
-            source,
-            params: bytemuck::bytes_of(&p).to_vec(),
-            operands,
-            workgroups: u32_of(tiles)?,
-        }]);
+        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
     }
     let (bx, bs) = tuning.conv_block(os, |c, s| {
         y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
@@ -410,12 +400,33 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         pad_left: u32_of(a.pad.left)?,
         col_blocks: u32_of(col_blocks)?,
         total: u32_of(total)?,
-        _pad: [0; 3],
     };
-    Ok(vec![Dispatch {
-        source: conv2d_source(xp, wp, yp, bx, bs, ep),
-        params: bytemuck::bytes_of(&p).to_vec(),
+    Ok(vec![Dispatch::new(
+        conv2d_source(xp, wp, yp, bx, bs, ep),
+        &p,
         operands,
-        workgroups: groups_for(total),
-    }])
+        groups_for(total),
+    )])
+}
+
+/// Every variant in precision `p` with representative blockings and epilogues, for the
+/// catalogue; in f16, also an f16 kernel writing an f32 graph output.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let mut out = Vec::new();
+    for ep in EpilogueDecl::representative(p) {
+        out.push(conv1x1_source(p, p, p, 4, 2, ep));
+        out.push(conv1x1_splitk_source(p, p, p, 64, 16, ep));
+        out.push(conv2d_source(p, p, p, 2, 2, ep));
+    }
+    if p == Precision::F16 {
+        out.push(conv1x1_source(
+            Precision::F16,
+            Precision::F16,
+            Precision::F32,
+            1,
+            1,
+            EpilogueDecl::NONE,
+        ));
+    }
+    out
 }

@@ -2,29 +2,35 @@
 //! right-hand sides are fully connected ops by the time they reach the backend; this kernel
 //! takes constants too (uploaded in PHWC4).
 
-use bytemuck::{Pod, Zeroable};
-
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::KernelSource;
+use crate::wgsl::{BindingDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuMatMulParams {
-    m: u32,
-    k: u32,
-    n: u32,
-    batch: u32,
-    a_h: u32,
-    b_h: u32,
-    total: u32,
-    _pad: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/matmul.wgsl`.
+    struct GpuMatMulParams {
+        m: u32,
+        k: u32,
+        n: u32,
+        batch: u32,
+        a_h: u32,
+        b_h: u32,
+        total: u32,
+    }
 }
 
 /// Source of the matrix product kernel.
 pub fn source(a: Precision, b: Precision, y: Precision) -> KernelSource {
-    KernelSource::new("matmul", vec![read("a", a), read("b", b), write("y", y)])
+    KernelSource::new(
+        "matmul",
+        vec![
+            BindingDecl::read("a", a),
+            BindingDecl::read("b", b),
+            BindingDecl::write("y", y),
+        ],
+    )
+    .with_params::<GpuMatMulParams>()
 }
 
 /// Builds a MATMUL `a [..., M, K] x b [..., K, N]` (ranks 2 to 4, batch axes broadcast).
@@ -51,12 +57,16 @@ pub fn build(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
         a_h: u32_of(a.h)?,
         b_h: u32_of(b.h)?,
         total: u32_of(total)?,
-        _pad: 0,
     };
-    Ok(vec![Dispatch {
-        source: source(ap, bp, ctx.out_precision()?),
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands: vec![a_op, b_op, Operand::Tensor(ctx.output()?)],
-        workgroups: groups_for(total),
-    }])
+    Ok(vec![Dispatch::new(
+        source(ap, bp, ctx.out_precision()?),
+        &p,
+        vec![a_op, b_op, Operand::Tensor(ctx.output()?)],
+        groups_for(total),
+    )])
+}
+
+/// Every variant in precision `p`, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    vec![source(p, p, p)]
 }

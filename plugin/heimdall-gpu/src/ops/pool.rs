@@ -1,69 +1,95 @@
 //! MAX_POOL_2D and AVERAGE_POOL_2D: `shaders/pool.wgsl` (one thread per output vec4) for small
 //! windows, `shaders/window_reduce.wgsl` (one work group per output vec4) for windows of at least
 //! [`LARGE_WINDOW`] positions (global pools); padded positions skipped. MEAN over height/width
-//! reuses this as an average pool (see [`super::mean`]).
+//! reuses this as an average pool (see [`super::reduce`]).
 
-use bytemuck::{Pod, Zeroable};
 use heimdall_ir::PoolAttrs;
 
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuPoolParams {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    total: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/pool.wgsl` and `shaders/window_reduce.wgsl`.
+    struct GpuPoolParams {
+        in_h: u32,
+        in_w: u32,
+        out_h: u32,
+        out_w: u32,
+        channels: u32,
+        k_h: u32,
+        k_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+        total: u32,
+    }
 }
 
-/// Source of the pooling kernel; `mode` 0 = max, 1 = average.
-pub fn source(mode: u32, x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSource {
-    KernelSource {
-        consts: vec![("MODE", mode)],
-        epilogue,
-        ..KernelSource::new("pool", vec![read("x", x), write("y", y)])
+/// What a pool computes over its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    /// The maximum (MAX_POOL_2D).
+    Max,
+    /// The average of the positions inside the input (AVERAGE_POOL_2D, MEAN).
+    Average,
+}
+
+impl PoolKind {
+    /// The kernels' `MODE` constant.
+    fn code(self) -> u32 {
+        match self {
+            PoolKind::Max => 0,
+            PoolKind::Average => 1,
+        }
     }
+}
+
+/// Source of the pooling kernel.
+pub fn source(kind: PoolKind, x: Precision, y: Precision, epilogue: EpilogueDecl) -> KernelSource {
+    KernelSource {
+        consts: vec![("MODE", kind.code())],
+        epilogue,
+        ..KernelSource::new(
+            "pool",
+            vec![BindingDecl::read("x", x), BindingDecl::write("y", y)],
+        )
+    }
+    .with_params::<GpuPoolParams>()
 }
 
 /// Windows of at least this many positions use the work-group reduction.
 pub const LARGE_WINDOW: usize = 64;
 
-/// Source of the work-group reduction over large windows; `mode` 0 = max, 1 = average; work
-/// groups of 64 threads.
+/// Source of the work-group reduction over large windows, work groups of 64 threads.
 pub fn window_reduce_source(
-    mode: u32,
+    kind: PoolKind,
     x: Precision,
     y: Precision,
     epilogue: EpilogueDecl,
 ) -> KernelSource {
-    window_reduce_source_rg(mode, x, y, epilogue, 64)
+    window_reduce_source_rg(kind, x, y, epilogue, 64)
 }
 
 /// [`window_reduce_source`] with work groups of `rg` threads (a power of two, ≤ 256).
 pub fn window_reduce_source_rg(
-    mode: u32,
+    kind: PoolKind,
     x: Precision,
     y: Precision,
     epilogue: EpilogueDecl,
     rg: u32,
 ) -> KernelSource {
     KernelSource {
-        consts: vec![("MODE", mode), ("RG", rg)],
+        consts: vec![("MODE", kind.code()), ("RG", rg)],
         epilogue,
-        ..KernelSource::new("window_reduce", vec![read("x", x), write("y", y)])
+        ..KernelSource::new(
+            "window_reduce",
+            vec![BindingDecl::read("x", x), BindingDecl::write("y", y)],
+        )
     }
+    .with_params::<GpuPoolParams>()
 }
 
 /// Threads per work group of the large-window reduction: 256 (the WebGPU limit) when there
@@ -74,10 +100,10 @@ fn reduce_group(outputs: usize, min_threads: usize) -> u32 {
     if outputs * 64 < min_threads { 256 } else { 64 }
 }
 
-/// Builds a pooling op; `mode` 0 = max, 1 = average.
-pub fn build(ctx: &mut OpContext, a: &PoolAttrs, mode: u32) -> Result<Vec<Dispatch>, String> {
+/// Builds a MAX_POOL_2D or AVERAGE_POOL_2D.
+pub fn build(ctx: &mut OpContext, a: &PoolAttrs, kind: PoolKind) -> Result<Vec<Dispatch>, String> {
     let y = ctx.out_geom()?;
-    build_window(ctx, a, mode, (y.h, y.w))
+    build_window(ctx, a, kind, (y.h, y.w))
 }
 
 /// Builds a pooling window over input 0 with the output grid `out` (height, width); the
@@ -85,7 +111,7 @@ pub fn build(ctx: &mut OpContext, a: &PoolAttrs, mode: u32) -> Result<Vec<Dispat
 pub fn build_window(
     ctx: &mut OpContext,
     a: &PoolAttrs,
-    mode: u32,
+    kind: PoolKind,
     out: (usize, usize),
 ) -> Result<Vec<Dispatch>, String> {
     let x = ctx.in_geom(0)?;
@@ -118,24 +144,39 @@ pub fn build_window(
         pad_left: u32_of(a.pad.left)?,
         total: u32_of(total)?,
     };
-    Ok(vec![Dispatch {
-        source: if large {
+    Ok(vec![Dispatch::new(
+        if large {
             window_reduce_source_rg(
-                mode,
+                kind,
                 xp,
                 yp,
                 ep,
                 reduce_group(total, ctx.tuning.min_threads),
             )
         } else {
-            source(mode, xp, yp, ep)
+            source(kind, xp, yp, ep)
         },
-        params: bytemuck::bytes_of(&p).to_vec(),
+        &p,
         operands,
-        workgroups: if large {
+        if large {
             u32_of(total)?
         } else {
             groups_for(total)
         },
-    }])
+    )])
+}
+
+/// Every variant in precision `p` (stored f32, as averages are), for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let mut out = Vec::new();
+    for kind in [PoolKind::Max, PoolKind::Average] {
+        out.push(source(kind, p, Precision::F32, EpilogueDecl::NONE));
+        out.push(window_reduce_source(
+            kind,
+            p,
+            Precision::F32,
+            EpilogueDecl::NONE,
+        ));
+    }
+    out
 }

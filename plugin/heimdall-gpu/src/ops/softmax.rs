@@ -1,31 +1,32 @@
 //! SOFTMAX and LOG_SOFTMAX along one axis: `shaders/softmax.wgsl`.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::onnx::{batch_one, dims4};
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, batch_one, dims4, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::KernelSource;
+use crate::wgsl::{BindingDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuSoftmaxParams {
-    dims: [u32; 4],
-    axis: u32,
-    h: u32,
-    w: u32,
-    c: u32,
-    total: u32,
-    _pad: [u32; 3],
+shader_params! {
+    /// Uniform parameters of `shaders/softmax.wgsl`.
+    struct GpuSoftmaxParams {
+        dims: [u32; 4],
+        axis: u32,
+        h: u32,
+        w: u32,
+        c: u32,
+        total: u32,
+    }
 }
 
 /// Source of the softmax kernel (`log`: log-softmax).
 pub fn source(x: Precision, y: Precision, log: bool) -> KernelSource {
     KernelSource {
         consts: vec![("LOG", log as u32)],
-        ..KernelSource::new("softmax", vec![read("x", x), write("y", y)])
+        ..KernelSource::new(
+            "softmax",
+            vec![BindingDecl::read("x", x), BindingDecl::write("y", y)],
+        )
     }
+    .with_params::<GpuSoftmaxParams>()
 }
 
 /// Builds a softmax of input 0 along `axis` (of the input's rank).
@@ -46,12 +47,16 @@ pub fn build(ctx: &mut OpContext, axis: usize, log: bool) -> Result<Vec<Dispatch
         w: u32_of(x.w)?,
         c: u32_of(x.c)?,
         total: u32_of(total)?,
-        _pad: [0; 3],
     };
-    Ok(vec![Dispatch {
-        source: source(xp, ctx.out_precision()?, log),
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands: vec![x_op, Operand::Tensor(ctx.output()?)],
-        workgroups: groups_for(total),
-    }])
+    Ok(vec![Dispatch::new(
+        source(xp, ctx.out_precision()?, log),
+        &p,
+        vec![x_op, Operand::Tensor(ctx.output()?)],
+        groups_for(total),
+    )])
+}
+
+/// Both variants (softmax, log-softmax) in precision `p`, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    [false, true].map(|log| source(p, p, log)).to_vec()
 }

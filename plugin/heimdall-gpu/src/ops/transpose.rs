@@ -1,31 +1,32 @@
 //! TRANSPOSE (ONNX `Transpose`): `shaders/transpose.wgsl`, a per-lane gather through the
 //! permutation.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::onnx::{batch_one, dims4};
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, batch_one, dims4, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::KernelSource;
+use crate::wgsl::{BindingDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuTransposeParams {
-    out_dims: [u32; 4],
-    perm: [u32; 4],
-    in_h: u32,
-    in_w: u32,
-    y_h: u32,
-    y_w: u32,
-    y_c: u32,
-    total: u32,
-    _pad: [u32; 2],
+shader_params! {
+    /// Uniform parameters of `shaders/transpose.wgsl`.
+    struct GpuTransposeParams {
+        out_dims: [u32; 4],
+        perm: [u32; 4],
+        in_h: u32,
+        in_w: u32,
+        y_h: u32,
+        y_w: u32,
+        y_c: u32,
+        total: u32,
+    }
 }
 
 /// Source of the transpose kernel.
 pub fn source(x: Precision, y: Precision) -> KernelSource {
-    KernelSource::new("transpose", vec![read("x", x), write("y", y)])
+    KernelSource::new(
+        "transpose",
+        vec![BindingDecl::read("x", x), BindingDecl::write("y", y)],
+    )
+    .with_params::<GpuTransposeParams>()
 }
 
 /// Builds a TRANSPOSE with `perm` (output axis `i` is input axis `perm[i]`).
@@ -61,12 +62,16 @@ pub fn build(ctx: &mut OpContext, perm: &[usize]) -> Result<Vec<Dispatch>, Strin
         y_w: u32_of(y.w)?,
         y_c: u32_of(y.c)?,
         total: u32_of(total)?,
-        _pad: [0; 2],
     };
-    Ok(vec![Dispatch {
-        source: source(xp, ctx.out_precision()?),
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands: vec![x_op, Operand::Tensor(ctx.output()?)],
-        workgroups: groups_for(total),
-    }])
+    Ok(vec![Dispatch::new(
+        source(xp, ctx.out_precision()?),
+        &p,
+        vec![x_op, Operand::Tensor(ctx.output()?)],
+        groups_for(total),
+    )])
+}
+
+/// Every variant in precision `p`, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    vec![source(p, p)]
 }
