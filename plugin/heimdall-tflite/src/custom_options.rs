@@ -1,4 +1,5 @@
-//! Parsing the flexbuffer options of the MediaPipe custom ops (version 2).
+//! The options of TFLite custom ops: parsing the flexbuffer options of the MediaPipe custom ops
+//! (version 2) of face_landmark_with_attention.
 //!
 //! `Landmarks2TransformMatrix` and `TransformTensorBilinear` store their options as a flexbuffer
 //! map in the operator's `custom_options` (`custom_options_format` FLEXBUFFERS); version 2 of
