@@ -2,12 +2,12 @@
 //   y[p, o] = epilogue(bias[o] + sum_i x[p, i] * w[o, i])
 // Layout: x, y, res in PHWC4 (vec4 index = slice * H * W + pixel); w is pre-transformed to
 //   [out_slice][in_slice][in_lane] vec4 (lanes = 4 output channels); bias is one vec4 per slice.
-// Threads: work groups of TG threads (chosen per GPU family, src/kernels/conv.rs); a work group
+// Threads: work groups of TG threads (chosen per GPU family, src/ops/conv.rs); a work group
 //   owns a tile of TG * BP pixels x BS output slices, and its thread `lid` computes pixels
 //   tile + j * TG + lid (j < BP) x the BS slices, so one load instruction of a warp reads TG
 //   consecutive pixels (coalesced) and every thread of a work group reads the same weights
 //   (uniform: a broadcast). Pixel tiles vary fastest across work groups.
-//   The inner loop, `conv_tile`, is generated for BP x BS (src/kernels/conv.rs): the BP * BS
+//   The inner loop, `conv_tile`, is generated for BP x BS (src/ops/conv.rs): the BP * BS
 //   accumulators are named variables, not an array, so they stay in registers on drivers that
 //   would put a dynamically indexed array in local memory; each accumulates a chain of FMAs.
 // Bindings: 0 params (uniform), x (read), w (read), bias (read f32), y (write), then the

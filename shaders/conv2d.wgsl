@@ -6,7 +6,7 @@
 //   [out_slice][ky][kx][in_slice][in_lane] vec4 (lanes = 4 output channels); bias one vec4/slice.
 // Threads: one thread computes BX consecutive output columns of one row x BS consecutive output
 //   slices; column blocks vary fastest, then rows, then slice blocks. The tile, `conv_tile`, is
-//   generated for BX x BS (src/kernels/conv.rs) with named accumulators (registers, not a
+//   generated for BX x BS (src/ops/conv.rs) with named accumulators (registers, not a
 //   dynamically indexed array) and one FMA chain per accumulator and input slice; columns
 //   outside the input read zero (a clamped load, then a select).
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.

@@ -5,7 +5,7 @@
 // Layout: x, y, res in PHWC4; w pre-transformed to [ky][kx][slice] vec4; bias one vec4/slice.
 // Threads: one thread computes BX consecutive output columns of one row of one slice. Column
 //   blocks vary fastest, then rows, then slices.
-//   The window, `dw_tile`, is generated for the constants (src/kernels/depthwise.rs) and fully
+//   The window, `dw_tile`, is generated for the constants (src/ops/depthwise.rs) and fully
 //   unrolled: per window row, the (BX-1)*SW + (KW-1)*DW + 1 input vec4s the BX outputs need
 //   are loaded once into named variables (clamped indices, zero outside the input through a
 //   select: no branches), then each tap's weight is loaded once and FMAed into the BX named

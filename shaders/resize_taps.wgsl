@@ -1,6 +1,7 @@
 // resize_taps: ONNX Resize of x [1, H, W, C] (nearest, linear or cubic, any coordinate
-//   transformation) from per-axis taps resolved on the host by the CPU reference's own code
-//   (heimdall_cpu::kernels::interp), so both backends read the same source positions.
+//   transformation) from per-axis taps resolved on the host by the IR's coordinate arithmetic
+//   (heimdall_ir::ops::resize, which the CPU backend uses too), so both backends read the same
+//   source positions.
 //   CUBIC = 0: two taps per axis, y = lerp(lerp(x[r0,c0], x[r0,c1], wc), lerp(x[r1,c0], x[r1,c1],
 //   wc), wr) (nearest: both taps equal, weight 0). CUBIC = 1: four taps per axis,
 //   y = sum_ky wr[ky] * sum_kx wc[kx] * x[r[ky], c[kx]], in the CPU reference's order.

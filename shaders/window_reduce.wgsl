@@ -4,7 +4,7 @@
 //   y[oy, ox, c] = epilogue(reduce over valid (ky, kx) of x[oy*sh + ky - pt, ox*sw + kx - pl, c])
 // Layout: x, y, res in PHWC4; accumulation in f32.
 // Threads: work groups of RG threads (a power of two: 256 when there are few outputs, such as
-//   a global pool, 64 otherwise; src/kernels/pool.rs); work group g computes output vec4 g
+//   a global pool, 64 otherwise; src/ops/pool.rs); work group g computes output vec4 g
 //   (columns fastest, rows, slices); thread l visits window positions l, l + RG, ... (row and
 //   column advanced incrementally, no division per position) and the group reduces in
 //   work-group memory with a fixed tree (deterministic).

@@ -3,6 +3,7 @@
 //! same layout in the composed WGSL as in Rust. No GPU needed.
 
 use crate::ops::catalogue;
+use crate::params::ParamsLayout;
 use crate::precision::Precision;
 use crate::sources::KERNELS;
 use crate::wgsl::{KernelSource, validate};
@@ -57,50 +58,47 @@ fn parameter_structs_have_the_rust_layout() {
     let mut checked = std::collections::BTreeSet::new();
     for k in every_variant() {
         let Some(layout) = k.params else { continue };
-        let src = k.compose().expect("compose");
-        let module = naga::front::wgsl::parse_str(&src)
-            .unwrap_or_else(|e| panic!("{}: {}", k.name, e.emit_to_string(&src)));
-        let (_, var) = module
-            .global_variables
-            .iter()
-            .find(|(_, v)| v.name.as_deref() == Some("params"))
-            .unwrap_or_else(|| panic!("{}: no `params`", k.name));
-        let ty = &module.types[var.ty];
-        let naga::TypeInner::Struct { members, span } = &ty.inner else {
-            panic!("{}: `params` is not a struct", k.name);
-        };
-        let got: Vec<(&str, u32)> = members
-            .iter()
-            .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
-            .collect();
-        let want: Vec<(&str, u32)> = layout
-            .members
-            .iter()
-            .map(|m| (m.name, m.offset as u32))
-            .collect();
-        assert_eq!(got, want, "{}: members of {}", k.name, layout.name);
-        // WGSL rounds the struct up to its alignment; the Rust struct is at least as large as
-        // the members and the uploaded bytes are padded to 16.
-        let last = layout.members.last().expect("members");
-        let end = (last.offset + if last.wgsl.starts_with("vec4") { 16 } else { 4 }) as u32;
-        assert_eq!(
-            layout.size as u32, end,
-            "{}: size of {}",
-            k.name, layout.name
-        );
-        assert!(
-            *span >= end && *span <= layout.size.next_multiple_of(16) as u32,
-            "{}: WGSL size {span} of {}, Rust {} (uploaded {})",
-            k.name,
-            layout.name,
-            layout.size,
-            layout.size.next_multiple_of(16)
-        );
+        assert_layout(k.name, &k.compose().expect("compose"), &layout);
         checked.insert(layout.name);
     }
     assert!(
         checked.len() >= 20,
         "only {} parameter structs checked: {checked:?}",
         checked.len()
+    );
+}
+
+/// Fails unless naga's layout of the `params` of WGSL `src` is `layout` (member names and
+/// offsets; a struct size between the members' end and the uploaded, 16-byte padded size).
+pub(crate) fn assert_layout(name: &str, src: &str, layout: &ParamsLayout) {
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    let (_, var) = module
+        .global_variables
+        .iter()
+        .find(|(_, v)| v.name.as_deref() == Some("params"))
+        .unwrap_or_else(|| panic!("{name}: no `params`"));
+    let naga::TypeInner::Struct { members, span } = &module.types[var.ty].inner else {
+        panic!("{name}: `params` is not a struct");
+    };
+    let got: Vec<(&str, u32)> = members
+        .iter()
+        .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+        .collect();
+    let want: Vec<(&str, u32)> = layout
+        .members
+        .iter()
+        .map(|m| (m.name, m.offset as u32))
+        .collect();
+    assert_eq!(got, want, "{name}: members of {}", layout.name);
+    let last = layout.members.last().expect("members");
+    let end = (last.offset + if last.wgsl.starts_with("vec4") { 16 } else { 4 }) as u32;
+    assert_eq!(layout.size as u32, end, "{name}: size of {}", layout.name);
+    assert!(
+        *span >= end && *span <= layout.size.next_multiple_of(16) as u32,
+        "{name}: WGSL size {span} of {}, Rust {} (uploaded {})",
+        layout.name,
+        layout.size,
+        layout.size.next_multiple_of(16)
     );
 }

@@ -1,6 +1,6 @@
 //! The GPU kernels of the MediaPipe custom ops (`Landmarks2TransformMatrix`,
-//! `TransformTensorBilinear`, `TransformLandmarks`, see `kernels::mediapipe`) against the CPU
-//! reference (`heimdall_cpu::mediapipe`), on seeded random cases: random landmarks, rotations
+//! `TransformTensorBilinear`, `TransformLandmarks`, see `heimdall_gpu::ops`) against the CPU
+//! reference (the same families in heimdall-cpu), on seeded random cases: random landmarks, rotations
 //! (every quadrant), anisotropic scales and target angles, odd crop sizes, feature maps with
 //! channel counts not divisible by 4 and odd sizes, matrices that send part of the crop outside
 //! the source (the zero border) and hand-picked border cases (samples exactly on the last

@@ -1,5 +1,6 @@
-//! Property tests of the kernels of the ONNX-only op kinds (Math, Binary, Where, InstanceNorm,
-//! Resize, PadWith, Softmax, MatMul, Reduce, Transpose, SpaceToDepth, DepthToSpaceCrd) against
+//! Property tests of the kernels of the ONNX-only ops (math functions, binary functions, Where,
+//! InstanceNorm, Resize, Pad with a fill mode, Softmax, MatMul, Reduce, Transpose, SpaceToDepth,
+//! DepthToSpace in CRD order) against
 //! the CPU backend (the reference), on random shapes: channel counts not divisible by 4, odd
 //! sizes, ranks 1 to 4, broadcasting, run-time and constant operands. Each case runs in f32
 //! (L2 error ≤ 1e-5 relative to the result's norm, or for sums with cancellation to the norm of
