@@ -2,28 +2,18 @@
 //   y[p, o] = epilogue(bias[o] + sum_i x[p, i] * w[o, i])
 // Layout: x, y, res in PHWC4 (vec4 index = slice * H * W + pixel); w is pre-transformed to
 //   [out_slice][in_slice][in_lane] vec4 (lanes = 4 output channels); bias is one vec4 per slice.
-// Threads: work groups of TG threads (chosen per GPU family, src/kernels/conv.rs); a work group
+// Threads: work groups of TG threads (chosen per GPU family, src/ops/conv.rs); a work group
 //   owns a tile of TG * BP pixels x BS output slices, and its thread `lid` computes pixels
 //   tile + j * TG + lid (j < BP) x the BS slices, so one load instruction of a warp reads TG
 //   consecutive pixels (coalesced) and every thread of a work group reads the same weights
 //   (uniform: a broadcast). Pixel tiles vary fastest across work groups.
-//   The inner loop, `conv_tile`, is generated for BP x BS (src/kernels/conv.rs): the BP * BS
+//   The inner loop, `conv_tile`, is generated for BP x BS (src/ops/conv.rs): the BP * BS
 //   accumulators are named variables, not an array, so they stay in registers on drivers that
 //   would put a dynamically indexed array in local memory; each accumulates a chain of FMAs.
 // Bindings: 0 params (uniform), x (read), w (read), bias (read f32), y (write), then the
 //   generated epilogue bindings (res, alpha). Generated symbols used: BP, BS, TG, conv_tile,
 //   x_load, w_load, bias_load, y_store, epilogue, keep_lanes.
-struct Params {
-    pixels: u32,
-    in_slices: u32,
-    out_slices: u32,
-    out_channels: u32,
-    pixel_tiles: u32,
-    tiles: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuConv1x1Params` (heimdall-gpu src/ops/conv.rs), declared by composition.
 
 // Writes one accumulated output vec4 (pixel p, output slice o) if it exists.
 fn store_out(p: u32, o: u32, acc: vec4<f32>) {

@@ -14,17 +14,7 @@
 // Bindings: 0 params (uniform), x (read), w (read), bias (read f32), y (write), then the
 //   generated epilogue bindings (res, alpha). Generated symbols used: TG, TP, KS, x_load,
 //   w_load, bias_load, y_store, epilogue, keep_lanes.
-struct Params {
-    pixels: u32,
-    in_slices: u32,
-    out_slices: u32,
-    out_channels: u32,
-    pixel_tiles: u32,
-    tiles: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuConv1x1Params` (heimdall-gpu src/ops/conv.rs), declared by composition.
 
 var<workgroup> partial: array<vec4<f32>, TG>;
 

@@ -6,33 +6,11 @@
 //   [out_slice][ky][kx][in_slice][in_lane] vec4 (lanes = 4 output channels); bias one vec4/slice.
 // Threads: one thread computes BX consecutive output columns of one row x BS consecutive output
 //   slices; column blocks vary fastest, then rows, then slice blocks. The tile, `conv_tile`, is
-//   generated for BX x BS (src/kernels/conv.rs) with named accumulators (registers, not a
+//   generated for BX x BS (src/ops/conv.rs) with named accumulators (registers, not a
 //   dynamically indexed array) and one FMA chain per accumulator and input slice; columns
 //   outside the input read zero (a clamped load, then a select).
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    in_slices: u32,
-    out_h: u32,
-    out_w: u32,
-    out_slices: u32,
-    out_channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    dil_h: u32,
-    dil_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    col_blocks: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuConv2dParams` (heimdall-gpu src/ops/conv.rs), declared by composition.
 
 // Writes one accumulated output vec4 (row oy, column ox, output slice o) if it exists.
 fn store_out(ox: u32, oy: u32, o: u32, acc: vec4<f32>) {

@@ -5,7 +5,7 @@
 // Layout: x, y, res in PHWC4; w pre-transformed to [ky][kx][slice] vec4; bias one vec4/slice.
 // Threads: one thread computes BX consecutive output columns of one row of one slice. Column
 //   blocks vary fastest, then rows, then slices.
-//   The window, `dw_tile`, is generated for the constants (src/kernels/depthwise.rs) and fully
+//   The window, `dw_tile`, is generated for the constants (src/ops/depthwise.rs) and fully
 //   unrolled: per window row, the (BX-1)*SW + (KW-1)*DW + 1 input vec4s the BX outputs need
 //   are loaded once into named variables (clamped indices, zero outside the input through a
 //   select: no branches), then each tap's weight is loaded once and FMAed into the BX named
@@ -13,21 +13,7 @@
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
 //   Generated symbols used: KH, KW, SH, SW, DH, DW, BX, dw_tile, x_load, w_load, bias_load,
 //   y_store, epilogue, keep_lanes, linear_index.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    slices: u32,
-    channels: u32,
-    out_h: u32,
-    out_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    col_blocks: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuDepthwiseParams` (heimdall-gpu src/ops/depthwise.rs), declared by composition.
 
 // Input vec4 at row `iy`, column `ix` of slice `s`, zero outside the input.
 fn x_at(s: u32, iy: i32, ix: i32) -> vec4<f32> {

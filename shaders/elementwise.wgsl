@@ -4,21 +4,7 @@
 // Layout: a, b, y, res in PHWC4 of their own 4-D shapes (batch 1).
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, a (read), [b (read) when OP != 0], y (write), epilogue bindings.
-struct Params {
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-    a_h: u32,
-    a_w: u32,
-    a_c: u32,
-    _pad0: u32,
-    b_h: u32,
-    b_w: u32,
-    b_c: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuElementwiseParams` (heimdall-gpu src/kernels/elementwise.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

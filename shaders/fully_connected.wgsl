@@ -5,13 +5,7 @@
 // Threads: one work group of WG threads per output slice; thread l sums positions l, l + WG, ...
 //   then the group reduces in work-group memory with a fixed tree (deterministic).
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
-struct Params {
-    positions: u32,
-    out_slices: u32,
-    out_channels: u32,
-    _pad0: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuFullyConnectedParams` (heimdall-gpu src/ops/fully_connected.rs), declared by composition.
 
 var<workgroup> partial: array<vec4<f32>, WG>;
 

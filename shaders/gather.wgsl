@@ -9,22 +9,7 @@
 // Layout: x, y in PHWC4 of their own shapes; element e is lane e % 4 of vec4 e / 4.
 // Threads: one thread per output vec4, gathering its 4 lanes; columns fastest, rows, slices.
 // Bindings: 0 params, x (read), y (write, read_write when KEEP = 1).
-struct Params {
-    dims: vec4<u32>,
-    lo: vec4<i32>,
-    count: vec4<i32>,
-    begin: vec4<i32>,
-    stride: vec4<i32>,
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuGatherParams` (heimdall-gpu src/kernels/gather.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -16,17 +16,7 @@
 // Bindings: 0 params, x (read; stub in PHASE 1), scale (read in PHASE 1 when present, else
 //   stub), bias (read in PHASE 2 when present, else stub), stats (read_write), y (write in
 //   PHASE 2, else a stub whose store does nothing).
-struct Params {
-    h: u32,
-    w: u32,
-    channels: u32,
-    slices: u32,
-    epsilon: f32,
-    chunks: u32,
-    stats_base: u32,
-    total: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuInstanceNormParams` (heimdall-gpu src/ops/instance_norm.rs), declared by composition.
 
 var<workgroup> part: array<vec4<f32>, WG>;
 

@@ -6,17 +6,7 @@
 // Threads: one thread per output vec4 (four consecutive n); columns (m) fastest, then batch, then
 //   slices of N.
 // Bindings: 0 params, a (read), b (read), y (write).
-struct Params {
-    m: u32,
-    k: u32,
-    n: u32,
-    batch: u32,
-    a_h: u32,
-    b_h: u32,
-    total: u32,
-    _pad0: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuMatMulParams` (heimdall-gpu src/ops/matmul.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

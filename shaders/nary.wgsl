@@ -10,22 +10,7 @@
 //   zeroed.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, a (read), [b (read)], [c (read)], y (write).
-struct Params {
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-    // (h, w, c, unused) of each operand.
-    a_dims: vec4<u32>,
-    b_dims: vec4<u32>,
-    c_dims: vec4<u32>,
-    f0: f32,
-    f1: f32,
-    // +infinity and a quiet NaN, set by the host (WGSL has no literals for them).
-    inf: f32,
-    nan: f32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuNaryParams` (heimdall-gpu src/kernels/nary.rs), declared by composition.
 
 // Index of the vec4 (same channels) or of lane 0 (one channel) an operand of `d` reads for
 // output position (y, x, slice s).

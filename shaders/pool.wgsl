@@ -4,21 +4,7 @@
 // Layout: x, y, res in PHWC4; accumulation in f32.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, x (read), y (write), epilogue bindings.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    total: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuPoolParams` (heimdall-gpu src/ops/pool.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

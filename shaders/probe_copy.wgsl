@@ -4,13 +4,7 @@
 // Threads: one vec4 per thread, work groups of 64 folded into 2-D (consecutive threads read
 //   consecutive vec4s: coalesced).
 // Bindings: 0 params (uniform: count), 1 src (read), 2 dst (read_write).
-struct Params {
-    count: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuCopyParams` (heimdall-gpu src/probe.rs), declared before this file by the probe.
 @group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<f32>>;
 

@@ -5,13 +5,7 @@
 // Layout: out is a vec4 sink of one element.
 // Threads: work groups of 64 folded into 2-D; `threads` of them are counted by the host.
 // Bindings: 0 params (uniform: iterations, b, c), 1 out (read_write).
-struct Params {
-    iterations: u32,
-    b: f32,
-    c: f32,
-    _pad: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuFmaParams` (heimdall-gpu src/probe.rs), declared before this file by the probe.
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
 
 @compute @workgroup_size(64)

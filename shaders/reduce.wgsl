@@ -1,5 +1,6 @@
-// reduce: ONNX reductions (ReduceSum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp;
-//   FOLD 0..8 in that order) of x (rank ≤ 4, right-aligned to [1, H, W, C]) over any set of axes.
+// reduce: reductions (ONNX ReduceSum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp,
+//   Mean; FOLD 0..9 in that order; a mean over height and width runs as an average pool) of x
+//   (rank ≤ 4, right-aligned to [1, H, W, C]) over any set of axes.
 //   Output element with row-major flat index f is decomposed by the kept-dims shape `out_dims`
 //   (reduced axes of size 1) into v; it folds x[v + u] over every u of the reduced box
 //   `red_dims` (size 1 on kept axes), in row-major order, accumulating in f32.
@@ -8,19 +9,7 @@
 // Threads: one thread per output vec4, folding its 4 lanes one after another; columns fastest,
 //   then rows, then slices.
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    out_dims: vec4<u32>,
-    red_dims: vec4<u32>,
-    in_h: u32,
-    in_w: u32,
-    y_h: u32,
-    y_w: u32,
-    y_c: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuReduceParams` (heimdall-gpu src/ops/reduce.rs), declared by composition.
 
 fn decompose(f: u32, d: vec4<u32>) -> vec4<u32> {
     var v: vec4<u32>;
@@ -80,6 +69,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc = sqrt(acc);
         } else if (FOLD == 7u || FOLD == 8u) {
             acc = log(acc);
+        } else if (FOLD == 9u) {
+            acc = acc / f32(count);
         }
         r[j] = acc;
     }

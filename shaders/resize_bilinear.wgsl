@@ -3,21 +3,7 @@
 // Layout: x, y in PHWC4; scale_h and scale_w are f32 bit patterns computed on the host.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    scale_h: u32,
-    scale_w: u32,
-    half_pixel: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuResizeParams` (heimdall-gpu src/ops/resize.rs), declared by composition.
 
 fn source(v: u32, scale: f32) -> f32 {
     if (params.half_pixel != 0u) {

@@ -1,6 +1,7 @@
 // resize_taps: ONNX Resize of x [1, H, W, C] (nearest, linear or cubic, any coordinate
-//   transformation) from per-axis taps resolved on the host by the CPU reference's own code
-//   (heimdall_cpu::kernels::interp), so both backends read the same source positions.
+//   transformation) from per-axis taps resolved on the host by the IR's coordinate arithmetic
+//   (heimdall_ir::ops::resize, which the CPU backend uses too), so both backends read the same
+//   source positions.
 //   CUBIC = 0: two taps per axis, y = lerp(lerp(x[r0,c0], x[r0,c1], wc), lerp(x[r1,c0], x[r1,c1],
 //   wc), wr) (nearest: both taps equal, weight 0). CUBIC = 1: four taps per axis,
 //   y = sum_ky wr[ky] * sum_kx wc[kx] * x[r[ky], c[kx]], in the CPU reference's order.
@@ -8,17 +9,7 @@
 //   input indices (as floats, exact below 2^24) and weights.
 // Threads: one thread per output vec4; columns fastest, then rows, then slices.
 // Bindings: 0 params, x (read), taps (read), y (write).
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuResizeTapsParams` (heimdall-gpu src/ops/resize.rs), declared by composition.
 
 fn at(s: u32, y: f32, x: f32) -> vec4<f32> {
     return x_load((s * params.in_h + u32(y)) * params.in_w + u32(x));

@@ -6,18 +6,7 @@
 // Threads: one thread per output vec4; each lane walks its own line along the axis (a line is
 //   re-read by the threads of its other elements: fine for the short axes of classifier heads).
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    dims: vec4<u32>,
-    axis: u32,
-    h: u32,
-    w: u32,
-    c: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuSoftmaxParams` (heimdall-gpu src/ops/softmax.rs), declared by composition.
 
 fn element(v: vec4<u32>) -> u32 {
     return (((v.w / 4u) * params.h + v.y) * params.w + v.z) * 4u + v.w % 4u;

@@ -5,17 +5,7 @@
 // Layout: x, y in PHWC4 ([1, H, W, C], batch 1).
 // Threads: one thread per output vec4, gathering its 4 lanes; columns fastest, rows, slices.
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    in_c: u32,
-    block: u32,
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuSpaceDepthParams` (heimdall-gpu src/ops/space_depth.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -1,19 +1,12 @@
 // transform_landmarks: MediaPipe custom op TransformLandmarks (version 2), as the CPU reference
-//   (heimdall-cpu src/mediapipe.rs, transform_landmarks): landmark (x, y[, z]) becomes
+//   (heimdall-cpu src/ops/transform_landmarks.rs): landmark (x, y[, z]) becomes
 //   (m0 x + m1 y + m3, m4 x + m5 y + m7[, z]) (the third column meets z = 0), z copied.
 // Layout: x and y are [1, N, D], D = 2 or 3, in PHWC4 (H = 1, W = N, C = D): landmark i is
 //   vec4 i, lanes x, y[, z], padding lanes zero (lane z of a 2-D landmark is padding, copied as
 //   the zero it is). m is the [1, 4, 4] matrix in PHWC4 (H = 1, W = 4, C = 4): row r is vec4 r.
 // Threads: one thread per landmark.
 // Bindings: 0 params, x (read), m (read), y (write).
-struct Params {
-    count: u32,
-    // 1.0 and 0.0, unknown to the compiler: see `opaque`.
-    one: f32,
-    zero: f32,
-    _pad0: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuTransformLandmarksParams` (heimdall-gpu src/ops/transform_landmarks.rs), declared by composition.
 
 // `v` times a runtime 1.0: the same value, which the compiler can neither fuse with a following
 // addition into a fused multiply-add nor reassociate across, so sums round as the reference's.

@@ -1,5 +1,5 @@
 // transform_tensor_bilinear: MediaPipe custom op TransformTensorBilinear (version 2), as the CPU
-//   reference (heimdall-cpu src/mediapipe.rs, transform_tensor_bilinear): output pixel (x, y)
+//   reference (heimdall-cpu src/ops/transform_tensor_bilinear.rs): output pixel (x, y)
 //   samples the source at (m0 x + m1 y + m3', m4 x + m5 y + m7') with the pixel-centre
 //   correction m3' = m3 + (m0 / 2 + m1 / 2 - 1/2), m7' = m7 + (m4 / 2 + m5 / 2 - 1/2) (the
 //   third column meets z = 0). A point outside [0, W-1] x [0, H-1] (or NaN) gives 0 in every
@@ -12,18 +12,7 @@
 // Threads: one thread per output vec4 (4 channels of one pixel); columns fastest, then rows,
 //   then slices. Every thread reads the two matrix rows (16 bytes each, cached).
 // Bindings: 0 params, x (read), m (read), y (write).
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    total: u32,
-    // 1.0 and 0.0, unknown to the compiler: see `opaque`.
-    one: f32,
-    zero: f32,
-    _pad2: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuTransformTensorParams` (heimdall-gpu src/ops/transform_tensor_bilinear.rs), declared by composition.
 
 // `v` through a multiplication by a runtime 1.0: the same value, but one the compiler can
 // neither fuse with a following addition (`a * b + c` into a fused multiply-add, one rounding

@@ -4,19 +4,7 @@
 // Layout: x, y in PHWC4 of their own shapes (batch 1).
 // Threads: one thread per output vec4, gathering its 4 lanes; columns fastest, rows, slices.
 // Bindings: 0 params, x (read), y (write).
-struct Params {
-    out_dims: vec4<u32>,
-    perm: vec4<u32>,
-    in_h: u32,
-    in_w: u32,
-    y_h: u32,
-    y_w: u32,
-    y_c: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuTransposeParams` (heimdall-gpu src/ops/transpose.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

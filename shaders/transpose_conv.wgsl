@@ -7,25 +7,7 @@
 // Threads: one thread per output vec4 (pixel x output slice); columns fastest, then rows, then
 //   slices.
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    in_slices: u32,
-    out_h: u32,
-    out_w: u32,
-    out_slices: u32,
-    out_channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    total: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuTransposeConvParams` (heimdall-gpu src/ops/transpose_conv.rs), declared by composition.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

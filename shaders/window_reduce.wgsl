@@ -4,27 +4,13 @@
 //   y[oy, ox, c] = epilogue(reduce over valid (ky, kx) of x[oy*sh + ky - pt, ox*sw + kx - pl, c])
 // Layout: x, y, res in PHWC4; accumulation in f32.
 // Threads: work groups of RG threads (a power of two: 256 when there are few outputs, such as
-//   a global pool, 64 otherwise; src/kernels/pool.rs); work group g computes output vec4 g
+//   a global pool, 64 otherwise; src/ops/pool.rs); work group g computes output vec4 g
 //   (columns fastest, rows, slices); thread l visits window positions l, l + RG, ... (row and
 //   column advanced incrementally, no division per position) and the group reduces in
 //   work-group memory with a fixed tree (deterministic).
 // Bindings: 0 params, x (read), y (write), epilogue bindings. Generated symbols used: RG, MODE,
 //   x_load, y_store, epilogue, keep_lanes.
-struct Params {
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    channels: u32,
-    k_h: u32,
-    k_w: u32,
-    stride_h: u32,
-    stride_w: u32,
-    pad_top: u32,
-    pad_left: u32,
-    total: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params: `GpuPoolParams` (heimdall-gpu src/ops/pool.rs), declared by composition.
 
 var<workgroup> part: array<vec4<f32>, RG>;
 var<workgroup> part_count: array<u32, RG>;

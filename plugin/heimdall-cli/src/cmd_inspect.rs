@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use heimdall::{LoadOptions, load_model_with_report};
 use heimdall_ir::cost::op_cost;
-use heimdall_ir::{Activation, Graph, OpKind};
+use heimdall_ir::{Activation, BlockOrder, Graph, OpKind, ReduceKind};
 use serde_json::json;
 
 /// Arguments of `inspect`.
@@ -80,14 +80,23 @@ fn attributes(kind: &OpKind) -> String {
             p.pad.left,
             p.pad.right
         ),
-        OpKind::Mean { axes, keep_dims } => format!("axes {axes:?} keep_dims {keep_dims}"),
-        OpKind::Pad { pads } => format!("pads {pads:?}"),
+        OpKind::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            keep_dims,
+        } => format!("axes {axes:?} keep_dims {keep_dims}"),
+        OpKind::Pad { pads, mode } if mode.is_zero() => format!("pads {pads:?}"),
         OpKind::Concatenation { axis } => format!("axis {axis}"),
-        OpKind::ResizeBilinear {
-            align_corners,
-            half_pixel_centers,
-        } => format!("align_corners {align_corners} half_pixel {half_pixel_centers}"),
-        OpKind::DepthToSpace { block } => format!("block {block}"),
+        OpKind::Resize(a) => match a.tflite_flags() {
+            Some((align_corners, half_pixel_centers)) => {
+                format!("align_corners {align_corners} half_pixel {half_pixel_centers}")
+            }
+            None => String::new(),
+        },
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Dcr,
+        } => format!("block {block}"),
         OpKind::StridedSlice(s) => format!(
             "begin {:?} stride {:?} count {:?}",
             s.begin, s.stride, s.count

@@ -3,18 +3,17 @@
 //! (Heimdall's `RunPartial(start, end)`).
 //!
 //! It is the reference for every other backend, the fallback for ops a GPU path lacks, and the
-//! target of whole-model CPU offload.
+//! target of whole-model CPU offload. Each op family has one file in `ops/` with its kernels
+//! and how an op prepares them; [`kernels`] re-exports them as plain slice functions.
 #![warn(missing_docs)]
 
 mod error;
-mod exec;
 pub mod kernels;
-pub mod mediapipe;
+mod model;
+mod ops;
 pub mod plan;
-mod prepare_ext;
+mod step;
 
 pub use error::CpuError;
-pub use exec::{CpuModel, CpuOptions};
-
-/// Most threads the backend plans scratch memory for.
-pub const MAX_THREADS: usize = 8;
+pub use kernels::par::MAX_THREADS;
+pub use model::{CpuModel, CpuOptions};

@@ -1,5 +1,5 @@
 //! CPU steps: ops with no GPU kernel (see [`crate::plan::Placement::Cpu`]; no op of the supported
-//! models: the MediaPipe custom ops have GPU kernels in `kernels::mediapipe`) run on the CPU
+//! models: the MediaPipe custom ops have GPU kernels too) run on the CPU
 //! backend, with explicit transfers: their inputs are copied from the GPU slots into staging
 //! buffers and mapped (download), the op runs as a one-op [`CpuModel`], and its
 //! output is written back to its GPU slot with `queue.write_buffer` (upload, visible to the next

@@ -13,33 +13,48 @@
 //! # Ok::<(), heimdall_gpu::GpuError>(())
 //! ```
 //!
-//! Layout of the crate: [`context`] (the device), [`layout`] (PHWC4), [`precision`] (storage
-//! types), [`wgsl`] (composition of `shaders/*.wgsl` with generated accessors), [`kernels`] (one
-//! builder per kernel family), [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU
-//! per step), [`model`] (compile and encode), the readback of outputs, [`preprocess`] (camera texture to
-//! model input) and [`probe`] (measured FMA and bandwidth ceilings).
+//! Layout of the crate, from the bottom: [`context`] (the device), [`layout`] (PHWC4),
+//! [`precision`] (storage types), [`sources`] (the WGSL files of `shaders/`), [`params`]
+//! (uniform parameter structs, defined once for Rust and WGSL), [`wgsl`] (composition of a
+//! kernel's source with generated bindings and accessors), [`dispatch`] (what a kernel builder
+//! sees and produces), [`kernels`] (the shaders several families share) and [`ops`] (one file
+//! per op family beside its shader, and the catalogue of every composed variant); then
+//! [`options`], [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU per step), the
+//! storage precisions, slot aliases and wgpu resources of a compiled model, [`model`] (compile
+//! and encode), the readback of outputs, [`profile`], [`preprocess`] (camera texture to model
+//! input) and [`probe`] (measured FMA and bandwidth ceilings).
 #![warn(missing_docs)]
 
+mod aliases;
 pub mod context;
 mod cpu_step;
+pub mod dispatch;
 pub mod error;
 pub mod kernels;
 pub mod layout;
 pub mod memory;
 pub mod model;
+pub mod ops;
+pub mod options;
+pub mod params;
 pub mod plan;
 pub mod precision;
 pub mod preprocess;
 pub mod probe;
 pub mod profile;
 mod readback;
-pub mod shaders;
+mod resources;
+#[cfg(test)]
+mod shader_tests;
+pub mod sources;
+mod storage;
 pub mod wgsl;
 
 pub use context::{GpuContext, GpuFamily, Tuning};
 pub use error::GpuError;
 pub use layout::Phwc4;
-pub use model::{CompileReport, GpuModel, GpuOptions, PipelineCacheState};
+pub use model::GpuModel;
+pub use options::{CompileReport, GpuOptions, PipelineCacheState};
 pub use plan::Placement;
 pub use precision::Precision;
 pub use profile::{RunProfile, StepProfile, TimingSource};

@@ -1,58 +1,18 @@
 //! Placement: which steps of a model run on the GPU and which must run on the CPU.
 
-use heimdall_ir::{Graph, OpKind};
+use heimdall_ir::Graph;
+
+pub use crate::ops::has_gpu_kernel;
 
 /// Where a step runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
     /// A GPU dispatch (or several) recorded by [`crate::GpuModel::encode`].
     Gpu,
-    /// An op with no GPU kernel (after the passes only a `Dequantize` or `Densify` of a computed
-    /// tensor, which no supported model has): a CPU step with transfers around it.
+    /// An op with no GPU kernel ([`crate::ops::has_gpu_kernel`]: after the passes only a
+    /// `Dequantize` or `Densify` of a computed tensor, which no supported model has): a CPU step
+    /// with transfers around it.
     Cpu,
-}
-
-/// Whether an op kind has a GPU kernel (a positive list: ops added to the IR later default to
-/// the CPU until a kernel exists).
-pub fn has_gpu_kernel(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Conv2d(_)
-            | OpKind::DepthwiseConv2d { .. }
-            | OpKind::TransposeConv2d(_)
-            | OpKind::FullyConnected
-            | OpKind::MaxPool2d(_)
-            | OpKind::AvgPool2d(_)
-            | OpKind::Mean { .. }
-            | OpKind::Add
-            | OpKind::Sub
-            | OpKind::Mul
-            | OpKind::Prelu
-            | OpKind::Unary(_)
-            | OpKind::Pad { .. }
-            | OpKind::Reshape
-            | OpKind::Concatenation { .. }
-            | OpKind::ResizeBilinear { .. }
-            | OpKind::DepthToSpace { .. }
-            | OpKind::StridedSlice(_)
-            // The ONNX-only op kinds.
-            | OpKind::Transpose { .. }
-            | OpKind::Math(_)
-            | OpKind::Binary(_)
-            | OpKind::InstanceNorm { .. }
-            | OpKind::Resize(_)
-            | OpKind::PadWith { .. }
-            | OpKind::Softmax { .. }
-            | OpKind::MatMul
-            | OpKind::Reduce { .. }
-            | OpKind::SpaceToDepth { .. }
-            | OpKind::DepthToSpaceCrd { .. }
-            | OpKind::Where
-            // The MediaPipe custom ops of face_landmark_with_attention.
-            | OpKind::Landmarks2TransformMatrix(_)
-            | OpKind::TransformTensorBilinear(_)
-            | OpKind::TransformLandmarks(_)
-    )
 }
 
 /// The placement of every op of the graph (one step per op, in graph order).

@@ -28,8 +28,7 @@ use heimdall_vision::image::{Border, Crop, Normalization};
 use crate::error::GpuError;
 use crate::model::GpuModel;
 use crate::precision::Precision;
-use crate::shaders::write;
-use crate::wgsl::KernelSource;
+use crate::wgsl::{BindingDecl, KernelSource};
 
 fn check(crop: &Crop, norm: &Normalization) -> Result<(), GpuError> {
     if crop.is_finite() && norm.is_finite() {
@@ -55,19 +54,11 @@ struct GpuPreprocessParams {
     border_mode: u32,
 }
 
-/// Where the preprocessing writes: the input's slot buffer, geometry and precision.
-pub(crate) struct InputTarget {
-    pub buffer: wgpu::Buffer,
-    pub bytes: u64,
-    pub geom: crate::layout::Phwc4,
-    pub precision: Precision,
-}
-
 /// Source of the preprocessing kernel writing `precision`, re-encoding sRGB or not.
 pub fn source(precision: Precision, srgb: bool) -> KernelSource {
     KernelSource {
         consts: vec![("SRGB", u32::from(srgb))],
-        ..KernelSource::new("preprocess", vec![write("y", precision)])
+        ..KernelSource::new("preprocess", vec![BindingDecl::write("y", precision)])
     }
 }
 

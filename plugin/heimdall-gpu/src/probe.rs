@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use bytemuck::{Pod, Zeroable};
 use heimdall_ir::{ConvAttrs, DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
 use wgpu::util::DeviceExt;
 
 use crate::context::GpuContext;
 use crate::error::GpuError;
-use crate::model::{GpuModel, GpuOptions};
+use crate::model::GpuModel;
+use crate::options::GpuOptions;
+use crate::params::{ShaderParams, shader_params};
 use crate::precision::Precision;
 use crate::profile::TimingSource;
 
@@ -76,20 +77,25 @@ impl ProbeReport {
     }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuFmaParams {
-    iterations: u32,
-    b: f32,
-    c: f32,
-    _pad: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/probe_fma.wgsl`.
+    struct GpuFmaParams {
+        iterations: u32,
+        b: f32,
+        c: f32,
+    }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuCopyParams {
-    count: u32,
-    _pad: [u32; 3],
+shader_params! {
+    /// Uniform parameters of `shaders/probe_copy.wgsl`.
+    struct GpuCopyParams {
+        count: u32,
+    }
+}
+
+/// A probe shader with its parameters declared from `P`.
+fn probe_source<P: ShaderParams>(body: &str) -> String {
+    format!("{}{body}", P::LAYOUT.wgsl())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -267,7 +273,7 @@ pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
         _ => 8192,
     };
     scoped(ctx, || {
-        let pipeline = pipeline(ctx, "probe_fma", FMA_SOURCE)?;
+        let pipeline = pipeline(ctx, "probe_fma", &probe_source::<GpuFmaParams>(FMA_SOURCE))?;
         let sink = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall probe sink"),
             size: 16,
@@ -276,7 +282,7 @@ pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
         });
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall probe params"),
-            size: std::mem::size_of::<GpuFmaParams>() as u64,
+            size: std::mem::size_of::<GpuFmaParams>().next_multiple_of(16) as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -291,9 +297,8 @@ pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
                 iterations,
                 b: 0.999_9,
                 c: 1e-4,
-                _pad: 0,
             };
-            ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&p));
+            ctx.queue.write_buffer(&params, 0, &p.to_bytes());
             let (t, _) = probe.time(ctx, 1, 3)?;
             let secs = t.as_secs_f64();
             // Calibrate: at least 5 ms per run, or the longest chain we allow.
@@ -327,7 +332,11 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
     let bytes = (64u64 << 20).min(max) / 16 * 16;
     let count = bytes / 16;
     scoped(ctx, || {
-        let pipeline = pipeline(ctx, "probe_copy", COPY_SOURCE)?;
+        let pipeline = pipeline(
+            ctx,
+            "probe_copy",
+            &probe_source::<GpuCopyParams>(COPY_SOURCE),
+        )?;
         let make = |label| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -340,13 +349,12 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
         let p = GpuCopyParams {
             count: u32::try_from(count)
                 .map_err(|_| GpuError::Unsupported("probe buffer too large".into()))?,
-            _pad: [0; 3],
         };
         let params = ctx
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("heimdall probe params"),
-                contents: bytemuck::bytes_of(&p),
+                contents: &p.to_bytes(),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
         let probe = Probe {
@@ -435,7 +443,7 @@ pub fn conv1x1(
     let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
     let time = profile.steps[0];
     let flops = 2.0 * (h * w * ci * co) as f64;
-    let blocking = crate::kernels::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
+    let blocking = crate::ops::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
     Ok(Conv1x1Bench {
         shape,
         precision: model.report().precision,
@@ -474,8 +482,13 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
 mod tests {
     #[test]
     fn probe_shaders_validate_with_naga() {
-        crate::wgsl::validate("probe_fma", super::FMA_SOURCE, false).unwrap();
-        crate::wgsl::validate("probe_copy", super::COPY_SOURCE, false).unwrap();
+        use super::{GpuCopyParams, GpuFmaParams, ShaderParams, probe_source};
+        let fma = probe_source::<GpuFmaParams>(super::FMA_SOURCE);
+        crate::wgsl::validate("probe_fma", &fma, false).unwrap();
+        crate::shader_tests::assert_layout("probe_fma", &fma, &GpuFmaParams::LAYOUT);
+        let copy = probe_source::<GpuCopyParams>(super::COPY_SOURCE);
+        crate::wgsl::validate("probe_copy", &copy, false).unwrap();
+        crate::shader_tests::assert_layout("probe_copy", &copy, &GpuCopyParams::LAYOUT);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (constants, per-binding accessors `NAME_load`, `NAME_load1`, `NAME_store`, an `epilogue`
 //! function and small helpers); this module generates them for each binding's precision.
 //!
-//! Binding 0 is the kernel's uniform `params` (declared in the kernel file); bindings 1.. are the
+//! Binding 0 is the kernel's uniform `params`, declared from its Rust struct
+//! ([`crate::params`]) or, for a kernel without one, in the kernel file; bindings 1.. are the
 //! kernel's buffers in declaration order, then the epilogue's (`res`, `alpha`).
 
 use std::fmt::Write as _;
@@ -10,6 +11,7 @@ use std::fmt::Write as _;
 use heimdall_ir::UnaryKind;
 
 use crate::error::GpuError;
+use crate::params::{ParamsLayout, ShaderParams};
 use crate::precision::Precision;
 
 /// Work-group size of every kernel (≤ 256, the WebGPU default limit).
@@ -39,8 +41,46 @@ pub struct BindingDecl {
     pub precision: Precision,
 }
 
+impl BindingDecl {
+    /// A binding the kernel reads.
+    pub fn read(name: &'static str, precision: Precision) -> Self {
+        BindingDecl {
+            name,
+            access: Access::Read,
+            precision,
+        }
+    }
+
+    /// A binding the kernel writes.
+    pub fn write(name: &'static str, precision: Precision) -> Self {
+        BindingDecl {
+            name,
+            access: Access::Write,
+            precision,
+        }
+    }
+
+    /// A binding the kernel reads and writes.
+    pub fn read_write(name: &'static str, precision: Precision) -> Self {
+        BindingDecl {
+            name,
+            access: Access::ReadWrite,
+            precision,
+        }
+    }
+
+    /// No binding: the accessors of an absent optional input, reading zeros.
+    pub fn stub(name: &'static str, precision: Precision) -> Self {
+        BindingDecl {
+            name,
+            access: Access::Stub,
+            precision,
+        }
+    }
+}
+
 /// The activation applied in a kernel's epilogue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EpilogueAct {
     /// Identity.
     None,
@@ -51,7 +91,7 @@ pub enum EpilogueAct {
 }
 
 /// The fused epilogue of a kernel: `act(v + res[i])`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpilogueDecl {
     /// Precision of the residual tensor, if there is one.
     pub residual: Option<Precision>,
@@ -65,10 +105,34 @@ impl EpilogueDecl {
         residual: None,
         act: EpilogueAct::None,
     };
+
+    /// Representative epilogues of kernels storing precision `p`, for the catalogue of composed
+    /// variants: none, residual + PReLU, hard-swish, residual + tanh, logistic.
+    pub fn representative(p: Precision) -> [EpilogueDecl; 5] {
+        [
+            EpilogueDecl::NONE,
+            EpilogueDecl {
+                residual: Some(p),
+                act: EpilogueAct::Prelu,
+            },
+            EpilogueDecl {
+                residual: None,
+                act: EpilogueAct::Unary(UnaryKind::HardSwish),
+            },
+            EpilogueDecl {
+                residual: Some(p),
+                act: EpilogueAct::Unary(UnaryKind::Tanh),
+            },
+            EpilogueDecl {
+                residual: None,
+                act: EpilogueAct::Unary(UnaryKind::Logistic),
+            },
+        ]
+    }
 }
 
 /// Everything needed to compose one kernel's WGSL source.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KernelSource {
     /// Kernel name (the file name in `shaders/` without `.wgsl`).
     pub name: &'static str,
@@ -80,6 +144,9 @@ pub struct KernelSource {
     pub epilogue: EpilogueDecl,
     /// Extra generated WGSL (e.g. the `combine` function of elementwise ops).
     pub extra: String,
+    /// The uniform parameters' layout, declared into the source; `None` when the kernel file
+    /// declares its own `params`.
+    pub params: Option<ParamsLayout>,
 }
 
 impl KernelSource {
@@ -91,7 +158,14 @@ impl KernelSource {
             bindings,
             epilogue: EpilogueDecl::NONE,
             extra: String::new(),
+            params: None,
         }
+    }
+
+    /// This kernel with its uniform parameters declared from `P`.
+    pub fn with_params<P: ShaderParams>(mut self) -> Self {
+        self.params = Some(P::LAYOUT);
+        self
     }
 
     /// Number of storage buffers bound (kernel and epilogue).
@@ -115,7 +189,7 @@ impl KernelSource {
 
     /// The complete WGSL source: generated prelude, then the kernel file.
     pub fn compose(&self) -> Result<String, GpuError> {
-        let body = crate::shaders::source(self.name).ok_or_else(|| GpuError::Shader {
+        let body = crate::sources::source(self.name).ok_or_else(|| GpuError::Shader {
             name: self.name.into(),
             message: "no such kernel in shaders/".into(),
         })?;
@@ -128,12 +202,15 @@ impl KernelSource {
         for (name, value) in &self.consts {
             let _ = writeln!(s, "const {name}: u32 = {value}u;");
         }
+        if let Some(p) = &self.params {
+            s.push_str(&p.wgsl());
+        }
         s.push_str(HELPERS);
         let mut binding = 1;
         for b in &self.bindings {
             accessors(&mut s, b, &mut binding);
         }
-        epilogue(&mut s, &self.epilogue, &mut binding);
+        epilogue(&mut s, &self.epilogue, &mut binding)?;
         s.push_str(&self.extra);
         s.push_str("// ---- kernel ----\n");
         s.push_str(body);
@@ -212,7 +289,7 @@ fn accessors(s: &mut String, b: &BindingDecl, binding: &mut u32) {
     }
 }
 
-fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) {
+fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) -> Result<(), GpuError> {
     if let Some(p) = ep.residual {
         accessors(
             s,
@@ -252,8 +329,15 @@ fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) {
         // tanh saturates long before 20; clamping avoids inf/inf in some implementations.
         EpilogueAct::Unary(UnaryKind::Tanh) => "tanh(clamp(r, vec4<f32>(-20.0), vec4<f32>(20.0)))",
         EpilogueAct::Prelu => "select(alpha_load(slice) * r, r, r >= vec4<f32>(0.0))",
+        EpilogueAct::Unary(other) => {
+            return Err(GpuError::Shader {
+                name: "epilogue".into(),
+                message: format!("{} cannot be fused as an epilogue activation", other.name()),
+            });
+        }
     };
     let _ = writeln!(s, "    return {act};\n}}");
+    Ok(())
 }
 
 /// Parses and validates WGSL with naga (the same front-end wgpu uses), with or without the

@@ -8,7 +8,9 @@ mod common;
 
 use common::{GraphBuilder, check_against_cpu, gpu, inputs_for, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
-use heimdall_ir::{Activation, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, TensorId, UnaryKind};
+use heimdall_ir::{
+    Activation, BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, TensorId, UnaryKind,
+};
 
 /// A 1x1 convolution `x [1,h,w,ci] -> [1,h,w,co]` with bias.
 fn conv1x1(b: &mut GraphBuilder, x: TensorId, hw: [usize; 2], ci: usize, co: usize) -> TensorId {
@@ -169,7 +171,12 @@ fn three_producers_with_a_partial_last_slice_are_free() {
     let x = b.input(&[1, 4, 8, 8]);
     let x2 = b.input(&[1, 4, 8, 8]);
     let d = depthwise(&mut b, x, hw, 8);
-    let s = b.op(OpKind::Add, vec![x, x2], &[1, 4, 8, 8], Epilogue::default());
+    let s = b.op(
+        OpKind::Binary(BinaryFn::Add),
+        vec![x, x2],
+        &[1, 4, 8, 8],
+        Epilogue::default(),
+    );
     let c = conv1x1(&mut b, x2, hw, 8, 5);
     let shapes = [[1, 4, 8, 8], [1, 4, 8, 8], [1, 4, 8, 5]];
     let y = concat(&mut b, vec![d, s, c], &shapes, 3);
@@ -199,7 +206,12 @@ fn single_input_and_rank_3_concats_are_free() {
         &[1, 64, 4],
         Epilogue::default(),
     );
-    let s = b.op(OpKind::Add, vec![x2, x2], &[1, 64, 8], Epilogue::default());
+    let s = b.op(
+        OpKind::Binary(BinaryFn::Add),
+        vec![x2, x2],
+        &[1, 64, 8],
+        Epilogue::default(),
+    );
     let y = b.op(
         OpKind::Concatenation { axis: 2 },
         vec![r, s],
@@ -241,7 +253,12 @@ fn spatial_concats_of_one_slice_are_free() {
         Epilogue::default(),
     );
     let s = b.op(OpKind::Reshape, vec![x2], &[1, 16, 4], Epilogue::default());
-    let s = b.op(OpKind::Add, vec![s, s], &[1, 16, 4], Epilogue::default());
+    let s = b.op(
+        OpKind::Binary(BinaryFn::Add),
+        vec![s, s],
+        &[1, 16, 4],
+        Epilogue::default(),
+    );
     let y = b.op(
         OpKind::Concatenation { axis: 1 },
         vec![r, s],

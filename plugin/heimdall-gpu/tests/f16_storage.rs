@@ -24,7 +24,7 @@ use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model, rel_l2};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
-use heimdall_ir::{Graph, OpKind};
+use heimdall_ir::{Graph, OpKind, ReduceKind};
 
 fn round_f16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
@@ -36,7 +36,14 @@ fn cpu_with_f16_storage(graph: &Graph, input: &[f32]) -> Vec<Vec<f32>> {
     m.set_input(0, &round_f16(input)).expect("input");
     let mut keep = vec![false; graph.tensors.len()];
     for op in &graph.ops {
-        if matches!(op.kind, OpKind::AvgPool2d(_) | OpKind::Mean { .. }) {
+        if matches!(
+            op.kind,
+            OpKind::AvgPool2d(_)
+                | OpKind::Reduce {
+                    kind: ReduceKind::Mean,
+                    ..
+                }
+        ) {
             op.outputs.iter().for_each(|o| keep[o.index()] = true);
         }
         if op.outputs.iter().any(|o| graph.outputs.contains(o)) {

@@ -9,8 +9,8 @@ mod common;
 use common::{GraphBuilder, check_against_cpu};
 use heimdall_ir::shape::{same_padding, window_out};
 use heimdall_ir::{
-    Activation, ConvAttrs, Epilogue, OpKind, Pad2d, PoolAttrs, StridedSliceAttrs, TensorId,
-    UnaryKind,
+    Activation, BinaryFn, BlockOrder, ConvAttrs, Epilogue, OpKind, Pad2d, PadMode, PoolAttrs,
+    ReduceKind, ResizeAttrs, StridedSliceAttrs, TensorId, UnaryKind,
 };
 use proptest::prelude::*;
 
@@ -228,7 +228,7 @@ proptest! {
         }
         let mut b = GraphBuilder::default();
         let x = b.input(&[1, h, w, c]);
-        let y = b.op(OpKind::Mean { axes, keep_dims: keep }, vec![x], &out, Epilogue::default());
+        let y = b.op(OpKind::Reduce { kind: ReduceKind::Mean, axes, keep_dims: keep }, vec![x], &out, Epilogue::default());
         common::check_against_cpu_shifted(&b.finish(vec![y]), seed, 2.0).map_err(TestCaseError::fail)?;
     }
 
@@ -246,8 +246,8 @@ proptest! {
         let mut b = GraphBuilder::default();
         let a = b.input(&full);
         let o = if constant { b.constant(&other, seed) } else { b.input(&other) };
-        let kind = match op { 0 => OpKind::Add, 1 => OpKind::Sub, 2 => OpKind::Mul, _ => OpKind::Prelu };
-        let prelu = matches!(kind, OpKind::Prelu);
+        let kind = OpKind::Binary(match op { 0 => BinaryFn::Add, 1 => BinaryFn::Sub, 2 => BinaryFn::Mul, _ => BinaryFn::Prelu });
+        let prelu = matches!(kind, OpKind::Binary(BinaryFn::Prelu));
         let ep = if prelu { Epilogue::default() } else { epilogue(&mut b, act, residual, &full) };
         let inputs = if swap && !prelu { vec![o, a] } else { vec![a, o] };
         let y = b.op(kind, inputs, &full, ep);
@@ -267,7 +267,7 @@ proptest! {
     fn resize_bilinear(h in 1..8usize, w in 1..8usize, c in 1..7usize, oh in 1..16usize, ow in 1..16usize, mode in 0..3u8, seed in 0..1000u64) {
         let mut b = GraphBuilder::default();
         let x = b.input(&[1, h, w, c]);
-        let kind = OpKind::ResizeBilinear { align_corners: mode == 1, half_pixel_centers: mode == 2 };
+        let kind = OpKind::Resize(ResizeAttrs::tflite_bilinear(mode == 1, mode == 2).unwrap());
         let y = b.op(kind, vec![x], &[1, oh, ow, c], Epilogue::default());
         check_against_cpu(&b.finish(vec![y]), seed).map_err(TestCaseError::fail)?;
     }
@@ -276,7 +276,7 @@ proptest! {
     fn depth_to_space(h in 1..6usize, w in 1..6usize, oc in 1..7usize, block in 2..4usize, seed in 0..1000u64) {
         let mut b = GraphBuilder::default();
         let x = b.input(&[1, h, w, oc * block * block]);
-        let y = b.op(OpKind::DepthToSpace { block }, vec![x], &[1, h * block, w * block, oc], Epilogue::default());
+        let y = b.op(OpKind::DepthToSpace { block, order: BlockOrder::Dcr }, vec![x], &[1, h * block, w * block, oc], Epilogue::default());
         check_against_cpu(&b.finish(vec![y]), seed).map_err(TestCaseError::fail)?;
     }
 
@@ -286,7 +286,7 @@ proptest! {
         let out = [1, h + p[0] + p[1], w + p[2] + p[3], c + p[4] + p[5]];
         let mut b = GraphBuilder::default();
         let x = b.input(&[1, h, w, c]);
-        let y = b.op(OpKind::Pad { pads }, vec![x], &out, Epilogue::default());
+        let y = b.op(OpKind::Pad { pads, mode: PadMode::ZERO }, vec![x], &out, Epilogue::default());
         check_against_cpu(&b.finish(vec![y]), seed).map_err(TestCaseError::fail)?;
     }
 

@@ -1,6 +1,6 @@
 //! The GPU kernels of the MediaPipe custom ops (`Landmarks2TransformMatrix`,
-//! `TransformTensorBilinear`, `TransformLandmarks`, see `kernels::mediapipe`) against the CPU
-//! reference (`heimdall_cpu::mediapipe`), on seeded random cases: random landmarks, rotations
+//! `TransformTensorBilinear`, `TransformLandmarks`, see `heimdall_gpu::ops`) against the CPU
+//! reference (the same families in heimdall-cpu), on seeded random cases: random landmarks, rotations
 //! (every quadrant), anisotropic scales and target angles, odd crop sizes, feature maps with
 //! channel counts not divisible by 4 and odd sizes, matrices that send part of the crop outside
 //! the source (the zero border) and hand-picked border cases (samples exactly on the last
@@ -14,10 +14,10 @@ mod common;
 
 use common::{GraphBuilder, run_cpu, run_gpu, with_trailer};
 use heimdall_gpu::{GpuError, GpuModel, GpuOptions, Placement, Precision};
-use heimdall_ir::mediapipe::{
-    Landmarks2TransformMatrixAttrs, TransformLandmarksAttrs, TransformTensorBilinearAttrs,
+use heimdall_ir::{
+    BinaryFn, Epilogue, Graph, Landmarks2TransformMatrixAttrs, OpKind, TransformLandmarksAttrs,
+    TransformTensorBilinearAttrs, UnaryKind,
 };
-use heimdall_ir::{Epilogue, Graph, OpKind, UnaryKind};
 
 /// Tolerance on the relative L2 error per storage precision.
 fn tolerance(p: Precision) -> f64 {
@@ -522,7 +522,12 @@ fn chained_like_the_model() {
             Epilogue::default(),
         );
         let one = b.constant(&[1], 5);
-        let m2 = b.op(OpKind::Mul, vec![m, one], &[1, 4, 4], Epilogue::default());
+        let m2 = b.op(
+            OpKind::Binary(BinaryFn::Mul),
+            vec![m, one],
+            &[1, 4, 4],
+            Epilogue::default(),
+        );
         let ttb = TransformTensorBilinearAttrs {
             output_height: 9,
             output_width: 11,
@@ -639,7 +644,12 @@ fn cpu_steps_still_run_between_gpu_ranges() {
     );
     let d = b.op(OpKind::Dequantize, vec![a], &shape, Epilogue::default());
     let k = b.constant(&[6], 3);
-    let y = b.op(OpKind::Add, vec![d, k], &shape, Epilogue::default());
+    let y = b.op(
+        OpKind::Binary(BinaryFn::Add),
+        vec![d, k],
+        &shape,
+        Epilogue::default(),
+    );
     let graph = b.finish(vec![y]);
     let placement = heimdall_gpu::plan::placement(&graph);
     assert_eq!(

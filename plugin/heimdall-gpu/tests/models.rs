@@ -2,7 +2,8 @@
 //! (`assets/goldens/<model>/<case>/`): relative L2 error per output ≤ 2e-4 in f32 and ≤ 1e-2 in
 //! f16 and packed f16; any-range encoding bit-identical to a whole run; no wgpu errors.
 //! face_landmark_with_attention runs entirely on the GPU, its MediaPipe custom ops included
-//! (`kernels::mediapipe`, tested op by op in tests/mediapipe_kernels.rs); its goldens cover
+//! (`ops::landmarks_to_transform`, `ops::transform_tensor_bilinear`, `ops::transform_landmarks`,
+//! tested op by op in tests/mediapipe_kernels.rs); its goldens cover
 //! outputs 0 and 6 (see assets/goldens/README.md).
 
 mod common;

@@ -1,5 +1,6 @@
-//! Property tests of the kernels of the ONNX-only op kinds (Math, Binary, Where, InstanceNorm,
-//! Resize, PadWith, Softmax, MatMul, Reduce, Transpose, SpaceToDepth, DepthToSpaceCrd) against
+//! Property tests of the kernels of the ONNX-only ops (math functions, binary functions, Where,
+//! InstanceNorm, Resize, Pad with a fill mode, Softmax, MatMul, Reduce, Transpose, SpaceToDepth,
+//! DepthToSpace in CRD order) against
 //! the CPU backend (the reference), on random shapes: channel counts not divisible by 4, odd
 //! sizes, ranks 1 to 4, broadcasting, run-time and constant operands. Each case runs in f32
 //! (L2 error ≤ 1e-5 relative to the result's norm, or for sums with cancellation to the norm of
@@ -14,8 +15,8 @@ mod common;
 use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu, run_gpu, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
 use heimdall_ir::{
-    BinaryFn, CoordMode, Epilogue, Graph, MathFn, NearestMode, OpKind, PadMode, ReduceKind,
-    ResizeAttrs, ResizeMode, TensorId,
+    BinaryFn, BlockOrder, CoordMode, Epilogue, Graph, NearestMode, OpKind, PadMode, ReduceKind,
+    ResizeAttrs, ResizeMode, ResizeScale, TensorId, UnaryKind,
 };
 use proptest::prelude::*;
 
@@ -192,43 +193,43 @@ fn operand(b: &mut GraphBuilder, shape: &[usize], constant: bool, seed: u64) -> 
     }
 }
 
-fn math_fn(code: u8) -> (MathFn, Domain) {
+fn math_fn(code: u8) -> (UnaryKind, Domain) {
     match code {
         0 => (
-            MathFn::Clip {
+            UnaryKind::Clip {
                 min: -0.3,
                 max: 0.6,
             },
             Domain::Signed,
         ),
         1 => (
-            MathFn::Clip {
+            UnaryKind::Clip {
                 min: f32::NEG_INFINITY,
                 max: 0.25,
             },
             Domain::Signed,
         ),
-        2 => (MathFn::LeakyRelu { alpha: 0.1 }, Domain::Signed),
+        2 => (UnaryKind::LeakyRelu { alpha: 0.1 }, Domain::Signed),
         3 => (
-            MathFn::HardSigmoid {
+            UnaryKind::HardSigmoid {
                 alpha: 0.2,
                 beta: 0.5,
             },
             Domain::Wide,
         ),
-        4 => (MathFn::Elu { alpha: 1.3 }, Domain::Wide),
-        5 => (MathFn::Erf, Domain::Wide),
-        6 => (MathFn::Sqrt, Domain::Positive),
-        7 => (MathFn::Exp, Domain::Wide),
-        8 => (MathFn::Log, Domain::Positive),
-        9 => (MathFn::Abs, Domain::Signed),
-        10 => (MathFn::Neg, Domain::Signed),
-        11 => (MathFn::Reciprocal, Domain::NonZero),
-        12 => (MathFn::Floor, Domain::Grid),
-        13 => (MathFn::Ceil, Domain::Grid),
-        14 => (MathFn::Softplus, Domain::Wide),
-        15 => (MathFn::Softsign, Domain::Wide),
-        _ => (MathFn::Identity, Domain::Signed),
+        4 => (UnaryKind::Elu { alpha: 1.3 }, Domain::Wide),
+        5 => (UnaryKind::Erf, Domain::Wide),
+        6 => (UnaryKind::Sqrt, Domain::Positive),
+        7 => (UnaryKind::Exp, Domain::Wide),
+        8 => (UnaryKind::Log, Domain::Positive),
+        9 => (UnaryKind::Abs, Domain::Signed),
+        10 => (UnaryKind::Neg, Domain::Signed),
+        11 => (UnaryKind::Reciprocal, Domain::NonZero),
+        12 => (UnaryKind::Floor, Domain::Grid),
+        13 => (UnaryKind::Ceil, Domain::Grid),
+        14 => (UnaryKind::Softplus, Domain::Wide),
+        15 => (UnaryKind::Softsign, Domain::Wide),
+        _ => (UnaryKind::Identity, Domain::Signed),
     }
 }
 
@@ -300,7 +301,7 @@ proptest! {
         let shape = shape_of(rank, dims);
         let mut b = GraphBuilder::default();
         let x = b.input(&shape);
-        let y = b.op(OpKind::Math(f), vec![x], &shape, Epilogue::default());
+        let y = b.op(OpKind::Unary(f), vec![x], &shape, Epilogue::default());
         check(&b.finish(vec![y]), seed, &[domain], false).map_err(TestCaseError::fail)?;
     }
 
@@ -313,7 +314,7 @@ proptest! {
         let mut b = GraphBuilder::default();
         let a_t = b.input(&sa);
         let b_t = operand(&mut b, &sb, const_b, seed);
-        let y_shape = heimdall_ir::infer::binary(&sa, &sb).expect("broadcast");
+        let y_shape = heimdall_ir::ops::binary::shape(&sa, &sb).expect("broadcast");
         let y = b.op(OpKind::Binary(f), vec![a_t, b_t], &y_shape, Epilogue::default());
         let mut g = b.finish(vec![y]);
         if const_b {
@@ -335,7 +336,7 @@ proptest! {
         let c = b.input(&sc);
         let x = b.input(&sx);
         let yv = operand(&mut b, &sy, const_y, seed);
-        let shape = heimdall_ir::infer::binary(&heimdall_ir::infer::binary(&sc, &sx).unwrap(), &sy).unwrap();
+        let shape = heimdall_ir::ops::binary::shape(&heimdall_ir::ops::binary::shape(&sc, &sx).unwrap(), &sy).unwrap();
         let y = b.op(OpKind::Where, vec![c, x, yv], &shape, Epilogue::default());
         check(&b.finish(vec![y]), seed, &[Domain::Integer, Domain::Signed], false).map_err(TestCaseError::fail)?;
     }
@@ -374,7 +375,7 @@ proptest! {
         let attrs = ResizeAttrs {
             mode: resize_mode(mode),
             coord: coord_mode(coord),
-            scale: [oh as f32 / h as f32, ow as f32 / w as f32],
+            scale: ResizeScale::Given([oh as f32 / h as f32, ow as f32 / w as f32]),
         };
         let mut b = GraphBuilder::default();
         let x = b.input(&[1, h, w, c]);
@@ -400,10 +401,10 @@ proptest! {
                 [pads[2 * d].min(lim), pads[2 * d + 1].min(lim)]
             })
             .collect();
-        let out = heimdall_ir::infer::pad(&shape, &p, &mode).unwrap();
+        let out = heimdall_ir::ops::pad::shape(&shape, &p, &mode).unwrap();
         let mut b = GraphBuilder::default();
         let x = b.input(&shape);
-        let y = b.op(OpKind::PadWith { pads: p, mode }, vec![x], &out, Epilogue::default());
+        let y = b.op(OpKind::Pad { pads: p, mode }, vec![x], &out, Epilogue::default());
         check(&b.finish(vec![y]), seed, &[Domain::Signed], false).map_err(TestCaseError::fail)?;
     }
 
@@ -426,7 +427,7 @@ proptest! {
     fn matmul(batch in 1..4usize, m in 1..10usize, k in 1..14usize, n in 1..12usize, rank_a in 2..4usize, rank_b in 2..4usize, bcast_a: bool, const_b: bool, seed in 0..1000u64) {
         let sa = if rank_a == 3 { vec![if bcast_a { 1 } else { batch }, m, k] } else { vec![m, k] };
         let sb = if rank_b == 3 { vec![batch, k, n] } else { vec![k, n] };
-        let out = heimdall_ir::infer::matmul(&sa, &sb).unwrap();
+        let out = heimdall_ir::ops::matmul::shape(&sa, &sb).unwrap();
         let mut b = GraphBuilder::default();
         let a = b.input(&sa);
         let bt = operand(&mut b, &sb, const_b, seed);
@@ -442,7 +443,7 @@ proptest! {
         if axes.is_empty() {
             return Ok(());
         }
-        let out = heimdall_ir::infer::reduce(&shape, &axes, keep_dims).unwrap();
+        let out = heimdall_ir::ops::reduce::shape(&shape, &axes, keep_dims).unwrap();
         let mut b = GraphBuilder::default();
         let x = b.input(&shape);
         let y = b.op(OpKind::Reduce { kind, axes, keep_dims }, vec![x], &out, Epilogue::default());
@@ -476,7 +477,7 @@ proptest! {
         } else {
             ([1, h * block, w * block, c], [1, h, w, c * block * block])
         };
-        let kind = if crd { OpKind::DepthToSpaceCrd { block } } else { OpKind::SpaceToDepth { block } };
+        let kind = if crd { OpKind::DepthToSpace { block, order: BlockOrder::Crd } } else { OpKind::SpaceToDepth { block } };
         let mut b = GraphBuilder::default();
         let x = b.input(&shape);
         let y = b.op(kind, vec![x], &out, Epilogue::default());
@@ -498,7 +499,7 @@ fn onnx_op_kinds_run_on_the_gpu() {
         Epilogue::default(),
     );
     let m = b.op(
-        OpKind::Math(MathFn::Erf),
+        OpKind::Unary(UnaryKind::Erf),
         vec![t],
         &[1, 6, 4, 5],
         Epilogue::default(),
@@ -520,14 +521,14 @@ fn onnx_op_kinds_run_on_the_gpu() {
         OpKind::Resize(ResizeAttrs {
             mode: ResizeMode::Linear,
             coord: CoordMode::HalfPixel,
-            scale: [2.0, 2.0],
+            scale: ResizeScale::Given([2.0, 2.0]),
         }),
         vec![n],
         &[1, 12, 8, 5],
         Epilogue::default(),
     );
     let p = b.op(
-        OpKind::PadWith {
+        OpKind::Pad {
             pads: vec![[0, 0], [1, 1], [2, 2], [0, 0]],
             mode: PadMode::Reflect,
         },
@@ -542,7 +543,10 @@ fn onnx_op_kinds_run_on_the_gpu() {
         Epilogue::default(),
     );
     let d2s = b.op(
-        OpKind::DepthToSpaceCrd { block: 2 },
+        OpKind::DepthToSpace {
+            block: 2,
+            order: BlockOrder::Crd,
+        },
         vec![s2d],
         &[1, 14, 12, 5],
         Epilogue::default(),

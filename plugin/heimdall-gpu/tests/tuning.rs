@@ -6,7 +6,7 @@
 mod common;
 
 use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu};
-use heimdall_gpu::kernels::conv::conv1x1_blocking;
+use heimdall_gpu::ops::conv::conv1x1_blocking;
 use heimdall_gpu::{GpuContext, GpuError, GpuFamily, GpuModel, GpuOptions, Precision, Tuning};
 use heimdall_ir::{ConvAttrs, Epilogue, Graph, OpKind, Pad2d};
 

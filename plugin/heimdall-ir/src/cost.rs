@@ -2,7 +2,7 @@
 //! analyzer to estimate steps that were never measured.
 
 use crate::graph::Graph;
-use crate::op::{Activation, Op, OpKind};
+use crate::op::{Activation, Op};
 
 /// Static cost of one op.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,50 +29,7 @@ pub fn op_cost(graph: &Graph, op: &Op) -> OpCost {
         }
     }
     activation_bytes += op.outputs.iter().map(|&o| 4 * numel(o)).sum::<u64>();
-    let input_shape = |i: usize| {
-        op.inputs
-            .get(i)
-            .map(|t| graph.tensor(*t).shape.clone())
-            .unwrap_or_default()
-    };
-    let macs: u64 = match &op.kind {
-        OpKind::Conv2d(_) | OpKind::TransposeConv2d(_) => {
-            let f = input_shape(1);
-            let per_out = f.get(1..).map_or(0, |s| s.iter().product::<usize>()) as u64;
-            if matches!(op.kind, OpKind::TransposeConv2d(_)) {
-                // Every input pixel scatters a kh x kw x Co window.
-                numel(op.inputs[0])
-                    * (f.first().copied().unwrap_or(0)
-                        * f.get(1).copied().unwrap_or(0)
-                        * f.get(2).copied().unwrap_or(0)) as u64
-            } else {
-                out * per_out
-            }
-        }
-        OpKind::DepthwiseConv2d { .. } => {
-            let f = input_shape(1);
-            out * (f.get(1).copied().unwrap_or(0) * f.get(2).copied().unwrap_or(0)) as u64
-        }
-        OpKind::FullyConnected => {
-            let w = input_shape(1);
-            out * w.get(1).copied().unwrap_or(0) as u64
-        }
-        OpKind::MaxPool2d(p) | OpKind::AvgPool2d(p) => out * (p.filter[0] * p.filter[1]) as u64 / 2,
-        OpKind::Mean { .. } => op.inputs.first().map_or(0, |&t| numel(t)) / 2,
-        OpKind::ResizeBilinear { .. } => out * 4,
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Prelu | OpKind::Unary(_) => out / 2,
-        OpKind::Math(_) | OpKind::Binary(_) | OpKind::Where => out / 2,
-        OpKind::Reduce { .. } => op.inputs.first().map_or(0, |&t| numel(t)) / 2,
-        // Two passes for the statistics, one for the normalisation.
-        OpKind::InstanceNorm { .. } => 2 * out,
-        OpKind::Softmax { .. } => 2 * out,
-        OpKind::Resize(_) => out * 4,
-        OpKind::MatMul => {
-            let a = input_shape(0);
-            out * a.last().copied().unwrap_or(0) as u64
-        }
-        _ => 0,
-    };
+    let macs = op.kind.macs(&graph.op_shapes(op));
     let epilogue = match op.epilogue.activation {
         Activation::None => 0,
         _ => out,
@@ -94,15 +51,7 @@ pub fn conv_flops(graph: &Graph) -> u64 {
     graph
         .ops
         .iter()
-        .filter(|op| {
-            matches!(
-                op.kind,
-                OpKind::Conv2d(_)
-                    | OpKind::DepthwiseConv2d { .. }
-                    | OpKind::TransposeConv2d(_)
-                    | OpKind::FullyConnected
-            )
-        })
+        .filter(|op| op.kind.is_conv_like())
         .map(|op| op_cost(graph, op).flops)
         .sum()
 }

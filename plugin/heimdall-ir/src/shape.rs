@@ -1,4 +1,101 @@
-//! Shape helpers: broadcasting and padding arithmetic.
+//! Shape helpers: broadcasting and padding arithmetic, and [`OpShapes`], what an op's shape
+//! inference and cost see.
+
+/// The shapes one op sees: its inputs' and its outputs' as the graph declares them (shape
+/// inference checks the declared outputs against what the inputs imply; a reshape takes its
+/// output shape from them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpShapes<'a> {
+    /// Shapes of the op's inputs, in order.
+    pub inputs: Vec<&'a [usize]>,
+    /// Declared shapes of the op's outputs, in order.
+    pub outputs: Vec<&'a [usize]>,
+}
+
+impl<'a> OpShapes<'a> {
+    /// The shape of input `i`, or an error naming it.
+    pub fn input(&self, i: usize) -> Result<&'a [usize], String> {
+        self.inputs
+            .get(i)
+            .copied()
+            .ok_or_else(|| format!("missing input {i}"))
+    }
+
+    /// The declared shape of output `i`, or an error naming it.
+    pub fn output(&self, i: usize) -> Result<&'a [usize], String> {
+        self.outputs
+            .get(i)
+            .copied()
+            .ok_or_else(|| format!("missing output {i}"))
+    }
+
+    /// The shape of input `i`, empty when there is none (for costs, which never fail).
+    pub fn input_or_empty(&self, i: usize) -> &'a [usize] {
+        self.inputs.get(i).copied().unwrap_or_default()
+    }
+
+    /// Elements of input `i` (0 when there is none).
+    pub fn input_numel(&self, i: usize) -> u64 {
+        self.inputs
+            .get(i)
+            .map_or(0, |s| s.iter().product::<usize>() as u64)
+    }
+
+    /// Elements of output 0 (0 when there is none).
+    pub fn output_numel(&self) -> u64 {
+        self.outputs
+            .first()
+            .map_or(0, |s| s.iter().product::<usize>() as u64)
+    }
+
+    /// The shapes with only the first `n` inputs (an error names the first missing one).
+    pub fn leading(&self, n: usize) -> Result<OpShapes<'a>, String> {
+        if self.inputs.len() < n {
+            return Err(format!("missing input {}", self.inputs.len()));
+        }
+        Ok(OpShapes {
+            inputs: self.inputs[..n].to_vec(),
+            outputs: self.outputs.clone(),
+        })
+    }
+
+    /// Fails unless the op has exactly `n` inputs (`op` names it in the message).
+    pub fn expect_inputs(&self, op: &str, n: usize) -> Result<(), String> {
+        if self.inputs.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "{op}: expected {n} input(s), got {}",
+                self.inputs.len()
+            ))
+        }
+    }
+}
+
+/// Fails unless `s` has rank `r` (`what` names the tensor in the message).
+pub fn need_rank(s: &[usize], r: usize, what: &str) -> Result<(), String> {
+    if s.len() == r {
+        Ok(())
+    } else {
+        Err(format!("{what} must have rank {r}, has shape {s:?}"))
+    }
+}
+
+/// Fails unless `shape` holds one 4×4 matrix (`[1, 4, 4]`, `[4, 4]` or `[1, 1, 4, 4]`); `op`
+/// names the op in the message.
+pub fn check_matrix4(op: &str, shape: &[usize]) -> Result<(), String> {
+    let ok = shape.len() >= 2
+        && shape.len() <= 4
+        && shape[shape.len() - 2..] == [4, 4]
+        && shape[..shape.len() - 2].iter().all(|&d| d == 1);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{op}: the matrix input must have shape [1, 4, 4], got {shape:?}"
+        ))
+    }
+}
 
 /// NumPy-style broadcast of two shapes (aligned at the last dimension).
 pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {

@@ -134,7 +134,7 @@ pub(crate) fn eval(
                     .collect::<NodeResult<_>>()?,
                 None => (0..x.shape.len()).rev().collect(),
             };
-            if heimdall_ir::infer::transpose(&x.shape, &perm).is_err() {
+            if heimdall_ir::ops::transpose::shape(&x.shape, &perm).is_err() {
                 return invalid(format!("invalid permutation {perm:?}"));
             }
             one(permute_const(x, &perm))

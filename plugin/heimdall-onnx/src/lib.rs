@@ -26,7 +26,8 @@ pub mod proto;
 mod shapes;
 mod value;
 
-pub use counts::{SUPPORTED_OPS, is_supported, op_counts};
+pub use counts::op_counts;
 pub use error::OnnxError;
 pub use import::{BoundaryTensor, ImportOptions, OnnxModel, import};
+pub use ops::{SUPPORTED_OPS, is_supported};
 pub use value::Layout;

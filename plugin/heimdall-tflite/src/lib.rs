@@ -11,8 +11,8 @@
 #![warn(missing_docs)]
 
 mod builtin;
+pub mod custom_options;
 mod error;
-pub mod mediapipe_options;
 mod ops;
 #[allow(clippy::all, missing_docs, unsafe_op_in_unsafe_fn, mismatched_lifetime_syntaxes, unused_imports)]
 #[rustfmt::skip]
@@ -22,16 +22,10 @@ mod tensors;
 mod tests;
 
 pub use error::ImportError;
+pub use tensors::{MAX_ACTIVATION_ELEMENTS, MAX_TENSOR_ELEMENTS};
 
 use heimdall_ir::{Graph, TensorId};
 use schema_generated::tflite;
-
-/// Upper bound on the elements of any one tensor (activations are allocated by backends from
-/// these shapes, so a hostile file must not be able to ask for unbounded memory).
-pub const MAX_TENSOR_ELEMENTS: usize = 1 << 26;
-
-/// Upper bound on the elements of all non-constant tensors together (1 GiB of f32).
-pub const MAX_ACTIVATION_ELEMENTS: usize = 1 << 28;
 
 /// Op counts of a model file, by op name, in the file's order of first appearance.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

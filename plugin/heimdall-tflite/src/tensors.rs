@@ -3,8 +3,15 @@
 use heimdall_ir::sparse::{DimMeta, Sparsity};
 use heimdall_ir::{Constant, DType, TensorInfo};
 
+use crate::error::ImportError;
 use crate::schema_generated::tflite;
-use crate::{ImportError, MAX_ACTIVATION_ELEMENTS, MAX_TENSOR_ELEMENTS};
+
+/// Upper bound on the elements of any one tensor (activations are allocated by backends from
+/// these shapes, so a hostile file must not be able to ask for unbounded memory).
+pub const MAX_TENSOR_ELEMENTS: usize = 1 << 26;
+
+/// Upper bound on the elements of all non-constant tensors together (1 GiB of f32).
+pub const MAX_ACTIVATION_ELEMENTS: usize = 1 << 28;
 
 /// Imports every tensor of the subgraph; constants get their data decoded to f32.
 pub(crate) fn import_tensors(

@@ -1,5 +1,7 @@
 //! Fused epilogues: residual add then activation, applied where a kernel writes its output.
 
+use heimdall_ir::UnaryKind;
+
 /// An activation applied element-wise to a kernel's output.
 #[derive(Clone, Copy, Debug)]
 pub enum Act<'a> {
@@ -65,6 +67,22 @@ impl<'a> Epilogue<'a> {
             }
         }
         self.act.apply(out, offset, channels);
+    }
+}
+
+impl Act<'static> {
+    /// The activation applying `u`, if `u` is one of the fusable activations
+    /// ([`UnaryKind::fusable`]).
+    pub fn of(u: UnaryKind) -> Option<Act<'static>> {
+        Some(match u {
+            UnaryKind::Relu => Act::Relu,
+            UnaryKind::Relu6 => Act::Relu6,
+            UnaryKind::ReluN1To1 => Act::ReluN1To1,
+            UnaryKind::Logistic => Act::Logistic,
+            UnaryKind::HardSwish => Act::HardSwish,
+            UnaryKind::Tanh => Act::Tanh,
+            _ => return None,
+        })
     }
 }
 
@@ -152,4 +170,24 @@ fn hard_swish(x: f32) -> f32 {
 #[inline(always)]
 fn prelu(x: f32, a: f32) -> f32 {
     x.max(0.0) + a * x.min(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epilogue_residual_and_prelu_at_offset() {
+        // Channels 3, rows of an output starting mid-row at offset 4 (channel 1).
+        let residual: Vec<f32> = (0..9).map(|i| -(i as f32)).collect();
+        let alpha = [1.0, 2.0, 3.0];
+        let ep = Epilogue {
+            residual: Some(&residual),
+            act: Act::Prelu(&alpha),
+        };
+        let mut out = [1.0; 5];
+        ep.apply(&mut out, 4, 3);
+        // values 1 - [4,5,6,7,8] = [-3,-4,-5,-6,-7], channels [1,2,0,1,2].
+        assert_eq!(out, [-6.0, -12.0, -5.0, -12.0, -21.0]);
+    }
 }

@@ -11,6 +11,9 @@
 use std::fmt;
 use std::ops::Range;
 
+/// Most threads the backend plans scratch memory for.
+pub const MAX_THREADS: usize = 8;
+
 /// Thread-pool handle: inline execution for one thread, a dedicated `rayon` pool otherwise.
 pub struct Par {
     pool: Option<rayon::ThreadPool>,

@@ -1,6 +1,6 @@
 //! Shared helpers of the kernel tests: deterministic data, geometry strategies, error metric.
 
-use super::Window;
+use super::window::Window;
 use proptest::prelude::*;
 
 /// Deterministic pseudo-random values in [-1, 1).
@@ -172,4 +172,37 @@ pub fn windows(max_c: usize, with_out_c: bool) -> impl Strategy<Value = Window> 
                 Some(window(h, w, c, oc, (kh, kw), (sh, sw), d, pad))
             },
         )
+}
+
+/// Coordinates of flat index `i` in `shape`.
+pub fn coords(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut c = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        c[d] = i % shape[d];
+        i /= shape[d];
+    }
+    c
+}
+
+pub fn flat(c: &[usize], shape: &[usize]) -> usize {
+    c.iter().zip(shape).fold(0, |acc, (c, d)| acc * d + c)
+}
+
+/// Element-wise `|got - want| <= tol * (1 + |want|)` (the MediaPipe kernels' tests).
+pub fn close(got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "length: got {got:?}, want {want:?}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "element {i}: got {g}, want {w}\n got  {got:?}\n want {want:?}"
+        );
+    }
+}
+
+/// A row-major 4×4 matrix with the given first two rows (third column 0), and the identity
+/// below.
+pub fn mat(m0: f32, m1: f32, m3: f32, m4: f32, m5: f32, m7: f32) -> [f32; 16] {
+    [
+        m0, m1, 0.0, m3, m4, m5, 0.0, m7, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+    ]
 }

@@ -1,77 +1,127 @@
-//! ADD, SUB, MUL, PRELU and unary activations: `shaders/elementwise.wgsl` with broadcasting
-//! and the fused epilogue; unary ops are the kernel with no second input and the activation in
-//! the epilogue.
+//! `shaders/elementwise.wgsl`: ADD, SUB, MUL and PRELU with broadcasting over H, W and C and the
+//! fused epilogue, and the TFLite activations (the kernel with no second operand and the
+//! activation in the epilogue). Shared by the `binary` and `unary` families.
 
-use bytemuck::{Pod, Zeroable};
-use heimdall_ir::OpKind;
+use heimdall_ir::UnaryKind;
 
-use super::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
 use crate::layout::Phwc4;
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::{read, write};
-use crate::wgsl::{Access, BindingDecl, EpilogueAct, EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueAct, EpilogueDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuElementwiseParams {
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-    a_h: u32,
-    a_w: u32,
-    a_c: u32,
-    _pad0: u32,
-    b_h: u32,
-    b_w: u32,
-    b_c: u32,
-    _pad1: u32,
+shader_params! {
+    /// Uniform parameters of `shaders/elementwise.wgsl`.
+    struct GpuElementwiseParams {
+        out_h: u32,
+        out_w: u32,
+        out_c: u32,
+        total: u32,
+        a_h: u32,
+        a_w: u32,
+        a_c: u32,
+        b_h: u32,
+        b_w: u32,
+        b_c: u32,
+    }
 }
 
-/// Source of the elementwise kernel; `op`: 0 = a only, 1 = add, 2 = sub, 3 = mul, 4 = PReLU.
+/// What the elementwise kernel computes before its epilogue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ElementwiseOp {
+    /// `a` alone (no second operand), the activation applied by the epilogue: TFLite's
+    /// RELU, RELU6, RELU_N1_TO_1, LOGISTIC, HARD_SWISH and TANH ops.
+    Activation(UnaryKind),
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// PReLU: `a` where `a >= 0`, else `b * a`.
+    Prelu,
+}
+
+impl ElementwiseOp {
+    /// The kernel's `OP` constant (0: `a` alone).
+    fn code(&self) -> u32 {
+        match self {
+            ElementwiseOp::Activation(_) => 0,
+            ElementwiseOp::Add => 1,
+            ElementwiseOp::Sub => 2,
+            ElementwiseOp::Mul => 3,
+            ElementwiseOp::Prelu => 4,
+        }
+    }
+
+    /// The WGSL expression of `combine(a, b)`.
+    fn combine(&self) -> &'static str {
+        match self {
+            ElementwiseOp::Activation(_) => "a",
+            ElementwiseOp::Add => "a + b",
+            ElementwiseOp::Sub => "a - b",
+            ElementwiseOp::Mul => "a * b",
+            ElementwiseOp::Prelu => "select(a * b, a, a >= vec4<f32>(0.0))",
+        }
+    }
+}
+
+/// Source of the elementwise kernel computing `op` (an activation's function is in
+/// `epilogue`).
 pub fn source(
-    op: u32,
+    op: ElementwiseOp,
     a: Precision,
     b: Precision,
     y: Precision,
     epilogue: EpilogueDecl,
 ) -> KernelSource {
-    let b = if op == 0 {
-        BindingDecl {
-            name: "b",
-            access: Access::Stub,
-            precision: b,
-        }
-    } else {
-        read("b", b)
-    };
-    let combine = match op {
-        1 => "a + b",
-        2 => "a - b",
-        3 => "a * b",
-        4 => "select(a * b, a, a >= vec4<f32>(0.0))",
-        _ => "a",
+    let b = match op {
+        ElementwiseOp::Activation(_) => BindingDecl::stub("b", b),
+        _ => BindingDecl::read("b", b),
     };
     KernelSource {
-        consts: vec![("OP", op)],
+        consts: vec![("OP", op.code())],
         epilogue,
         extra: format!(
-            "fn combine(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {{ return {combine}; }}\n"
+            "fn combine(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {{ return {}; }}\n",
+            op.combine()
         ),
-        ..KernelSource::new("elementwise", vec![read("a", a), b, write("y", y)])
+        ..KernelSource::new(
+            "elementwise",
+            vec![BindingDecl::read("a", a), b, BindingDecl::write("y", y)],
+        )
     }
+    .with_params::<GpuElementwiseParams>()
+}
+
+/// Every variant in precision `p` with representative epilogues, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let ops = [
+        ElementwiseOp::Activation(UnaryKind::Relu),
+        ElementwiseOp::Add,
+        ElementwiseOp::Sub,
+        ElementwiseOp::Mul,
+        ElementwiseOp::Prelu,
+    ];
+    let mut out = Vec::new();
+    for ep in EpilogueDecl::representative(p) {
+        for op in ops {
+            out.push(source(op, p, p, p, ep));
+        }
+    }
+    out
 }
 
 fn broadcast_ok(x: &Phwc4, y: &Phwc4) -> bool {
     (x.h == y.h || x.h == 1) && (x.w == y.w || x.w == 1) && (x.c == y.c || x.c == 1)
 }
 
-/// Builds an elementwise op; `code` as in [`source`].
-pub fn build(ctx: &mut OpContext, code: u32) -> Result<Vec<Dispatch>, String> {
+/// Builds the elementwise kernel computing `op` for `ctx`'s op.
+pub fn build(ctx: &mut OpContext, op: ElementwiseOp) -> Result<Vec<Dispatch>, String> {
     let y = ctx.out_geom()?;
     let yp = ctx.out_precision()?;
     let (a_op, ap, ag) = ctx.input_operand(0)?;
-    let (b_op, bp, bg) = if code == 0 {
+    let (b_op, bp, bg) = if let ElementwiseOp::Activation(_) = op {
         (None, Precision::F32, Phwc4 { h: 1, w: 1, c: 1 })
     } else {
         let (o, p, g) = ctx.input_operand(1)?;
@@ -83,7 +133,7 @@ pub fn build(ctx: &mut OpContext, code: u32) -> Result<Vec<Dispatch>, String> {
         ));
     }
     let (mut ep, ep_ops) = ctx.epilogue()?;
-    if let OpKind::Unary(u) = ctx.op.kind {
+    if let ElementwiseOp::Activation(u) = op {
         if ep.act != EpilogueAct::None {
             return Err("a unary op with a fused activation".into());
         }
@@ -102,16 +152,14 @@ pub fn build(ctx: &mut OpContext, code: u32) -> Result<Vec<Dispatch>, String> {
         a_h: u32_of(ag.h)?,
         a_w: u32_of(ag.w)?,
         a_c: u32_of(ag.c)?,
-        _pad0: 0,
         b_h: u32_of(bg.h)?,
         b_w: u32_of(bg.w)?,
         b_c: u32_of(bg.c)?,
-        _pad1: 0,
     };
-    Ok(vec![Dispatch {
-        source: source(code, ap, bp, yp, ep),
-        params: bytemuck::bytes_of(&p).to_vec(),
+    Ok(vec![Dispatch::new(
+        source(op, ap, bp, yp, ep),
+        &p,
         operands,
-        workgroups: groups_for(total),
-    }])
+        groups_for(total),
+    )])
 }

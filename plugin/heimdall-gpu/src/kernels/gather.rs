@@ -1,60 +1,70 @@
-//! RESHAPE, PAD, STRIDED_SLICE and CONCATENATION: `shaders/gather.wgsl`, a per-axis affine map
-//! from a virtual 4-D index space to the input (see the shader's header). A concatenation is one
-//! dispatch per input; every dispatch after the first keeps the elements it does not own.
+//! `shaders/gather.wgsl`: a per-axis affine map from a virtual 4-D index space to the input (see
+//! the shader's header), the copy behind RESHAPE, zero PAD, STRIDED_SLICE and CONCATENATION (a
+//! [`Map`] each; a concatenation is one dispatch per input, every dispatch after the first
+//! keeping the elements it does not own). Shared by the `reshape`, `pad`, `strided_slice` and
+//! `concat` families.
 
-use bytemuck::{Pod, Zeroable};
-use heimdall_ir::StridedSliceAttrs;
-use heimdall_ir::shape::as_nhwc;
-
-use super::{Dispatch, OpContext, Operand, align4, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::shaders::read;
-use crate::wgsl::{Access, BindingDecl, KernelSource};
+use crate::wgsl::{BindingDecl, KernelSource};
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct GpuGatherParams {
-    dims: [u32; 4],
-    lo: [i32; 4],
-    count: [i32; 4],
-    begin: [i32; 4],
-    stride: [i32; 4],
-    in_h: u32,
-    in_w: u32,
-    out_h: u32,
-    out_w: u32,
-    out_c: u32,
-    total: u32,
-    _pad: [u32; 2],
+shader_params! {
+    /// Uniform parameters of `shaders/gather.wgsl`.
+    struct GpuGatherParams {
+        dims: [u32; 4],
+        lo: [i32; 4],
+        count: [i32; 4],
+        begin: [i32; 4],
+        stride: [i32; 4],
+        in_h: u32,
+        in_w: u32,
+        out_h: u32,
+        out_w: u32,
+        out_c: u32,
+        total: u32,
+    }
 }
 
 /// Source of the gather kernel; `keep` keeps elements outside the mapped region (the output is
 /// read-write either way, so the kernel's `KEEP` branch always type-checks).
 pub fn source(x: Precision, y: Precision, keep: bool) -> KernelSource {
-    let out = BindingDecl {
-        name: "y",
-        access: Access::ReadWrite,
-        precision: y,
-    };
+    let out = BindingDecl::read_write("y", y);
     KernelSource {
         consts: vec![("KEEP", keep as u32)],
-        ..KernelSource::new("gather", vec![read("x", x), out])
+        ..KernelSource::new("gather", vec![BindingDecl::read("x", x), out])
     }
+    .with_params::<GpuGatherParams>()
 }
 
-struct Map {
-    dims: [usize; 4],
-    lo: [i64; 4],
-    count: [usize; 4],
-    begin: [i64; 4],
-    stride: [i64; 4],
+/// Both variants in precision `p`, for the catalogue.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    [false, true].map(|keep| source(p, p, keep)).to_vec()
+}
+
+/// Where each output element of the virtual 4-D index space `dims` comes from: along axis `d`,
+/// output index `o` in `lo[d]..lo[d] + count[d]` reads input index
+/// `begin[d] + (o - lo[d]) * stride[d]`; elsewhere the output is zero (or kept).
+pub struct Map {
+    /// The virtual index space (the output's, or the input's for a reshape).
+    pub dims: [usize; 4],
+    /// First mapped index per axis.
+    pub lo: [i64; 4],
+    /// Mapped indices per axis.
+    pub count: [usize; 4],
+    /// Input index of the first mapped index per axis.
+    pub begin: [i64; 4],
+    /// Input step per mapped index per axis.
+    pub stride: [i64; 4],
 }
 
 fn i32_of(v: i64) -> Result<i32, String> {
     i32::try_from(v).map_err(|_| format!("{v} does not fit in 32 bits"))
 }
 
-fn dispatch(ctx: &mut OpContext, input: usize, m: Map, keep: bool) -> Result<Dispatch, String> {
+/// The dispatch copying input `input` of `ctx`'s op through `m` into its output (`keep`:
+/// elements outside the map keep their value).
+pub fn dispatch(ctx: &mut OpContext, input: usize, m: Map, keep: bool) -> Result<Dispatch, String> {
     let (x_op, xp, x) = ctx.input_operand(input)?;
     let y = ctx.out_geom()?;
     let total = y.vec4s();
@@ -95,86 +105,14 @@ fn dispatch(ctx: &mut OpContext, input: usize, m: Map, keep: bool) -> Result<Dis
         out_w: u32_of(y.w)?,
         out_c: u32_of(y.c)?,
         total: u32_of(total)?,
-        _pad: [0; 2],
     };
     if m.dims.contains(&0) {
         return Err("empty tensor".into());
     }
-    Ok(Dispatch {
-        source: source(xp, ctx.out_precision()?, keep),
-        params: bytemuck::bytes_of(&p).to_vec(),
-        operands: vec![x_op, Operand::Tensor(ctx.output()?)],
-        workgroups: groups_for(total),
-    })
-}
-
-/// Builds a RESHAPE: the output's flat index decomposed by the input's shape.
-pub fn build_reshape(ctx: &mut OpContext) -> Result<Vec<Dispatch>, String> {
-    let dims = as_nhwc(ctx.in_shape(0)?);
-    let m = Map {
-        dims,
-        lo: [0; 4],
-        count: dims,
-        begin: [0; 4],
-        stride: [1; 4],
-    };
-    Ok(vec![dispatch(ctx, 0, m, false)?])
-}
-
-/// Builds a PAD (zero padding).
-pub fn build_pad(ctx: &mut OpContext, pads: &[[usize; 2]]) -> Result<Vec<Dispatch>, String> {
-    let before: Vec<i64> = pads.iter().map(|p| p[0] as i64).collect();
-    let out = as_nhwc(&ctx.graph.tensor(ctx.output()?).shape);
-    let m = Map {
-        dims: out,
-        lo: align4(&before, 0)?,
-        count: as_nhwc(ctx.in_shape(0)?),
-        begin: [0; 4],
-        stride: [1; 4],
-    };
-    Ok(vec![dispatch(ctx, 0, m, false)?])
-}
-
-/// Builds a STRIDED_SLICE (resolved begin, stride and count per axis).
-pub fn build_strided_slice(
-    ctx: &mut OpContext,
-    a: &StridedSliceAttrs,
-) -> Result<Vec<Dispatch>, String> {
-    let count = align4(&a.count, 1)?;
-    let m = Map {
-        dims: count,
-        lo: [0; 4],
-        count,
-        begin: align4(&a.begin, 0)?,
-        stride: align4(&a.stride, 1)?,
-    };
-    Ok(vec![dispatch(ctx, 0, m, false)?])
-}
-
-/// Builds a CONCATENATION: one dispatch per input.
-pub fn build_concat(ctx: &mut OpContext, axis: usize) -> Result<Vec<Dispatch>, String> {
-    let out_shape = ctx.graph.tensor(ctx.output()?).shape.clone();
-    let rank = out_shape.len();
-    if axis >= rank {
-        return Err(format!("axis {axis} of rank {rank}"));
-    }
-    let a4 = axis + 4 - rank;
-    let dims = as_nhwc(&out_shape);
-    let mut offset = 0;
-    let mut out = Vec::new();
-    for i in 0..ctx.op.inputs.len() {
-        let count = as_nhwc(ctx.in_shape(i)?);
-        let mut lo = [0i64; 4];
-        lo[a4] = offset as i64;
-        offset += count[a4];
-        let m = Map {
-            dims,
-            lo,
-            count,
-            begin: [0; 4],
-            stride: [1; 4],
-        };
-        out.push(dispatch(ctx, i, m, i > 0)?);
-    }
-    Ok(out)
+    Ok(Dispatch::new(
+        source(xp, ctx.out_precision()?, keep),
+        &p,
+        vec![x_op, Operand::Tensor(ctx.output()?)],
+        groups_for(total),
+    ))
 }

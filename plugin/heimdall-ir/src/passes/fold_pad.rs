@@ -1,21 +1,25 @@
 //! Folds explicit spatial zero padding into the convolutions that consume it.
 
+use super::rewrite::{identity_rename, rebuild};
 use crate::graph::Graph;
-use crate::op::OpKind;
+use crate::ops::OpKind;
 
-/// A `PAD` of a 4-D tensor that pads only height and width, whose output feeds only regular or
+/// A zero `PAD` of a 4-D tensor that pads only height and width, whose output feeds only regular or
 /// depthwise convolutions (as their data input) and is no graph output, becomes extra padding of
 /// those convolutions. Returns the number of `PAD` ops removed.
 pub fn fold_pad(graph: &mut Graph) -> usize {
     let consumers = graph.consumers();
-    let mut rename = super::identity_rename(graph);
+    let mut rename = identity_rename(graph);
     let mut ops: Vec<Option<crate::Op>> = graph.ops.iter().cloned().map(Some).collect();
     let mut folded = 0;
     for i in 0..ops.len() {
         let Some(op) = ops[i].clone() else { continue };
-        let OpKind::Pad { pads } = &op.kind else {
+        let OpKind::Pad { pads, mode } = &op.kind else {
             continue;
         };
+        if !mode.is_zero() {
+            continue;
+        }
         let out = op.outputs[0];
         if pads.len() != 4 || pads[0] != [0, 0] || pads[3] != [0, 0] || graph.outputs.contains(&out)
         {
@@ -50,6 +54,6 @@ pub fn fold_pad(graph: &mut Graph) -> usize {
         ops[i] = None;
         folded += 1;
     }
-    super::rebuild(graph, ops, &rename);
+    rebuild(graph, ops, &rename);
     folded
 }

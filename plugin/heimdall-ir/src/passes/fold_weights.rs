@@ -2,7 +2,7 @@
 
 use crate::IrError;
 use crate::graph::Graph;
-use crate::op::OpKind;
+use crate::ops::OpKind;
 use crate::sparse::densify;
 use crate::tensor::{Constant, DType};
 

@@ -1,7 +1,9 @@
 //! Fuses residual adds and activations into the op producing their input.
 
 use crate::graph::Graph;
-use crate::op::{Activation, OpKind};
+use crate::op::Activation;
+use crate::ops::OpKind;
+use crate::ops::binary::BinaryFn;
 use crate::shape::broadcast;
 
 /// `ADD(p, r)` where `p` is the single-use, non-output result of an op that accepts an epilogue
@@ -15,7 +17,10 @@ pub fn fuse_residual(graph: &mut Graph) -> usize {
         let consumers = graph.consumers();
         let mut done = None;
         'ops: for (i, op) in graph.ops.iter().enumerate() {
-            if op.kind != OpKind::Add || op.inputs.len() != 2 || op.epilogue.residual.is_some() {
+            if op.kind != OpKind::Binary(BinaryFn::Add)
+                || op.inputs.len() != 2
+                || op.epilogue.residual.is_some()
+            {
                 continue;
             }
             let out_shape = &graph.tensor(op.outputs[0]).shape;
@@ -67,8 +72,8 @@ pub fn fuse_activation(graph: &mut Graph) -> usize {
         let mut done = None;
         for (i, op) in graph.ops.iter().enumerate() {
             let act = match &op.kind {
-                OpKind::Unary(u) => Activation::Unary(*u),
-                OpKind::Prelu if op.inputs.len() == 2 => {
+                OpKind::Unary(u) if u.fusable() => Activation::Unary(*u),
+                OpKind::Binary(BinaryFn::Prelu) if op.inputs.len() == 2 => {
                     let alpha = op.inputs[1];
                     let x = &graph.tensor(op.inputs[0]).shape;
                     let alpha_len = graph.tensor(alpha).numel();

@@ -15,6 +15,7 @@ mod fold_pad;
 mod fold_weights;
 mod fuse;
 mod reshape;
+mod rewrite;
 
 pub use fold_pad::fold_pad;
 pub use fold_weights::fold_weights;
@@ -50,30 +51,4 @@ pub fn optimize(graph: &mut Graph) -> Result<PassReport, IrError> {
     };
     graph.validate()?;
     Ok(report)
-}
-
-/// Removes the ops marked `None` and renames tensors read by the remaining ops.
-pub(crate) fn rebuild(graph: &mut Graph, ops: Vec<Option<crate::Op>>, rename: &[crate::TensorId]) {
-    let r = |t: &mut crate::TensorId| *t = rename[t.index()];
-    graph.ops = ops
-        .into_iter()
-        .flatten()
-        .map(|mut op| {
-            op.inputs.iter_mut().for_each(r);
-            if let Some(t) = op.epilogue.residual.as_mut() {
-                r(t);
-            }
-            if let crate::Activation::Prelu(t) = &mut op.epilogue.activation {
-                r(t);
-            }
-            op
-        })
-        .collect();
-}
-
-/// Identity renaming table.
-pub(crate) fn identity_rename(graph: &Graph) -> Vec<crate::TensorId> {
-    (0..graph.tensors.len() as u32)
-        .map(crate::TensorId)
-        .collect()
 }

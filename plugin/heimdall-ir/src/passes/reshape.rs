@@ -1,7 +1,8 @@
 //! Drops reshapes that change nothing their consumers can see.
 
+use super::rewrite::{identity_rename, rebuild};
 use crate::graph::Graph;
-use crate::op::OpKind;
+use crate::ops::OpKind;
 
 /// A reshape is dropped (its consumers read its input instead) when its output is no graph
 /// output and either the shapes are equal, or every consumer flattens its input anyway (fully
@@ -9,7 +10,7 @@ use crate::op::OpKind;
 /// consumer is element-wise. Returns the number removed.
 pub fn drop_reshapes(graph: &mut Graph) -> usize {
     let consumers = graph.consumers();
-    let mut rename = super::identity_rename(graph);
+    let mut rename = identity_rename(graph);
     let mut ops: Vec<Option<crate::Op>> = graph.ops.iter().cloned().map(Some).collect();
     let mut dropped = 0;
     for i in 0..ops.len() {
@@ -38,10 +39,12 @@ pub fn drop_reshapes(graph: &mut Graph) -> usize {
         });
         let elementwise = strip(xs) == strip(os)
             && user_is(&|c| {
-                matches!(
-                    c.kind,
-                    OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Unary(_)
-                ) && c.epilogue.residual != Some(out)
+                let elementwise = match c.kind {
+                    OpKind::Binary(f) => f.accepts_epilogue(),
+                    OpKind::Unary(u) => u.fusable(),
+                    _ => false,
+                };
+                elementwise && c.epilogue.residual != Some(out)
             });
         if xs == os || flattening || elementwise {
             rename[out.index()] = x;
@@ -49,6 +52,6 @@ pub fn drop_reshapes(graph: &mut Graph) -> usize {
             dropped += 1;
         }
     }
-    super::rebuild(graph, ops, &rename);
+    rebuild(graph, ops, &rename);
     dropped
 }

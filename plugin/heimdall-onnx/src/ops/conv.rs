@@ -1,7 +1,7 @@
 //! `Conv` (regular, depthwise, grouped) and `ConvTranspose`: inputs become NHWC, weights are
 //! transposed to OHWI at load (or by one op when they are computed at run time).
 
-use heimdall_ir::{ConvAttrs, OpKind, Pad2d, StridedSliceAttrs, TensorId};
+use heimdall_ir::{BinaryFn, ConvAttrs, OpKind, Pad2d, PadMode, StridedSliceAttrs, TensorId};
 
 use crate::attrs::Attrs;
 use crate::constant::Const;
@@ -327,10 +327,17 @@ pub(crate) fn conv_transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         &format!("{name}/unpadded"),
     )?;
     let pads = vec![[0, 0], [0, extra[0]], [0, extra[1]], [0, 0]];
-    let mut out =
-        cx.b.op(OpKind::Pad { pads }, vec![t], &format!("{name}/padded"))?;
+    let mut out = cx.b.op(
+        OpKind::Pad {
+            pads,
+            mode: PadMode::ZERO,
+        },
+        vec![t],
+        &format!("{name}/padded"),
+    )?;
     if let Some(b) = b {
-        out = cx.b.op(OpKind::Add, vec![out, b], &name)?;
+        out =
+            cx.b.op(OpKind::Binary(BinaryFn::Add), vec![out, b], &name)?;
     }
     Ok(Ctx::tensor(out, Layout::Nhwc))
 }

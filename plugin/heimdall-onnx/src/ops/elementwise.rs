@@ -1,7 +1,7 @@
 //! Element-wise ops: activations and math (layout kept), binary ops with broadcasting (NHWC
 //! when any operand is an NHWC image), casts between float types.
 
-use heimdall_ir::{BinaryFn, MathFn, OpKind, UnaryKind};
+use heimdall_ir::{BinaryFn, OpKind, UnaryKind};
 
 use crate::attrs::Attrs;
 use crate::constant::dtype;
@@ -19,27 +19,27 @@ pub(crate) fn unary(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         "Sigmoid" => OpKind::Unary(UnaryKind::Logistic),
         "Tanh" => OpKind::Unary(UnaryKind::Tanh),
         "HardSwish" => OpKind::Unary(UnaryKind::HardSwish),
-        "LeakyRelu" => OpKind::Math(MathFn::LeakyRelu {
+        "LeakyRelu" => OpKind::Unary(UnaryKind::LeakyRelu {
             alpha: a.float_or("alpha", 0.01),
         }),
-        "HardSigmoid" => OpKind::Math(MathFn::HardSigmoid {
+        "HardSigmoid" => OpKind::Unary(UnaryKind::HardSigmoid {
             alpha: a.float_or("alpha", 0.2),
             beta: a.float_or("beta", 0.5),
         }),
-        "Elu" => OpKind::Math(MathFn::Elu {
+        "Elu" => OpKind::Unary(UnaryKind::Elu {
             alpha: a.float_or("alpha", 1.0),
         }),
-        "Erf" => OpKind::Math(MathFn::Erf),
-        "Sqrt" => OpKind::Math(MathFn::Sqrt),
-        "Exp" => OpKind::Math(MathFn::Exp),
-        "Log" => OpKind::Math(MathFn::Log),
-        "Abs" => OpKind::Math(MathFn::Abs),
-        "Neg" => OpKind::Math(MathFn::Neg),
-        "Reciprocal" => OpKind::Math(MathFn::Reciprocal),
-        "Floor" => OpKind::Math(MathFn::Floor),
-        "Ceil" => OpKind::Math(MathFn::Ceil),
-        "Softplus" => OpKind::Math(MathFn::Softplus),
-        "Softsign" => OpKind::Math(MathFn::Softsign),
+        "Erf" => OpKind::Unary(UnaryKind::Erf),
+        "Sqrt" => OpKind::Unary(UnaryKind::Sqrt),
+        "Exp" => OpKind::Unary(UnaryKind::Exp),
+        "Log" => OpKind::Unary(UnaryKind::Log),
+        "Abs" => OpKind::Unary(UnaryKind::Abs),
+        "Neg" => OpKind::Unary(UnaryKind::Neg),
+        "Reciprocal" => OpKind::Unary(UnaryKind::Reciprocal),
+        "Floor" => OpKind::Unary(UnaryKind::Floor),
+        "Ceil" => OpKind::Unary(UnaryKind::Ceil),
+        "Softplus" => OpKind::Unary(UnaryKind::Softplus),
+        "Softsign" => OpKind::Unary(UnaryKind::Softsign),
         _ => clip(cx, n)?,
     };
     let x = cx.req(n, 0)?;
@@ -72,7 +72,7 @@ fn clip(cx: &Ctx, n: &NodeProto) -> NodeResult<OpKind> {
     Ok(match (min, max) {
         (0.0, 6.0) => OpKind::Unary(UnaryKind::Relu6),
         (0.0, f32::INFINITY) => OpKind::Unary(UnaryKind::Relu),
-        _ => OpKind::Math(MathFn::Clip { min, max }),
+        _ => OpKind::Unary(UnaryKind::Clip { min, max }),
     })
 }
 
@@ -101,9 +101,9 @@ pub(crate) fn binary(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     };
     let name = cx.out_name(n);
     let kind = match op {
-        "Add" | "Sum" | "Mean" => OpKind::Add,
-        "Sub" => OpKind::Sub,
-        "Mul" => OpKind::Mul,
+        "Add" | "Sum" | "Mean" => OpKind::Binary(BinaryFn::Add),
+        "Sub" => OpKind::Binary(BinaryFn::Sub),
+        "Mul" => OpKind::Binary(BinaryFn::Mul),
         "Div" => OpKind::Binary(BinaryFn::Div),
         "Pow" => OpKind::Binary(BinaryFn::Pow),
         "Max" => OpKind::Binary(BinaryFn::Max),
@@ -114,7 +114,7 @@ pub(crate) fn binary(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         "LessOrEqual" => OpKind::Binary(BinaryFn::LessOrEqual),
         "GreaterOrEqual" => OpKind::Binary(BinaryFn::GreaterOrEqual),
         "Where" => OpKind::Where,
-        _ => OpKind::Prelu,
+        _ => OpKind::Binary(BinaryFn::Prelu),
     };
     let mut ids = Vec::new();
     for (i, v) in vals.iter().enumerate() {
@@ -122,7 +122,7 @@ pub(crate) fn binary(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     }
     if vals.len() == 1 {
         let out =
-            cx.b.op(OpKind::Math(MathFn::Identity), vec![ids[0]], &name)?;
+            cx.b.op(OpKind::Unary(UnaryKind::Identity), vec![ids[0]], &name)?;
         return Ok(Ctx::tensor(out, layout));
     }
     if op == "Where" {
@@ -148,7 +148,8 @@ pub(crate) fn binary(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             vec![],
             vec![1.0 / ids.len() as f32],
         )?;
-        acc = cx.b.op(OpKind::Mul, vec![acc, k], &name)?;
+        acc =
+            cx.b.op(OpKind::Binary(BinaryFn::Mul), vec![acc, k], &name)?;
     }
     Ok(Ctx::tensor(acc, layout))
 }

@@ -1,14 +1,13 @@
-//! `MatMul`, `Gemm` (a fully connected op when the right-hand side is constant) and
-//! `Softmax`/`LogSoftmax`, all in the ONNX layout.
+//! `MatMul` and `Gemm` (a fully connected op when the right-hand side is constant), in the ONNX
+//! layout.
 
-use heimdall_ir::{OpKind, TensorId};
+use heimdall_ir::{BinaryFn, OpKind, TensorId};
 
 use crate::attrs::Attrs;
 use crate::constant::{Const, Elem};
 use crate::ctx::Ctx;
 use crate::error::{NodeResult, invalid};
 use crate::proto::NodeProto;
-use crate::shapes;
 use crate::value::{Layout, Value, native, permute, permute_const, reshape};
 
 /// `MatMul` with NumPy semantics (1-D operands promoted).
@@ -29,7 +28,8 @@ pub(crate) fn matmul(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     } else {
         sb.clone()
     };
-    let mut out = heimdall_ir::infer::matmul(&a2, &b2).map_err(crate::error::NodeError::Invalid)?;
+    let mut out =
+        heimdall_ir::ops::matmul::shape(&a2, &b2).map_err(crate::error::NodeError::Invalid)?;
     let aid = native(&mut cx.b, &a, &format!("{name}/a"))?;
     let aid = reshape(&mut cx.b, aid, a2.clone(), &format!("{name}/a2"))?;
     let id = match &b {
@@ -126,8 +126,11 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             if alpha != 1.0 {
                 let s =
                     cx.b.constant(&format!("{name}/alpha"), vec![], vec![alpha as f32])?;
-                id =
-                    cx.b.op(OpKind::Mul, vec![id, s], &format!("{name}/scaled"))?;
+                id = cx.b.op(
+                    OpKind::Binary(BinaryFn::Mul),
+                    vec![id, s],
+                    &format!("{name}/scaled"),
+                )?;
             }
             id
         }
@@ -149,38 +152,22 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
                 } else {
                     let s =
                         cx.b.constant(&format!("{name}/beta"), vec![], vec![beta as f32])?;
-                    cx.b.op(OpKind::Mul, vec![id, s], &format!("{name}/c_scaled"))?
+                    cx.b.op(
+                        OpKind::Binary(BinaryFn::Mul),
+                        vec![id, s],
+                        &format!("{name}/c_scaled"),
+                    )?
                 }
             }
         };
-        y = cx.b.op(OpKind::Add, vec![y, cid], &format!("{name}/sum"))?;
+        y = cx.b.op(
+            OpKind::Binary(BinaryFn::Add),
+            vec![y, cid],
+            &format!("{name}/sum"),
+        )?;
     }
     Ok(Ctx::tensor(
         reshape(&mut cx.b, y, vec![m, nn], &name)?,
         Layout::Native,
     ))
-}
-
-/// `Softmax` and `LogSoftmax` (opset < 13: over all axes from `axis` on, as a 2-D view).
-pub(crate) fn softmax(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
-    let name = cx.out_name(n);
-    let log = n.op_type.as_deref() == Some("LogSoftmax");
-    let x = cx.req(n, 0)?;
-    let xs = cx.shape(&x);
-    let default = if cx.opset < 13 { 1 } else { -1 };
-    let ax = shapes::axis(Attrs::of(n).int_or("axis", default), xs.len())?;
-    let id = native(&mut cx.b, &x, &format!("{name}/x"))?;
-    let out = if cx.opset < 13 && ax + 1 < xs.len() {
-        let flat = vec![xs[..ax].iter().product(), xs[ax..].iter().product()];
-        let r = reshape(&mut cx.b, id, flat, &format!("{name}/2d"))?;
-        let s = cx.b.op(
-            OpKind::Softmax { axis: 1, log },
-            vec![r],
-            &format!("{name}/softmax"),
-        )?;
-        reshape(&mut cx.b, s, xs, &name)?
-    } else {
-        cx.b.op(OpKind::Softmax { axis: ax, log }, vec![id], &name)?
-    };
-    Ok(Ctx::tensor(out, Layout::Native))
 }

@@ -1,4 +1,5 @@
-//! Mapping of ONNX nodes to IR ops, one module per family.
+//! Mapping of ONNX nodes to IR ops, one module per op family. This file is the importer's
+//! registration list: an op type is named here ([`SUPPORTED_OPS`] and its arm in [`convert`]).
 
 mod conv;
 mod elementwise;
@@ -9,11 +10,97 @@ mod pool;
 mod reshape;
 mod resize;
 mod slice;
+mod softmax;
 
 use crate::ctx::Ctx;
 use crate::error::{NodeResult, unsupported};
 use crate::proto::NodeProto;
 use crate::value::Value;
+
+/// Op types the importer maps: those [`convert`] maps and those whose nodes fold to constants
+/// (`Shape`-style subgraphs); nodes of other types fail the import.
+pub const SUPPORTED_OPS: &[&str] = &[
+    "Abs",
+    "Add",
+    "AveragePool",
+    "BatchNormalization",
+    "Cast",
+    "Ceil",
+    "Clip",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Conv",
+    "ConvTranspose",
+    "DepthToSpace",
+    "Div",
+    "Dropout",
+    "Elu",
+    "Erf",
+    "Exp",
+    "Expand",
+    "Flatten",
+    "Floor",
+    "Gather",
+    "Gemm",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "InstanceNormalization",
+    "LeakyRelu",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "MaxPool",
+    "Mean",
+    "Min",
+    "Mul",
+    "Neg",
+    "PRelu",
+    "Pad",
+    "Pow",
+    "Range",
+    "Reciprocal",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceSum",
+    "ReduceSumSquare",
+    "Relu",
+    "Reshape",
+    "Resize",
+    "Shape",
+    "Sigmoid",
+    "Size",
+    "Slice",
+    "Softmax",
+    "Softplus",
+    "Softsign",
+    "SpaceToDepth",
+    "Split",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Sum",
+    "Tanh",
+    "Transpose",
+    "Unsqueeze",
+    "Upsample",
+    "Where",
+];
+
+/// Whether the importer maps ops of this type.
+pub fn is_supported(op_type: &str) -> bool {
+    SUPPORTED_OPS.contains(&op_type)
+}
 
 /// Converts a node whose inputs are not all constants.
 pub(crate) fn convert(
@@ -66,7 +153,7 @@ pub(crate) fn convert(
         "Resize" | "Upsample" => one(resize::resize(cx, n)?),
         "MatMul" => one(matmul::matmul(cx, n)?),
         "Gemm" => one(matmul::gemm(cx, n)?),
-        "Softmax" | "LogSoftmax" => one(matmul::softmax(cx, n)?),
+        "Softmax" | "LogSoftmax" => one(softmax::softmax(cx, n)?),
         _ => unsupported(format!("op type {op}")),
     }
 }

@@ -2,7 +2,7 @@
 //! the conv's output, else a per-channel multiply-add), `InstanceNormalization`, and the
 //! ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div pattern PyTorch exports for instance norm.
 
-use heimdall_ir::{OpKind, TensorId};
+use heimdall_ir::{BinaryFn, OpKind, TensorId};
 
 use crate::attrs::Attrs;
 use crate::constant::Const;
@@ -65,8 +65,12 @@ pub(crate) fn batch_norm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     let ca = Value::Const(Const::new(pshape, add, crate::constant::Elem::Float));
     let m = in_layout(&mut cx.b, &cm, layout, &format!("{name}/scale"))?;
     let a = in_layout(&mut cx.b, &ca, layout, &format!("{name}/shift"))?;
-    let y = cx.b.op(OpKind::Mul, vec![xid, m], &format!("{name}/mul"))?;
-    let out = cx.b.op(OpKind::Add, vec![y, a], &name)?;
+    let y = cx.b.op(
+        OpKind::Binary(BinaryFn::Mul),
+        vec![xid, m],
+        &format!("{name}/mul"),
+    )?;
+    let out = cx.b.op(OpKind::Binary(BinaryFn::Add), vec![y, a], &name)?;
     Ok(Ctx::tensor(out, layout))
 }
 

@@ -1,7 +1,7 @@
 //! Pooling (`MaxPool`, `AveragePool`, global pools) and reductions (`Reduce*`), with axes
 //! mapped to the NHWC layout where the input is an image.
 
-use heimdall_ir::{OpKind, Pad2d, PoolAttrs, ReduceKind};
+use heimdall_ir::{OpKind, Pad2d, PadMode, PoolAttrs, ReduceKind};
 
 use crate::attrs::Attrs;
 use crate::ctx::Ctx;
@@ -48,8 +48,14 @@ pub(crate) fn pool(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     let mut xid = nhwc(&mut cx.b, &x, &format!("{name}/x"))?;
     if count_pad && pad != Pad2d::default() {
         let pads = vec![[0, 0], [pad.top, pad.bottom], [pad.left, pad.right], [0, 0]];
-        xid =
-            cx.b.op(OpKind::Pad { pads }, vec![xid], &format!("{name}/pad"))?;
+        xid = cx.b.op(
+            OpKind::Pad {
+                pads,
+                mode: PadMode::ZERO,
+            },
+            vec![xid],
+            &format!("{name}/pad"),
+        )?;
         pad = Pad2d::default();
     }
     let attrs = PoolAttrs {
@@ -79,7 +85,8 @@ pub(crate) fn global_pool(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             keep_dims: true,
         }
     } else {
-        OpKind::Mean {
+        OpKind::Reduce {
+            kind: ReduceKind::Mean,
             axes: vec![1, 2],
             keep_dims: true,
         }
@@ -128,26 +135,21 @@ pub(crate) fn reduce(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         }
         Layout::Native => (native(&mut cx.b, &x, &format!("{name}/x"))?, axes),
     };
-    let kind = match op {
-        "ReduceMean" => OpKind::Mean {
-            axes: ir_axes,
-            keep_dims: keep,
+    let kind = OpKind::Reduce {
+        kind: match op {
+            "ReduceMean" => ReduceKind::Mean,
+            "ReduceSum" => ReduceKind::Sum,
+            "ReduceMax" => ReduceKind::Max,
+            "ReduceMin" => ReduceKind::Min,
+            "ReduceProd" => ReduceKind::Prod,
+            "ReduceSumSquare" => ReduceKind::SumSquare,
+            "ReduceL1" => ReduceKind::L1,
+            "ReduceL2" => ReduceKind::L2,
+            "ReduceLogSum" => ReduceKind::LogSum,
+            _ => ReduceKind::LogSumExp,
         },
-        _ => OpKind::Reduce {
-            kind: match op {
-                "ReduceSum" => ReduceKind::Sum,
-                "ReduceMax" => ReduceKind::Max,
-                "ReduceMin" => ReduceKind::Min,
-                "ReduceProd" => ReduceKind::Prod,
-                "ReduceSumSquare" => ReduceKind::SumSquare,
-                "ReduceL1" => ReduceKind::L1,
-                "ReduceL2" => ReduceKind::L2,
-                "ReduceLogSum" => ReduceKind::LogSum,
-                _ => ReduceKind::LogSumExp,
-            },
-            axes: ir_axes,
-            keep_dims: keep,
-        },
+        axes: ir_axes,
+        keep_dims: keep,
     };
     let out = cx.b.op(kind, vec![xid], &name)?;
     let out_layout = if keep { layout } else { Layout::Native };

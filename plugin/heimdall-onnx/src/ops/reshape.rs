@@ -2,7 +2,7 @@
 //! static), `Reshape`/`Flatten`/`Squeeze`/`Unsqueeze` (in the ONNX layout), `Transpose`
 //! (composed with the NHWC permutation, so one op at most), depth/space rearrangements.
 
-use heimdall_ir::OpKind;
+use heimdall_ir::{BlockOrder, OpKind};
 
 use crate::attrs::Attrs;
 use crate::constant::{Const, Elem};
@@ -80,7 +80,8 @@ pub(crate) fn transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             .collect::<NodeResult<_>>()?,
         None => (0..r).rev().collect(),
     };
-    heimdall_ir::infer::transpose(&vec![1; r], &perm).map_err(crate::error::NodeError::Invalid)?;
+    heimdall_ir::ops::transpose::shape(&vec![1; r], &perm)
+        .map_err(crate::error::NodeError::Invalid)?;
     let (id, ir_perm) = match &x {
         Value::Tensor(t) if t.layout == Layout::Nhwc => {
             (t.id, perm.iter().map(|&p| TO_NCHW[p]).collect::<Vec<_>>())
@@ -89,7 +90,11 @@ pub(crate) fn transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     };
     let out = permute(&mut cx.b, id, &ir_perm, &name)?;
     let out = if out == id {
-        cx.b.op(OpKind::Math(heimdall_ir::MathFn::Identity), vec![id], &name)?
+        cx.b.op(
+            OpKind::Unary(heimdall_ir::UnaryKind::Identity),
+            vec![id],
+            &name,
+        )?
     } else {
         out
     };
@@ -110,9 +115,15 @@ pub(crate) fn depth_space(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     let kind = if n.op_type.as_deref() == Some("SpaceToDepth") {
         OpKind::SpaceToDepth { block }
     } else if a.string_or("mode", "DCR") == "CRD" {
-        OpKind::DepthToSpaceCrd { block }
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Crd,
+        }
     } else {
-        OpKind::DepthToSpace { block }
+        OpKind::DepthToSpace {
+            block,
+            order: BlockOrder::Dcr,
+        }
     };
     let xid = nhwc(&mut cx.b, &x, &format!("{name}/x"))?;
     let out = cx.b.op(kind, vec![xid], &name)?;

@@ -2,7 +2,7 @@
 //! the coordinate transformation and rounding the model states; scales or sizes must fold to
 //! constants.
 
-use heimdall_ir::{CoordMode, NearestMode, OpKind, ResizeAttrs, ResizeMode};
+use heimdall_ir::{CoordMode, NearestMode, OpKind, ResizeAttrs, ResizeMode, ResizeScale};
 
 use crate::attrs::Attrs;
 use crate::ctx::Ctx;
@@ -136,7 +136,11 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         }
     };
     let xid = nhwc(&mut cx.b, &x, &format!("{name}/x"))?;
-    let attrs = ResizeAttrs { mode, coord, scale };
+    let attrs = ResizeAttrs {
+        mode,
+        coord,
+        scale: ResizeScale::Given(scale),
+    };
     let out = cx.b.op_shaped(
         OpKind::Resize(attrs),
         vec![xid],

@@ -214,10 +214,7 @@ pub(crate) fn pad(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         }] = [pads[i] as usize, pads[i + axes.len()] as usize];
     }
     let id = in_layout(&mut cx.b, &x, layout, &format!("{name}/x"))?;
-    let kind = match mode {
-        PadMode::Constant(0.0) => OpKind::Pad { pads: ir },
-        _ => OpKind::PadWith { pads: ir, mode },
-    };
+    let kind = OpKind::Pad { pads: ir, mode };
     let out = cx.b.op(kind, vec![id], &name)?;
     Ok(Ctx::tensor(out, layout))
 }

@@ -1,0 +1,367 @@
+//! The compiled CPU model: a prepared kernel per op (`crate::ops`), the planned arena, and
+//! execution of any range of ops (Heimdall's `RunPartial`).
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use heimdall_ir::{Activation, Graph, TensorId};
+
+use crate::error::CpuError;
+use crate::kernels::par::MAX_THREADS;
+use crate::kernels::{Act, Epilogue, Par};
+use crate::plan::{ArenaPlan, plan_arena};
+use crate::step::{ArenaPtr, Inputs, Kernel, Loc, PrepareCx, StepIo};
+
+/// Options of the CPU backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Worker threads (1 = run on the caller's thread only).
+    pub threads: usize,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        }
+    }
+}
+
+/// The epilogue activation of a step.
+enum EpAct {
+    None,
+    Unary(Act<'static>),
+    Prelu(Loc),
+}
+
+struct Step {
+    kernel: Box<dyn Kernel>,
+    inputs: Vec<Loc>,
+    output: Loc,
+    residual: Option<Loc>,
+    act: EpAct,
+}
+
+/// A graph compiled for the CPU: weights packed, arena planned, ready to run any op range.
+///
+/// Intermediate tensors stay in the arena between calls, so running `0..k` then `k..n` gives
+/// bit-for-bit the result of running `0..n`.
+pub struct CpuModel {
+    steps: Vec<Step>,
+    names: Vec<&'static str>,
+    constants: Vec<Vec<f32>>,
+    arena: Vec<f32>,
+    scratch: Vec<f32>,
+    inputs: Vec<(Loc, Vec<usize>)>,
+    outputs: Vec<(Loc, Vec<usize>)>,
+    locs: Vec<Option<Loc>>,
+    plan: ArenaPlan,
+    par: Par,
+}
+
+impl std::fmt::Debug for CpuModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuModel")
+            .field("ops", &self.steps.len())
+            .field("arena_values", &self.arena.len())
+            .finish()
+    }
+}
+
+impl CpuModel {
+    /// Compiles a validated graph: packs every weight, plans the arena, sizes scratch.
+    pub fn compile(graph: &Graph, options: CpuOptions) -> Result<CpuModel, CpuError> {
+        let par = Par::new(options.threads.clamp(1, MAX_THREADS));
+        let plan = plan_arena(graph);
+        let mut constants = Vec::new();
+        let mut locs: Vec<Option<Loc>> = vec![None; graph.tensors.len()];
+        for (i, t) in graph.tensors.iter().enumerate() {
+            if let Some(c) = &t.constant {
+                locs[i] = Some(Loc::Const {
+                    index: constants.len(),
+                });
+                constants.push(c.values.clone());
+            } else if let Some(offset) = plan.offsets[i] {
+                locs[i] = Some(Loc::Arena {
+                    offset,
+                    len: t.numel(),
+                });
+            }
+        }
+        let mut steps = Vec::with_capacity(graph.ops.len());
+        let mut scratch_len = 0;
+        for (index, op) in graph.ops.iter().enumerate() {
+            let err = |message: String| CpuError::Op {
+                index,
+                name: op.kind.name().into(),
+                message,
+            };
+            let loc = |t: TensorId| {
+                locs[t.index()].ok_or_else(|| err(format!("tensor {} has no storage", t.0)))
+            };
+            let prepared = crate::ops::prepare(&PrepareCx { graph, op }).map_err(&err)?;
+            scratch_len = scratch_len.max(prepared.scratch);
+            if op.outputs.len() != 1 {
+                return Err(err(format!(
+                    "{} outputs, the CPU backend supports one",
+                    op.outputs.len()
+                )));
+            }
+            let output = loc(op.outputs[0])?;
+            let Loc::Arena {
+                offset: out_at,
+                len: out_len,
+            } = output
+            else {
+                return Err(err("writes a constant".into()));
+            };
+            let inputs: Vec<Loc> = op
+                .inputs
+                .iter()
+                .map(|&t| loc(t))
+                .collect::<Result<_, _>>()?;
+            let residual = op.epilogue.residual.map(loc).transpose()?;
+            // The kernels read inputs while writing the output: the plan must keep them apart.
+            for l in inputs.iter().chain(residual.iter()) {
+                if let Loc::Arena { offset, len } = *l
+                    && offset < out_at + out_len
+                    && out_at < offset + len
+                {
+                    return Err(err("input and output overlap in the arena plan".into()));
+                }
+            }
+            let act = match op.epilogue.activation {
+                Activation::None => EpAct::None,
+                Activation::Unary(u) => EpAct::Unary(
+                    Act::of(u)
+                        .ok_or_else(|| err(format!("{} cannot be a fused activation", u.name())))?,
+                ),
+                Activation::Prelu(a) => {
+                    let n = graph.tensor(a).numel();
+                    let c = graph
+                        .tensor(op.outputs[0])
+                        .shape
+                        .last()
+                        .copied()
+                        .unwrap_or(1);
+                    if n != 1 && n != c {
+                        return Err(err(format!(
+                            "fused PReLU alpha of {n} values for {c} channels"
+                        )));
+                    }
+                    EpAct::Prelu(loc(a)?)
+                }
+            };
+            steps.push(Step {
+                kernel: prepared.kernel,
+                inputs,
+                output,
+                residual,
+                act,
+            });
+        }
+        let io =
+            |ids: &[TensorId], what: &'static str| -> Result<Vec<(Loc, Vec<usize>)>, CpuError> {
+                ids.iter()
+                    .enumerate()
+                    .map(|(i, &t)| {
+                        locs[t.index()]
+                            .map(|l| (l, graph.tensor(t).shape.clone()))
+                            .ok_or(CpuError::NoSuchTensor {
+                                what,
+                                index: i,
+                                count: ids.len(),
+                            })
+                    })
+                    .collect()
+            };
+        Ok(CpuModel {
+            names: graph.ops.iter().map(|o| o.kind.name()).collect(),
+            steps,
+            constants,
+            arena: vec![0.0; plan.len],
+            scratch: vec![0.0; scratch_len],
+            inputs: io(&graph.inputs, "input")?,
+            outputs: io(&graph.outputs, "output")?,
+            locs,
+            plan,
+            par,
+        })
+    }
+
+    /// Number of ops (steps) of the model.
+    pub fn num_ops(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Name of op `i`.
+    pub fn op_name(&self, i: usize) -> &'static str {
+        self.names[i]
+    }
+
+    /// Bytes of the activation arena (peak activation memory) and of all activations without
+    /// reuse.
+    pub fn arena_bytes(&self) -> (usize, usize) {
+        (4 * self.plan.len, 4 * self.plan.total)
+    }
+
+    /// Shapes of the model's inputs.
+    pub fn input_shapes(&self) -> Vec<Vec<usize>> {
+        self.inputs.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Shapes of the model's outputs.
+    pub fn output_shapes(&self) -> Vec<Vec<usize>> {
+        self.outputs.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Copies `data` into input `index`; its length must match the input's shape.
+    pub fn set_input(&mut self, index: usize, data: &[f32]) -> Result<(), CpuError> {
+        let count = self.inputs.len();
+        let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor {
+            what: "input",
+            index,
+            count,
+        })?;
+        match *loc {
+            Loc::Arena { offset, len } if len == data.len() => {
+                self.arena[offset..offset + len].copy_from_slice(data);
+                Ok(())
+            }
+            _ => Err(CpuError::InputShape {
+                index,
+                expected: shape.clone(),
+                got: data.len(),
+            }),
+        }
+    }
+
+    /// The values of output `index` (valid after the op producing it has run).
+    pub fn output(&self, index: usize) -> Result<&[f32], CpuError> {
+        let count = self.outputs.len();
+        let (loc, _) = self.outputs.get(index).ok_or(CpuError::NoSuchTensor {
+            what: "output",
+            index,
+            count,
+        })?;
+        Ok(self.view(*loc))
+    }
+
+    /// The values of any tensor of the graph (constants, or activations whose memory has not
+    /// been reused yet), for debugging and per-op comparisons.
+    pub fn tensor(&self, id: TensorId) -> Option<&[f32]> {
+        self.locs
+            .get(id.index())
+            .copied()
+            .flatten()
+            .map(|l| self.view(l))
+    }
+
+    /// Overwrites an activation in the arena (for experiments such as emulating a lower
+    /// storage precision between ops). Constants cannot be changed: `None` for them, for
+    /// tensors without storage and for a length mismatch.
+    pub fn set_tensor(&mut self, id: TensorId, data: &[f32]) -> Option<()> {
+        match self.locs.get(id.index()).copied().flatten()? {
+            Loc::Arena { offset, len } if len == data.len() => {
+                self.arena[offset..offset + len].copy_from_slice(data);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    fn view(&self, loc: Loc) -> &[f32] {
+        match loc {
+            Loc::Arena { offset, len } => &self.arena[offset..offset + len],
+            Loc::Const { index } => &self.constants[index],
+        }
+    }
+
+    /// Runs every op.
+    pub fn run(&mut self) -> Result<(), CpuError> {
+        self.run_range(0..self.steps.len())
+    }
+
+    /// Runs ops `range` (op indices of the graph). Tensors produced by earlier ranges are read
+    /// from the arena, so a model may be run as any sequence of contiguous ranges.
+    pub fn run_range(&mut self, range: Range<usize>) -> Result<(), CpuError> {
+        self.run_range_timed(range, None)
+    }
+
+    /// Like [`CpuModel::run_range`], recording each op's wall time into `times` (indexed by op).
+    pub fn run_range_timed(
+        &mut self,
+        range: Range<usize>,
+        times: Option<&mut [Duration]>,
+    ) -> Result<(), CpuError> {
+        let len = self.steps.len();
+        if range.start > range.end || range.end > len {
+            return Err(CpuError::Range {
+                start: range.start,
+                end: range.end,
+                len,
+            });
+        }
+        let CpuModel {
+            steps,
+            constants,
+            arena,
+            scratch,
+            par,
+            ..
+        } = self;
+        let arena_ptr = ArenaPtr(arena.as_mut_ptr(), arena.len());
+        let (steps, constants, scratch, par) = (&*steps, &*constants, scratch, &*par);
+        par.install(move || {
+            let mut times = times;
+            for i in range {
+                let start = Instant::now();
+                // SAFETY: `compile` checked that no input or residual of a step overlaps its
+                // output, constants live outside the arena, and this closure is the arena's only
+                // user while it runs (`self` is borrowed mutably).
+                unsafe { run_step(&steps[i], &arena_ptr, constants, scratch, par) };
+                if let Some(t) = times.as_deref_mut() {
+                    t[i] = start.elapsed();
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Executes one step.
+///
+/// # Safety
+/// The step's output range must not overlap any range it reads (checked at compile).
+unsafe fn run_step(
+    step: &Step,
+    arena: &ArenaPtr,
+    constants: &[Vec<f32>],
+    scratch: &mut [f32],
+    par: &Par,
+) {
+    // SAFETY: the caller's contract is `Inputs::new`'s.
+    let inputs = unsafe { Inputs::new(&step.inputs, arena, constants) };
+    let Loc::Arena { offset, len } = step.output else {
+        unreachable!("checked at compile")
+    };
+    debug_assert!(offset + len <= arena.1);
+    // SAFETY: within the arena (planned), not overlapping any input (caller's contract).
+    let out: &mut [f32] = unsafe { std::slice::from_raw_parts_mut(arena.0.add(offset), len) };
+    let act = match step.act {
+        EpAct::None => Act::None,
+        EpAct::Unary(a) => a,
+        EpAct::Prelu(l) => Act::Prelu(inputs.at(l)),
+    };
+    let ep = Epilogue {
+        residual: step.residual.map(|l| inputs.at(l)),
+        act,
+    };
+    step.kernel.run(StepIo {
+        inputs,
+        out,
+        scratch,
+        par,
+        ep: &ep,
+    });
+}

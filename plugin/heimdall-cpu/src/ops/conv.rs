@@ -1,0 +1,466 @@
+//! 2-D convolution (TFLite CONV_2D), NHWC, batch 1.
+//!
+//! The filter (OHWI) is packed once into a [`PackedB`] of shape `[k_h * k_w * in_c, out_c]`.
+//! A 1x1 stride-1 unpadded convolution is one matrix product of the input
+//! `[in_h * in_w, in_c]` with it (output pixels split over [`Par`]). Every other convolution
+//! runs per output row (rows split over [`Par`]): its interior pixels (whole window inside the
+//! input) read the input in place as an implicit im2col (the product walks the window's
+//! `k_h` contiguous runs of `k_w * in_c` values), and only its edge pixels are gathered into an
+//! im2col buffer (one output row, in the caller's scratch). The epilogue runs on each block or
+//! row while it is in cache.
+//!
+//! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
+//! the passes off) packs it on every run.
+
+use heimdall_ir::ConvAttrs;
+
+use crate::kernels::gemm::PackedB;
+use crate::kernels::par::MAX_THREADS;
+use crate::kernels::{Epilogue, Par, Window};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
+
+/// Multiply-accumulates a part must have at least before the work is split.
+const MIN_MACS_PER_PART: usize = 1 << 18;
+
+/// A convolution with its filter packed for the matrix-product kernel.
+#[derive(Clone, Debug)]
+pub struct PackedConv {
+    w: Window,
+    b: PackedB,
+    direct: bool,
+    block: usize,
+    /// Offsets (relative to a window's top-left input value) of the window's contiguous runs,
+    /// each `seg_len` values long: the implicit im2col of interior pixels.
+    segs: Vec<usize>,
+    seg_len: usize,
+    /// Output columns whose horizontal taps all fall inside the input.
+    int_cols: (usize, usize),
+}
+
+/// Values of scratch a convolution of geometry `w` needs when run with `threads` threads:
+/// 0 for a 1x1 stride-1 unpadded convolution, else one output row of im2col per thread
+/// (`threads * out_w * k_h * k_w * in_c`).
+pub fn conv_scratch_len(w: &Window, threads: usize) -> usize {
+    if is_direct(w) {
+        0
+    } else {
+        threads.max(1) * w.out_w * patch_len(w)
+    }
+}
+
+fn is_direct(w: &Window) -> bool {
+    w.k_h == 1
+        && w.k_w == 1
+        && w.stride_h == 1
+        && w.stride_w == 1
+        && w.pad_top == 0
+        && w.pad_left == 0
+        && w.in_h == w.out_h
+        && w.in_w == w.out_w
+}
+
+fn patch_len(w: &Window) -> usize {
+    w.k_h * w.k_w * w.in_c
+}
+
+/// Output pixels per block of the direct (1x1) path: the epilogue runs on a block while it is
+/// in cache.
+fn block_pixels(w: &Window) -> usize {
+    let px = w.out_h * w.out_w;
+    (16384 / patch_len(w).max(1)).clamp(12, 480).min(px.max(1))
+}
+
+impl PackedConv {
+    /// Packs an OHWI filter `[out_c, k_h, k_w, in_c]` and an optional bias of `out_c` values
+    /// for the geometry `w`.
+    pub fn new(filter_ohwi: &[f32], bias: Option<&[f32]>, w: Window) -> PackedConv {
+        let kdim = patch_len(&w);
+        debug_assert_eq!(filter_ohwi.len(), w.out_c * kdim);
+        let b = PackedB::new(kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
+        let row = w.in_w * w.in_c;
+        let (segs, seg_len) = if w.dil_w == 1 {
+            (
+                (0..w.k_h).map(|ky| ky * w.dil_h * row).collect(),
+                w.k_w * w.in_c,
+            )
+        } else {
+            let taps = (0..w.k_h).flat_map(|ky| {
+                (0..w.k_w).map(move |kx| ky * w.dil_h * row + kx * w.dil_w * w.in_c)
+            });
+            (taps.collect(), w.in_c)
+        };
+        let reach = (w.k_w - 1) * w.dil_w;
+        let lo = w.pad_left.div_ceil(w.stride_w).min(w.out_w);
+        let hi = if w.in_w + w.pad_left > reach {
+            ((w.in_w + w.pad_left - reach - 1) / w.stride_w + 1).min(w.out_w)
+        } else {
+            0
+        };
+        PackedConv {
+            w,
+            b,
+            direct: is_direct(&w),
+            block: block_pixels(&w),
+            segs,
+            seg_len,
+            int_cols: (lo, hi.max(lo)),
+        }
+    }
+
+    /// The geometry this convolution was packed for.
+    pub fn window(&self) -> &Window {
+        &self.w
+    }
+
+    /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]).
+    pub fn scratch_len(&self, par: &Par) -> usize {
+        conv_scratch_len(&self.w, par.threads())
+    }
+
+    /// `output[oy, ox, o] = ep(bias[o] + sum input[iy, ix, i] * filter[o, ky, kx, i])` over the
+    /// window; `input` is `[in_h, in_w, in_c]`, `output` `[out_h, out_w, out_c]`, `scratch` at
+    /// least [`PackedConv::scratch_len`] values.
+    pub fn run(
+        &self,
+        par: &Par,
+        input: &[f32],
+        output: &mut [f32],
+        scratch: &mut [f32],
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, patch_len(w));
+        let px = w.out_h * w.out_w;
+        debug_assert_eq!(input.len(), w.in_h * w.in_w * w.in_c);
+        debug_assert_eq!(output.len(), px * n);
+        if px == 0 || n == 0 {
+            return;
+        }
+        assert!(
+            input.len() >= w.in_h * w.in_w * w.in_c,
+            "conv: input too short"
+        );
+        if self.direct {
+            let min_rows = MIN_MACS_PER_PART.div_ceil((kdim * n).max(1));
+            par.for_rows(output, n, min_rows, |rows, out| {
+                let mut m0 = rows.start;
+                while m0 < rows.end {
+                    let mb = self.block.min(rows.end - m0);
+                    let c = &mut out[(m0 - rows.start) * n..(m0 - rows.start + mb) * n];
+                    self.b.gemm(&input[m0 * w.in_c..], w.in_c, mb, c);
+                    if !ep.is_identity() {
+                        ep.apply(c, m0 * n, n);
+                    }
+                    m0 += mb;
+                }
+            });
+            return;
+        }
+        let row_len = w.out_w * n;
+        let per_part = w.out_w * kdim;
+        let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * kdim).max(1));
+        par.for_rows_scratch(
+            output,
+            row_len,
+            min_rows,
+            scratch,
+            per_part,
+            |rows, out, sc| {
+                for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+                    self.row(input, oy, out_row, sc);
+                    if !ep.is_identity() {
+                        ep.apply(out_row, oy * row_len, n);
+                    }
+                }
+            },
+        );
+    }
+
+    /// One output row: interior pixels read the input in place (segmented product), edge
+    /// pixels go through im2col in `scratch`.
+    fn row(&self, input: &[f32], oy: usize, out_row: &mut [f32], scratch: &mut [f32]) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, patch_len(w));
+        let top = oy * w.stride_h;
+        let rows_inside = top >= w.pad_top && top - w.pad_top + (w.k_h - 1) * w.dil_h < w.in_h;
+        let (lo, hi) = if rows_inside {
+            self.int_cols
+        } else {
+            (w.out_w, w.out_w)
+        };
+        if hi > lo {
+            let base = ((top - w.pad_top) * w.in_w + lo * w.stride_w - w.pad_left) * w.in_c;
+            // SAFETY: every tap of pixels lo..hi of this row lies inside the input (interior
+            // rows and columns), so each segment of each of those rows is in `input`, whose
+            // length `run` asserted.
+            unsafe {
+                self.b.gemm_segmented(
+                    input.as_ptr().add(base),
+                    w.stride_w * w.in_c,
+                    &self.segs,
+                    self.seg_len,
+                    hi - lo,
+                    &mut out_row[lo * n..hi * n],
+                );
+            }
+        }
+        for (a, b) in [(0, lo), (hi.max(lo), w.out_w)] {
+            if b > a {
+                let col = &mut scratch[..(b - a) * kdim];
+                im2col(w, input, oy * w.out_w + a, b - a, col);
+                self.b.gemm(col, kdim, b - a, &mut out_row[a * n..b * n]);
+            }
+        }
+    }
+}
+
+/// Copies a short run (often 3 to a few hundred values) without a `memcpy` call.
+#[inline(always)]
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    if dst.len() >= 64 {
+        dst.copy_from_slice(src);
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+    }
+}
+
+/// Gathers the receptive fields of output pixels `m0..m0 + mb` into `col` (`[mb, k_h*k_w*in_c]`,
+/// zeros where the window hangs over the padding).
+fn im2col(w: &Window, input: &[f32], m0: usize, mb: usize, col: &mut [f32]) {
+    let (c, kw) = (w.in_c, w.k_w);
+    let kdim = patch_len(w);
+    let seg = kw * c;
+    let in_row = w.in_w * c;
+    let (mut oy, mut ox) = (m0 / w.out_w, m0 % w.out_w);
+    for row in col[..mb * kdim].chunks_exact_mut(kdim) {
+        let ix0 = (ox * w.stride_w).wrapping_sub(w.pad_left);
+        let contiguous = w.dil_w == 1 && ix0 < w.in_w && ix0 + kw <= w.in_w;
+        for (ky, dst) in row.chunks_exact_mut(seg).enumerate() {
+            let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
+            if iy >= w.in_h {
+                dst.fill(0.0);
+            } else if contiguous {
+                let start = iy * in_row + ix0 * c;
+                copy_short(dst, &input[start..start + seg]);
+            } else {
+                let src_row = &input[iy * in_row..(iy + 1) * in_row];
+                for (kx, d) in dst.chunks_exact_mut(c).enumerate() {
+                    let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
+                    if ix < w.in_w {
+                        copy_short(d, &src_row[ix * c..(ix + 1) * c]);
+                    } else {
+                        d.fill(0.0);
+                    }
+                }
+            }
+        }
+        ox += 1;
+        if ox == w.out_w {
+            ox = 0;
+            oy += 1;
+        }
+    }
+}
+
+impl Kernel for PackedConv {
+    fn run(&self, io: StepIo<'_>) {
+        PackedConv::run(self, io.par, io.inputs.get(0), io.out, io.scratch, io.ep);
+    }
+}
+
+/// A CONV_2D whose filter or bias is computed at run time: packed on every run.
+struct DynamicConv(Window);
+
+impl Kernel for DynamicConv {
+    fn run(&self, io: StepIo<'_>) {
+        let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
+        PackedConv::new(io.inputs.get(1), bias, self.0).run(
+            io.par,
+            io.inputs.get(0),
+            io.out,
+            io.scratch,
+            io.ep,
+        );
+    }
+}
+
+/// Prepares a CONV_2D.
+pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
+    let f = cx.shape(1);
+    let w = cx.window([f[1], f[2]], a);
+    let scratch = conv_scratch_len(&w, MAX_THREADS);
+    if cx.weights_dynamic() {
+        return Ok(Prepared::with_scratch(DynamicConv(w), scratch));
+    }
+    let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w);
+    Ok(Prepared::with_scratch(k, scratch))
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // naive references index on purpose
+mod tests {
+    use super::*;
+    use crate::kernels::Act;
+    use crate::kernels::testutil::*;
+    use proptest::prelude::*;
+
+    /// A convolution problem with a naive reference.
+    #[derive(Debug)]
+    struct ConvProblem {
+        w: Window,
+        input: Vec<f32>,
+        filter: Vec<f32>,
+        bias: Option<Vec<f32>>,
+        residual: Option<Vec<f32>>,
+        relu6: bool,
+    }
+
+    impl ConvProblem {
+        fn new(w: Window, seed: u64, bias: bool, residual: bool, relu6: bool) -> Self {
+            let input = data(seed, w.in_h * w.in_w * w.in_c);
+            let filter = data(seed + 1, w.out_c * w.k_h * w.k_w * w.in_c);
+            let bias = bias.then(|| data(seed + 2, w.out_c));
+            let residual = residual.then(|| data(seed + 3, w.out_h * w.out_w * w.out_c));
+            ConvProblem {
+                w,
+                input,
+                filter,
+                bias,
+                residual,
+                relu6,
+            }
+        }
+
+        fn reference(&self) -> Vec<f32> {
+            let w = &self.w;
+            let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+            for oy in 0..w.out_h {
+                for ox in 0..w.out_w {
+                    for o in 0..w.out_c {
+                        let mut s = self.bias.as_ref().map_or(0.0, |b| b[o]) as f64;
+                        for ky in 0..w.k_h {
+                            for kx in 0..w.k_w {
+                                let iy =
+                                    (oy * w.stride_h + ky * w.dil_h) as isize - w.pad_top as isize;
+                                let ix =
+                                    (ox * w.stride_w + kx * w.dil_w) as isize - w.pad_left as isize;
+                                if iy < 0
+                                    || ix < 0
+                                    || iy >= w.in_h as isize
+                                    || ix >= w.in_w as isize
+                                {
+                                    continue;
+                                }
+                                for i in 0..w.in_c {
+                                    let x = self.input
+                                        [(iy as usize * w.in_w + ix as usize) * w.in_c + i];
+                                    let f =
+                                        self.filter[((o * w.k_h + ky) * w.k_w + kx) * w.in_c + i];
+                                    s += x as f64 * f as f64;
+                                }
+                            }
+                        }
+                        let idx = (oy * w.out_w + ox) * w.out_c + o;
+                        if let Some(r) = &self.residual {
+                            s += r[idx] as f64;
+                        }
+                        if self.relu6 {
+                            s = s.clamp(0.0, 6.0);
+                        }
+                        out[idx] = s as f32;
+                    }
+                }
+            }
+            out
+        }
+
+        fn run(&self, par: &Par) -> Vec<f32> {
+            let conv = PackedConv::new(&self.filter, self.bias.as_deref(), self.w);
+            let mut out = vec![f32::NAN; self.w.out_h * self.w.out_w * self.w.out_c];
+            let mut scratch = vec![f32::NAN; conv.scratch_len(par)];
+            let ep = Epilogue {
+                residual: self.residual.as_deref(),
+                act: if self.relu6 { Act::Relu6 } else { Act::None },
+            };
+            conv.run(par, &self.input, &mut out, &mut scratch, &ep);
+            out
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn conv_matches_reference(w in windows(20, true), seed in 0u64..1000, bias: bool, residual: bool, relu6: bool) {
+            let p = ConvProblem::new(w, seed, bias, residual, relu6);
+            assert_close(&p.run(&Par::new(1)), &p.reference());
+        }
+    }
+
+    #[test]
+    fn conv_1x1_and_first_layer_shapes() {
+        for w in [
+            window(17, 9, 13, 37, (1, 1), (1, 1), 1, Padding::Valid),
+            window(33, 31, 3, 24, (3, 3), (2, 2), 1, Padding::Same),
+            window(16, 16, 32, 16, (1, 1), (2, 2), 1, Padding::Same),
+            window(9, 9, 8, 8, (3, 3), (3, 3), 1, Padding::Valid),
+        ] {
+            let p = ConvProblem::new(w, 7, true, true, false);
+            assert_close(&p.run(&Par::new(1)), &p.reference());
+        }
+    }
+
+    #[test]
+    fn conv_wide_rows_and_dilation() {
+        // Output rows wider than the direct path's block, dilation with padding, stride 3.
+        for w in [
+            window(4, 700, 5, 9, (3, 3), (1, 1), 1, Padding::Same),
+            window(
+                13,
+                17,
+                6,
+                11,
+                (3, 3),
+                (1, 1),
+                2,
+                Padding::Explicit(2, 1, 2, 2),
+            ),
+            window(20, 19, 4, 7, (5, 5), (3, 3), 1, Padding::Same),
+        ] {
+            let p = ConvProblem::new(w, 11, true, false, false);
+            assert_close(&p.run(&Par::new(1)), &p.reference());
+            assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(2)));
+        }
+    }
+
+    #[test]
+    fn conv_hand_computed() {
+        // 2x2 input, 1 channel, 2x2 filter of ones, SAME (pad bottom/right only): sums of the
+        // window anchored at each pixel.
+        let w = window(2, 2, 1, 1, (2, 2), (1, 1), 1, Padding::Same);
+        let conv = PackedConv::new(&[1.0, 1.0, 1.0, 1.0], Some(&[0.5]), w);
+        let mut out = vec![0.0; 4];
+        conv.run(
+            &Par::new(1),
+            &[1.0, 2.0, 3.0, 4.0],
+            &mut out,
+            &mut vec![0.0; conv.scratch_len(&Par::new(1))],
+            &Epilogue::NONE,
+        );
+        assert_eq!(out, vec![10.5, 6.5, 7.5, 4.5]);
+    }
+
+    #[test]
+    fn conv_threads_bit_identical() {
+        for w in [
+            window(64, 64, 32, 64, (1, 1), (1, 1), 1, Padding::Valid),
+            window(37, 41, 19, 21, (3, 3), (2, 2), 1, Padding::Same),
+        ] {
+            let p = ConvProblem::new(w, 3, true, true, true);
+            assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(2)));
+            assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(3)));
+            assert_close(&p.run(&Par::new(2)), &p.reference());
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! PAD of a tensor of rank at most 4: with a constant (a plain copy into a filled output) or a
+//! reflected or replicated border.
+//!
+//! Dispatch: [`prepare`] picks the constant kernel or the border kernel.
+
+use heimdall_ir::PadMode;
+
+use crate::kernels::nd::{dims4, strides4};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
+
+/// Pads `input` (shape `in_shape`) with `value`: `pads[d] = (before, after)` along dimension
+/// `d`. The output shape is `in_shape[d] + before + after`.
+pub fn pad(
+    input: &[f32],
+    in_shape: &[usize],
+    pads: &[(usize, usize)],
+    value: f32,
+    output: &mut [f32],
+) {
+    debug_assert_eq!(in_shape.len(), pads.len());
+    let ind = dims4(in_shape);
+    let mut p = [(0usize, 0usize); 4];
+    p[4 - pads.len()..].copy_from_slice(pads);
+    let od: [usize; 4] = std::array::from_fn(|d| ind[d] + p[d].0 + p[d].1);
+    debug_assert_eq!(output.len(), od.iter().product::<usize>());
+    let row = od[3];
+    if row == 0 {
+        return;
+    }
+    let (left, inner) = (p[3].0, ind[3]);
+    for (r, out_row) in output.chunks_exact_mut(row).enumerate() {
+        let o2 = r % od[2];
+        let o1 = (r / od[2]) % od[1];
+        let o0 = r / (od[2] * od[1]);
+        let inside = |o: usize, d: usize| o >= p[d].0 && o - p[d].0 < ind[d];
+        if !(inside(o0, 0) && inside(o1, 1) && inside(o2, 2)) {
+            out_row.fill(value);
+            continue;
+        }
+        let src_row = (((o0 - p[0].0) * ind[1] + (o1 - p[1].0)) * ind[2]) + (o2 - p[2].0);
+        out_row[..left].fill(value);
+        out_row[left..left + inner].copy_from_slice(&input[src_row * inner..(src_row + 1) * inner]);
+        out_row[left + inner..].fill(value);
+    }
+}
+
+/// How padded positions are filled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fill {
+    /// A constant.
+    Constant(f32),
+    /// Mirror without repeating the edge.
+    Reflect,
+    /// Repeat the edge.
+    Edge,
+}
+
+/// The input index that output index `x` (before subtracting the leading pad) reads along an
+/// axis of `n` values, or `None` for a constant fill.
+fn source(x: isize, n: isize, fill: Fill) -> Option<isize> {
+    if (0..n).contains(&x) {
+        return Some(x);
+    }
+    match fill {
+        Fill::Constant(_) => None,
+        Fill::Edge => Some(x.clamp(0, n - 1)),
+        Fill::Reflect => {
+            // Period 2(n-1); n == 1 reflects onto itself.
+            let period = (2 * (n - 1)).max(1);
+            let m = x.rem_euclid(period);
+            Some(if m < n { m } else { period - m })
+        }
+    }
+}
+
+/// Pads `input` of `shape` by `pads[d] = (before, after)` into `output`. Rows of the innermost
+/// axis are copied whole where that axis is not padded (NHWC images padded in H and W).
+pub fn pad_with(
+    input: &[f32],
+    shape: &[usize],
+    pads: &[(usize, usize)],
+    fill: Fill,
+    output: &mut [f32],
+) {
+    let off = 4 - shape.len();
+    let d = dims4(shape);
+    let s = strides4(&d);
+    let mut before = [0usize; 4];
+    let mut od = d;
+    for (i, p) in pads.iter().enumerate() {
+        before[off + i] = p.0;
+        od[off + i] += p.0 + p.1;
+    }
+    let value = match fill {
+        Fill::Constant(v) => v,
+        _ => 0.0,
+    };
+    let inner_padded = od[3] != d[3];
+    let row = od[3];
+    let mut o = 0;
+    for a in 0..od[0] {
+        for b in 0..od[1] {
+            for c in 0..od[2] {
+                let out = &mut output[o..o + row];
+                o += row;
+                let src = [a, b, c]
+                    .iter()
+                    .enumerate()
+                    .try_fold(0usize, |acc, (k, &x)| {
+                        source(x as isize - before[k] as isize, d[k] as isize, fill)
+                            .map(|i| acc + i as usize * s[k])
+                    });
+                let Some(base) = src else {
+                    out.fill(value);
+                    continue;
+                };
+                if !inner_padded {
+                    out.copy_from_slice(&input[base..base + row]);
+                    continue;
+                }
+                for (x, v) in out.iter_mut().enumerate() {
+                    *v = match source(x as isize - before[3] as isize, d[3] as isize, fill) {
+                        Some(i) => input[base + i as usize],
+                        None => value,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// A constant (zero) pad.
+struct ZeroPad {
+    shape: Vec<usize>,
+    pads: Vec<(usize, usize)>,
+}
+
+impl Kernel for ZeroPad {
+    fn run(&self, io: StepIo<'_>) {
+        pad(io.inputs.get(0), &self.shape, &self.pads, 0.0, io.out);
+    }
+}
+
+/// A pad with a fill mode.
+struct PadWith {
+    shape: Vec<usize>,
+    pads: Vec<(usize, usize)>,
+    fill: Fill,
+}
+
+impl Kernel for PadWith {
+    fn run(&self, io: StepIo<'_>) {
+        pad_with(io.inputs.get(0), &self.shape, &self.pads, self.fill, io.out);
+    }
+}
+
+/// Prepares a PAD.
+pub(crate) fn prepare(
+    cx: &PrepareCx,
+    pads: &[[usize; 2]],
+    mode: PadMode,
+) -> Result<Prepared, String> {
+    let shape = cx.shape(0);
+    let pads = pads.iter().map(|p| (p[0], p[1])).collect();
+    let fill = match mode {
+        m if m.is_zero() => return Ok(Prepared::new(ZeroPad { shape, pads })),
+        PadMode::Constant(v) => Fill::Constant(v),
+        PadMode::Reflect => Fill::Reflect,
+        PadMode::Edge => Fill::Edge,
+    };
+    Ok(Prepared::new(PadWith { shape, pads, fill }))
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // naive references index on purpose
+mod zero_pad_tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn pad_matches_reference(shape in proptest::collection::vec(1..5usize, 1..=4), pads in proptest::collection::vec((0..3usize, 0..3usize), 4), seed in 0u64..1000) {
+            let pads = &pads[..shape.len()];
+            let input = data(seed, shape.iter().product());
+            let oshape: Vec<usize> = shape.iter().zip(pads).map(|(d, p)| d + p.0 + p.1).collect();
+            let total: usize = oshape.iter().product();
+            let reference: Vec<f32> = (0..total).map(|i| {
+                let c = coords(i, &oshape);
+                let src: Option<Vec<usize>> = c.iter().zip(pads).zip(&shape).map(|((c, p), d)| (*c >= p.0 && c - p.0 < *d).then(|| c - p.0)).collect();
+                src.map_or(0.5, |s| input[flat(&s, &shape)])
+            }).collect();
+            let mut out = vec![f32::NAN; total];
+            pad(&input, &shape, pads, 0.5, &mut out);
+            prop_assert_eq!(out, reference);
+        }
+    }
+}
+
+#[cfg(test)]
+mod fill_tests {
+    use super::*;
+
+    #[test]
+    fn reflect_edge_constant_on_a_row() {
+        let x = [1.0, 2.0, 3.0];
+        let mut out = [0.0; 7];
+        pad_with(&x, &[3], &[(2, 2)], Fill::Reflect, &mut out);
+        assert_eq!(out, [3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]);
+        pad_with(&x, &[3], &[(2, 2)], Fill::Edge, &mut out);
+        assert_eq!(out, [1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 3.0]);
+        pad_with(&x, &[3], &[(1, 3)], Fill::Constant(-1.0), &mut out);
+        assert_eq!(out, [-1.0, 1.0, 2.0, 3.0, -1.0, -1.0, -1.0]);
+    }
+
+    #[test]
+    fn nhwc_rows_match_per_element_reference() {
+        // [1, 3, 4, 2] padded by 2 in H and W, every mode, against a per-element walk.
+        let shape = [1, 3, 4, 2];
+        let x: Vec<f32> = (0..24).map(|v| v as f32).collect();
+        let pads = [(0, 0), (2, 1), (1, 2), (0, 0)];
+        for fill in [Fill::Reflect, Fill::Edge, Fill::Constant(7.0)] {
+            let mut out = vec![0.0; 6 * 7 * 2];
+            pad_with(&x, &shape, &pads, fill, &mut out);
+            for y in 0..6isize {
+                for xx in 0..7isize {
+                    for c in 0..2 {
+                        let sy = source(y - 2, 3, fill);
+                        let sx = source(xx - 1, 4, fill);
+                        let expect = match (sy, sx) {
+                            (Some(a), Some(b)) => x[(a as usize * 4 + b as usize) * 2 + c],
+                            _ => 7.0,
+                        };
+                        assert_eq!(out[(y as usize * 7 + xx as usize) * 2 + c], expect);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reflect_2d_matches_numpy() {
+        // np.pad(np.arange(6).reshape(2,3), ((1,1),(2,0)), 'reflect')
+        let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
+        let mut out = vec![0.0; 4 * 5];
+        pad_with(&x, &[2, 3], &[(1, 1), (2, 0)], Fill::Reflect, &mut out);
+        let expect = [
+            5., 4., 3., 4., 5., 2., 1., 0., 1., 2., 5., 4., 3., 4., 5., 2., 1., 0., 1., 2.,
+        ];
+        assert_eq!(out, expect);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::space_depth::depth_to_space;
+    use crate::ops::strided_slice::strided_slice;
+
+    #[test]
+    fn channel_pad_and_depth_to_space_hand_computed() {
+        // Channel zero-extension of a residual: [1, 1, 2, 2] -> [1, 1, 2, 3].
+        let mut out = [f32::NAN; 6];
+        pad(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[1, 1, 2, 2],
+            &[(0, 0), (0, 0), (0, 0), (0, 1)],
+            0.0,
+            &mut out,
+        );
+        assert_eq!(out, [1.0, 2.0, 0.0, 3.0, 4.0, 0.0]);
+        // DCR: one pixel of 4 channels to 2x2 of one channel.
+        let mut out = [0.0; 4];
+        depth_to_space(&[1.0, 2.0, 3.0, 4.0], 1, 1, 4, 2, &mut out);
+        assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
+        let mut out = [0.0; 3];
+        strided_slice(
+            &[0.0, 1.0, 2.0, 3.0, 4.0],
+            &[5],
+            &[4],
+            &[-1],
+            &[-2],
+            &mut out,
+        );
+        assert_eq!(out, [4.0, 2.0, 0.0]);
+    }
+}

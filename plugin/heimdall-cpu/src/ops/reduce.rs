@@ -1,0 +1,251 @@
+//! Reductions over any set of axes of a tensor of rank at most 4: the mean (TFLite MEAN, ONNX
+//! `ReduceMean`), summed in input order in f32 as TFLite does, and the other ONNX reductions
+//! (`ReduceSum`, `ReduceMax`, ...), accumulated in f64.
+//!
+//! Dispatch: [`prepare`] picks the mean kernel or the fold of the reduction.
+
+use heimdall_ir::ReduceKind;
+
+use crate::kernels::nd::{dims4, for_each4, strides4};
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
+
+/// `output = mean of input over axes` for `input` of shape `shape` (rank <= 4). `axes` are
+/// non-negative axis indices (duplicates allowed); `output` holds the product of the kept
+/// dimensions (its layout is the same with or without keep_dims). Sums run in input order.
+pub fn mean(input: &[f32], shape: &[usize], axes: &[usize], output: &mut [f32]) {
+    debug_assert!(shape.len() <= 4);
+    debug_assert_eq!(input.len(), shape.iter().product::<usize>());
+    // Pad to rank 4 at the front.
+    let mut dims = [1usize; 4];
+    let mut reduced = [false; 4];
+    let off = 4 - shape.len();
+    dims[off..].copy_from_slice(shape);
+    for &a in axes {
+        debug_assert!(a < shape.len());
+        reduced[off + a] = true;
+    }
+    // Output strides (0 along reduced axes).
+    let mut ostride = [0usize; 4];
+    let mut s = 1;
+    for d in (0..4).rev() {
+        if !reduced[d] {
+            ostride[d] = s;
+            s *= dims[d];
+        }
+    }
+    debug_assert_eq!(output.len(), s);
+    output.fill(0.0);
+    let count: usize = (0..4).filter(|&d| reduced[d]).map(|d| dims[d]).product();
+    let inner = dims[3];
+    let mut i = 0;
+    for a in 0..dims[0] {
+        for b in 0..dims[1] {
+            for c in 0..dims[2] {
+                let base = a * ostride[0] + b * ostride[1] + c * ostride[2];
+                let src = &input[i..i + inner];
+                if reduced[3] {
+                    output[base] += src.iter().sum::<f32>();
+                } else {
+                    for (o, x) in output[base..base + inner].iter_mut().zip(src) {
+                        *o += *x;
+                    }
+                }
+                i += inner;
+            }
+        }
+    }
+    let n = count as f32;
+    if count > 0 {
+        output.iter_mut().for_each(|o| *o /= n);
+    }
+}
+
+/// How values combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    /// Sum.
+    Sum,
+    /// Mean.
+    Mean,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+    /// Product.
+    Prod,
+    /// Sum of squares.
+    SumSquare,
+    /// Sum of absolute values.
+    L1,
+    /// Euclidean norm.
+    L2,
+    /// Log of the sum.
+    LogSum,
+    /// Log of the sum of exponentials.
+    LogSumExp,
+}
+
+/// Reduces `input` of `shape` over `axes` into `output` (the kept dimensions, row-major).
+pub fn reduce(input: &[f32], shape: &[usize], axes: &[usize], fold: Fold, output: &mut [f32]) {
+    let off = 4 - shape.len();
+    let d = dims4(shape);
+    let mut od = d;
+    for &a in axes {
+        od[off + a] = 1;
+    }
+    let os = strides4(&od);
+    let init = match fold {
+        Fold::Max => f64::NEG_INFINITY,
+        Fold::Min => f64::INFINITY,
+        Fold::Prod => 1.0,
+        _ => 0.0,
+    };
+    let mut acc = vec![init; output.len()];
+    for_each4(&d, |i, c| {
+        let o = (0..4).map(|k| c[k].min(od[k] - 1) * os[k]).sum::<usize>();
+        let x = input[i] as f64;
+        let a = &mut acc[o];
+        *a = match fold {
+            Fold::Sum | Fold::Mean | Fold::LogSum => *a + x,
+            Fold::Max => a.max(x),
+            Fold::Min => a.min(x),
+            Fold::Prod => *a * x,
+            Fold::SumSquare | Fold::L2 => *a + x * x,
+            Fold::L1 => *a + x.abs(),
+            Fold::LogSumExp => *a + x.exp(),
+        };
+    });
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    for (o, a) in output.iter_mut().zip(acc) {
+        *o = match fold {
+            Fold::Mean => a / count.max(1) as f64,
+            Fold::L2 => a.sqrt(),
+            Fold::LogSum | Fold::LogSumExp => a.ln(),
+            _ => a,
+        } as f32;
+    }
+}
+
+/// A mean over axes.
+struct Mean {
+    shape: Vec<usize>,
+    axes: Vec<usize>,
+}
+
+impl Kernel for Mean {
+    fn run(&self, io: StepIo<'_>) {
+        mean(io.inputs.get(0), &self.shape, &self.axes, io.out);
+    }
+}
+
+/// Another reduction over axes.
+struct Reduce {
+    shape: Vec<usize>,
+    axes: Vec<usize>,
+    fold: Fold,
+}
+
+impl Kernel for Reduce {
+    fn run(&self, io: StepIo<'_>) {
+        reduce(io.inputs.get(0), &self.shape, &self.axes, self.fold, io.out);
+    }
+}
+
+/// Prepares a reduction of `kind` over `axes`.
+pub(crate) fn prepare(
+    cx: &PrepareCx,
+    kind: ReduceKind,
+    axes: &[usize],
+) -> Result<Prepared, String> {
+    let (shape, axes) = (cx.shape(0), axes.to_vec());
+    let fold = match kind {
+        ReduceKind::Mean => return Ok(Prepared::new(Mean { shape, axes })),
+        ReduceKind::Sum => Fold::Sum,
+        ReduceKind::Max => Fold::Max,
+        ReduceKind::Min => Fold::Min,
+        ReduceKind::Prod => Fold::Prod,
+        ReduceKind::SumSquare => Fold::SumSquare,
+        ReduceKind::L1 => Fold::L1,
+        ReduceKind::L2 => Fold::L2,
+        ReduceKind::LogSum => Fold::LogSum,
+        ReduceKind::LogSumExp => Fold::LogSumExp,
+    };
+    Ok(Prepared::new(Reduce { shape, axes, fold }))
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // naive references index on purpose
+mod mean_tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn mean_matches_reference(shape in proptest::collection::vec(1..7usize, 1..=4), mask in 0u8..16, seed in 0u64..1000) {
+            let rank = shape.len();
+            let axes: Vec<usize> = (0..rank).filter(|a| mask & (1 << a) != 0).collect();
+            let input = data(seed, shape.iter().product());
+            let out_shape: Vec<usize> = (0..rank).map(|d| if axes.contains(&d) { 1 } else { shape[d] }).collect();
+            let out_len: usize = out_shape.iter().product();
+            // Reference: for each output index, visit every input index and compare coordinates.
+            let mut reference = vec![0.0f64; out_len];
+            let mut abs_sum = vec![0.0f64; out_len];
+            let mut counts = vec![0usize; out_len];
+            for flat in 0..input.len() {
+                let mut rem = flat;
+                let mut coord = vec![0; rank];
+                for d in (0..rank).rev() {
+                    coord[d] = rem % shape[d];
+                    rem /= shape[d];
+                }
+                let mut o = 0;
+                for d in 0..rank {
+                    o = o * out_shape[d] + if axes.contains(&d) { 0 } else { coord[d] };
+                }
+                reference[o] += input[flat] as f64;
+                abs_sum[o] += input[flat].abs() as f64;
+                counts[o] += 1;
+            }
+            let reference: Vec<f32> = reference.iter().zip(&counts).map(|(s, c)| (s / *c as f64) as f32).collect();
+            let scale: Vec<f32> = abs_sum.iter().zip(&counts).map(|(s, c)| (s / *c as f64) as f32).collect();
+            let mut out = vec![f32::NAN; out_len];
+            mean(&input, &shape, &axes, &mut out);
+            assert_close_scaled(&out, &reference, &scale);
+        }
+    }
+
+    #[test]
+    fn spatial_mean_hand_computed() {
+        // [1, 2, 2, 2]: mean over H and W per channel.
+        let input = [1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0];
+        let mut out = [0.0; 2];
+        mean(&input, &[1, 2, 2, 2], &[1, 2], &mut out);
+        assert_eq!(out, [2.5, 25.0]);
+    }
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    #[test]
+    fn reduce_over_axes_matches_reference() {
+        // shape [2, 3]: rows 0..3 and 3..6.
+        let x = [1.0, -2.0, 3.0, 4.0, 5.0, -6.0];
+        let mut out = [0.0; 3];
+        reduce(&x, &[2, 3], &[0], Fold::Sum, &mut out);
+        assert_eq!(out, [5.0, 3.0, -3.0]);
+        let mut out = [0.0; 2];
+        reduce(&x, &[2, 3], &[1], Fold::Max, &mut out);
+        assert_eq!(out, [3.0, 5.0]);
+        reduce(&x, &[2, 3], &[1], Fold::L1, &mut out);
+        assert_eq!(out, [6.0, 15.0]);
+        let mut one = [0.0; 1];
+        reduce(&x, &[2, 3], &[0, 1], Fold::Prod, &mut one);
+        assert_eq!(one, [720.0]);
+        reduce(&x, &[2, 3], &[0, 1], Fold::Mean, &mut one);
+        assert_eq!(one, [5.0 / 6.0]);
+    }
+}

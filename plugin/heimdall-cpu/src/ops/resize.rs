@@ -1,0 +1,357 @@
+//! RESIZE of an NHWC tensor (batch 1). TFLite's RESIZE_BILINEAR (the scale taken from the
+//! sizes) runs TFLite's reference kernel value for value: the same source coordinates
+//! (including `half_pixel_centers`, whose negative coordinates clamp both neighbours to index
+//! 0), the same weights and the same order of operations, output rows split over [`Par`]. Every
+//! other resize (ONNX: nearest, linear, cubic, any coordinate mode) is separable, with the
+//! coordinate arithmetic resolved once per axis into taps by the IR
+//! ([`heimdall_ir::ops::resize`]).
+//!
+//! Dispatch: [`prepare`] picks the TFLite kernel, the two-tap or the four-tap kernel.
+
+use heimdall_ir::ops::resize::{
+    Tap, Tap4, axis_taps, cubic_taps, size_ratio, tflite_interpolation,
+};
+use heimdall_ir::{ResizeAttrs, ResizeMode};
+
+use crate::kernels::Par;
+use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
+
+const MIN_VALUES_PER_PART: usize = 1 << 15;
+
+/// Geometry and options of a bilinear resize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResizeBilinear {
+    /// Input height.
+    pub in_h: usize,
+    /// Input width.
+    pub in_w: usize,
+    /// Channels (of input and output).
+    pub channels: usize,
+    /// Output height.
+    pub out_h: usize,
+    /// Output width.
+    pub out_w: usize,
+    /// TFLite `align_corners`: corner pixels of input and output are aligned.
+    pub align_corners: bool,
+    /// TFLite `half_pixel_centers`: pixels are sampled at their centres.
+    pub half_pixel_centers: bool,
+}
+
+/// Resizes `input` (`[in_h, in_w, channels]`) into `output` (`[out_h, out_w, channels]`).
+pub fn resize_bilinear(par: &Par, r: &ResizeBilinear, input: &[f32], output: &mut [f32]) {
+    let c = r.channels;
+    debug_assert_eq!(input.len(), r.in_h * r.in_w * c);
+    let row_len = r.out_w * c;
+    debug_assert_eq!(output.len(), r.out_h * row_len);
+    if row_len == 0 || r.in_h == 0 || r.in_w == 0 {
+        return;
+    }
+    let hs = size_ratio(r.in_h, r.out_h, r.align_corners);
+    let ws = size_ratio(r.in_w, r.out_w, r.align_corners);
+    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
+    par.for_rows(output, row_len, min_rows, |rows, out| {
+        for (y, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+            let (iy, y0, y1) = tflite_interpolation(y, hs, r.half_pixel_centers, r.in_h);
+            let dy = iy - y0 as f32;
+            let row0 = &input[y0 * r.in_w * c..(y0 + 1) * r.in_w * c];
+            let row1 = &input[y1 * r.in_w * c..(y1 + 1) * r.in_w * c];
+            for (x, o) in out_row.chunks_exact_mut(c).enumerate() {
+                let (ix, x0, x1) = tflite_interpolation(x, ws, r.half_pixel_centers, r.in_w);
+                let dx = ix - x0 as f32;
+                let (p00, p10) = (&row0[x0 * c..][..c], &row1[x0 * c..][..c]);
+                let (p01, p11) = (&row0[x1 * c..][..c], &row1[x1 * c..][..c]);
+                for ch in 0..c {
+                    o[ch] = p00[ch] * (1.0 - dy) * (1.0 - dx)
+                        + p10[ch] * dy * (1.0 - dx)
+                        + p01[ch] * (1.0 - dy) * dx
+                        + p11[ch] * dy * dx;
+                }
+            }
+        }
+    });
+}
+
+/// `output [oh, ow, c]` from `input [ih, iw, c]` with four-tap row and column weights.
+pub fn resize4(
+    input: &[f32],
+    in_w: usize,
+    c: usize,
+    rows: &[Tap4],
+    cols: &[Tap4],
+    output: &mut [f32],
+) {
+    let ow = cols.len();
+    let mut row = vec![0f32; c];
+    for (oy, r) in rows.iter().enumerate() {
+        for (ox, t) in cols.iter().enumerate() {
+            let o = &mut output[(oy * ow + ox) * c..][..c];
+            o.fill(0.0);
+            for ky in 0..4 {
+                row.fill(0.0);
+                for kx in 0..4 {
+                    let src = &input[(r.idx[ky] * in_w + t.idx[kx]) * c..][..c];
+                    for (acc, v) in row.iter_mut().zip(src) {
+                        *acc += t.w[kx] * v;
+                    }
+                }
+                for (acc, v) in o.iter_mut().zip(&row) {
+                    *acc += r.w[ky] * v;
+                }
+            }
+        }
+    }
+}
+
+/// `output [oh, ow, c]` from `input [ih, iw, c]` with the given row and column taps.
+pub fn resize(
+    input: &[f32],
+    in_w: usize,
+    c: usize,
+    rows: &[Tap],
+    cols: &[Tap],
+    output: &mut [f32],
+) {
+    let ow = cols.len();
+    for (oy, r) in rows.iter().enumerate() {
+        for (ox, t) in cols.iter().enumerate() {
+            let o = &mut output[(oy * ow + ox) * c..][..c];
+            let at = |y: usize, x: usize| &input[(y * in_w + x) * c..][..c];
+            let (a, b, cc, d) = (
+                at(r.i0, t.i0),
+                at(r.i0, t.i1),
+                at(r.i1, t.i0),
+                at(r.i1, t.i1),
+            );
+            for k in 0..c {
+                let top = a[k] + (b[k] - a[k]) * t.w;
+                let bottom = cc[k] + (d[k] - cc[k]) * t.w;
+                o[k] = top + (bottom - top) * r.w;
+            }
+        }
+    }
+}
+
+impl Kernel for ResizeBilinear {
+    fn run(&self, io: StepIo<'_>) {
+        resize_bilinear(io.par, self, io.inputs.get(0), io.out);
+    }
+}
+
+/// A separable two-tap resize.
+struct TwoTap {
+    in_w: usize,
+    channels: usize,
+    rows: Vec<Tap>,
+    cols: Vec<Tap>,
+}
+
+impl Kernel for TwoTap {
+    fn run(&self, io: StepIo<'_>) {
+        let x = io.inputs.get(0);
+        resize(x, self.in_w, self.channels, &self.rows, &self.cols, io.out);
+    }
+}
+
+/// A separable four-tap (bicubic) resize.
+struct FourTap {
+    in_w: usize,
+    channels: usize,
+    rows: Vec<Tap4>,
+    cols: Vec<Tap4>,
+}
+
+impl Kernel for FourTap {
+    fn run(&self, io: StepIo<'_>) {
+        let x = io.inputs.get(0);
+        resize4(x, self.in_w, self.channels, &self.rows, &self.cols, io.out);
+    }
+}
+
+/// Prepares a RESIZE.
+pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, String> {
+    let x = cx.shape(0);
+    let out = cx.out4();
+    if let Some((align_corners, half_pixel_centers)) = a.tflite_flags() {
+        return Ok(Prepared::new(ResizeBilinear {
+            in_h: x[1],
+            in_w: x[2],
+            channels: x[3],
+            out_h: out[1],
+            out_w: out[2],
+            align_corners,
+            half_pixel_centers,
+        }));
+    }
+    let (sh, sw) = (a.axis_scale(0, x[1], out[1]), a.axis_scale(1, x[2], out[2]));
+    if let ResizeMode::Cubic {
+        a: coef,
+        exclude_outside,
+    } = a.mode
+    {
+        return Ok(Prepared::new(FourTap {
+            in_w: x[2],
+            channels: x[3],
+            rows: cubic_taps(x[1], out[1], sh, a.coord, coef, exclude_outside),
+            cols: cubic_taps(x[2], out[2], sw, a.coord, coef, exclude_outside),
+        }));
+    }
+    Ok(Prepared::new(TwoTap {
+        in_w: x[2],
+        channels: x[3],
+        rows: axis_taps(x[1], out[1], sh, a.coord, a.mode),
+        cols: axis_taps(x[2], out[2], sw, a.coord, a.mode),
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // naive references index on purpose
+mod bilinear_tests {
+    use super::*;
+    use crate::kernels::testutil::*;
+    use proptest::prelude::*;
+
+    /// Independent reference: source coordinate, clamped neighbours, lerp in f64.
+    fn reference(r: &ResizeBilinear, input: &[f32]) -> Vec<f32> {
+        let src = |v: usize, inp: usize, out: usize| -> f64 {
+            if r.half_pixel_centers {
+                (v as f64 + 0.5) * (inp as f64 / out as f64) - 0.5
+            } else if r.align_corners && out > 1 {
+                v as f64 * ((inp - 1) as f64 / (out - 1) as f64)
+            } else {
+                v as f64 * (inp as f64 / out as f64)
+            }
+        };
+        let mut out = vec![0.0; r.out_h * r.out_w * r.channels];
+        for y in 0..r.out_h {
+            let sy = src(y, r.in_h, r.out_h);
+            let y0 = (sy.floor().max(0.0) as usize).min(r.in_h - 1);
+            let y1 = (sy.ceil().max(0.0) as usize).min(r.in_h - 1);
+            let fy = sy - y0 as f64;
+            for x in 0..r.out_w {
+                let sx = src(x, r.in_w, r.out_w);
+                let x0 = (sx.floor().max(0.0) as usize).min(r.in_w - 1);
+                let x1 = (sx.ceil().max(0.0) as usize).min(r.in_w - 1);
+                let fx = sx - x0 as f64;
+                for ch in 0..r.channels {
+                    let at =
+                        |yy: usize, xx: usize| input[(yy * r.in_w + xx) * r.channels + ch] as f64;
+                    let top = at(y0, x0) * (1.0 - fx) + at(y0, x1) * fx;
+                    let bottom = at(y1, x0) * (1.0 - fx) + at(y1, x1) * fx;
+                    out[(y * r.out_w + x) * r.channels + ch] =
+                        (top * (1.0 - fy) + bottom * fy) as f32;
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn resize_matches_reference(in_h in 1..9usize, in_w in 1..9usize, channels in 1..7usize, out_h in 1..20usize, out_w in 1..20usize, mode in 0..3u8, seed in 0u64..1000) {
+            let r = ResizeBilinear { in_h, in_w, channels, out_h, out_w, align_corners: mode == 1, half_pixel_centers: mode == 2 };
+            let input = data(seed, in_h * in_w * channels);
+            let mut out = vec![f32::NAN; out_h * out_w * channels];
+            resize_bilinear(&Par::new(1), &r, &input, &mut out);
+            assert_close(&out, &reference(&r, &input));
+        }
+    }
+
+    #[test]
+    fn half_pixel_centers_2x2_to_4x4_hand_computed() {
+        // Source rows/cols: -0.25 (clamped to 0), 0.25, 0.75, 1.25 (upper clamped to 1).
+        let r = ResizeBilinear {
+            in_h: 2,
+            in_w: 2,
+            channels: 1,
+            out_h: 4,
+            out_w: 4,
+            align_corners: false,
+            half_pixel_centers: true,
+        };
+        let mut out = vec![0.0; 16];
+        resize_bilinear(&Par::new(1), &r, &[1.0, 2.0, 3.0, 4.0], &mut out);
+        #[rustfmt::skip]
+        let expected = [
+            1.0, 1.25, 1.75, 2.0,
+            1.5, 1.75, 2.25, 2.5,
+            2.5, 2.75, 3.25, 3.5,
+            3.0, 3.25, 3.75, 4.0,
+        ];
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn align_corners_2x2_to_3x3_hand_computed() {
+        let r = ResizeBilinear {
+            in_h: 2,
+            in_w: 2,
+            channels: 1,
+            out_h: 3,
+            out_w: 3,
+            align_corners: true,
+            half_pixel_centers: false,
+        };
+        let mut out = vec![0.0; 9];
+        resize_bilinear(&Par::new(1), &r, &[1.0, 2.0, 3.0, 4.0], &mut out);
+        assert_eq!(out, [1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0]);
+    }
+}
+
+#[cfg(test)]
+mod tap_tests {
+    use super::*;
+    use crate::kernels::testutil::{assert_close, data};
+    use heimdall_ir::ops::resize::{axis_taps, cubic_taps};
+    use heimdall_ir::{CoordMode, ResizeMode};
+
+    #[test]
+    fn cubic_taps_interpolate_and_sum_to_one() {
+        // Integer source positions reproduce the sample; weights always sum to 1.
+        let t = cubic_taps(4, 8, 2.0, CoordMode::Asymmetric, -0.75, false);
+        assert_eq!(t[2].w, [0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(t[2].idx, [0, 1, 2, 3]);
+        for tap in cubic_taps(5, 3, 0.6, CoordMode::HalfPixel, -0.5, true) {
+            assert!((tap.w.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        }
+        // A linear ramp stays linear inside the input (cubic reproduces degree-1 polynomials).
+        let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
+        let rows = cubic_taps(1, 1, 1.0, CoordMode::Asymmetric, -0.75, false);
+        let cols = cubic_taps(6, 12, 2.0, CoordMode::Asymmetric, -0.75, false);
+        let mut out = vec![0.0; 12];
+        resize4(&x, 6, 1, &rows, &cols, &mut out);
+        for (i, v) in out.iter().enumerate().take(9).skip(2) {
+            assert!((v - i as f32 / 2.0).abs() < 1e-5, "{i}: {v}");
+        }
+    }
+
+    #[test]
+    fn bilinear_half_pixel_matches_reference() {
+        let (ih, iw, c, oh, ow) = (5, 4, 3, 9, 7);
+        let x = data(1, ih * iw * c);
+        let (sy, sx) = (oh as f32 / ih as f32, ow as f32 / iw as f32);
+        let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, ResizeMode::Linear);
+        let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, ResizeMode::Linear);
+        let mut out = vec![0.0; oh * ow * c];
+        resize(&x, iw, c, &rows, &cols, &mut out);
+        // Reference: direct formula per output value in f64.
+        let mut reference = vec![0.0; out.len()];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let fy = ((oy as f64 + 0.5) / sy as f64 - 0.5).clamp(0.0, (ih - 1) as f64);
+                let fx = ((ox as f64 + 0.5) / sx as f64 - 0.5).clamp(0.0, (iw - 1) as f64);
+                let (y0, x0) = (fy.floor() as usize, fx.floor() as usize);
+                let (y1, x1) = ((y0 + 1).min(ih - 1), (x0 + 1).min(iw - 1));
+                let (wy, wx) = (fy - y0 as f64, fx - x0 as f64);
+                for k in 0..c {
+                    let v = |y: usize, xx: usize| x[(y * iw + xx) * c + k] as f64;
+                    reference[(oy * ow + ox) * c + k] = ((1.0 - wy)
+                        * ((1.0 - wx) * v(y0, x0) + wx * v(y0, x1))
+                        + wy * ((1.0 - wx) * v(y1, x0) + wx * v(y1, x1)))
+                        as f32;
+                }
+            }
+        }
+        assert_close(&out, &reference);
+    }
+}

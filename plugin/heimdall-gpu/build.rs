@@ -1,0 +1,41 @@
+//! Generates the table of kernel files in `shaders/` (`$OUT_DIR/kernel_sources.rs`, included by
+//! `src/sources.rs`): every `.wgsl` file there except the standalone shaders, so adding a
+//! kernel's shader file needs no list to be edited.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Shaders of `shaders/` that are not composed kernels: the probes (`src/probe.rs` embeds them
+/// whole) and the examples' own.
+const STANDALONE: &[&str] = &["probe_copy", "probe_fma", "emoji_background"];
+
+fn main() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shaders");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut kernels: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            if path.extension()? != "wgsl" {
+                return None;
+            }
+            let name = path.file_stem()?.to_str()?.to_string();
+            let path = path.canonicalize().ok()?.to_str()?.to_string();
+            (!STANDALONE.contains(&name.as_str())).then_some((name, path))
+        })
+        .collect();
+    kernels.sort();
+    let mut s = String::from(
+        "/// Names of every kernel file in `shaders/` (without `.wgsl`).\npub const KERNELS: &[&str] = &[\n",
+    );
+    for (name, _) in &kernels {
+        let _ = writeln!(s, "    {name:?},");
+    }
+    s.push_str("];\n\n/// The body of kernel `name` (the file `shaders/<name>.wgsl`).\npub fn source(name: &str) -> Option<&'static str> {\n    match name {\n");
+    for (name, path) in &kernels {
+        let _ = writeln!(s, "        {name:?} => Some(include_str!({path:?})),");
+    }
+    s.push_str("        _ => None,\n    }\n}\n");
+    let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("kernel_sources.rs");
+    std::fs::write(&out, s).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+}

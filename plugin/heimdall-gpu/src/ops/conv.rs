@@ -1,0 +1,432 @@
+//! CONV_2D: `shaders/conv1x1.wgsl` (1x1, stride 1, no padding: a blocked matrix product) and
+//! `shaders/conv2d.wgsl` (any window). Weights are pre-transformed to
+//! `[out_slice][ky][kx][in_slice][in_lane]` vec4 over 4 output channels.
+
+use heimdall_ir::{ConvAttrs, Pad2d};
+
+use crate::context::{GpuContext, Tuning};
+use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::params::shader_params;
+use crate::precision::Precision;
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
+
+shader_params! {
+    /// Uniform parameters of `shaders/conv1x1.wgsl` and `shaders/conv1x1_splitk.wgsl`.
+    struct GpuConv1x1Params {
+        pixels: u32,
+        in_slices: u32,
+        out_slices: u32,
+        out_channels: u32,
+        pixel_tiles: u32,
+        tiles: u32,
+    }
+}
+
+shader_params! {
+    /// Uniform parameters of `shaders/conv2d.wgsl`.
+    struct GpuConv2dParams {
+        in_h: u32,
+        in_w: u32,
+        in_slices: u32,
+        out_h: u32,
+        out_w: u32,
+        out_slices: u32,
+        out_channels: u32,
+        k_h: u32,
+        k_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        dil_h: u32,
+        dil_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+        col_blocks: u32,
+        total: u32,
+    }
+}
+
+/// Source of the 1x1 kernel with `bp` pixels x `bs` output slices per thread and work groups
+/// of 64 threads.
+pub fn conv1x1_source(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    bp: u32,
+    bs: u32,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
+    conv1x1_source_tg(x, w, y, Conv1x1Blocking { bp, bs, tg: 64 }, epilogue)
+}
+
+/// How the 1x1 kernel is blocked: pixels and output slices per thread, threads per work group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv1x1Blocking {
+    /// Pixels per thread.
+    pub bp: u32,
+    /// Output slices (4 channels each) per thread.
+    pub bs: u32,
+    /// Threads per work group.
+    pub tg: u32,
+}
+
+impl std::fmt::Display for Conv1x1Blocking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} px x {} slices per thread, {} threads per work group",
+            self.bp, self.bs, self.tg
+        )
+    }
+}
+
+/// The blocking of a 1x1 conv of `pixels` pixels, `out_slices` output slices on `ctx`'s device
+/// (see [`crate::context::Tuning`]).
+pub fn conv1x1_blocking(ctx: &GpuContext, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
+    blocking_for(&ctx.tuning(), pixels, out_slices)
+}
+
+fn blocking_for(t: &Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking {
+    let (bp, bs) = t.conv_block(out_slices, |p, s| {
+        pixels.div_ceil(p as usize) * out_slices.div_ceil(s as usize)
+    });
+    Conv1x1Blocking {
+        bp,
+        bs,
+        tg: t.conv1x1_workgroup,
+    }
+}
+
+/// The generated inner loop of `shaders/conv1x1.wgsl` for `bp` pixels x `bs` output slices:
+/// named accumulators `a_b_j` (slice `b`, pixel `j`), clamped pixel and weight offsets hoisted
+/// out of the loop, one FMA chain per accumulator and input slice, then the stores.
+fn conv1x1_tile(bp: u32, bs: u32) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "// Generated (src/ops/conv.rs): the BP x BS tile of one thread.\n\
+         fn conv_tile(p0: u32, o0: u32) {\n",
+    );
+    for j in 0..bp {
+        let _ = writeln!(
+            s,
+            "    let pc_{j} = min(p0 + {j}u * TG, params.pixels - 1u);"
+        );
+    }
+    for b in 0..bs {
+        let _ = writeln!(
+            s,
+            "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * params.in_slices * 4u;"
+        );
+        for j in 0..bp {
+            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+        }
+    }
+    s.push_str("    for (var i = 0u; i < params.in_slices; i++) {\n");
+    s.push_str("        let xi = i * params.pixels;\n");
+    for j in 0..bp {
+        let _ = writeln!(s, "        let x_{j} = x_load(xi + pc_{j});");
+    }
+    for b in 0..bs {
+        let _ = writeln!(s, "        let wb_{b} = wo_{b} + i * 4u;");
+        for l in 0..4 {
+            let _ = writeln!(s, "        let w_{b}_{l} = w_load(wb_{b} + {l}u);");
+        }
+        for j in 0..bp {
+            let _ = writeln!(
+                s,
+                "        a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
+                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
+            );
+        }
+    }
+    s.push_str("    }\n");
+    for b in 0..bs {
+        for j in 0..bp {
+            let _ = writeln!(s, "    store_out(p0 + {j}u * TG, o0 + {b}u, a_{b}_{j});");
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The generated tile of `shaders/conv2d.wgsl` for `bx` columns x `bs` output slices.
+fn conv2d_tile(bx: u32, bs: u32) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "// Generated (src/ops/conv.rs): the BX x BS tile of one thread.\n\
+         fn conv_tile(ox0: u32, oy: u32, o0: u32) {\n\
+         \x20   let taps = params.k_h * params.k_w * params.in_slices * 4u;\n\
+         \x20   let plane = params.in_h * params.in_w;\n",
+    );
+    for b in 0..bs {
+        let _ = writeln!(
+            s,
+            "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * taps;"
+        );
+        for j in 0..bx {
+            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+        }
+    }
+    s.push_str(
+        "    for (var ky = 0u; ky < params.k_h; ky++) {\n\
+         \x20       let iy = i32(oy * params.stride_h + ky * params.dil_h) - i32(params.pad_top);\n\
+         \x20       if (iy < 0 || iy >= i32(params.in_h)) {\n\
+         \x20           continue;\n\
+         \x20       }\n\
+         \x20       for (var kx = 0u; kx < params.k_w; kx++) {\n\
+         \x20           let wk = (ky * params.k_w + kx) * params.in_slices * 4u;\n",
+    );
+    for j in 0..bx {
+        let _ = writeln!(
+            s,
+            "            let ix_{j} = i32((ox0 + {j}u) * params.stride_w + kx * params.dil_w) - i32(params.pad_left);\n\
+             \x20           let ok_{j} = ix_{j} >= 0 && ix_{j} < i32(params.in_w);\n\
+             \x20           let xr_{j} = u32(iy) * params.in_w + u32(clamp(ix_{j}, 0, i32(params.in_w) - 1));"
+        );
+    }
+    s.push_str("            for (var i = 0u; i < params.in_slices; i++) {\n");
+    for j in 0..bx {
+        let _ = writeln!(
+            s,
+            "                let x_{j} = select(vec4<f32>(0.0), x_load(i * plane + xr_{j}), ok_{j});"
+        );
+    }
+    for b in 0..bs {
+        let _ = writeln!(s, "                let wb_{b} = wo_{b} + wk + i * 4u;");
+        for l in 0..4 {
+            let _ = writeln!(s, "                let w_{b}_{l} = w_load(wb_{b} + {l}u);");
+        }
+        for j in 0..bx {
+            let _ = writeln!(
+                s,
+                "                a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
+                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
+            );
+        }
+    }
+    s.push_str("            }\n        }\n    }\n");
+    for b in 0..bs {
+        for j in 0..bx {
+            let _ = writeln!(s, "    store_out(ox0 + {j}u, oy, o0 + {b}u, a_{b}_{j});");
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// Source of the 1x1 kernel with the given blocking.
+pub fn conv1x1_source_tg(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    b: Conv1x1Blocking,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
+    KernelSource {
+        consts: vec![("BP", b.bp), ("BS", b.bs), ("TG", b.tg)],
+        epilogue,
+        extra: conv1x1_tile(b.bp, b.bs),
+        ..KernelSource::new(
+            "conv1x1",
+            vec![
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
+            ],
+        )
+    }
+    .with_params::<GpuConv1x1Params>()
+}
+
+/// Source of the split-reduction 1x1 kernel (`shaders/conv1x1_splitk.wgsl`): work groups of
+/// `tg` threads, the reduction split into `ks` parts (`ks` divides `tg`).
+pub fn conv1x1_splitk_source(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    tg: u32,
+    ks: u32,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
+    KernelSource {
+        consts: vec![("TG", tg), ("TP", tg / ks), ("KS", ks)],
+        epilogue,
+        ..KernelSource::new(
+            "conv1x1_splitk",
+            vec![
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
+            ],
+        )
+    }
+    .with_params::<GpuConv1x1Params>()
+}
+
+/// Source of the generic kernel with `bx` columns x `bs` output slices per thread.
+pub fn conv2d_source(
+    x: Precision,
+    w: Precision,
+    y: Precision,
+    bx: u32,
+    bs: u32,
+    epilogue: EpilogueDecl,
+) -> KernelSource {
+    KernelSource {
+        consts: vec![("BX", bx), ("BS", bs)],
+        epilogue,
+        extra: conv2d_tile(bx, bs),
+        ..KernelSource::new(
+            "conv2d",
+            vec![
+                BindingDecl::read("x", x),
+                BindingDecl::read("w", w),
+                BindingDecl::read("bias", Precision::F32),
+                BindingDecl::write("y", y),
+            ],
+        )
+    }
+    .with_params::<GpuConv2dParams>()
+}
+
+/// Filter `[co, kh, kw, ci]` to `[out_slice][ky][kx][in_slice][in_lane]` vec4 (output lanes),
+/// zero-padded. Shared with TRANSPOSE_CONV.
+pub fn transform_filter(f: &[f32], co: usize, kh: usize, kw: usize, ci: usize) -> Vec<f32> {
+    let (os, is) = (co.div_ceil(4), ci.div_ceil(4));
+    let mut out = vec![0.0; os * kh * kw * is * 16];
+    for o in 0..co {
+        for ky in 0..kh {
+            for kx in 0..kw {
+                for i in 0..ci {
+                    let at = ((((o / 4 * kh + ky) * kw + kx) * is + i / 4) * 4 + i % 4) * 4 + o % 4;
+                    out[at] = f[((o * kh + ky) * kw + kx) * ci + i];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Builds a CONV_2D.
+pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String> {
+    let x = ctx.in_geom(0)?;
+    let fshape = ctx.in_shape(1)?.to_vec();
+    let [co, kh, kw, ci] = fshape[..] else {
+        return Err(format!("filter shape {fshape:?} is not 4-D"));
+    };
+    if ci != x.c {
+        return Err(format!("filter expects {ci} channels, input has {}", x.c));
+    }
+    let y = ctx.out_geom()?;
+    if (y.h, y.w) == (1, 1) && (kh, kw) == (x.h, x.w) && a.pad == Pad2d::default() && x.h * x.w > 1
+    {
+        // The window covers the whole input (a classifier head such as pose_landmark_full's
+        // 2x2x288 -> 195): a fully connected layer over the flattened input, whose kernel
+        // reduces across a work group instead of one thread running the whole sum.
+        let f = ctx.constant(1)?.to_vec();
+        return super::fully_connected::build_with(ctx, &f, co, kh * kw * ci);
+    }
+    let w = transform_filter(ctx.constant(1)?, co, kh, kw, ci);
+    let wp = ctx.weights;
+    let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
+    let bias = ctx.bias(2, co)?;
+    let x_op = Operand::Tensor(ctx.op.inputs[0]);
+    let xp = ctx.precisions[ctx.op.inputs[0].index()];
+    let yp = ctx.out_precision()?;
+    let (ep, ep_ops) = ctx.epilogue()?;
+    let mut operands = vec![x_op, w_op, bias, Operand::Tensor(ctx.output()?)];
+    operands.extend(ep_ops);
+    let (is, os) = (x.slices(), y.slices());
+    let pointwise = kh == 1
+        && kw == 1
+        && a.stride == [1, 1]
+        && a.pad == Pad2d::default()
+        && (x.h, x.w) == (y.h, y.w);
+    let tuning = ctx.tuning;
+    if pointwise {
+        let pixels = y.h * y.w;
+        let tg = tuning.conv1x1_workgroup;
+        // Split reduction (one output slice per work group) or blocked product.
+        let (source, pixel_tiles, slice_tiles) = match tuning
+            .split_k(pixels * os, is)
+            .filter(|&ks| tg.is_multiple_of(ks))
+        {
+            Some(ks) => (
+                conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
+                pixels.div_ceil((tg / ks) as usize),
+                os,
+            ),
+            None => {
+                let b = blocking_for(&tuning, pixels, os);
+                (
+                    conv1x1_source_tg(xp, wp, yp, b, ep),
+                    pixels.div_ceil((b.bp * b.tg) as usize),
+                    os.div_ceil(b.bs as usize),
+                )
+            }
+        };
+        let tiles = pixel_tiles * slice_tiles;
+        let p = GpuConv1x1Params {
+            pixels: u32_of(pixels)?,
+            in_slices: u32_of(is)?,
+            out_slices: u32_of(os)?,
+            out_channels: u32_of(y.c)?,
+            pixel_tiles: u32_of(pixel_tiles)?,
+            tiles: u32_of(tiles)?,
+        };
+        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
+    }
+    let (bx, bs) = tuning.conv_block(os, |c, s| {
+        y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
+    });
+    let col_blocks = y.w.div_ceil(bx as usize);
+    let total = col_blocks * y.h * os.div_ceil(bs as usize);
+    let p = GpuConv2dParams {
+        in_h: u32_of(x.h)?,
+        in_w: u32_of(x.w)?,
+        in_slices: u32_of(is)?,
+        out_h: u32_of(y.h)?,
+        out_w: u32_of(y.w)?,
+        out_slices: u32_of(os)?,
+        out_channels: u32_of(y.c)?,
+        k_h: u32_of(kh)?,
+        k_w: u32_of(kw)?,
+        stride_h: u32_of(a.stride[0])?,
+        stride_w: u32_of(a.stride[1])?,
+        dil_h: u32_of(a.dilation[0])?,
+        dil_w: u32_of(a.dilation[1])?,
+        pad_top: u32_of(a.pad.top)?,
+        pad_left: u32_of(a.pad.left)?,
+        col_blocks: u32_of(col_blocks)?,
+        total: u32_of(total)?,
+    };
+    Ok(vec![Dispatch::new(
+        conv2d_source(xp, wp, yp, bx, bs, ep),
+        &p,
+        operands,
+        groups_for(total),
+    )])
+}
+
+/// Every variant in precision `p` with representative blockings and epilogues, for the
+/// catalogue; in f16, also an f16 kernel writing an f32 graph output.
+pub fn catalogue(p: Precision) -> Vec<KernelSource> {
+    let mut out = Vec::new();
+    for ep in EpilogueDecl::representative(p) {
+        out.push(conv1x1_source(p, p, p, 4, 2, ep));
+        out.push(conv1x1_splitk_source(p, p, p, 64, 16, ep));
+        out.push(conv2d_source(p, p, p, 2, 2, ep));
+    }
+    if p == Precision::F16 {
+        out.push(conv1x1_source(
+            Precision::F16,
+            Precision::F16,
+            Precision::F32,
+            1,
+            1,
+            EpilogueDecl::NONE,
+        ));
+    }
+    out
+}

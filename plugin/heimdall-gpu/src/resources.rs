@@ -1,0 +1,267 @@
+//! The wgpu resources of a compiled model: activation slots, constant buffers, the uniform
+//! buffer, pipelines (deduplicated by composed source, created through the pipeline cache) and
+//! bind groups.
+
+use std::collections::HashMap;
+
+use heimdall_ir::Graph;
+use wgpu::util::DeviceExt;
+
+use crate::context::GpuContext;
+use crate::dispatch::{ConstBuffer, Dispatch, Operand};
+use crate::error::GpuError;
+use crate::memory::MemoryPlan;
+use crate::options::PipelineCacheState;
+
+/// One dispatch ready to record: its pipeline, bind group and 2-D grid.
+pub(crate) struct EncodedDispatch {
+    pub pipeline: usize,
+    pub bind_group: wgpu::BindGroup,
+    pub groups: [u32; 2],
+}
+
+/// The resources of a model.
+pub(crate) struct Resources {
+    /// One buffer per activation slot.
+    pub slots: Vec<wgpu::Buffer>,
+    /// One buffer per constant.
+    pub consts: Vec<wgpu::Buffer>,
+    /// Every dispatch's uniform parameters.
+    pub uniforms: wgpu::Buffer,
+    /// The distinct pipelines.
+    pub pipelines: Vec<wgpu::ComputePipeline>,
+    /// The dispatches of every step.
+    pub steps: Vec<Vec<EncodedDispatch>>,
+}
+
+/// Creates the resources of a model: a buffer per activation slot and constant, one uniform
+/// buffer of every dispatch's parameters, a pipeline per distinct composed source (validated by
+/// naga first) and a bind group per dispatch.
+pub(crate) fn create(
+    ctx: &GpuContext,
+    graph: &Graph,
+    mem: &MemoryPlan,
+    pipeline_cache: Option<&wgpu::PipelineCache>,
+    consts: &[ConstBuffer],
+    dispatches: &[Vec<Dispatch>],
+) -> Result<Resources, GpuError> {
+    let device = &ctx.device;
+    let max_binding = ctx
+        .limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size);
+    let slots: Vec<wgpu::Buffer> = mem
+        .slot_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| {
+            if size > max_binding {
+                return Err(GpuError::Unsupported(format!(
+                    "activation slot {i} needs {size} bytes, the device binds at most {max_binding}"
+                )));
+            }
+            Ok(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("heimdall slot {i}")),
+                size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }))
+        })
+        .collect::<Result<_, _>>()?;
+    let const_buffers: Vec<wgpu::Buffer> = consts
+        .iter()
+        .map(|c| {
+            if c.bytes.len() as u64 > max_binding {
+                return Err(GpuError::Unsupported(format!(
+                    "{} of {} bytes exceeds the binding limit",
+                    c.label,
+                    c.bytes.len()
+                )));
+            }
+            Ok(
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(&c.label),
+                    contents: &c.bytes,
+                    usage: wgpu::BufferUsages::STORAGE,
+                }),
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    // All uniform parameters in one buffer, each at an aligned offset.
+    let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(16);
+    let mut uniform_bytes = Vec::new();
+    let mut offsets = Vec::new();
+    for d in dispatches.iter().flatten() {
+        let at = (uniform_bytes.len() as u64).next_multiple_of(align);
+        uniform_bytes.resize(at as usize, 0);
+        offsets.push(at);
+        uniform_bytes.extend_from_slice(&d.params);
+    }
+    uniform_bytes.resize(uniform_bytes.len().max(16).next_multiple_of(16), 0);
+    let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("heimdall params"),
+        contents: &uniform_bytes,
+        usage: wgpu::BufferUsages::UNIFORM,
+    });
+    let mut cache: HashMap<String, usize> = HashMap::new();
+    let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::new();
+    let mut steps = Vec::with_capacity(dispatches.len());
+    let mut k = 0;
+    let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
+    for (index, ds) in dispatches.iter().enumerate() {
+        let mut encoded = Vec::with_capacity(ds.len());
+        for d in ds {
+            let source = d.source.compose()?;
+            let pipeline = match cache.get(&source) {
+                Some(&p) => p,
+                None => {
+                    crate::wgsl::validate(d.source.name, &source, d.source.uses_f16())?;
+                    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(d.source.name),
+                        source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+                    });
+                    pipelines.push(device.create_compute_pipeline(
+                        &wgpu::ComputePipelineDescriptor {
+                            label: Some(d.source.name),
+                            layout: None,
+                            module: &module,
+                            entry_point: Some("main"),
+                            compilation_options: Default::default(),
+                            cache: pipeline_cache,
+                        },
+                    ));
+                    cache.insert(source, pipelines.len() - 1);
+                    pipelines.len() - 1
+                }
+            };
+            let layout = pipelines[pipeline].get_bind_group_layout(0);
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &uniforms,
+                    offset: offsets[k],
+                    size: wgpu::BufferSize::new(d.params.len() as u64),
+                }),
+            }];
+            for (b, operand) in d.operands.iter().enumerate() {
+                let resource = match *operand {
+                    Operand::Tensor(t) => {
+                        let slot = mem.slot_of[t.index()].ok_or_else(|| GpuError::Op {
+                            index,
+                            name: graph.ops[index].kind.name().into(),
+                            message: format!("tensor {} has no slot", t.0),
+                        })?;
+                        // An alias is bound as its byte range of the slot (a free
+                        // concatenation's input: its part of the output).
+                        match mem.view_of[t.index()] {
+                            Some((offset, size)) => {
+                                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                    buffer: &slots[slot],
+                                    offset,
+                                    size: wgpu::BufferSize::new(size),
+                                })
+                            }
+                            None => slots[slot].as_entire_binding(),
+                        }
+                    }
+                    Operand::Const(c) => const_buffers[c].as_entire_binding(),
+                };
+                entries.push(wgpu::BindGroupEntry {
+                    binding: b as u32 + 1,
+                    resource,
+                });
+            }
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(graph.ops[index].kind.name()),
+                layout: &layout,
+                entries: &entries,
+            });
+            encoded.push(EncodedDispatch {
+                pipeline,
+                bind_group,
+                groups: fold_groups(d.workgroups, max_groups),
+            });
+            k += 1;
+        }
+        steps.push(encoded);
+    }
+    Ok(Resources {
+        slots,
+        consts: const_buffers,
+        uniforms,
+        pipelines,
+        steps,
+    })
+}
+
+/// Splits `groups` work groups into a 2-D grid with no dimension above `max`.
+fn fold_groups(groups: u32, max: u32) -> [u32; 2] {
+    if groups <= max {
+        [groups, 1]
+    } else {
+        [max, groups.div_ceil(max)]
+    }
+}
+
+/// A pipeline cache when the device has `PIPELINE_CACHE` and a file is named: seeded from the
+/// file when it exists (wgpu checks its header against the adapter, the driver and its own
+/// version, and starts empty on a mismatch).
+pub(crate) fn open_pipeline_cache(
+    ctx: &GpuContext,
+    path: Option<&std::path::Path>,
+) -> (Option<wgpu::PipelineCache>, PipelineCacheState) {
+    let Some(path) = path else {
+        return (None, PipelineCacheState::Unused);
+    };
+    if !ctx.features.contains(wgpu::Features::PIPELINE_CACHE) {
+        return (None, PipelineCacheState::Unused);
+    }
+    let (data, state) = match std::fs::read(path) {
+        Ok(d) => {
+            let n = d.len();
+            (Some(d), PipelineCacheState::Warm(n))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, PipelineCacheState::Cold),
+        Err(e) => (
+            None,
+            PipelineCacheState::Failed(format!("{}: {e}", path.display())),
+        ),
+    };
+    // SAFETY: the data is what `PipelineCache::get_data` wrote (by `write_atomically`, below,
+    // into a file only this backend writes); wgpu validates its header (magic, version,
+    // adapter key, size) and with `fallback` starts an empty cache when it does not match.
+    let cache = unsafe {
+        ctx.device
+            .create_pipeline_cache(&wgpu::PipelineCacheDescriptor {
+                label: Some("heimdall pipeline cache"),
+                data: data.as_deref(),
+                fallback: true,
+            })
+    };
+    (Some(cache), state)
+}
+
+/// Writes `data` to `path` through a temporary file and a rename, so a reader never sees a
+/// half-written cache.
+pub(crate) fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_groups;
+
+    #[test]
+    fn big_grids_fold_into_two_dimensions() {
+        assert_eq!(fold_groups(10, 65535), [10, 1]);
+        let [x, y] = fold_groups(200_000, 65535);
+        assert!(x <= 65535 && y <= 65535 && x * y >= 200_000);
+    }
+}

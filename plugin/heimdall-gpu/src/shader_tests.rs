@@ -1,0 +1,104 @@
+//! The shader tests: every composed variant of every kernel ([`crate::ops::catalogue`] and the
+//! preprocessing) parses and validates with naga, and every uniform parameter struct has the
+//! same layout in the composed WGSL as in Rust. No GPU needed.
+
+use crate::ops::catalogue;
+use crate::params::ParamsLayout;
+use crate::precision::Precision;
+use crate::sources::KERNELS;
+use crate::wgsl::{KernelSource, validate};
+
+/// The catalogue and the preprocessing's variants.
+fn every_variant() -> Vec<KernelSource> {
+    let mut all = catalogue();
+    for p in Precision::ALL {
+        for srgb in [false, true] {
+            all.push(crate::preprocess::source(p, srgb));
+        }
+    }
+    all
+}
+
+/// Every composed variant parses and validates with naga; no GPU needed.
+#[test]
+fn every_shader_validates_with_naga() {
+    let all = every_variant();
+    assert!(all.len() > 100, "catalogue has {} variants", all.len());
+    let mut names = std::collections::BTreeSet::new();
+    for k in &all {
+        let src = k.compose().expect("compose");
+        validate(k.name, &src, k.uses_f16())
+            .unwrap_or_else(|e| panic!("{e}\n--- source ---\n{src}"));
+        names.insert(k.name);
+    }
+    for name in KERNELS {
+        assert!(
+            names.contains(name),
+            "kernel {name} is not in the catalogue"
+        );
+    }
+}
+
+/// The validator is not vacuous: a broken kernel and f16 without the capability fail.
+#[test]
+fn validation_rejects_bad_shaders() {
+    assert!(validate("bad", "fn main() { let x: u32 = 1.5; }", false).is_err());
+    let f16 = crate::kernels::gather::source(Precision::F16, Precision::F16, false);
+    let src = f16.compose().unwrap();
+    assert!(validate("f16", &src, false).is_err());
+    if let Err(e) = validate("f16", &src, true) {
+        panic!("{e}");
+    }
+}
+
+/// Shader contract: for every kernel whose parameters are declared from a Rust struct, naga's
+/// layout of the composed `params` (member names, offsets, struct size) is the Rust struct's.
+#[test]
+fn parameter_structs_have_the_rust_layout() {
+    let mut checked = std::collections::BTreeSet::new();
+    for k in every_variant() {
+        let Some(layout) = k.params else { continue };
+        assert_layout(k.name, &k.compose().expect("compose"), &layout);
+        checked.insert(layout.name);
+    }
+    assert!(
+        checked.len() >= 20,
+        "only {} parameter structs checked: {checked:?}",
+        checked.len()
+    );
+}
+
+/// Fails unless naga's layout of the `params` of WGSL `src` is `layout` (member names and
+/// offsets; a struct size between the members' end and the uploaded, 16-byte padded size).
+pub(crate) fn assert_layout(name: &str, src: &str, layout: &ParamsLayout) {
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    let (_, var) = module
+        .global_variables
+        .iter()
+        .find(|(_, v)| v.name.as_deref() == Some("params"))
+        .unwrap_or_else(|| panic!("{name}: no `params`"));
+    let naga::TypeInner::Struct { members, span } = &module.types[var.ty].inner else {
+        panic!("{name}: `params` is not a struct");
+    };
+    let got: Vec<(&str, u32)> = members
+        .iter()
+        .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+        .collect();
+    let want: Vec<(&str, u32)> = layout
+        .members
+        .iter()
+        .map(|m| (m.name, m.offset as u32))
+        .collect();
+    assert_eq!(got, want, "{name}: members of {}", layout.name);
+    let last = layout.members.last().expect("members");
+    let end = (last.offset + if last.wgsl.starts_with("vec4") { 16 } else { 4 }) as u32;
+    assert_eq!(layout.size as u32, end, "{name}: size of {}", layout.name);
+    assert!(
+        *span >= end && *span <= layout.size.next_multiple_of(16) as u32,
+        "{name}: WGSL size {span} of {}, Rust {} (uploaded {})",
+        layout.name,
+        layout.size,
+        layout.size.next_multiple_of(16)
+    );
+}
