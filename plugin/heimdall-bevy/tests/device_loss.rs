@@ -15,7 +15,7 @@ use bevy::prelude::*;
 use bevy::render::RenderApp;
 use bevy::render::error_handler::{RenderErrorHandler, RenderErrorPolicy};
 use bevy::render::renderer::RenderDevice;
-use bevy::render::settings::{RenderCreation, WgpuSettings};
+use bevy::render::settings::RenderCreation;
 use heimdall_bevy::prelude::*;
 
 #[test]
