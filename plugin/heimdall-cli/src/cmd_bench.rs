@@ -8,6 +8,7 @@ use heimdall_cpu::{CpuModel, CpuOptions};
 use serde_json::json;
 
 use crate::Backend;
+use crate::timing::summary;
 
 /// Arguments of `bench`.
 #[derive(clap::Args)]
@@ -47,17 +48,6 @@ pub struct BenchArgs {
     /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
     #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
     input_shapes: Vec<(String, Vec<usize>)>,
-}
-
-/// Median, 90th percentile and maximum of a set of durations, in ms.
-pub fn summary(mut v: Vec<Duration>) -> (f64, f64, f64) {
-    v.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    if v.is_empty() {
-        return (0.0, 0.0, 0.0);
-    }
-    let pick = |q: f64| ms(v[((v.len() - 1) as f64 * q).round() as usize]);
-    (pick(0.5), pick(0.9), ms(*v.last().expect("not empty")))
 }
 
 /// Runs `bench`.

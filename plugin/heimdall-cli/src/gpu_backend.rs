@@ -125,7 +125,7 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
         model.run(&refs)?;
         wall.push(t.elapsed());
     }
-    let (wall_median, wall_p90, wall_max) = crate::cmd_bench::summary(wall);
+    let (wall_median, wall_p90, wall_max) = crate::timing::summary(wall);
     let report = model.report();
     let device = model.context().describe();
     let steps: Vec<_> = (0..model.num_steps())

@@ -1,5 +1,6 @@
 //! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate).
 
+mod backend;
 mod cmd_bench;
 mod cmd_inspect;
 mod cmd_partition;
@@ -7,6 +8,9 @@ mod cmd_run;
 mod cmd_simulate;
 mod gpu_backend;
 mod input_shape;
+mod timing;
+
+pub(crate) use backend::Backend;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -31,16 +35,6 @@ enum Command {
     Partition(cmd_partition::PartitionArgs),
     /// Run the coordinator on a virtual clock over a scenario file.
     Simulate(cmd_simulate::SimulateArgs),
-}
-
-/// Backends a model can run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    /// The f32 CPU backend.
-    Cpu,
-    /// The GPU backend (WGSL on a Vulkan/Metal/DX12 device of the CLI's own; lavapipe where
-    /// there is no GPU).
-    Gpu,
 }
 
 fn main() {
