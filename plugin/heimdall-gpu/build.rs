@@ -10,7 +10,10 @@ use std::path::Path;
 const STANDALONE: &[&str] = &["probe_copy", "probe_fma", "emoji_background"];
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shaders");
+    // Read at run time, not with `env!`: a build-script binary is reused when the same checkout
+    // is built from another directory with a shared target directory.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("../../shaders");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut kernels: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))

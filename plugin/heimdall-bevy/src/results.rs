@@ -140,12 +140,12 @@ pub(crate) fn receive(
                 let capture_time = Duration::from_secs_f64(r.capture_ms.max(0.0) / 1e3);
                 let latency =
                     Duration::from_secs_f64((clock.now_ms() - r.capture_ms).max(0.0) / 1e3);
-                let name = dnns
-                    .get(r.dnn)
-                    .ok()
+                let dnn = dnns.get(r.dnn).ok();
+                let name = dnn
                     .and_then(|d| models.get(&d.model))
                     .map_or_else(|| format!("{}", r.dnn), |m| m.name.clone());
-                stats.record_result(&name, r.dnn, latency, r.frame_index, r.backend);
+                let deadline = dnn.and_then(|d| d.deadline);
+                stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
                 let output = DnnOutput {
                     frame_index: r.frame_index,
                     capture_time,

@@ -63,6 +63,12 @@ pub struct ModelStats {
     pub cpu_results: usize,
     /// When each result arrived (ms since the clock's origin).
     pub arrivals_ms: Vec<f64>,
+    /// The DNN's deadline (relative to capture), if it has one.
+    pub deadline_ms: Option<f64>,
+    /// Results whose capture→result latency exceeded the deadline.
+    pub deadline_misses: usize,
+    /// Results since the last reset (not trimmed, unlike the per-result vectors).
+    pub results: usize,
 }
 
 /// The run's statistics (a main-world resource, updated every frame).
@@ -146,11 +152,17 @@ impl HeimdallStats {
         name: &str,
         entity: Entity,
         latency: Duration,
+        deadline: Option<Duration>,
         frame_index: u64,
         backend: Backend,
     ) {
         let key = self.key_of(name, entity);
         let m = self.models.entry(key).or_default();
+        m.deadline_ms = deadline.map(|d| d.as_secs_f64() * 1e3);
+        m.results += 1;
+        if deadline.is_some_and(|d| latency > d) {
+            m.deadline_misses += 1;
+        }
         m.latencies_ms.push(latency.as_secs_f64() * 1e3);
         m.frame_indices.push(frame_index);
         m.arrivals_ms.push(self.now_ms);
@@ -219,6 +231,9 @@ impl HeimdallStats {
                         "count": m.latencies_ms.len(),
                         "rate_hz": rate,
                         "cpu_results": m.cpu_results,
+                        "deadline_ms": m.deadline_ms,
+                        "deadline_misses": m.deadline_misses,
+                        "deadline_miss_rate": m.deadline_misses as f64 / m.results.max(1) as f64,
                     }),
                 )
             })
@@ -295,6 +310,30 @@ mod tests {
         trim(&mut v);
         assert_eq!(v.len(), MAX_HISTORY);
         assert_eq!(v[0], MAX_HISTORY + 1, "the oldest entries go");
+    }
+
+    #[test]
+    fn deadline_misses_count_late_results_only() {
+        let mut s = HeimdallStats::default();
+        let e = Entity::from_raw_u32(7).expect("valid index");
+        let d = Some(Duration::from_millis(100));
+        for ms in [50, 100, 101, 250] {
+            s.record_result("m", e, Duration::from_millis(ms), d, 0, Backend::Gpu);
+        }
+        let f = Entity::from_raw_u32(8).expect("valid index");
+        s.record_result("free", f, Duration::from_secs(9), None, 0, Backend::Gpu);
+        let m = &s.models["m"];
+        assert_eq!(
+            (m.results, m.deadline_misses),
+            (4, 2),
+            "101 ms and 250 ms are late"
+        );
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        assert_eq!(j["models"]["m"]["deadline_miss_rate"], 0.5);
+        assert_eq!(
+            j["models"]["free"]["deadline_misses"], 0,
+            "no deadline, no miss"
+        );
     }
 
     #[test]

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Compares scheduling modes on one app, same input, runs interleaved, and prints one table.
+
+    python3 scripts/compare_modes.py --app emoji --modes heimdall,fifo --runs 3 \
+        --out out/compare -- --fps 60 --resolution 1280x720 --frames 600 --warmup 60
+
+Every run is `APP --headless --mode MODE --out OUT/MODE-RUN --save-every 0 ARGS...`; runs go
+round-robin (heimdall 1, fifo 1, heimdall 2, ...) so a slow drift of the machine hits every mode
+alike. The table reads each run's `stats.json`:
+
+- `wall on time`: frames whose wall-clock interval was at most 1.25 periods (the headline: what a
+  user sees on screen);
+- `interval p50/p99/max`: the wall-clock frame interval;
+- `GPU on time (proxy)`: frames whose GPU timestamps (scene + DNN chunks) fit in a period;
+- per DNN: results per second, capture→result latency p50/p99, deadline misses.
+
+`--json FILE` writes every run's summary. The binary is `target/release/examples/APP` unless
+`--bin` says otherwise (a built example copied elsewhere finds its assets through
+`BEVY_ASSET_ROOT`).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_once(binary, mode, out, extra, timeout):
+    """Runs the app once; returns its stats.json (or raises with the app's stderr)."""
+    cmd = [str(binary), "--headless", "--mode", mode, "--out", str(out), "--save-every", "0"]
+    cmd += extra
+    t = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    stats = json.loads((Path(out) / "stats.json").read_text())
+    stats["_wall_s"] = time.monotonic() - t
+    return stats
+
+
+def summarise(stats):
+    """The figures of one run."""
+    fi = stats.get("frame_interval_ms", {})
+    row = {
+        "wall_on_time_rate": stats.get("wall_on_time_rate"),
+        "interval_p50": fi.get("p50"),
+        "interval_p99": fi.get("p99"),
+        "interval_max": fi.get("max"),
+        "gpu_on_time_proxy": stats.get("on_time_rate"),
+        "scene_ms_p50": stats.get("scene_ms", {}).get("p50"),
+        "frames": stats.get("frames"),
+        "models": {},
+    }
+    for name, m in sorted(stats.get("models", {}).items()):
+        lat = m.get("latency_ms", {})
+        row["models"][name] = {
+            "rate_hz": m.get("rate_hz"),
+            "latency_p50": lat.get("p50"),
+            "latency_p99": lat.get("p99"),
+            "latency_max": lat.get("max"),
+            "results": m.get("count"),
+            "cpu_results": m.get("cpu_results"),
+            "deadline_ms": m.get("deadline_ms"),
+            "deadline_misses": m.get("deadline_misses"),
+            "deadline_miss_rate": m.get("deadline_miss_rate"),
+        }
+    return row
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def ms(x):
+    return "-" if x is None else f"{x:.1f}"
+
+
+def print_table(results):
+    """One line per run, then one line per run and DNN."""
+    print("| mode | run | wall on time | interval p50/p99/max ms | GPU on time (proxy) | scene GPU p50 ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        s = r["summary"]
+        print(
+            f"| {r['mode']} | {r['run']} | {pct(s['wall_on_time_rate'])} | "
+            f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
+            f"{pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} |"
+        )
+    print()
+    print("| mode | run | DNN | rate Hz | latency p50/p99/max ms | deadline misses | on CPU |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    for r in results:
+        for name, m in r["summary"]["models"].items():
+            misses = m["deadline_misses"]
+            deadline = "" if m["deadline_ms"] is None else f" of {m['results']} (≤ {m['deadline_ms']:.0f} ms)"
+            print(
+                f"| {r['mode']} | {r['run']} | {name} | {ms(m['rate_hz'])} | "
+                f"{ms(m['latency_p50'])} / {ms(m['latency_p99'])} / {ms(m['latency_max'])} | "
+                f"{misses}{deadline} | {m['cpu_results']} |"
+            )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--app", default="emoji", help="example name (default emoji)")
+    ap.add_argument("--bin", type=Path, help="the app's binary (default target/release/examples/APP)")
+    ap.add_argument("--modes", default="heimdall,fifo", help="comma-separated: heimdall, fifo, layers:K")
+    ap.add_argument("--runs", type=int, default=3, help="runs per mode, interleaved (default 3)")
+    ap.add_argument("--out", type=Path, default=Path("out/compare"))
+    ap.add_argument("--json", type=Path, help="write every run's summary here")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="-- then the app's own options")
+    a = ap.parse_args()
+    extra = a.args[1:] if a.args[:1] == ["--"] else a.args
+    binary = a.bin or Path(os.environ.get("CARGO_TARGET_DIR", "target")) / "release" / "examples" / a.app
+    if not binary.exists():
+        sys.exit(f"{binary} not found: build it with `cargo build --release --example {a.app}` or pass --bin")
+    modes = [m for m in a.modes.split(",") if m]
+    results = []
+    for run in range(1, a.runs + 1):
+        for mode in modes:
+            out = a.out / f"{mode.replace(':', '')}-{run}"
+            print(f"run {run} {mode} -> {out}", file=sys.stderr, flush=True)
+            stats = run_once(binary, mode, out, extra, a.timeout)
+            results.append({"mode": mode, "run": run, "summary": summarise(stats),
+                            "wall_s": stats["_wall_s"], "adapter": stats.get("adapter")})
+    print(f"adapter: {results[0]['adapter']}; app options: {' '.join(extra)}")
+    print_table(results)
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps({"app": a.app, "args": extra, "runs": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
