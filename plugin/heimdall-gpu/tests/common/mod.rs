@@ -249,14 +249,7 @@ pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result
     for p in gpu.precisions() {
         let ours = run_gpu(gpu, &trailed, &inputs, p);
         for (i, (o, r)) in ours.iter().zip(&reference).enumerate() {
-            let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-            let diff: f64 = o
-                .iter()
-                .zip(r)
-                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let err = diff / norm(r).max(norm(&scale[i])).max(1e-30);
+            let err = heimdall_testkit::rel_l2_scaled(o, r, &scale[i]);
             // NaN fails too.
             if err.is_nan() || err > kernel_tolerance(p) {
                 return Err(format!(
