@@ -77,6 +77,10 @@ def write_verified(dest: Path, data: bytes, expected: str | None, what: str) -> 
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp makes the file private (0600); a cache is shared like any file written here.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, dest)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
