@@ -1,7 +1,9 @@
 //! The golden suite (`heimdall_testkit::goldens`: every MediaPipe TFLite model and every ONNX
 //! model against the reference engines' outputs) on the GPU backend, once per storage precision:
 //! `gpu_f32`, `gpu_f16` (native `shader-f16` where the device has it, else packed) and
-//! `gpu_packed_f16`. Bounds and known exceptions are the suite's
+//! `gpu_packed_f16`, and in f32 and f16 again on a second device held to a phone's limits and
+//! features (`gpu_mobile_f32`, `gpu_mobile_f16`: `heimdall_gpu::DeviceProfile::Mobile`, see
+//! docs/mobile-limits.md). Bounds and known exceptions are the suite's
 //! (`heimdall_testkit::goldens::RuntimeKind::bound` and `EXCEPTIONS`). On top of the goldens,
 //! every step of every model must be a GPU step (no CPU fallback) and no wgpu error may be
 //! raised. Needs a GPU adapter (lavapipe in CI); `HEIMDALL_SKIP_GPU=1` skips.
@@ -136,6 +138,24 @@ fn packed_f16() -> Option<Gpu> {
     runtime(Precision::PackedF16, RuntimeKind::GpuPackedF16)
 }
 
+fn mobile(precision: Precision, kind: RuntimeKind) -> Option<Gpu> {
+    common::gpu_mobile().map(|gpu| Gpu {
+        gpu,
+        precision,
+        kind,
+    })
+}
+
+fn mobile_f32() -> Option<Gpu> {
+    mobile(Precision::F32, RuntimeKind::GpuMobileF32)
+}
+
+/// f16 asked of a device without `shader-f16`: the backend stores packed f16 (the compile
+/// report's precision says so).
+fn mobile_f16() -> Option<Gpu> {
+    mobile(Precision::F16, RuntimeKind::GpuMobileF16)
+}
+
 mod gpu_f32 {
     heimdall_testkit::golden_suite!(super::f32);
 }
@@ -146,4 +166,12 @@ mod gpu_f16 {
 
 mod gpu_packed_f16 {
     heimdall_testkit::golden_suite!(super::packed_f16);
+}
+
+mod gpu_mobile_f32 {
+    heimdall_testkit::golden_suite!(super::mobile_f32);
+}
+
+mod gpu_mobile_f16 {
+    heimdall_testkit::golden_suite!(super::mobile_f16);
 }

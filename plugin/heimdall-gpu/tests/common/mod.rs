@@ -28,15 +28,36 @@ pub fn gpu() -> Option<&'static Gpu> {
             panic!("{e}: install a Vulkan driver (mesa-vulkan-drivers) or set HEIMDALL_SKIP_GPU=1")
         });
         eprintln!("GPU tests on {}", ctx.describe());
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let log = errors.clone();
-        ctx.device
-            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                log.lock().unwrap().push(e.to_string());
-            }));
-        Some(Gpu { ctx, errors })
+        Some(with_error_log(ctx))
     })
     .as_ref()
+}
+
+/// A second test device held to a phone's limits and features
+/// ([`heimdall_gpu::DeviceProfile::Mobile`]) on the same adapter, or `None` when
+/// `HEIMDALL_SKIP_GPU=1`.
+pub fn gpu_mobile() -> Option<&'static Gpu> {
+    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        gpu()?;
+        let profile = heimdall_gpu::DeviceProfile::Mobile;
+        let ctx = pollster::block_on(GpuContext::create_with(profile))
+            .unwrap_or_else(|e| panic!("mobile limits: {e}"));
+        eprintln!("GPU tests under mobile limits on {}", ctx.describe());
+        Some(with_error_log(ctx))
+    })
+    .as_ref()
+}
+
+/// `ctx` with every uncaptured wgpu error logged.
+fn with_error_log(ctx: GpuContext) -> Gpu {
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let log = errors.clone();
+    ctx.device
+        .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            log.lock().unwrap().push(e.to_string());
+        }));
+    Gpu { ctx, errors }
 }
 
 impl Gpu {

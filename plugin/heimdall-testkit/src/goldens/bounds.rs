@@ -22,6 +22,12 @@ pub enum RuntimeKind {
     GpuF16,
     /// The GPU backend with f16 storage packed in `u32` (no `shader-f16` needed).
     GpuPackedF16,
+    /// The GPU backend in f32 on a device held to a phone's limits and features
+    /// (`heimdall_gpu::DeviceProfile::Mobile`, see `docs/mobile-limits.md`).
+    GpuMobileF32,
+    /// The GPU backend with f16 storage on a device held to a phone's limits and features (no
+    /// `shader-f16`: packed).
+    GpuMobileF16,
 }
 
 impl fmt::Display for RuntimeKind {
@@ -31,6 +37,8 @@ impl fmt::Display for RuntimeKind {
             RuntimeKind::GpuF32 => "gpu-f32",
             RuntimeKind::GpuF16 => "gpu-f16",
             RuntimeKind::GpuPackedF16 => "gpu-packed-f16",
+            RuntimeKind::GpuMobileF32 => "gpu-mobile-f32",
+            RuntimeKind::GpuMobileF16 => "gpu-mobile-f16",
         })
     }
 }
@@ -77,15 +85,17 @@ impl RuntimeKind {
     /// | cpu | rel-L2 ≤ 1e-4 | rel-L2 ≤ 1e-4 |
     /// | gpu-f32 | floored rel-L2 ≤ 2e-4 | rel-L2 ≤ 1e-3 (lavapipe: ≤ 1.9e-5) |
     /// | gpu-f16, gpu-packed-f16 | floored rel-L2 ≤ 1e-2 | rel-L2 ≤ 1e-2 |
+    ///
+    /// The mobile runtimes have the bounds of their desktop counterparts.
     pub fn bound(self, format: Format) -> (Metric, f64) {
         use RuntimeKind::*;
         let floored = Metric::RelL2Floored(GPU_TFLITE_FLOOR);
         match (self, format) {
             (Cpu, _) => (Metric::RelL2, 1e-4),
-            (GpuF32, Format::Tflite) => (floored, 2e-4),
-            (GpuF32, Format::Onnx) => (Metric::RelL2, 1e-3),
-            (GpuF16 | GpuPackedF16, Format::Tflite) => (floored, 1e-2),
-            (GpuF16 | GpuPackedF16, Format::Onnx) => (Metric::RelL2, 1e-2),
+            (GpuF32 | GpuMobileF32, Format::Tflite) => (floored, 2e-4),
+            (GpuF32 | GpuMobileF32, Format::Onnx) => (Metric::RelL2, 1e-3),
+            (GpuF16 | GpuPackedF16 | GpuMobileF16, Format::Tflite) => (floored, 1e-2),
+            (GpuF16 | GpuPackedF16 | GpuMobileF16, Format::Onnx) => (Metric::RelL2, 1e-2),
         }
     }
 }
@@ -115,7 +125,11 @@ pub struct Exception {
     pub reason: &'static str,
 }
 
-const F16_RUNTIMES: &[RuntimeKind] = &[RuntimeKind::GpuF16, RuntimeKind::GpuPackedF16];
+const F16_RUNTIMES: &[RuntimeKind] = &[
+    RuntimeKind::GpuF16,
+    RuntimeKind::GpuPackedF16,
+    RuntimeKind::GpuMobileF16,
+];
 
 /// Every known exception. The first entry that matches (runtime, model, output) applies.
 pub const EXCEPTIONS: &[Exception] = &[
