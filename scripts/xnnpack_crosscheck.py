@@ -2,7 +2,7 @@
 """Writes the XNNPACK interpreter's outputs next to the builtin-kernel goldens for the outputs
 whose two TFLite engines themselves disagree by more than the golden tolerance (1e-4 rel-L2).
 
-The golden test (plugin/heimdall/tests/goldens.rs) then allows such an output the measured
+The golden suite (plugin/heimdall-testkit/src/goldens/, on every runtime) then allows such an output the measured
 disagreement between the two reference engines (times 1.5) instead of 1e-4: a third float32
 engine cannot be held tighter than the reference engines agree with each other.
 

@@ -11,7 +11,7 @@ fn heimdall(args: &[&str]) -> std::process::Output {
 }
 
 fn inspect(name: &str) -> serde_json::Value {
-    let path = heimdall::assets::model_path(name).unwrap_or_else(|e| panic!("{e}"));
+    let path = heimdall_testkit::model_path(name).unwrap_or_else(|e| panic!("{e}"));
     let out = heimdall(&["inspect", path.to_str().unwrap(), "--json"]);
     assert!(
         out.status.success(),
@@ -70,7 +70,7 @@ fn check(name: &str) {
     );
 }
 
-heimdall::mediapipe_model_tests!(check);
+heimdall_testkit::mediapipe_model_tests!(check);
 
 #[test]
 fn run_rejects_a_wrong_input_shape_naming_both_shapes() {
@@ -78,7 +78,7 @@ fn run_rejects_a_wrong_input_shape_naming_both_shapes() {
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("wrong.npy");
     heimdall::npy::write_npy(&input, &[1, 64, 64, 3], &vec![0.0; 64 * 64 * 3]).unwrap();
-    let model = heimdall::assets::model_path("face_detection_short_range").unwrap();
+    let model = heimdall_testkit::model_path("face_detection_short_range").unwrap();
     let out = heimdall(&[
         "run",
         model.to_str().unwrap(),
@@ -98,8 +98,8 @@ fn run_rejects_a_wrong_input_shape_naming_both_shapes() {
 #[test]
 fn run_writes_outputs_matching_the_golden() {
     let dir = std::env::temp_dir().join(format!("heimdall-cli-run-{}", std::process::id()));
-    let model = heimdall::assets::model_path("face_detection_short_range").unwrap();
-    let golden = heimdall::assets::goldens_dir("face_detection_short_range").join("astronaut");
+    let model = heimdall_testkit::model_path("face_detection_short_range").unwrap();
+    let golden = heimdall_testkit::goldens_dir("face_detection_short_range").join("astronaut");
     let out = heimdall(&[
         "run",
         model.to_str().unwrap(),
@@ -117,7 +117,7 @@ fn run_writes_outputs_matching_the_golden() {
         let ours = heimdall::npy::read_npy(dir.join(format!("output_{i}.npy"))).unwrap();
         let reference = heimdall::npy::read_npy(golden.join(format!("output_{i}.npy"))).unwrap();
         assert_eq!(ours.shape, reference.shape);
-        assert!(heimdall::rel_l2(&ours.data, &reference.data) <= 1e-4);
+        assert!(heimdall_testkit::rel_l2(&ours.data, &reference.data) <= 1e-4);
     }
 }
 
@@ -126,7 +126,7 @@ fn corrupt_model_is_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("heimdall-cli-corrupt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.tflite");
-    let original = std::fs::read(heimdall::assets::model_path("face_landmark").unwrap()).unwrap();
+    let original = std::fs::read(heimdall_testkit::model_path("face_landmark").unwrap()).unwrap();
     std::fs::write(&bad, &original[..original.len() / 3]).unwrap();
     let out = heimdall(&["inspect", bad.to_str().unwrap()]);
     assert!(!out.status.success());
@@ -143,8 +143,8 @@ fn run_on_the_gpu_backend_matches_the_golden() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("heimdall-cli-gpu-{}", std::process::id()));
-    let model = heimdall::assets::model_path("face_detection_short_range").unwrap();
-    let golden = heimdall::assets::goldens_dir("face_detection_short_range").join("astronaut");
+    let model = heimdall_testkit::model_path("face_detection_short_range").unwrap();
+    let golden = heimdall_testkit::goldens_dir("face_detection_short_range").join("astronaut");
     let out = heimdall(&[
         "run",
         model.to_str().unwrap(),
@@ -163,6 +163,6 @@ fn run_on_the_gpu_backend_matches_the_golden() {
     for i in 0..2 {
         let ours = heimdall::npy::read_npy(dir.join(format!("output_{i}.npy"))).unwrap();
         let reference = heimdall::npy::read_npy(golden.join(format!("output_{i}.npy"))).unwrap();
-        assert!(heimdall::rel_l2(&ours.data, &reference.data) <= 2e-4);
+        assert!(heimdall_testkit::rel_l2(&ours.data, &reference.data) <= 2e-4);
     }
 }

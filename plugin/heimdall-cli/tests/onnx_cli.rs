@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
-use heimdall::assets::{goldens_dir, onnx_model_path};
 use heimdall::npy::read_npy;
+use heimdall_testkit::{goldens_dir, onnx_model_path};
 
 fn heimdall(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_heimdall"))
@@ -63,7 +63,7 @@ fn run_uses_nchw_at_the_boundary() {
     let ours = read_npy(out_dir.join("output_0.npy")).expect("output");
     let reference = read_npy(case.join("output_0.npy")).expect("golden");
     assert_eq!(ours.shape, vec![1, 1, 320, 320]);
-    let err = heimdall::rel_l2(&ours.data, &reference.data);
+    let err = heimdall_testkit::rel_l2(&ours.data, &reference.data);
     assert!(err <= 1e-4, "rel-L2 {err}");
     let _ = std::fs::remove_dir_all(out_dir);
 }

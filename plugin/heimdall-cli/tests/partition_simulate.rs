@@ -26,7 +26,7 @@ fn json(args: &[&str]) -> Value {
 }
 
 fn model() -> PathBuf {
-    heimdall::assets::model_path("face_detection_short_range").unwrap_or_else(|e| panic!("{e}"))
+    heimdall_testkit::model_path("face_detection_short_range").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn temp(name: &str) -> PathBuf {

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
 
 /// Devices created by [`GpuContext::create`] in this process.
@@ -46,13 +47,20 @@ impl GpuContext {
 
     /// Creates an own device on the best adapter (for the CLI and tests), enabling `SHADER_F16`,
     /// timestamp queries and `PIPELINE_CACHE` when the adapter has them, with WebGPU's default limits (≤ 256
-    /// invocations per work group, ≤ 8 storage buffers per stage, 128 MiB bindings).
+    /// invocations per work group, ≤ 8 storage buffers per stage, 128 MiB bindings); with
+    /// `HEIMDALL_MOBILE_LIMITS=1`, the limits and features of a phone instead
+    /// ([`DeviceProfile::Mobile`]).
     pub fn create() -> Result<Self, GpuError> {
         pollster::block_on(Self::create_async())
     }
 
     /// Async version of [`GpuContext::create`].
     pub async fn create_async() -> Result<Self, GpuError> {
+        Self::create_with(DeviceProfile::from_env()).await
+    }
+
+    /// Creates an own device on the best adapter with the limits and features of `profile`.
+    pub async fn create_with(profile: DeviceProfile) -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
@@ -63,17 +71,13 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::NoDevice(e.to_string()))?;
-        let wanted = wgpu::Features::SHADER_F16
-            | wgpu::Features::TIMESTAMP_QUERY
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
-            | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
-            | wgpu::Features::PIPELINE_CACHE;
+        let wanted = profile.features();
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("heimdall-gpu"),
                 required_features: adapter.features() & wanted,
-                required_limits: wgpu::Limits::default(),
+                required_limits: profile.limits(),
                 ..Default::default()
             })
             .await
@@ -185,6 +189,7 @@ impl GpuContext {
             conv1x1_workgroup,
             conv_blocks,
             split_k_threads,
+            max_workgroup: max_wg,
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -198,13 +203,15 @@ impl GpuContext {
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {})",
+            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {}, {} storage buffers per stage, {} invocations per work group)",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.family(),
             self.has_f16(),
-            self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+            self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            self.limits.max_storage_buffers_per_shader_stage,
+            self.limits.max_compute_invocations_per_workgroup
         )
     }
 }
@@ -271,6 +278,10 @@ pub struct Tuning {
     /// splits its reduction over up to 16 threads of a work group, aiming at this many
     /// threads; 0: never.
     pub split_k_threads: usize,
+    /// The most threads a work group may have on the device (its invocation limit and its
+    /// x-size limit, whichever is lower): kernels that would like more (the large-window
+    /// reduction's 256) take this many instead.
+    pub max_workgroup: u32,
 }
 
 impl Tuning {
@@ -298,6 +309,12 @@ impl Tuning {
         if !(1..=max).contains(&tg) {
             return Err(format!(
                 "1x1 work group of {tg} threads: must be in 1..={max}"
+            ));
+        }
+        if !(1..=max).contains(&self.max_workgroup) {
+            return Err(format!(
+                "work groups of up to {} threads: must be in 1..={max}",
+                self.max_workgroup
             ));
         }
         if let Some(&(a, b)) = self

@@ -28,6 +28,7 @@
 mod aliases;
 pub mod context;
 mod cpu_step;
+pub mod device_profile;
 pub mod dispatch;
 pub mod error;
 pub mod kernels;
@@ -51,6 +52,7 @@ mod storage;
 pub mod wgsl;
 
 pub use context::{GpuContext, GpuFamily, Tuning};
+pub use device_profile::DeviceProfile;
 pub use error::GpuError;
 pub use layout::Phwc4;
 pub use model::GpuModel;

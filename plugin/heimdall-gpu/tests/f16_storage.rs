@@ -1,5 +1,5 @@
 //! Why pose_landmark_full is held to looser f16 bounds than the other models (see
-//! `F16_EXCEPTIONS` in tests/models.rs), checked rather than asserted in prose.
+//! `heimdall_testkit::goldens::EXCEPTIONS`), checked rather than asserted in prose.
 //!
 //! An independent model of f16 storage: the CPU backend (f32 arithmetic, its own kernels) run
 //! one op at a time, every stored activation rounded to the nearest f16 as the GPU backend stores
@@ -19,12 +19,12 @@
 mod common;
 
 use half::f16;
-use heimdall::assets::{goldens_dir, model_path};
 use heimdall::npy::read_npy;
-use heimdall::{LoadOptions, load_model, rel_l2};
+use heimdall::{LoadOptions, load_model};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
 use heimdall_ir::{Graph, OpKind, ReduceKind};
+use heimdall_testkit::{goldens_dir, model_path, rel_l2};
 
 fn round_f16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
@@ -104,7 +104,7 @@ fn pose_landmark_full_f16_error_is_that_of_f16_storage() {
     assert!(
         worst_emulated > 1e-2,
         "emulated f16 storage now meets 1e-2 on the segmentation ({worst_emulated:.3e}): \
-         tighten F16_EXCEPTIONS in tests/models.rs"
+         tighten heimdall_testkit::goldens::EXCEPTIONS"
     );
     gpu.assert_no_errors();
 }

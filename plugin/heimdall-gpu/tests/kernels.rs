@@ -354,7 +354,7 @@ fn harness_detects_a_wrong_kernel() {
     let inputs = common::inputs_for(&graph, 1);
     let mut gpu_out = common::run_gpu(gpu, &graph, &inputs, heimdall_gpu::Precision::F32);
     let cpu_out = common::run_cpu(&graph, &inputs);
-    assert!(heimdall::rel_l2(&gpu_out[0], &cpu_out[0]) <= 1e-7);
+    assert!(heimdall_testkit::rel_l2(&gpu_out[0], &cpu_out[0]) <= 1e-7);
     gpu_out[0][3] += 0.5;
-    assert!(heimdall::rel_l2(&gpu_out[0], &cpu_out[0]) > 1e-5);
+    assert!(heimdall_testkit::rel_l2(&gpu_out[0], &cpu_out[0]) > 1e-5);
 }

@@ -18,6 +18,7 @@ use heimdall_ir::{
     BinaryFn, Epilogue, Graph, Landmarks2TransformMatrixAttrs, OpKind, TransformLandmarksAttrs,
     TransformTensorBilinearAttrs, UnaryKind,
 };
+use heimdall_testkit::rel_l2;
 
 /// Tolerance on the relative L2 error per storage precision.
 fn tolerance(p: Precision) -> f64 {
@@ -50,22 +51,6 @@ impl Rng {
     /// Uniform in `lo..hi`.
     fn u(&mut self, lo: usize, hi: usize) -> usize {
         lo + (self.next() % (hi - lo) as u64) as usize
-    }
-}
-
-fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
-    assert_eq!(got.len(), want.len());
-    let num: f64 = got
-        .iter()
-        .zip(want)
-        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-        .sum();
-    let den: f64 = want.iter().map(|&b| (b as f64).powi(2)).sum();
-    if den == 0.0 {
-        // An all-zero reference (every sample outside): the error is absolute.
-        num.sqrt()
-    } else {
-        num.sqrt() / den.sqrt()
     }
 }
 
@@ -565,7 +550,7 @@ fn chained_like_the_model() {
 }
 
 fn model_graph(name: &str) -> Graph {
-    let path = heimdall::assets::model_path(name).unwrap_or_else(|e| panic!("{e}"));
+    let path = heimdall_testkit::model_path(name).unwrap_or_else(|e| panic!("{e}"));
     heimdall::load_model(&path, heimdall::LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -600,7 +585,7 @@ fn face_landmark_with_attention_has_no_cpu_step() {
     );
     let Some(gpu) = common::gpu() else { return };
     // The first golden case's input (a real face: meaningful crops).
-    let mut cases: Vec<_> = std::fs::read_dir(heimdall::assets::goldens_dir(name))
+    let mut cases: Vec<_> = std::fs::read_dir(heimdall_testkit::goldens_dir(name))
         .expect("goldens")
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())

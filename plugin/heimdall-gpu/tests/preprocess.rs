@@ -9,12 +9,12 @@
 mod common;
 
 use common::{GraphBuilder, gpu, kernel_tolerance};
-use heimdall::assets::{goldens_dir, model_path};
 use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
 use heimdall_ir::{Epilogue, Graph, OpKind};
+use heimdall_testkit::{goldens_dir, model_path, rel_l2};
 use heimdall_vision::Vec2;
 use heimdall_vision::image::{Border, Crop, CropTransform, Normalization, RotatedRect, resample};
 
@@ -72,17 +72,6 @@ fn reference(
         }
     }
     out
-}
-
-fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
-    assert_eq!(a.len(), b.len(), "lengths");
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
-        .sum();
-    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
-    num.sqrt() / den.sqrt().max(1e-12)
 }
 
 /// An RGBA8 texture holding `rgba`, sampled through a view of `view_format`.

@@ -9,6 +9,7 @@ use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu};
 use heimdall_gpu::ops::conv::conv1x1_blocking;
 use heimdall_gpu::{GpuContext, GpuError, GpuFamily, GpuModel, GpuOptions, Precision, Tuning};
 use heimdall_ir::{ConvAttrs, Epilogue, Graph, OpKind, Pad2d};
+use heimdall_testkit::rel_l2;
 
 fn as_family(ctx: &GpuContext, vendor: u32, device_type: wgpu::DeviceType) -> GpuContext {
     let mut c = ctx.clone();
@@ -63,16 +64,6 @@ fn graph(h: usize, w: usize, ci: usize, co: usize) -> Graph {
     );
     let _ = y1;
     b.finish(vec![y])
-}
-
-fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (*x as f64 - *y as f64).powi(2))
-        .sum();
-    let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
-    num.sqrt() / den.sqrt().max(1e-12)
 }
 
 #[test]

@@ -1,14 +1,14 @@
 //! The clip renderer and its ground truth: the bundled clip against the portrait's own pixels,
 //! hand-computed camera cases, the committed `ground_truth.json`, and typed load errors.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use heimdall_testkit::clip::{ClipSpec, Keyframe};
 use heimdall_testkit::{Clip, ClipError};
 use heimdall_vision::{ImageError, Rect, RgbaImage};
 
 fn clip_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/clips/astronaut_pan")
+    heimdall_testkit::assets_dir().join("clips/astronaut_pan")
 }
 
 fn assert_rect(got: Rect, want: Rect, tol: f32) {

@@ -25,7 +25,7 @@ fn root() -> PathBuf {
 }
 
 fn model(name: &str) -> CpuModel {
-    let path = heimdall::assets::model_path(name).unwrap_or_else(|e| panic!("{e}"));
+    let path = heimdall_testkit::model_path(name).unwrap_or_else(|e| panic!("{e}"));
     let graph = load_model(path, LoadOptions::default()).expect("load");
     CpuModel::compile(&graph, CpuOptions { threads: 2 }).expect("compile")
 }
@@ -70,7 +70,7 @@ fn portrait_detection_matches_the_annotation() {
 
     // 1. TFLite's own outputs (golden) on the 128x128 input (a square image: the input's uv is
     //    the portrait's uv).
-    let g = heimdall::assets::goldens_dir("face_detection_short_range").join("astronaut");
+    let g = heimdall_testkit::goldens_dir("face_detection_short_range").join("astronaut");
     let out0 = heimdall::npy::read_npy(g.join("output_0.npy"))
         .unwrap()
         .data;

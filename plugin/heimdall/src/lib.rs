@@ -14,7 +14,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod assets;
 pub mod boundary;
 pub mod npy;
 
@@ -212,20 +211,4 @@ pub fn load_tflite_bytes(
         PassReport::default()
     };
     Ok((graph, report))
-}
-
-/// Relative L2 error `||out - reference|| / ||reference||` (with a floor on the norm of the
-/// reference so all-zero references compare absolutely).
-pub fn rel_l2(out: &[f32], reference: &[f32]) -> f64 {
-    assert_eq!(
-        out.len(),
-        reference.len(),
-        "rel_l2 of tensors of different sizes"
-    );
-    let (mut num, mut den) = (0f64, 0f64);
-    for (&a, &b) in out.iter().zip(reference) {
-        num += (a as f64 - b as f64).powi(2);
-        den += (b as f64).powi(2);
-    }
-    num.sqrt() / den.sqrt().max(1e-30)
 }

@@ -1,60 +1,75 @@
-//! Every MediaPipe model on the CPU backend against the TFLite interpreter's outputs
-//! (`scripts/make_goldens.py`), on a photograph and a synthetic input: relative L2 error
-//! `||ours - ref|| / ||ref||` ≤ 1e-4 per output.
-//!
-//! Where the two reference engines themselves (TFLite's builtin kernels and XNNPACK) disagree by
-//! more than that on an output, `scripts/xnnpack_crosscheck.py` stores XNNPACK's output beside the
-//! golden (`xnnpack_output_<i>.npy`) and that output is allowed 1.5x the measured disagreement:
-//! only pose_landmark_full's segmentation logits (output 2, values -1710..268; the engines differ
-//! by 1.2e-4 on the synthetic input).
-//!
-//! face_landmark_with_attention cannot run in the reference interpreter (custom ops): its goldens
-//! come from a copy of the model cut before the custom ops and cover the outputs that do not
-//! pass through them (the mesh and the face flag).
+//! The golden suite (`heimdall_testkit::goldens`: every MediaPipe TFLite model and every ONNX
+//! model against the reference engines' outputs) on the CPU backend, two threads. Bounds and
+//! known exceptions are the suite's (`heimdall_testkit::goldens::RuntimeKind::Cpu`: rel-L2 ≤ 1e-4
+//! on every output, no exception). Inputs and outputs cross the IR boundary through
+//! [`heimdall::boundary`] (NCHW files, NHWC graph), as in the CLI.
 
-mod common;
+use std::path::Path;
 
-use heimdall::rel_l2;
+use heimdall::{LoadOptions, LoadedModel, load};
+use heimdall_cpu::{CpuModel, CpuOptions};
+use heimdall_testkit::goldens::{GoldenCase, GoldenModel, Runtime, RuntimeKind};
+use heimdall_testkit::npy::Tensor;
 
-const TOLERANCE: f64 = 1e-4;
+/// The CPU backend as a runtime of the suite.
+struct Cpu;
 
-fn check(name: &str) {
-    let graph = common::graph(name, true);
-    let cases = common::cases(name, graph.outputs.len());
-    let mut compared = 0;
-    for case in &cases {
-        let ours = common::run(&graph, &case.inputs, 2);
-        for (i, reference) in case.outputs.iter().enumerate() {
-            let Some(reference) = reference else { continue };
-            let err = rel_l2(&ours[i], reference);
-            let crosscheck = heimdall::assets::goldens_dir(name)
-                .join(&case.name)
-                .join(format!("xnnpack_output_{i}.npy"));
-            let tolerance = match heimdall::npy::read_npy(&crosscheck) {
-                Ok(x) => TOLERANCE.max(1.5 * rel_l2(&x.data, reference)),
-                Err(_) => TOLERANCE,
-            };
-            println!(
-                "{name}/{}: output {i}: rel-L2 {err:.2e} (tolerance {tolerance:.2e})",
-                case.name
-            );
-            assert!(
-                err <= tolerance,
-                "{name}/{}: output {i} rel-L2 {err:.3e} > {tolerance:.2e}",
-                case.name
-            );
-            compared += 1;
-        }
-    }
-    let expected_min = if name == "face_landmark_with_attention" {
-        2 * cases.len()
-    } else {
-        graph.outputs.len() * cases.len()
+/// Loads `model` for `case` (its dynamic input sized by the case's input 0).
+fn load_case(model: &GoldenModel, path: &Path, case: &GoldenCase) -> Result<LoadedModel, String> {
+    let input_shapes = model
+        .dynamic_input
+        .map(|name| vec![(name.to_string(), case.inputs[0].shape.clone())])
+        .unwrap_or_default();
+    let options = LoadOptions {
+        passes: model.passes,
+        input_shapes,
     };
-    assert!(
-        compared >= expected_min,
-        "{name}: compared {compared} outputs, expected at least {expected_min}"
-    );
+    load(path, options).map_err(|e| e.to_string())
 }
 
-heimdall::mediapipe_model_tests!(check);
+impl Runtime for Cpu {
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Cpu
+    }
+
+    fn run(
+        &self,
+        model: &GoldenModel,
+        path: &Path,
+        cases: &[GoldenCase],
+    ) -> Result<Vec<Vec<Tensor>>, String> {
+        let mut results = Vec::new();
+        for case in cases {
+            let loaded = load_case(model, path, case)?;
+            let io = &loaded.io;
+            let mut m = CpuModel::compile(&loaded.graph, CpuOptions { threads: 2 })
+                .map_err(|e| format!("compile: {e}"))?;
+            for (i, t) in case.inputs.iter().enumerate() {
+                if io.inputs[i].shape != t.shape {
+                    return Err(format!(
+                        "input {i}: shape {:?}, golden {:?}",
+                        io.inputs[i].shape, t.shape
+                    ));
+                }
+                m.set_input(i, &io.inputs[i].to_ir(&t.data))
+                    .map_err(|e| format!("input {i}: {e}"))?;
+            }
+            m.run().map_err(|e| format!("run: {e}"))?;
+            let outputs = io.outputs.iter().enumerate().map(|(i, o)| {
+                let data = m.output(i).map_err(|e| format!("output {i}: {e}"))?;
+                Ok(Tensor {
+                    shape: o.shape.clone(),
+                    data: o.from_ir(data),
+                })
+            });
+            results.push(outputs.collect::<Result<_, String>>()?);
+        }
+        Ok(results)
+    }
+}
+
+fn cpu() -> Option<Cpu> {
+    Some(Cpu)
+}
+
+heimdall_testkit::golden_suite!(cpu);

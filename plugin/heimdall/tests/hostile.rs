@@ -75,7 +75,7 @@ fn mutated_models_never_panic() {
     let mut total = 0usize;
     let mut accepted = 0usize;
     for (k, name) in MODELS.iter().enumerate() {
-        let path = heimdall::assets::model_path(name).expect("bundled model");
+        let path = heimdall_testkit::model_path(name).expect("bundled model");
         let original = std::fs::read(path).expect("read model");
         let mut rng = StdRng::seed_from_u64(0x5eed_0000 + k as u64);
         for case in 0..n {

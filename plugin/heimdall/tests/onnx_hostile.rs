@@ -77,7 +77,7 @@ fn mutated_onnx_models_never_panic() {
     let n = cases();
     let (mut total, mut accepted) = (0usize, 0usize);
     for (k, (name, input)) in MODELS.iter().enumerate() {
-        let path = heimdall::assets::onnx_model_path(name).unwrap_or_else(|e| panic!("{e}"));
+        let path = heimdall_testkit::onnx_model_path(name).unwrap_or_else(|e| panic!("{e}"));
         let original = std::fs::read(path).expect("read model");
         let options = LoadOptions {
             passes: true,

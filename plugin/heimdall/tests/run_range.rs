@@ -43,4 +43,4 @@ fn check(name: &str) {
     assert!(m.run_range(0..n + 1).is_err());
 }
 
-heimdall::mediapipe_model_tests!(check);
+heimdall_testkit::mediapipe_model_tests!(check);

@@ -1,6 +1,8 @@
-//! Shared helpers of the kernel tests: deterministic data, geometry strategies, error metric.
+//! Shared helpers of the kernel tests: deterministic data, geometry strategies, assertions on
+//! the workspace's error metrics (`heimdall_testkit::rel_l2` and `rel_l2_scaled`).
 
 use super::window::Window;
+use heimdall_testkit::rel_l2;
 use proptest::prelude::*;
 
 /// Deterministic pseudo-random values in [-1, 1).
@@ -19,22 +21,6 @@ pub fn data(seed: u64, len: usize) -> Vec<f32> {
         .collect()
 }
 
-/// Relative L2 error `||out - ref|| / ||ref||` (absolute when the reference is all zeros).
-pub fn rel_l2(out: &[f32], reference: &[f32]) -> f64 {
-    assert_eq!(out.len(), reference.len(), "length mismatch");
-    let mut num = 0.0f64;
-    let mut den = 0.0f64;
-    for (o, r) in out.iter().zip(reference) {
-        num += (*o as f64 - *r as f64).powi(2);
-        den += (*r as f64).powi(2);
-    }
-    if den == 0.0 {
-        num.sqrt()
-    } else {
-        (num / den).sqrt()
-    }
-}
-
 /// Asserts a relative L2 error of at most 1e-5.
 pub fn assert_close(out: &[f32], reference: &[f32]) {
     let e = rel_l2(out, reference);
@@ -51,14 +37,7 @@ pub fn assert_close(out: &[f32], reference: &[f32]) {
 /// landing near zero) carries the rounding of its large terms, so its error is measured against
 /// the norm-wise bound of the sum, not against the small result alone.
 pub fn assert_close_scaled(out: &[f32], reference: &[f32], scale: &[f32]) {
-    let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-    let diff: f64 = out
-        .iter()
-        .zip(reference)
-        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    let e = diff / norm(reference).max(norm(scale)).max(f64::MIN_POSITIVE);
+    let e = heimdall_testkit::rel_l2_scaled(out, reference, scale);
     assert!(
         e <= 1e-5,
         "scaled relative L2 error {e}: out {:?}.. ref {:?}..",

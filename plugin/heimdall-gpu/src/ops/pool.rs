@@ -96,8 +96,15 @@ pub fn window_reduce_source_rg(
 /// are fewer than `min_threads / 64` outputs, so that a global pool of a few output vec4s does
 /// not leave the GPU with a handful of groups each walking thousands of positions (H100,
 /// selfie_segmentation's 128x128x16 global average: 84 us with 4 groups of 64); 64 otherwise.
-fn reduce_group(outputs: usize, min_threads: usize) -> u32 {
-    if outputs * 64 < min_threads { 256 } else { 64 }
+/// Never more than the device allows (`max_workgroup`, e.g. 128 on phones; rounded down to a
+/// power of two).
+fn reduce_group(outputs: usize, min_threads: usize, max_workgroup: u32) -> u32 {
+    let wanted: u32 = if outputs * 64 < min_threads { 256 } else { 64 };
+    let cap = match max_workgroup {
+        0 => 1,
+        m => 1 << m.ilog2(),
+    };
+    wanted.min(cap)
 }
 
 /// Builds a MAX_POOL_2D or AVERAGE_POOL_2D.
@@ -151,7 +158,7 @@ pub fn build_window(
                 xp,
                 yp,
                 ep,
-                reduce_group(total, ctx.tuning.min_threads),
+                reduce_group(total, ctx.tuning.min_threads, ctx.tuning.max_workgroup),
             )
         } else {
             source(kind, xp, yp, ep)
@@ -179,4 +186,21 @@ pub fn catalogue(p: Precision) -> Vec<KernelSource> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reduce_group;
+
+    /// The large-window reduction takes 256 threads for few outputs, 64 otherwise, never more
+    /// than the device allows (rounded down to a power of two).
+    #[test]
+    fn reduction_groups_stay_within_the_device() {
+        assert_eq!(reduce_group(4, 10_000, 256), 256);
+        assert_eq!(reduce_group(4, 10_000, 128), 128);
+        assert_eq!(reduce_group(4, 10_000, 192), 128);
+        assert_eq!(reduce_group(10_000, 10_000, 128), 64);
+        assert_eq!(reduce_group(10_000, 10_000, 32), 32);
+        assert_eq!(reduce_group(4, 10_000, 0), 1);
+    }
 }

@@ -28,15 +28,36 @@ pub fn gpu() -> Option<&'static Gpu> {
             panic!("{e}: install a Vulkan driver (mesa-vulkan-drivers) or set HEIMDALL_SKIP_GPU=1")
         });
         eprintln!("GPU tests on {}", ctx.describe());
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let log = errors.clone();
-        ctx.device
-            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                log.lock().unwrap().push(e.to_string());
-            }));
-        Some(Gpu { ctx, errors })
+        Some(with_error_log(ctx))
     })
     .as_ref()
+}
+
+/// A second test device held to a phone's limits and features
+/// ([`heimdall_gpu::DeviceProfile::Mobile`]) on the same adapter, or `None` when
+/// `HEIMDALL_SKIP_GPU=1`.
+pub fn gpu_mobile() -> Option<&'static Gpu> {
+    static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        gpu()?;
+        let profile = heimdall_gpu::DeviceProfile::Mobile;
+        let ctx = pollster::block_on(GpuContext::create_with(profile))
+            .unwrap_or_else(|e| panic!("mobile limits: {e}"));
+        eprintln!("GPU tests under mobile limits on {}", ctx.describe());
+        Some(with_error_log(ctx))
+    })
+    .as_ref()
+}
+
+/// `ctx` with every uncaptured wgpu error logged.
+fn with_error_log(ctx: GpuContext) -> Gpu {
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let log = errors.clone();
+    ctx.device
+        .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            log.lock().unwrap().push(e.to_string());
+        }));
+    Gpu { ctx, errors }
 }
 
 impl Gpu {
@@ -249,14 +270,7 @@ pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result
     for p in gpu.precisions() {
         let ours = run_gpu(gpu, &trailed, &inputs, p);
         for (i, (o, r)) in ours.iter().zip(&reference).enumerate() {
-            let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
-            let diff: f64 = o
-                .iter()
-                .zip(r)
-                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let err = diff / norm(r).max(norm(&scale[i])).max(1e-30);
+            let err = heimdall_testkit::rel_l2_scaled(o, r, &scale[i]);
             // NaN fails too.
             if err.is_nan() || err > kernel_tolerance(p) {
                 return Err(format!(

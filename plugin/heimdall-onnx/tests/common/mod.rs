@@ -10,23 +10,10 @@ use heimdall_onnx::proto::{ModelProto, TensorProto};
 use heimdall_onnx::{ImportOptions, Layout, import};
 use prost::Message;
 
-/// The fetched node tests (`scripts/fetch_onnx_node_tests.py`), fetching them if missing;
-/// fails loudly when it cannot.
+/// The fetched node tests (`scripts/fetch_onnx_node_tests.py`), fetching them if missing
+/// (serialised across threads and processes); fails loudly when it cannot.
 pub fn node_tests_dir() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = root.join(".cache/onnx-node-tests");
-    if !dir.join(".complete-1.22.0").exists() {
-        let status = std::process::Command::new("python3")
-            .arg(root.join("scripts/fetch_onnx_node_tests.py"))
-            .current_dir(&root)
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run scripts/fetch_onnx_node_tests.py: {e}"));
-        assert!(
-            status.success(),
-            "scripts/fetch_onnx_node_tests.py failed ({status})"
-        );
-    }
-    dir
+    heimdall_testkit::onnx_node_tests_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Inputs (op type, input index) that heimdall requires to be load-time constants: the node

@@ -1,24 +1,13 @@
-//! Shared helpers of the model tests: find models and goldens, run a model on the CPU.
+//! Shared helpers of the facade's model tests: load a MediaPipe model, run it on the CPU.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
-use heimdall::assets::{goldens_dir, model_path};
-use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_ir::Graph;
 
-/// One golden case: the input tensors and, per model output, the reference if there is one.
-pub struct Case {
-    pub name: String,
-    pub inputs: Vec<Vec<f32>>,
-    pub outputs: Vec<Option<Vec<f32>>>,
-}
-
 /// The model's graph, fetching the model if needed (fails loudly when it cannot).
 pub fn graph(name: &str, passes: bool) -> Graph {
-    let path = model_path(name).unwrap_or_else(|e| panic!("{e}"));
+    let path = heimdall_testkit::model_path(name).unwrap_or_else(|e| panic!("{e}"));
     load_model(
         &path,
         LoadOptions {
@@ -29,33 +18,13 @@ pub fn graph(name: &str, passes: bool) -> Graph {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The golden cases of a model (`assets/goldens/<name>/<case>/`).
-pub fn cases(name: &str, n_outputs: usize) -> Vec<Case> {
-    let dir = goldens_dir(name);
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("no goldens for {name} in {}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    assert!(
-        dirs.len() >= 2,
-        "{name}: expected at least two golden cases, found {}",
-        dirs.len()
-    );
-    dirs.into_iter()
-        .map(|d| Case {
-            name: d.file_name().unwrap().to_string_lossy().into_owned(),
-            inputs: vec![read_npy(d.join("input_0.npy")).expect("input").data],
-            outputs: (0..n_outputs)
-                .map(|i| {
-                    let p = d.join(format!("output_{i}.npy"));
-                    p.exists()
-                        .then(|| read_npy(&p).expect("golden output").data)
-                })
-                .collect(),
-        })
-        .collect()
+/// The first golden case's input 0 (a photograph or a synthetic image).
+pub fn golden_input(name: &str) -> Vec<f32> {
+    heimdall_testkit::goldens::cases(name)
+        .swap_remove(0)
+        .inputs
+        .swap_remove(0)
+        .data
 }
 
 /// Runs the graph on one input set and returns every output.
