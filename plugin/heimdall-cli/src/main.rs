@@ -2,6 +2,7 @@
 
 mod backend;
 mod cmd_bench;
+mod cmd_detect;
 mod cmd_inspect;
 mod cmd_partition;
 mod cmd_run;
@@ -9,10 +10,11 @@ mod cmd_simulate;
 mod gpu_backend;
 mod input_shape;
 mod timing;
+mod vision_runner;
 
 pub(crate) use backend::Backend;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Run several neural networks beside an AR renderer: inspect, run and benchmark models, and
 /// simulate the frame-budget coordinator.
@@ -35,6 +37,8 @@ enum Command {
     Partition(cmd_partition::PartitionArgs),
     /// Run the coordinator on a virtual clock over a scenario file.
     Simulate(cmd_simulate::SimulateArgs),
+    /// Run a vision pipeline (faces, hands, objects, text) on an image.
+    Detect(cmd_detect::DetectArgs),
 }
 
 fn main() {
@@ -52,6 +56,7 @@ fn main() {
         Command::Bench(a) => cmd_bench::run(a),
         Command::Partition(a) => cmd_partition::run(a),
         Command::Simulate(a) => cmd_simulate::run(a),
+        Command::Detect(a) => cmd_detect::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

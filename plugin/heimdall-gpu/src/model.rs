@@ -496,6 +496,12 @@ impl GpuModel {
         for (i, x) in inputs.iter().enumerate() {
             self.set_input(i, x)?;
         }
+        self.run_ranges_preset(ranges)
+    }
+
+    /// Like [`GpuModel::run_ranges`] on the inputs already in place (set by
+    /// [`GpuModel::set_input`] or written by a preprocessing kernel submitted before).
+    pub fn run_ranges_preset(&self, ranges: &[Range<usize>]) -> Result<Vec<Vec<f32>>, GpuError> {
         for r in ranges {
             if r.start > r.end || r.end > self.steps.len() {
                 return Err(GpuError::Range {
