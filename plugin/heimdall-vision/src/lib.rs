@@ -14,6 +14,7 @@
 //!    an anchor (centre and size) to draw on.
 //! 5. [`mask::decode_mask`]: `selfie_segmentation`'s output as a mask image.
 //! 6. [`hands`]: palms, hand ROIs, 21 landmarks with handedness, tracking.
+//! 7. [`objects`]: MediaPipe's SSD MobileNetV2 OIDv4 object detector.
 //!
 //! Coordinates: "uv" means normalised image coordinates, `(0, 0)` the top-left corner of the
 //! top-left pixel, `(1, 1)` the bottom-right corner of the bottom-right pixel, y down. Pixel
@@ -28,6 +29,7 @@ pub mod face_roi;
 pub mod hands;
 pub mod image;
 pub mod mask;
+pub mod objects;
 pub mod rect;
 pub mod ssd;
 

