@@ -34,8 +34,8 @@ IMAGES = ROOT / "assets" / "images"
 OUT = ROOT / "assets" / "references"
 
 HAND_IMAGES = ["hand_src.jpg", "hand_dst.jpg", "home.jpg"]
-OBJECT_IMAGES = ["coffee.jpg", "chelsea.jpg", "astronaut.png", "brick.png"]
-TEXT_IMAGES = ["page.png", "text_scene.jpg", "brick.png"]
+OBJECT_IMAGES = ["coffee.jpg", "chelsea.jpg", "astronaut.png", "brick.jpg"]
+TEXT_IMAGES = ["page.png", "text_scene.jpg", "text_lines.png", "brick.jpg"]
 
 
 def rgb(name: str) -> np.ndarray:
@@ -192,12 +192,30 @@ def objects() -> dict:
     }
 
 
+def text() -> dict:
+    """RapidOCR 3.10.0, detection only, default settings (PP-OCRv6 det small on ONNX Runtime)."""
+    from rapidocr import RapidOCR
+
+    engine = RapidOCR()
+    out = {}
+    for name in TEXT_IMAGES:
+        res = engine(str(IMAGES / name), use_det=True, use_cls=False, use_rec=False)
+        boxes = [] if res.boxes is None else res.boxes.tolist()
+        scores = [] if res.scores is None else [float(s) for s in res.scores]
+        # RapidOCR sorts the boxes (top to bottom, left to right) but not the scores, which stay
+        # in contour order: the pairs below are as RapidOCR returns them; tests compare polygons.
+        found = [{"score": s, "polygon": b} for b, s in zip(boxes, scores)]
+        print(f"text {name}: {len(found)} boxes")
+        out[name] = {"text": found}
+    return {"source": "rapidocr 3.10.0, use_det only, default det settings", "images": out}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["hands", "objects", "text"])
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    makers = {"hands": hands, "objects": objects}
+    makers = {"hands": hands, "objects": objects, "text": text}
     for kind, make in makers.items():
         if args.only and args.only != kind:
             continue

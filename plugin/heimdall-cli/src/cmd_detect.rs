@@ -11,7 +11,8 @@ use heimdall_vision::hands::{
 };
 use heimdall_vision::image::{ImageToTensor, draw};
 use heimdall_vision::objects::ObjectDetector;
-use heimdall_vision::{BlazeFaceDecoder, Border, Normalization, RgbaImage, Vec2};
+use heimdall_vision::text::{DbPostProcess, DetResize, TEXT_INPUT_BGR, TEXT_NORMALIZATION};
+use heimdall_vision::{BlazeFaceDecoder, Border, Crop, Normalization, RgbaImage, Vec2};
 use serde_json::{Value, json};
 
 use crate::Backend;
@@ -90,7 +91,7 @@ pub fn run(args: &DetectArgs) -> anyhow::Result<()> {
         Kind::Faces => ("faces", faces(args, &runner, &mut frame, &mut canvas)?),
         Kind::Hands => ("hands", hands(args, &runner, &mut frame, &mut canvas)?),
         Kind::Objects => ("objects", objects(args, &runner, &mut frame, &mut canvas)?),
-        Kind::Text => anyhow::bail!("not implemented yet"),
+        Kind::Text => ("text", text(&runner, &mut frame, &mut canvas)?),
     };
     if let Some(out) = &args.out {
         canvas
@@ -289,6 +290,39 @@ fn objects(
         items.push(
             json!({"label": o.label, "score": o.score, "box": [b.x, b.y, b.x + b.w, b.y + b.h]}),
         );
+    }
+    Ok(items)
+}
+
+fn text(
+    runner: &VisionRunner,
+    frame: &mut Frame,
+    canvas: &mut RgbaImage,
+) -> anyhow::Result<Vec<Value>> {
+    let (w, h) = (frame.image.width, frame.image.height);
+    let (mw, mh) = DetResize::default().input_size(w, h).with_context(|| {
+        format!("a {w}x{h} image: RapidOCR resizes or pads images with a side outside 30..2000 px or wider than 8:1 before det, which is not ported")
+    })?;
+    let path =
+        heimdall::assets::onnx_model_path("PP-OCRv6_det_small").map_err(anyhow::Error::msg)?;
+    let shape = vec![1, 3, mh as usize, mw as usize];
+    let mut model = runner.load(&path, TEXT_NORMALIZATION, vec![("x".into(), shape)], 1)?;
+    let mut input = if TEXT_INPUT_BGR {
+        let mut bgr = frame.image.clone();
+        for px in bgr.data.chunks_exact_mut(4) {
+            px.swap(0, 2);
+        }
+        Frame::new(bgr)
+    } else {
+        Frame::new(frame.image.clone())
+    };
+    let out = model.run(runner, &mut input, &Crop::FULL)?;
+    let boxes = DbPostProcess::default().decode(&out[0], (mw as usize, mh as usize), (w, h))?;
+    let mut items = Vec::new();
+    for b in boxes {
+        draw::polygon(canvas, &b.polygon, GREEN);
+        let poly: Vec<[f32; 2]> = b.polygon.iter().map(|p| p.to_array()).collect();
+        items.push(json!({"score": b.score, "polygon": poly}));
     }
     Ok(items)
 }

@@ -76,7 +76,7 @@ fn objects_match_mediapipe() {
 #[test]
 fn negative_image_has_no_objects() {
     for (backend, flags) in BACKENDS {
-        let got = detect("objects", "brick.png", flags);
+        let got = detect("objects", "brick.jpg", flags);
         assert_eq!(
             got["objects"].as_array().unwrap().len(),
             0,

@@ -15,6 +15,7 @@
 //! 5. [`mask::decode_mask`]: `selfie_segmentation`'s output as a mask image.
 //! 6. [`hands`]: palms, hand ROIs, 21 landmarks with handedness, tracking.
 //! 7. [`objects`]: MediaPipe's SSD MobileNetV2 OIDv4 object detector.
+//! 8. [`text`]: PP-OCRv6 det pre-processing and DB post-processing, as RapidOCR.
 //!
 //! Coordinates: "uv" means normalised image coordinates, `(0, 0)` the top-left corner of the
 //! top-left pixel, `(1, 1)` the bottom-right corner of the bottom-right pixel, y down. Pixel
@@ -32,6 +33,7 @@ pub mod mask;
 pub mod objects;
 pub mod rect;
 pub mod ssd;
+pub mod text;
 
 pub use blazeface::{BlazeFaceDecoder, BlazeFaceOptions};
 pub use error::DecodeError;
