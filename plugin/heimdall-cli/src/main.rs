@@ -1,4 +1,5 @@
-//! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate).
+//! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate,
+//! detect, stylize).
 
 mod backend;
 mod cmd_bench;
@@ -7,6 +8,7 @@ mod cmd_inspect;
 mod cmd_partition;
 mod cmd_run;
 mod cmd_simulate;
+mod cmd_stylize;
 mod gpu_backend;
 mod input_shape;
 mod timing;
@@ -39,6 +41,8 @@ enum Command {
     Simulate(cmd_simulate::SimulateArgs),
     /// Run a vision pipeline (faces, hands, objects, text) on an image.
     Detect(cmd_detect::DetectArgs),
+    /// Stylise an image with one of multistyle26's 26 styles or a blend.
+    Stylize(cmd_stylize::StylizeArgs),
 }
 
 fn main() {
@@ -57,6 +61,7 @@ fn main() {
         Command::Partition(a) => cmd_partition::run(a),
         Command::Simulate(a) => cmd_simulate::run(a),
         Command::Detect(a) => cmd_detect::run(a),
+        Command::Stylize(a) => cmd_stylize::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

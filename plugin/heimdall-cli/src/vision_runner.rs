@@ -89,6 +89,7 @@ pub struct VisionModel {
     engine: Engine,
     norm: Normalization,
     input: [usize; 3],
+    inputs: usize,
     /// Output shapes in the model's own layout.
     pub output_shapes: Vec<Vec<usize>>,
     name: String,
@@ -140,8 +141,8 @@ impl VisionRunner {
                 }
             })
             .unwrap_or_default();
-        if ir_inputs != 1 || shape.len() != 4 || shape[0] != 1 || !(1..=4).contains(&shape[3]) {
-            bail!("{name}: expected one image input [1, H, W, C≤4], the model has {shape:?}");
+        if ir_inputs == 0 || shape.len() != 4 || shape[0] != 1 || !(1..=4).contains(&shape[3]) {
+            bail!("{name}: expected an image input [1, H, W, C≤4] first, the model has {shape:?}");
         }
         if loaded.io.outputs.len() < min_outputs {
             bail!(
@@ -171,6 +172,7 @@ impl VisionRunner {
             engine,
             norm,
             input,
+            inputs: ir_inputs,
             output_shapes,
             name,
         })
@@ -195,8 +197,30 @@ impl VisionModel {
         frame: &mut Frame,
         crop: &Crop,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.run_with(runner, frame, crop, &[])
+    }
+
+    /// [`VisionModel::run`] with the model's other inputs (1, 2, ...) given in `extra`.
+    pub fn run_with(
+        &mut self,
+        runner: &VisionRunner,
+        frame: &mut Frame,
+        crop: &Crop,
+        extra: &[&[f32]],
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
+        if extra.len() + 1 != self.inputs {
+            bail!(
+                "{}: the model has {} inputs, the pipeline gives {}",
+                self.name,
+                self.inputs,
+                extra.len() + 1
+            );
+        }
         match &mut self.engine {
             Engine::Cpu(model) => {
+                for (i, x) in extra.iter().enumerate() {
+                    model.set_input(i + 1, x)?;
+                }
                 let x = frame
                     .image
                     .to_tensor(crop, &self.norm, self.input)
@@ -220,6 +244,9 @@ impl VisionModel {
                     *binding = Some((key, pre.bind(view)?));
                 }
                 let (_, bind) = binding.as_ref().context("binding")?;
+                for (i, x) in extra.iter().enumerate() {
+                    model.set_input(i + 1, x)?;
+                }
                 pre.set_crop(&ctx.queue, crop)?;
                 let mut encoder = ctx.device.create_command_encoder(&Default::default());
                 pre.encode(&mut encoder, bind);

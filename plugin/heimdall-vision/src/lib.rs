@@ -16,6 +16,7 @@
 //! 6. [`hands`]: palms, hand ROIs, 21 landmarks with handedness, tracking.
 //! 7. [`objects`]: MediaPipe's SSD MobileNetV2 OIDv4 object detector.
 //! 8. [`text`]: PP-OCRv6 det pre-processing and DB post-processing, as RapidOCR.
+//! 9. [`style`]: `multistyle26`'s style weights and output pixels.
 //!
 //! Coordinates: "uv" means normalised image coordinates, `(0, 0)` the top-left corner of the
 //! top-left pixel, `(1, 1)` the bottom-right corner of the bottom-right pixel, y down. Pixel
@@ -33,6 +34,7 @@ pub mod mask;
 pub mod objects;
 pub mod rect;
 pub mod ssd;
+pub mod style;
 pub mod text;
 
 pub use blazeface::{BlazeFaceDecoder, BlazeFaceOptions};
