@@ -197,57 +197,79 @@ pub fn min_area_rect(hull: &[Vec2]) -> Option<MinAreaRect> {
     best.map(|(_, r)| r)
 }
 
-/// The 8-connected regions of a binary `w × h` map, each as the convex-hull input RapidOCR's
-/// contour gives: the first and last pixel of each of its rows.
+/// The 8-connected regions of a binary `w × h` map (runs of each row joined with a union-find
+/// to the runs of the row above that touch them, diagonals included), in the order of their
+/// first pixel (row-major), each as the convex-hull input RapidOCR's contour gives: the ends of
+/// its runs.
 fn regions(mask: &[bool], w: usize, h: usize, max: usize) -> Vec<Vec<Vec2>> {
-    let mut seen = vec![false; mask.len()];
-    let mut out = Vec::new();
-    let mut stack = Vec::new();
-    let mut rows: Vec<(i32, i32, i32)> = Vec::new();
-    for start in 0..mask.len() {
-        if !mask[start] || seen[start] {
-            continue;
-        }
-        if out.len() >= max {
-            break;
-        }
-        seen[start] = true;
-        stack.push(start);
-        rows.clear();
-        while let Some(i) = stack.pop() {
-            let (x, y) = ((i % w) as i32, (i / w) as i32);
-            rows.push((y, x, x));
-            for dy in -1..=1 {
-                for dx in -1..=1 {
-                    let (nx, ny) = (x + dx, y + dy);
-                    if nx < 0 || ny < 0 || nx >= w as i32 || ny >= h as i32 {
-                        continue;
-                    }
-                    let j = ny as usize * w + nx as usize;
-                    if mask[j] && !seen[j] {
-                        seen[j] = true;
-                        stack.push(j);
-                    }
+    // Runs: (y, x0, x1) inclusive.
+    let mut runs: Vec<(u32, u32, u32)> = Vec::new();
+    let mut row_start = Vec::with_capacity(h + 1);
+    for y in 0..h {
+        row_start.push(runs.len());
+        let row = &mask[y * w..(y + 1) * w];
+        let mut x = 0;
+        while x < w {
+            if row[x] {
+                let x0 = x;
+                while x < w && row[x] {
+                    x += 1;
                 }
+                runs.push((y as u32, x0 as u32, x as u32 - 1));
+            } else {
+                x += 1;
             }
         }
-        rows.sort_unstable();
-        let mut pts = Vec::new();
-        let mut k = 0;
-        while k < rows.len() {
-            let y = rows[k].0;
-            let (mut lo, mut hi) = (rows[k].1, rows[k].2);
-            while k < rows.len() && rows[k].0 == y {
-                lo = lo.min(rows[k].1);
-                hi = hi.max(rows[k].2);
+    }
+    row_start.push(runs.len());
+    let mut parent: Vec<usize> = (0..runs.len()).collect();
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for y in 1..h {
+        let (above, here) = (
+            row_start[y - 1]..row_start[y],
+            row_start[y]..row_start[y + 1],
+        );
+        let mut j = above.start;
+        for i in here {
+            let (_, a0, a1) = runs[i];
+            // Skip runs above that end left of this one's reach.
+            while j < above.end && runs[j].2 + 1 < a0 {
+                j += 1;
+            }
+            let mut k = j;
+            while k < above.end && runs[k].1 <= a1 + 1 {
+                let (ri, rk) = (find(&mut parent, i), find(&mut parent, k));
+                if ri != rk {
+                    // The root is the earlier run, so regions keep their first pixel's order.
+                    let (lo, hi) = (ri.min(rk), ri.max(rk));
+                    parent[hi] = lo;
+                }
                 k += 1;
             }
-            pts.push(Vec2::new(lo as f32, y as f32));
-            if hi != lo {
-                pts.push(Vec2::new(hi as f32, y as f32));
-            }
         }
-        out.push(pts);
+    }
+    let mut index = vec![usize::MAX; runs.len()];
+    let mut out: Vec<Vec<Vec2>> = Vec::new();
+    for (i, &(y, x0, x1)) in runs.iter().enumerate() {
+        let r = find(&mut parent, i);
+        if index[r] == usize::MAX {
+            if out.len() >= max {
+                continue;
+            }
+            index[r] = out.len();
+            out.push(Vec::new());
+        }
+        let pts = &mut out[index[r]];
+        pts.push(Vec2::new(x0 as f32, y as f32));
+        if x1 != x0 {
+            pts.push(Vec2::new(x1 as f32, y as f32));
+        }
     }
     out
 }
@@ -317,16 +339,18 @@ impl DbPostProcess {
         let mut mask: Vec<bool> = prob.iter().map(|&p| p > self.thresh).collect();
         if self.use_dilation {
             // cv2.dilate with a 2x2 kernel (anchor (1, 1)): the max over the pixel, its left,
-            // upper and upper-left neighbours.
-            let bin = mask.clone();
+            // upper and upper-left neighbours. Rows first (x with x − 1), then row y with y − 1.
+            let mut prev: Vec<bool> = vec![false; w];
             for y in 0..h {
-                for x in 0..w {
-                    let at = |xx: usize, yy: usize| bin[yy * w + xx];
-                    mask[y * w + x] = at(x, y)
-                        || (x > 0 && at(x - 1, y))
-                        || (y > 0 && at(x, y - 1))
-                        || (x > 0 && y > 0 && at(x - 1, y - 1));
+                let row = &mut mask[y * w..(y + 1) * w];
+                for x in (1..w).rev() {
+                    row[x] |= row[x - 1];
                 }
+                let here = row.to_vec();
+                for (m, p) in row.iter_mut().zip(&prev) {
+                    *m |= *p;
+                }
+                prev = here;
             }
         }
         let (iw, ih) = (image_w as f32, image_h as f32);
