@@ -203,9 +203,18 @@ def text() -> dict:
     for name in TEXT_IMAGES:
         res = engine(str(IMAGES / name), use_det=True, use_cls=False, use_rec=False)
         boxes = [] if res.boxes is None else res.boxes.tolist()
-        scores = [] if res.scores is None else [float(s) for s in res.scores]
         # RapidOCR sorts the boxes (top to bottom, left to right) but not the scores, which stay
-        # in contour order: the pairs below are as RapidOCR returns them; tests compare polygons.
+        # in contour order. Pair each box with its own score from the det post-processing run
+        # on the same input (RapidOCR's own DetPreProcess, model and DBPostProcess).
+        from rapidocr.utils.load_image import LoadImage
+
+        det = engine._load_det_model()
+        img = LoadImage()(str(IMAGES / name))
+        raw_boxes, raw_scores = det.postprocess_op(det.session(det.get_preprocess()(img)), img.shape[:2])
+        scores = []
+        for b in boxes:
+            j = next(i for i, r in enumerate(raw_boxes) if np.array_equal(np.asarray(r, np.float32), np.asarray(b, np.float32)))
+            scores.append(float(raw_scores[j]))
         found = [{"score": s, "polygon": b} for b, s in zip(boxes, scores)]
         print(f"text {name}: {len(found)} boxes")
         out[name] = {"text": found}

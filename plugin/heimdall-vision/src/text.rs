@@ -275,39 +275,69 @@ fn regions(mask: &[bool], w: usize, h: usize, max: usize) -> Vec<Vec<Vec2>> {
 }
 
 /// The mean of `prob` over the pixels inside the quadrilateral `quad` (RapidOCR's
-/// `box_score_fast`: the quad's corners truncated to integers, filled, over its bounding box
-/// clipped to the map).
+/// `box_score_fast`: the quad's corners truncated to integers and drawn with OpenCV's
+/// `fillPoly` — the rows' spans between the edges, rounded, plus the 8-connected outline — over
+/// its bounding box clipped to the map).
 fn box_score(prob: &[f32], w: usize, h: usize, quad: &[Vec2; 4]) -> f32 {
-    let q = quad.map(|p| Vec2::new(p.x.trunc(), p.y.trunc()));
-    let clampi = |v: f32, max: usize| (v as i64).clamp(0, max as i64 - 1) as usize;
+    let q = quad.map(|p| (p.x.trunc() as i64, p.y.trunc() as i64));
+    let clampi = |v: f32, max: usize| (v as i64).clamp(0, max as i64 - 1);
     let xmin = clampi(quad.iter().map(|p| p.x).fold(f32::MAX, f32::min).floor(), w);
     let xmax = clampi(quad.iter().map(|p| p.x).fold(f32::MIN, f32::max).ceil(), w);
     let ymin = clampi(quad.iter().map(|p| p.y).fold(f32::MAX, f32::min).floor(), h);
     let ymax = clampi(quad.iter().map(|p| p.y).fold(f32::MIN, f32::max).ceil(), h);
-    let (mut sum, mut n) = (0.0f64, 0usize);
+    // Per row of the bounding box: the covered interval (a convex quad covers one per row).
+    let mut rows = vec![(i64::MAX, i64::MIN); (ymax - ymin + 1) as usize];
+    let mut cover = |x: i64, y: i64| {
+        if (ymin..=ymax).contains(&y) {
+            let r = &mut rows[(y - ymin) as usize];
+            *r = (r.0.min(x), r.1.max(x));
+        }
+    };
+    // Fill: each row crossing two edges, from round(left) to round(right).
     for y in ymin..=ymax {
-        // The span of the (convex) quad on this row.
-        let yf = y as f32;
-        let (mut lo, mut hi) = (f32::MAX, f32::MIN);
+        let (mut lo, mut hi) = (f64::MAX, f64::MIN);
         for i in 0..4 {
             let (a, b) = (q[i], q[(i + 1) % 4]);
-            if (a.y <= yf && yf <= b.y) || (b.y <= yf && yf <= a.y) {
-                let x = if a.y == b.y {
-                    lo = lo.min(a.x.min(b.x));
-                    a.x.max(b.x)
-                } else {
-                    a.x + (b.x - a.x) * (yf - a.y) / (b.y - a.y)
-                };
-                lo = lo.min(x);
-                hi = hi.max(x);
+            let (top, bottom) = if a.1 <= b.1 { (a, b) } else { (b, a) };
+            if top.1 == bottom.1 || y < top.1 || y >= bottom.1 {
+                continue;
+            }
+            let x = top.0 as f64
+                + (bottom.0 - top.0) as f64 * (y - top.1) as f64 / (bottom.1 - top.1) as f64;
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+        if lo <= hi {
+            cover((lo + 0.5).floor() as i64, y);
+            cover((hi + 0.5).floor() as i64, y);
+        }
+    }
+    // Outline: Bresenham lines between the corners.
+    for i in 0..4 {
+        let ((mut x0, mut y0), (x1, y1)) = (q[i], q[(i + 1) % 4]);
+        let (dx, dy) = ((x1 - x0).abs(), -(y1 - y0).abs());
+        let (sx, sy) = ((x1 - x0).signum(), (y1 - y0).signum());
+        let mut err = dx + dy;
+        loop {
+            cover(x0, y0);
+            if x0 == x1 && y0 == y1 {
+                break;
+            }
+            let e2 = 2 * err;
+            if e2 >= dy {
+                err += dy;
+                x0 += sx;
+            }
+            if e2 <= dx {
+                err += dx;
+                y0 += sy;
             }
         }
-        if lo > hi {
-            continue;
-        }
-        let x0 = (lo.round() as i64).max(xmin as i64);
-        let x1 = (hi.round() as i64).min(xmax as i64);
-        for x in x0..=x1 {
+    }
+    let (mut sum, mut n) = (0.0f64, 0usize);
+    for (r, &(lo, hi)) in rows.iter().enumerate() {
+        let y = ymin as usize + r;
+        for x in lo.max(xmin)..=hi.min(xmax) {
             sum += f64::from(prob[y * w + x as usize]);
             n += 1;
         }
