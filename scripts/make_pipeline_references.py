@@ -133,9 +133,41 @@ def ssd_anchors(size, strides, min_scale, max_scale, ratios, reduce_lowest, inte
     return np.array(anchors, np.float32)
 
 
+def decode_oidv4(boxes, best, cls, anchors, labels, min_score, w, h):
+    """TensorsToDetections (yxhw, scales 10/10/5/5, exp sizes) then the DEFAULT NMS."""
+    dets = []
+    for i in np.nonzero(best >= min_score)[0]:
+        ax, ay, aw, ah = anchors[i]
+        yc = boxes[i, 0] / 10.0 * ah + ay
+        xc = boxes[i, 1] / 10.0 * aw + ax
+        bh = math.exp(boxes[i, 2] / 5.0) * ah
+        bw = math.exp(boxes[i, 3] / 5.0) * aw
+        dets.append((float(best[i]), int(cls[i]), xc - bw / 2, yc - bh / 2, xc + bw / 2, yc + bh / 2))
+    # NonMaxSuppressionCalculator, DEFAULT algorithm: IoU > 0.5 suppressed, at most 100.
+    dets.sort(key=lambda d: -d[0])
+
+    def iou(a, b):
+        iw = max(0.0, min(a[4], b[4]) - max(a[2], b[2]))
+        ih = max(0.0, min(a[5], b[5]) - max(a[3], b[3]))
+        inter = iw * ih
+        union = (a[4] - a[2]) * (a[5] - a[3]) + (b[4] - b[2]) * (b[5] - b[3]) - inter
+        return inter / union if union > 0 else 0.0
+
+    kept = []
+    for d in dets:
+        if all(iou(k, d) <= 0.5 for k in kept):
+            kept.append(d)
+        if len(kept) >= 100:
+            break
+    return [{"label": labels[c], "score": s, "box": [x0 * w, y0 * h, x1 * w, y1 * h]}
+            for s, c, x0, y0, x1, y1 in kept]
+
+
 def objects() -> dict:
     """The OIDv4 SSD as ObjectDetectionOidV4Subgraph runs it (options from
-    mediapipe/modules/objectron/object_detection_oid_v4_cpu.pbtxt, v0.10.21)."""
+    mediapipe/modules/objectron/object_detection_oid_v4_cpu.pbtxt, v0.10.21); also with the
+    score threshold lowered to 0.2 (`heimdall detect --min-score 0.2`), a denser check of the
+    same decoding."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     import subprocess
@@ -161,32 +193,12 @@ def objects() -> dict:
         scores[:, 0] = -np.inf  # ignore_classes: 0
         cls = scores.argmax(1)
         best = scores[np.arange(1917), cls]
-        dets = []
-        for i in np.nonzero(best >= 0.5)[0]:
-            ax, ay, aw, ah = anchors[i]
-            yc = boxes[i, 0] / 10.0 * ah + ay
-            xc = boxes[i, 1] / 10.0 * aw + ax
-            bh = math.exp(boxes[i, 2] / 5.0) * ah
-            bw = math.exp(boxes[i, 3] / 5.0) * aw
-            dets.append((float(best[i]), int(cls[i]), xc - bw / 2, yc - bh / 2, xc + bw / 2, yc + bh / 2))
-        # NonMaxSuppressionCalculator, DEFAULT algorithm: IoU > 0.5 suppressed, at most 100.
-        dets.sort(key=lambda d: -d[0])
-        kept = []
-        for d in dets:
-            def iou(a, b):
-                iw = max(0.0, min(a[4], b[4]) - max(a[2], b[2]))
-                ih = max(0.0, min(a[5], b[5]) - max(a[3], b[3]))
-                inter = iw * ih
-                union = (a[4] - a[2]) * (a[5] - a[3]) + (b[4] - b[2]) * (b[5] - b[3]) - inter
-                return inter / union if union > 0 else 0.0
-            if all(iou(k, d) <= 0.5 for k in kept):
-                kept.append(d)
-            if len(kept) >= 100:
-                break
-        found = [{"label": labels[c], "score": s, "box": [x0 * w, y0 * h, x1 * w, y1 * h]}
-                 for s, c, x0, y0, x1, y1 in kept]
-        print(f"objects {name_}: {[(f['label'], round(f['score'], 3)) for f in found]}")
-        out[name_] = {"objects": found}
+        per_threshold = {}
+        for key, thresh in [("objects", 0.5), ("objects_min_score_0.2", 0.2)]:
+            found = decode_oidv4(boxes, best, cls, anchors, labels, thresh, w, h)
+            print(f"{key} {name_}: {[(f['label'], round(f['score'], 3)) for f in found]}")
+            per_threshold[key] = found
+        out[name_] = per_threshold
     return {
         "source": "SSD MobileNetV2 OIDv4 (npm @mediapipe/objectron 0.4.1675468480) through ai-edge-litert 2.3.0 "
                   "builtin kernels, MediaPipe's ObjectDetectionOidV4Subgraph pre-processing and decoding",

@@ -67,6 +67,9 @@ pub struct DetectArgs {
     /// Use this model file instead of the pipeline's (the detector for faces, hands, objects).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// Keep objects scoring at least this (default: the upstream graph's 0.5).
+    #[arg(long)]
+    min_score: Option<f32>,
 }
 
 const GREEN: [u8; 4] = [0, 255, 0, 255];
@@ -279,7 +282,11 @@ fn objects(
             .map_err(anyhow::Error::msg)?,
     };
     let mut model = runner.load(&path, Normalization::MINUS_ONE_TO_ONE, Vec::new(), 2)?;
-    let detector = ObjectDetector::oidv4();
+    let mut detector = ObjectDetector::oidv4();
+    if let Some(s) = args.min_score {
+        anyhow::ensure!((0.0..=1.0).contains(&s), "--min-score {s} is not in [0, 1]");
+        detector = detector.with_min_score(s);
+    }
     let crop = detector.crop(frame.image.width, frame.image.height);
     let out = model.run(runner, frame, &crop.sample)?;
     let size = frame.image.size();

@@ -3,7 +3,8 @@
 //! in `scripts/make_pipeline_references.py`; `assets/references/objects.json`) on CPU, GPU f32
 //! and GPU f16: matching by IoU ≥ 0.5 with the same label, precision and recall ≥ 0.9 over the
 //! reference detections scoring ≥ 0.5, over all images; the negative image (a brick wall) gives
-//! nothing.
+//! nothing. The same with the score threshold lowered to 0.2 (`--min-score 0.2`, reference
+//! scores ≥ 0.2): a denser check of the same decoding.
 
 mod common;
 
@@ -11,16 +12,28 @@ use common::{BACKENDS, box_iou, detect, floats, reference};
 
 #[test]
 fn objects_match_mediapipe() {
+    compare("objects", 0.5, &[]);
+}
+
+#[test]
+fn objects_match_mediapipe_at_min_score_0_2() {
+    compare("objects_min_score_0.2", 0.2, &["--min-score", "0.2"]);
+}
+
+fn compare(key: &str, min_score: f64, extra: &[&str]) {
     let refs = reference("objects");
     let images = refs["images"].as_object().expect("images");
-    for (backend, flags) in BACKENDS {
+    for (backend, backend_flags) in BACKENDS {
+        let mut flags = backend_flags.to_vec();
+        flags.extend_from_slice(extra);
+        let flags = flags.as_slice();
         let (mut matched, mut ours_total, mut refs_total) = (0usize, 0usize, 0usize);
         for (image, want) in images {
-            let want: Vec<_> = want["objects"]
+            let want: Vec<_> = want[key]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|o| o["score"].as_f64().unwrap() >= 0.5)
+                .filter(|o| o["score"].as_f64().unwrap() >= min_score)
                 .collect();
             let got = detect("objects", image, flags);
             let got = got["objects"].as_array().expect("objects").clone();
@@ -63,7 +76,7 @@ fn objects_match_mediapipe() {
         let precision = matched as f32 / ours_total.max(1) as f32;
         let recall = matched as f32 / refs_total.max(1) as f32;
         println!(
-            "{backend}: {matched} matched, {ours_total} ours, {refs_total} reference: P {precision:.3}, R {recall:.3}"
+            "{key} {backend}: {matched} matched, {ours_total} ours, {refs_total} reference: P {precision:.3}, R {recall:.3}"
         );
         assert!(refs_total > 0);
         assert!(

@@ -119,6 +119,12 @@ impl ObjectDetector {
         }
     }
 
+    /// The same detector keeping objects scoring at least `min_score` (MediaPipe's graph: 0.5).
+    pub fn with_min_score(mut self, min_score: f32) -> ObjectDetector {
+        self.decoder = self.decoder.with_min_score(min_score);
+        self
+    }
+
     /// The decoder.
     pub fn decoder(&self) -> &SsdDecoder {
         &self.decoder

@@ -115,6 +115,12 @@ impl SsdDecoder {
         SsdDecoder { anchors, options }
     }
 
+    /// The same decoder keeping detections scoring at least `min_score_thresh`.
+    pub fn with_min_score(mut self, min_score_thresh: f32) -> SsdDecoder {
+        self.options.min_score_thresh = min_score_thresh;
+        self
+    }
+
     /// The anchors.
     pub fn anchors(&self) -> &[Anchor] {
         &self.anchors
