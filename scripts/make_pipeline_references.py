@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "assets" / "images"
 OUT = ROOT / "assets" / "references"
 
-HAND_IMAGES = ["hand_src.jpg", "hand_dst.jpg", "home.jpg"]
+HAND_IMAGES = ["hand_src.jpg", "hand_dst.jpg", "two_hands.jpg", "home.jpg"]
 OBJECT_IMAGES = ["coffee.jpg", "chelsea.jpg", "astronaut.png", "brick.jpg"]
 TEXT_IMAGES = ["page.png", "text_scene.jpg", "text_lines.png", "brick.jpg"]
 

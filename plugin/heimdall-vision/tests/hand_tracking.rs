@@ -4,7 +4,8 @@
 //! with one hand wanted, palm detection runs on the first frame only and the hand is tracked
 //! from its landmarks after that; with two wanted and one visible, palm detection runs on every
 //! frame. Tracked landmarks stay within 4 % of the hand box diagonal of a fresh detection on the
-//! same frame (static image mode).
+//! same frame (static image mode). With two hands in view (`two_hands.jpg`) and two wanted, palm
+//! detection runs once and both hands stay tracked.
 
 use std::path::{Path, PathBuf};
 
@@ -171,4 +172,35 @@ fn lost_hand_triggers_palm_detection_again() {
         counts,
         vec![(1, 1), (1, 1), (0, 1), (0, 2), (0, 3), (1, 4), (1, 4)]
     );
+}
+
+#[test]
+fn two_hands_are_tracked_after_one_palm_run() {
+    // Two hands in view, two wanted: palm detection on the first frame only, both hands tracked
+    // through 8 frames of a slow pan (the photo shifted 2 px per frame, edges replicated).
+    let photo = RgbaImage::load(root().join("assets/images/two_hands.jpg")).expect("photo");
+    let (w, h) = (photo.width, photo.height);
+    let mut models = Models {
+        palm: model("palm_detection_lite"),
+        landmark: model("hand_landmark_lite"),
+    };
+    let mut tracker = HandTracker::new(HandTrackerOptions::default());
+    let mut labels = Vec::new();
+    for i in 0..8 {
+        let dx = 2.0 * i as f32 / w as f32;
+        let shift = CropTransform::rect(dx, 0.0, 1.0 + dx, 1.0);
+        let frame = warp(&photo, &shift, w, h).expect("frame");
+        let hands = models.process(&mut tracker, &frame).unwrap();
+        assert_eq!(hands.len(), 2, "frame {i}");
+        let mut l: Vec<&str> = hands.iter().map(|x| x.handedness.as_str()).collect();
+        l.sort();
+        labels.push(l);
+    }
+    println!(
+        "8 frames, 2 hands each, palm runs {}; labels {:?}",
+        tracker.palm_runs(),
+        labels[0]
+    );
+    assert_eq!(tracker.palm_runs(), 1);
+    assert!(labels.iter().all(|l| l == &["Left", "Right"]));
 }
