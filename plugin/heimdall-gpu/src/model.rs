@@ -21,7 +21,8 @@ use crate::readback::{IoTensor, Readback};
 use crate::resources::{self, EncodedDispatch, Resources, open_pipeline_cache, write_atomically};
 use crate::storage::{op_precisions, tensor_precisions};
 
-/// Where the preprocessing writes: the input's slot buffer, geometry and precision.
+/// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
+/// reads): its buffer, geometry and precision.
 pub(crate) struct InputTarget {
     pub buffer: wgpu::Buffer,
     pub bytes: u64,
@@ -259,6 +260,24 @@ impl GpuModel {
             bytes: input.bytes(),
             geom: input.geom,
             precision: input.precision,
+        })
+    }
+
+    /// Output `index`'s slot, for kernels that read it in place (`tensor_to_rgba`).
+    pub(crate) fn output_target(&self, index: usize) -> Result<InputTarget, GpuError> {
+        let output = self
+            .outputs
+            .get(index)
+            .ok_or(GpuError::Unsupported(format!(
+                "the model has {} outputs, not {}",
+                self.outputs.len(),
+                index + 1
+            )))?;
+        Ok(InputTarget {
+            buffer: self.slots[output.slot].clone(),
+            bytes: output.bytes(),
+            geom: output.geom,
+            precision: output.precision,
         })
     }
 
