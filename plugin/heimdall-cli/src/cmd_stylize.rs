@@ -1,6 +1,7 @@
 //! `heimdall stylize IMAGE --style SPEC --out PNG`: `multistyle26` on a crop of an image (a
 //! camera crop: centred square by default), with one style or a blend, written as a PNG at the
-//! model's resolution.
+//! model's resolution. On the GPU backend the PNG's pixels are read from the RGBA texture the
+//! GPU kernel (`heimdall_gpu::tensor_to_rgba`) writes.
 
 use std::path::PathBuf;
 
@@ -101,7 +102,12 @@ pub fn run(args: &StylizeArgs) -> anyhow::Result<()> {
     let mut frame = Frame::new(image);
     let out = model.run_with(&runner, &mut frame, &crop, &[weights.as_slice()])?;
     let hwc = out.first().context("the model has no output")?;
-    let rgba = stylized_to_rgba(hwc, mw, mh)?;
+    // On the GPU the pixels come from the output texture the GPU kernel writes (what a material
+    // samples); on the CPU from the host conversion. Both are the same bytes.
+    let rgba = match model.gpu_model() {
+        Some(gpu) => crate::gpu_texture::output_as_rgba(gpu, 0)?,
+        None => stylized_to_rgba(hwc, mw, mh)?,
+    };
     rgba.save_png(&args.out)
         .with_context(|| format!("writing {}", args.out.display()))?;
     if let Some(npy) = &args.out_tensor {

@@ -185,6 +185,14 @@ impl VisionRunner {
 }
 
 impl VisionModel {
+    /// The compiled GPU model, when running on the GPU.
+    pub fn gpu_model(&self) -> Option<&GpuModel> {
+        match &self.engine {
+            Engine::Gpu(g) => Some(&g.model),
+            Engine::Cpu(_) => None,
+        }
+    }
+
     /// The input's `[H, W, C]`.
     pub fn input_shape(&self) -> [usize; 3] {
         self.input

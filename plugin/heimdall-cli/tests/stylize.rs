@@ -2,7 +2,8 @@
 //! (`assets/references/style.json` and `style_<case>.npy`, `scripts/make_pipeline_references.py`)
 //! on crops taken pixel for pixel, one style and a blend, on CPU, GPU f32 and GPU f16: the raw
 //! output's rel-L2 within the bounds of the model tests (1e-4 in f32; 1e-2 in f16); the PNG's
-//! pixels are exactly `clip(x, 0, 1) · 255 + 0.5` of the tensor; bad specs are errors.
+//! pixels (on the GPU: read from the texture the GPU kernel writes) are exactly
+//! `clip(x, 0, 1) · 255 + 0.5` of the tensor; bad specs are errors.
 
 mod common;
 
