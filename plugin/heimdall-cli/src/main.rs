@@ -1,18 +1,23 @@
-//! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate).
+//! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate,
+//! detect, stylize).
 
 mod backend;
 mod cmd_bench;
+mod cmd_detect;
 mod cmd_inspect;
 mod cmd_partition;
 mod cmd_run;
 mod cmd_simulate;
+mod cmd_stylize;
 mod gpu_backend;
+mod gpu_texture;
 mod input_shape;
 mod timing;
+mod vision_runner;
 
 pub(crate) use backend::Backend;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Run several neural networks beside an AR renderer: inspect, run and benchmark models, and
 /// simulate the frame-budget coordinator.
@@ -35,6 +40,10 @@ enum Command {
     Partition(cmd_partition::PartitionArgs),
     /// Run the coordinator on a virtual clock over a scenario file.
     Simulate(cmd_simulate::SimulateArgs),
+    /// Run a vision pipeline (faces, hands, objects, text) on an image.
+    Detect(cmd_detect::DetectArgs),
+    /// Stylise an image with one of multistyle26's 26 styles or a blend.
+    Stylize(cmd_stylize::StylizeArgs),
 }
 
 fn main() {
@@ -52,6 +61,8 @@ fn main() {
         Command::Bench(a) => cmd_bench::run(a),
         Command::Partition(a) => cmd_partition::run(a),
         Command::Simulate(a) => cmd_simulate::run(a),
+        Command::Detect(a) => cmd_detect::run(a),
+        Command::Stylize(a) => cmd_stylize::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

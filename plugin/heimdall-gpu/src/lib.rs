@@ -22,7 +22,7 @@
 //! [`options`], [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU per step), the
 //! storage precisions, slot aliases and wgpu resources of a compiled model, [`model`] (compile
 //! and encode), the readback of outputs, [`profile`], [`preprocess`] (camera texture to model
-//! input) and [`probe`] (measured FMA and bandwidth ceilings).
+//! input), [`tensor_to_rgba`] (model output to an RGBA texture) and [`probe`] (measured FMA and bandwidth ceilings).
 #![warn(missing_docs)]
 
 mod aliases;
@@ -49,6 +49,7 @@ mod resources;
 mod shader_tests;
 pub mod sources;
 mod storage;
+pub mod tensor_to_rgba;
 pub mod wgsl;
 
 pub use context::{GpuContext, GpuFamily, Tuning};

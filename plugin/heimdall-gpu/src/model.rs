@@ -21,7 +21,8 @@ use crate::readback::{IoTensor, Readback};
 use crate::resources::{self, EncodedDispatch, Resources, open_pipeline_cache, write_atomically};
 use crate::storage::{op_precisions, tensor_precisions};
 
-/// Where the preprocessing writes: the input's slot buffer, geometry and precision.
+/// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
+/// reads): its buffer, geometry and precision.
 pub(crate) struct InputTarget {
     pub buffer: wgpu::Buffer,
     pub bytes: u64,
@@ -262,6 +263,24 @@ impl GpuModel {
         })
     }
 
+    /// Output `index`'s slot, for kernels that read it in place (`tensor_to_rgba`).
+    pub(crate) fn output_target(&self, index: usize) -> Result<InputTarget, GpuError> {
+        let output = self
+            .outputs
+            .get(index)
+            .ok_or(GpuError::Unsupported(format!(
+                "the model has {} outputs, not {}",
+                self.outputs.len(),
+                index + 1
+            )))?;
+        Ok(InputTarget {
+            buffer: self.slots[output.slot].clone(),
+            bytes: output.bytes(),
+            geom: output.geom,
+            precision: output.precision,
+        })
+    }
+
     /// The context the model was compiled for.
     pub fn context(&self) -> &GpuContext {
         &self.ctx
@@ -496,6 +515,12 @@ impl GpuModel {
         for (i, x) in inputs.iter().enumerate() {
             self.set_input(i, x)?;
         }
+        self.run_ranges_preset(ranges)
+    }
+
+    /// Like [`GpuModel::run_ranges`] on the inputs already in place (set by
+    /// [`GpuModel::set_input`] or written by a preprocessing kernel submitted before).
+    pub fn run_ranges_preset(&self, ranges: &[Range<usize>]) -> Result<Vec<Vec<f32>>, GpuError> {
         for r in ranges {
             if r.start > r.end || r.end > self.steps.len() {
                 return Err(GpuError::Range {

@@ -8,13 +8,14 @@ use crate::precision::Precision;
 use crate::sources::KERNELS;
 use crate::wgsl::{KernelSource, validate};
 
-/// The catalogue and the preprocessing's variants.
+/// The catalogue, the preprocessing's and the RGBA conversion's variants.
 fn every_variant() -> Vec<KernelSource> {
     let mut all = catalogue();
     for p in Precision::ALL {
         for srgb in [false, true] {
             all.push(crate::preprocess::source(p, srgb));
         }
+        all.push(crate::tensor_to_rgba::source(p));
     }
     all
 }

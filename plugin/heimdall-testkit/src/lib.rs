@@ -1,6 +1,7 @@
 //! Test support of the heimdall workspace, for tests, benchmarks and examples; no library
 //! crate depends on it (it is a dev-dependency only, and depends on no engine crate, so every
-//! engine crate's tests can use it without a dependency cycle).
+//! engine crate's tests can use it without a dependency cycle). The one other user is the
+//! `heimdall` CLI, a checkout tool, which finds its default models here.
 //!
 //! - [`goldens`]: the golden suite, written once and run per runtime (CPU, GPU f32, GPU f16,
 //!   GPU packed f16) with an explicit list of known exceptions; [`golden_suite!`] expands it.
@@ -27,7 +28,8 @@ pub mod warp;
 
 pub use clip::{CameraPose, Clip, ClipError};
 pub use fetch::{
-    FetchError, ModelCache, model_path, model_present, onnx_model_path, onnx_node_tests_dir,
+    FetchError, ModelCache, model_path, model_present, npm_model_path, onnx_model_path,
+    onnx_node_tests_dir,
 };
 pub use metrics::{rel_l2, rel_l2_floored, rel_l2_scaled};
 pub use paths::{MEDIAPIPE_MODELS, ONNX_MODELS, assets_dir, goldens_dir, workspace_root};

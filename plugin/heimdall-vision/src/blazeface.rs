@@ -10,12 +10,11 @@
 //! `y_center = r[1] / 128 · a.h + a.y_center`, `w = r[2] / 128 · a.w`, `h = r[3] / 128 · a.h`;
 //! keypoint `k`: `(r[4 + 2k] / 128 · a.w + a.x_center, r[5 + 2k] / 128 · a.h + a.y_center)`.
 
-use glam::Vec2;
-
-use crate::Rect;
 use crate::anchors::{Anchor, SsdAnchorsOptions, generate_anchors};
-use crate::error::{DecodeError, check_len};
-use crate::image::CropTransform;
+use crate::error::DecodeError;
+use crate::ssd::{Nms, SsdDecoder, SsdOptions};
+
+pub use crate::ssd::{Detection, weighted_nms};
 
 /// Number of keypoints of a face detection: right eye, left eye, nose tip, mouth centre, right
 /// ear tragion, left ear tragion ("right" = the subject's right, on the image's left for a
@@ -30,32 +29,6 @@ pub const KEYPOINT_LEFT_EYE: usize = 1;
 pub const KEYPOINT_NOSE_TIP: usize = 2;
 /// Index of the mouth-centre keypoint.
 pub const KEYPOINT_MOUTH: usize = 3;
-
-/// One detected face.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Detection {
-    /// Confidence in `[0, 1]` (after the sigmoid).
-    pub score: f32,
-    /// Box, normalised (`x, y` = xmin, ymin; `w, h`) in the frame it was decoded in: the model
-    /// input's uv straight from the decoder, the source's after [`Detection::transformed`].
-    pub bbox: Rect,
-    /// Keypoints in the same frame as `bbox` (see [`FACE_KEYPOINTS`] for the order).
-    pub keypoints: [Vec2; FACE_KEYPOINTS],
-}
-
-impl Detection {
-    /// The detection mapped through `transform` (model input uv → source uv): keypoints mapped,
-    /// the box replaced by the bounding box of its mapped corners (exact for the letterbox and
-    /// identity transforms, which do not rotate).
-    pub fn transformed(&self, transform: &CropTransform) -> Detection {
-        let corners = self.bbox.corners().map(|c| transform.apply(c));
-        Detection {
-            score: self.score,
-            bbox: Rect::bounding(corners).unwrap_or_default(),
-            keypoints: self.keypoints.map(|k| transform.apply(k)),
-        }
-    }
-}
 
 /// Decoder options (see the module docs for MediaPipe's values, the [`Default`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -93,10 +66,37 @@ impl Default for BlazeFaceOptions {
 /// Values per box in the regressor output.
 pub const NUM_COORDS: usize = 4 + 2 * FACE_KEYPOINTS;
 
-/// Decodes `face_detection_short_range` outputs into detections.
+impl BlazeFaceOptions {
+    /// The shared SSD decoder's options for a BlazeFace model with these scales and thresholds.
+    pub fn to_ssd(&self) -> SsdOptions {
+        SsdOptions {
+            num_classes: 1,
+            num_coords: NUM_COORDS,
+            keypoint_coord_offset: 4,
+            num_keypoints: FACE_KEYPOINTS,
+            values_per_keypoint: 2,
+            reverse_output_order: true,
+            x_scale: self.x_scale,
+            y_scale: self.y_scale,
+            w_scale: self.w_scale,
+            h_scale: self.h_scale,
+            apply_exponential_on_box_size: false,
+            sigmoid_score: true,
+            score_clipping_thresh: Some(self.score_clipping_thresh),
+            min_score_thresh: self.min_score_thresh,
+            ignore_classes: Vec::new(),
+            nms: Nms::Weighted {
+                min_suppression_threshold: self.min_suppression_threshold,
+            },
+        }
+    }
+}
+
+/// Decodes `face_detection_short_range` outputs into detections (the shared [`SsdDecoder`]
+/// with BlazeFace's options).
 #[derive(Clone, Debug)]
 pub struct BlazeFaceDecoder {
-    anchors: Vec<Anchor>,
+    ssd: SsdDecoder,
     options: BlazeFaceOptions,
 }
 
@@ -117,12 +117,15 @@ impl BlazeFaceDecoder {
 
     /// A decoder with the given anchors and options.
     pub fn new(anchors: Vec<Anchor>, options: BlazeFaceOptions) -> BlazeFaceDecoder {
-        BlazeFaceDecoder { anchors, options }
+        BlazeFaceDecoder {
+            ssd: SsdDecoder::new(anchors, options.to_ssd()),
+            options,
+        }
     }
 
     /// The anchors (one per box).
     pub fn anchors(&self) -> &[Anchor] {
-        &self.anchors
+        self.ssd.anchors()
     }
 
     /// The options.
@@ -138,8 +141,7 @@ impl BlazeFaceDecoder {
         regressors: &[f32],
         scores: &[f32],
     ) -> Result<Vec<Detection>, DecodeError> {
-        let raw = self.decode_raw(regressors, scores)?;
-        Ok(weighted_nms(raw, self.options.min_suppression_threshold))
+        self.ssd.decode(regressors, scores)
     }
 
     /// Decodes without NMS: every box scoring at least `min_score_thresh` with a non-negative
@@ -149,107 +151,13 @@ impl BlazeFaceDecoder {
         regressors: &[f32],
         scores: &[f32],
     ) -> Result<Vec<Detection>, DecodeError> {
-        let n = self.anchors.len();
-        check_len("blazeface regressors", regressors, n * NUM_COORDS)?;
-        check_len("blazeface scores", scores, n)?;
-        let o = &self.options;
-        let clip = o.score_clipping_thresh;
-        let mut out = Vec::new();
-        for ((a, r), &logit) in self
-            .anchors
-            .iter()
-            .zip(regressors.chunks_exact(NUM_COORDS))
-            .zip(scores)
-        {
-            let score = 1.0 / (1.0 + (-logit.clamp(-clip, clip)).exp());
-            // Also drops NaN scores.
-            if score.is_nan() || score < o.min_score_thresh {
-                continue;
-            }
-            let xc = r[0] / o.x_scale * a.w + a.x_center;
-            let yc = r[1] / o.y_scale * a.h + a.y_center;
-            let w = r[2] / o.w_scale * a.w;
-            let h = r[3] / o.h_scale * a.h;
-            if !(w >= 0.0 && h >= 0.0) {
-                continue;
-            }
-            let mut keypoints = [Vec2::ZERO; FACE_KEYPOINTS];
-            for (k, kp) in keypoints.iter_mut().enumerate() {
-                *kp = Vec2::new(
-                    r[4 + 2 * k] / o.x_scale * a.w + a.x_center,
-                    r[5 + 2 * k] / o.y_scale * a.h + a.y_center,
-                );
-            }
-            out.push(Detection {
-                score,
-                bbox: Rect::new(xc - 0.5 * w, yc - 0.5 * h, w, h),
-                keypoints,
-            });
-        }
-        Ok(out)
+        self.ssd.decode_raw(regressors, scores)
     }
-}
-
-/// MediaPipe's weighted non-maximum suppression (`NonMaxSuppressionCalculator`, algorithm
-/// `WEIGHTED`, overlap `INTERSECTION_OVER_UNION`).
-///
-/// Repeatedly: take the best remaining detection (ties: the earlier one); every remaining
-/// detection whose IoU with it is above `min_suppression_threshold` (itself included) is a
-/// candidate; the output has the best one's score and the score-weighted mean of the candidates'
-/// box corners (xmin, ymin, xmax, ymax) and keypoints; the candidates are removed.
-pub fn weighted_nms(
-    mut detections: Vec<Detection>,
-    min_suppression_threshold: f32,
-) -> Vec<Detection> {
-    // Stable sort: ties keep anchor order.
-    detections.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let mut remaining = detections;
-    let mut out = Vec::new();
-    while let Some(best) = remaining.first().copied() {
-        let (candidates, rest): (Vec<Detection>, Vec<Detection>) = remaining
-            .into_iter()
-            .partition(|d| d.bbox.iou(&best.bbox) > min_suppression_threshold);
-        let mut merged = best;
-        let total: f32 = candidates.iter().map(|d| d.score).sum();
-        if !candidates.is_empty() && total > 0.0 {
-            let mut min = Vec2::ZERO;
-            let mut max = Vec2::ZERO;
-            let mut kps = [Vec2::ZERO; FACE_KEYPOINTS];
-            for d in &candidates {
-                min += d.bbox.min() * d.score;
-                max += d.bbox.max() * d.score;
-                for (acc, k) in kps.iter_mut().zip(d.keypoints) {
-                    *acc += k * d.score;
-                }
-            }
-            merged.bbox = Rect::from_corners(min / total, max / total);
-            merged.keypoints = kps.map(|k| k / total);
-        }
-        out.push(merged);
-        // The best one always overlaps itself unless its box is empty: drop it explicitly then.
-        remaining = if candidates.is_empty() {
-            rest.into_iter().skip(1).collect()
-        } else {
-            rest
-        };
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn empty_box_does_not_loop_forever() {
-        let d = Detection {
-            score: 0.9,
-            bbox: Rect::new(0.5, 0.5, 0.0, 0.0),
-            keypoints: [Vec2::ZERO; FACE_KEYPOINTS],
-        };
-        let out = weighted_nms(vec![d, d], 0.3);
-        assert_eq!(out.len(), 2);
-    }
 
     #[test]
     fn wrong_sizes_are_typed_errors() {

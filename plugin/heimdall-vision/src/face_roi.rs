@@ -14,16 +14,17 @@
 
 use glam::Vec2;
 
-use crate::blazeface::Detection;
 use crate::image::{RotatedRect, normalize_radians};
+use crate::ssd::Detection;
 
 /// The face_landmark input region for a face detection given in source uv (map detections from
 /// the detector's input first, see [`Detection::transformed`]), for a `src_w × src_h` image.
 pub fn face_landmark_roi(detection: &Detection, src_w: u32, src_h: u32) -> RotatedRect {
     let size = Vec2::new(src_w.max(1) as f32, src_h.max(1) as f32);
     // DetectionsToRects: box centre and size; rotation from the eyes in pixels.
-    let p0 = detection.keypoints[0] * size;
-    let p1 = detection.keypoints[1] * size;
+    // A detection without eye keypoints (not a face detector's) is not rotated.
+    let eye = |k: usize| detection.keypoints.get(k).copied().unwrap_or(Vec2::ZERO) * size;
+    let (p0, p1) = (eye(0), eye(1));
     let rotation = normalize_radians(0.0 - (-(p1.y - p0.y)).atan2(p1.x - p0.x));
     let bbox = detection.bbox;
     // RectTransformation: square_long in pixels, then scale 1.5 on both sides.
@@ -57,7 +58,8 @@ mod tests {
             score: 0.9,
             // 80x60 px box at (80, 70).
             bbox: Rect::new(80.0 / 400.0, 70.0 / 200.0, 80.0 / 400.0, 60.0 / 200.0),
-            keypoints: kp,
+            class_id: 0,
+            keypoints: kp.to_vec(),
         };
         let roi = face_landmark_roi(&det, 400, 200);
         assert!((roi.rotation - std::f32::consts::FRAC_PI_4).abs() < 1e-6);

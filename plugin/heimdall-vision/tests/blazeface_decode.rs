@@ -121,7 +121,8 @@ fn nms_keeps_boxes_below_the_overlap_threshold_apart() {
     let d = |x: f32, score: f32| Detection {
         score,
         bbox: Rect::new(x, 0.0, 0.2, 0.2),
-        keypoints: [Vec2::ZERO; 6],
+        class_id: 0,
+        keypoints: vec![Vec2::ZERO; 6],
     };
     // IoU of boxes shifted by 0.1 = 0.02 / 0.06 = 1/3 > 0.3: merged; by 0.12: 0.016 / 0.064 =
     // 0.25 < 0.3: kept apart.

@@ -96,6 +96,44 @@ impl CropTransform {
     }
 }
 
+impl CropTransform {
+    /// The transform MediaPipe's CPU `ImageToTensorCalculator` actually samples through, for
+    /// this (ideal) transform, an `out_w × out_h` tensor and a `src_w × src_h` frame: OpenCV's
+    /// `getPerspectiveTransform` maps the ROI's corners onto the tensor's corner coordinates
+    /// `(0, 0)..(out_w, out_h)` and `warpPerspective` reads output pixel `x` at the source index
+    /// coordinate that corner map gives (pixel centres at integers on both sides). In this
+    /// crate's convention (centres at `i + 0.5`) that is `ideal(uv − ½ output pixel) + ½ source
+    /// pixel`. Map results back with the ideal transform, as MediaPipe does.
+    pub fn opencv_corners(&self, src_w: u32, src_h: u32, out_w: u32, out_h: u32) -> CropTransform {
+        let half_out = Vec2::new(0.5 / out_w.max(1) as f32, 0.5 / out_h.max(1) as f32);
+        let half_src = Vec2::new(0.5 / src_w.max(1) as f32, 0.5 / src_h.max(1) as f32);
+        let shift_out = CropTransform(Affine2::from_translation(-half_out));
+        let shift_src = CropTransform(Affine2::from_translation(half_src));
+        shift_src.compose(&self.compose(&shift_out))
+    }
+}
+
+impl RotatedRect {
+    /// MediaPipe's `PadRoi` (`keep_aspect_ratio: true`): the rect grown along one side, in
+    /// pixels of a `src_w × src_h` frame, to the aspect ratio of an `out_w × out_h` tensor (the
+    /// content is then letterboxed inside it).
+    pub fn padded_to_aspect(&self, src_w: u32, src_h: u32, out_w: u32, out_h: u32) -> RotatedRect {
+        let src = Vec2::new(src_w.max(1) as f32, src_h.max(1) as f32);
+        let size_px = self.size * src;
+        let tensor_aspect = out_h.max(1) as f32 / out_w.max(1) as f32;
+        let roi_aspect = size_px.y / size_px.x;
+        let new_px = if tensor_aspect > roi_aspect {
+            Vec2::new(size_px.x, size_px.x * tensor_aspect)
+        } else {
+            Vec2::new(size_px.y / tensor_aspect, size_px.y)
+        };
+        RotatedRect {
+            size: new_px / src,
+            ..*self
+        }
+    }
+}
+
 /// A rotated rectangle in normalised source coordinates, as MediaPipe's `NormalizedRect`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RotatedRect {
@@ -257,6 +295,25 @@ mod tests {
             Vec2::new(0.3, 0.9)
         ));
         assert_eq!(CropTransform::from_rows(t.to_rows()), t);
+    }
+
+    #[test]
+    fn opencv_corner_sampling_by_hand() {
+        // A 4x4 frame resized to 2x2 (identity ROI): OpenCV maps output pixel 0 to source index
+        // coordinate 0 (the first pixel's centre), pixel 1 to 2; our convention reads uv
+        // (i + 0.5) / 4 for index i.
+        let t = CropTransform::IDENTITY.opencv_corners(4, 4, 2, 2);
+        assert!(close(t.apply(Vec2::splat(0.25)), Vec2::splat(0.5 / 4.0)));
+        assert!(close(t.apply(Vec2::splat(0.75)), Vec2::splat(2.5 / 4.0)));
+        // PadRoi: a 200x100 px ROI into a square tensor becomes 200x200 px.
+        let r = RotatedRect {
+            center: Vec2::splat(0.5),
+            size: Vec2::new(0.5, 0.25),
+            rotation: 0.3,
+        };
+        let p = r.padded_to_aspect(400, 400, 192, 192);
+        assert!(close(p.size, Vec2::new(0.5, 0.5)));
+        assert_eq!(p.rotation, 0.3);
     }
 
     #[test]

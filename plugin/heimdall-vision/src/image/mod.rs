@@ -4,6 +4,8 @@
 //!
 //! - [`crop`]: [`CropTransform`] (model input uv → frame uv), [`RotatedRect`] (MediaPipe's
 //!   `NormalizedRect`), [`Border`], and [`Crop`] (the two together).
+//! - [`draw`]: lines, boxes, polygons and dots for drawing results.
+//! - [`image_to_tensor`]: [`ImageToTensor`], MediaPipe's CPU ROI-to-tensor crop.
 //! - [`normalization`]: [`Normalization`], pixel bytes to the model's value range.
 //! - [`resample`](mod@resample): the CPU reference of the preprocessing.
 //! - [`rgba`]: [`RgbaImage`], decoding PNG and JPEG.
@@ -13,13 +15,16 @@
 //! `(i, j)` has its centre at uv `((i + 0.5) / width, (j + 0.5) / height)`.
 
 pub mod crop;
+pub mod draw;
 pub mod error;
+pub mod image_to_tensor;
 pub mod normalization;
 pub mod resample;
 pub mod rgba;
 
 pub use crop::{Border, Crop, CropTransform, RotatedRect, normalize_radians};
 pub use error::ImageError;
+pub use image_to_tensor::ImageToTensor;
 pub use normalization::Normalization;
 pub use resample::resample;
 pub use rgba::RgbaImage;
