@@ -30,7 +30,9 @@ from pathlib import Path
 
 def run_once(binary, mode, out, extra, timeout):
     """Runs the app once; returns its stats.json (or raises with the app's stderr)."""
-    cmd = [str(binary), "--headless", "--mode", mode, "--out", str(out), "--save-every", "0"]
+    name, *flags = mode.split("+")
+    cmd = [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
+    cmd += [f"--{f}" for f in flags]
     cmd += extra
     t = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -107,7 +109,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--app", default="emoji", help="example name (default emoji)")
     ap.add_argument("--bin", type=Path, help="the app's binary (default target/release/examples/APP)")
-    ap.add_argument("--modes", default="heimdall,fifo", help="comma-separated: heimdall, fifo, layers:K")
+    ap.add_argument("--modes", default="heimdall,fifo",
+                    help="comma-separated: heimdall, fifo, layers:K; '+flag' adds --flag to that mode's "
+                         "runs (heimdall+fixed-margin, heimdall+no-offload: ablations)")
     ap.add_argument("--runs", type=int, default=3, help="runs per mode, interleaved (default 3)")
     ap.add_argument("--out", type=Path, default=Path("out/compare"))
     ap.add_argument("--json", type=Path, help="write every run's summary here")
@@ -122,7 +126,7 @@ def main():
     results = []
     for run in range(1, a.runs + 1):
         for mode in modes:
-            out = a.out / f"{mode.replace(':', '')}-{run}"
+            out = a.out / f"{mode.replace(':', '').replace('+', '_')}-{run}"
             print(f"run {run} {mode} -> {out}", file=sys.stderr, flush=True)
             stats = run_once(binary, mode, out, extra, a.timeout)
             results.append({"mode": mode, "run": run, "summary": summarise(stats),

@@ -59,6 +59,10 @@ pub struct AppArgs {
     /// Show the camera frame the visible results came from, not the newest one (a small ring of
     /// camera textures), so overlays never lag the picture.
     pub synced_background: bool,
+    /// Keep the configured margin only (no margin learned from the wall clock; ablation).
+    pub fixed_margin: bool,
+    /// Never move models to CPU workers (ablation).
+    pub no_offload: bool,
 }
 
 impl Default for AppArgs {
@@ -82,6 +86,8 @@ impl Default for AppArgs {
             extra_models: 0,
             events: 0.0,
             synced_background: false,
+            fixed_margin: false,
+            no_offload: false,
         }
     }
 }
@@ -90,7 +96,8 @@ impl Default for AppArgs {
 pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
-    [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]";
+    [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
+    [--fixed-margin] [--no-offload]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -135,6 +142,8 @@ impl AppArgs {
                 "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
                 "--events" => a.events = num(&value("--events")?)?,
                 "--synced-background" => a.synced_background = true,
+                "--fixed-margin" => a.fixed_margin = true,
+                "--no-offload" => a.no_offload = true,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }

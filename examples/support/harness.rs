@@ -86,6 +86,8 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         mode: args.mode,
         policy: args.policy.clone(),
         force_cpu: args.force_cpu,
+        adaptive_margin: !args.fixed_margin,
+        offload: !args.no_offload,
         ..default()
     };
     app.add_plugins((HeimdallPlugin::new(settings), OverlayPlugin::default()))

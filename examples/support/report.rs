@@ -35,6 +35,8 @@ pub fn report(
         "force_cpu": args.force_cpu,
         "events_s": args.events,
         "synced_background": args.synced_background,
+        "fixed_margin": args.fixed_margin,
+        "no_offload": args.no_offload,
     });
     for (k, x) in &app.0 {
         v[k] = x.clone();

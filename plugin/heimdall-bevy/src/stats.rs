@@ -26,6 +26,8 @@ pub struct FrameRecord {
     pub gpu_total_ms: f64,
     /// Chunks run after the scene: (DNN instance index, ms).
     pub chunks: Vec<(u32, f64)>,
+    /// The learned pacing margin when the frame's timings came back, ms.
+    pub pacing_margin_ms: f64,
 }
 
 impl FrameRecord {
@@ -37,6 +39,7 @@ impl FrameRecord {
             scene_ms: 0.0,
             gpu_total_ms: 0.0,
             chunks: Vec::new(),
+            pacing_margin_ms: 0.0,
         }
     }
 }
@@ -254,6 +257,7 @@ impl HeimdallStats {
             "wall_on_time_rate": if wall.is_empty() { 0.0 } else { wall_on_time as f64 / wall.len() as f64 },
             "gpu_frame_ms": summary(&gpu.iter().map(|r| r.gpu_total_ms).collect::<Vec<_>>()),
             "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
+            "pacing_margin_ms": summary(&gpu.iter().map(|r| r.pacing_margin_ms).collect::<Vec<_>>()),
             "models": models,
             "instances": self.instances,
             // Per frame after the warm-up (at most 600): scene GPU time and the chunks after it.

@@ -18,6 +18,7 @@ pub(crate) mod encode;
 pub(crate) mod extract;
 pub(crate) mod finish;
 pub(crate) mod models;
+pub mod pacing;
 pub(crate) mod readback;
 pub(crate) mod schedule;
 pub mod timer;

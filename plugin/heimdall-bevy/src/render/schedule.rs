@@ -4,6 +4,7 @@
 //! for idle workers. The result is the [`FramePlan`] that `encode` records.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use bevy::prelude::*;
 use bevy::render::render_asset::RenderAssets;
@@ -17,6 +18,7 @@ use heimdall_coordinator::{
 use super::backend::InferenceBackend;
 use super::extract::{ExtractedDisplay, ExtractedTraceRequest};
 use super::models::{Job, ReadbackState, RenderDnns};
+use super::pacing::PacingMargin;
 use super::timer::{FrameMarks, FrameTimer, Mark};
 use crate::camera::ExtractedFrames;
 use crate::clock::HeimdallClock;
@@ -36,6 +38,8 @@ pub(crate) struct Scheduler {
     pub untimed: Vec<(WorkId, f64, f64)>,
     /// Chunks encoded per timed frame: frame -> (encode time ms, works with their estimates).
     pub timed: HashMap<u64, (f64, Vec<(WorkId, f64)>)>,
+    /// The margin learned from the wall clock (`Heimdall` mode with `adaptive_margin`).
+    pub pacing: PacingMargin,
 }
 
 impl Scheduler {
@@ -58,6 +62,7 @@ impl Scheduler {
             frame: 0,
             untimed: Vec::new(),
             timed: HashMap::new(),
+            pacing: PacingMargin::default(),
         }
     }
 
@@ -95,6 +100,7 @@ impl Scheduler {
             scene_ms: scene,
             gpu_total_ms: marks.total_ms(),
             chunks,
+            pacing_margin_ms: self.pacing.extra_ms,
         }));
     }
 
@@ -251,17 +257,24 @@ pub(crate) fn plan_frame(
     }
 
     // This frame's chunks follow its scene passes: the window opens after the measured render
-    // time (EMA of the timestamps) and closes at the next frame.
+    // time (EMA of the timestamps) and closes at the next frame, less the margin learned from
+    // the wall clock.
     let period = 1000.0 / hz;
     let render_ms = sched.coordinator.config().budget.render_ms;
+    let extra = if heimdall_mode && settings.adaptive_margin {
+        sched.pacing.on_frame(Instant::now(), period, render_ms)
+    } else {
+        0.0
+    };
     let window = GpuWindow {
         start_ms: now + render_ms,
-        end_ms: now + period,
+        end_ms: now + period - extra,
     };
     let decision =
         sched
             .coordinator
             .schedule(now, Event::FrameRendered, window, workers.pool.idle());
+    sched.pacing.planned(!decision.gpu.is_empty());
     *plan = FramePlan {
         now_ms: now,
         gpu: decision.gpu,
