@@ -137,9 +137,37 @@ pub struct CameraFrame {
     thumb: Vec<f32>,
     /// The textures of the latest frames, oldest first (see [`CameraSource::with_history`]).
     history: std::collections::VecDeque<(u64, Handle<Image>)>,
+    /// Per DNN reading this source: the frame its running inference started on and the frame of
+    /// its latest result. Those textures stay in the history past its length, so a synced
+    /// background finds the result's frame however slow the DNN is.
+    pins: std::collections::HashMap<Entity, [Option<u64>; 2]>,
 }
 
 impl CameraFrame {
+    /// A DNN started an inference on frame `index`.
+    pub(crate) fn pin_started(&mut self, dnn: Entity, index: u64) {
+        self.pins.entry(dnn).or_default()[0] = Some(index);
+    }
+
+    /// A DNN's result from frame `index` arrived.
+    pub(crate) fn pin_result(&mut self, dnn: Entity, index: u64) {
+        let pin = self.pins.entry(dnn).or_default();
+        if pin[0].is_some_and(|i| i <= index) {
+            pin[0] = None;
+        }
+        pin[1] = Some(index);
+    }
+
+    fn pinned(&self, index: u64) -> bool {
+        self.pins.values().flatten().any(|&i| i == Some(index))
+    }
+
+    /// Takes the oldest texture of the history that no DNN needs.
+    fn take_unpinned(&mut self) -> Option<Handle<Image>> {
+        let at = (0..self.history.len()).find(|&k| !self.pinned(self.history[k].0))?;
+        self.history.remove(at).map(|(_, h)| h)
+    }
+
     /// The texture of frame `index`, if it is still among the kept ones: a background synced
     /// with results shows the frame they were computed from (`image_of(result.frame_index)`), so
     /// overlays never lag the picture.
@@ -255,15 +283,20 @@ pub(crate) fn advance_sources(
                     frame.history.clear();
                     frame.size = size;
                 }
-                // The next texture: a new one while the ring fills, else the oldest one.
-                let handle = if frame.history.len() < source.history {
-                    images.add(new_texture(size))
+                // The next texture: a new one while the ring fills, else the oldest one; with a
+                // history, frames DNNs still need are skipped (the ring grows past its length
+                // while they are all needed, and shrinks back once they are not).
+                let handle = if source.history == 1 {
+                    frame.history.pop_front().map(|(_, h)| h)
                 } else {
-                    frame
-                        .history
-                        .pop_front()
-                        .map_or_else(|| images.add(new_texture(size)), |(_, h)| h)
-                };
+                    while frame.history.len() > source.history && frame.take_unpinned().is_some() {}
+                    if frame.history.len() < source.history {
+                        None
+                    } else {
+                        frame.take_unpinned()
+                    }
+                }
+                .unwrap_or_else(|| images.add(new_texture(size)));
                 if let Some(mut image) = images.get_mut(&handle) {
                     image.data = Some(rgba.data.clone());
                 }
@@ -288,6 +321,7 @@ pub(crate) fn advance_sources(
                 let image = images.add(image);
                 commands.entity(entity).insert(CameraFrame {
                     history: [(0, image.clone())].into(),
+                    pins: Default::default(),
                     image,
                     index: 0,
                     capture_time: now,

@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use heimdall_vision::image::Crop;
 
 use crate::asset::DnnModel;
+use crate::camera::CameraFrame;
 use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
@@ -76,6 +77,15 @@ pub(crate) enum RenderMessage {
     Backend(HeimdallBackend),
     /// A DNN instance's index (as in [`FrameRecord::chunks`]) and model name.
     Instance(u32, String),
+    /// A DNN started an inference on a frame of its source.
+    Started {
+        /// The DNN.
+        dnn: Entity,
+        /// Its camera source.
+        source: Entity,
+        /// The frame's index.
+        frame_index: u64,
+    },
 }
 
 /// The render world's and the workers' end of the channel.
@@ -125,6 +135,7 @@ pub(crate) fn receive(
     mut statuses: Query<&mut DnnStatus>,
     dnns: Query<&Dnn>,
     models: Res<Assets<DnnModel>>,
+    mut frames: Query<&mut CameraFrame>,
 ) {
     trace.requested = false;
     for m in inbox.0.try_iter() {
@@ -136,6 +147,15 @@ pub(crate) fn receive(
             RenderMessage::Instance(index, name) => {
                 stats.instances.insert(index, name);
             }
+            RenderMessage::Started {
+                dnn,
+                source,
+                frame_index,
+            } => {
+                if let Ok(mut f) = frames.get_mut(source) {
+                    f.pin_started(dnn, frame_index);
+                }
+            }
             RenderMessage::Result(r) => {
                 let capture_time = Duration::from_secs_f64(r.capture_ms.max(0.0) / 1e3);
                 let latency =
@@ -145,6 +165,9 @@ pub(crate) fn receive(
                     .and_then(|d| models.get(&d.model))
                     .map_or_else(|| format!("{}", r.dnn), |m| m.name.clone());
                 let deadline = dnn.and_then(|d| d.deadline);
+                if let Some(mut f) = dnn.and_then(|d| frames.get_mut(d.source).ok()) {
+                    f.pin_result(r.dnn, r.frame_index);
+                }
                 stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
                 let output = DnnOutput {
                     frame_index: r.frame_index,

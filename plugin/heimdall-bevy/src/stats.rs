@@ -255,6 +255,9 @@ impl HeimdallStats {
             "on_time_definition": "frames whose GPU work (scene passes + DNN chunks, timestamps) fits in the frame period",
             "timed_frames": gpu.len(),
             "wall_on_time_rate": if wall.is_empty() { 0.0 } else { wall_on_time as f64 / wall.len() as f64 },
+            // The late intervals themselves (at most 100): [frame after the warm-up, ms].
+            "late_frames": wall.iter().enumerate().filter(|(_, d)| **d > period * 1.25).take(100)
+                .map(|(i, d)| json!([i, d])).collect::<Vec<_>>(),
             "gpu_frame_ms": summary(&gpu.iter().map(|r| r.gpu_total_ms).collect::<Vec<_>>()),
             "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
             "pacing_margin_ms": summary(&gpu.iter().map(|r| r.pacing_margin_ms).collect::<Vec<_>>()),

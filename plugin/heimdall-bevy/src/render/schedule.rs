@@ -197,7 +197,7 @@ pub(crate) fn plan_frame(
     sched.coordinator.set_frame_rate(hz);
 
     // Idle DNNs take their pending request on their source's latest frame.
-    for d in dnns.map.values_mut() {
+    for (&dnn, d) in dnns.map.iter_mut() {
         let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
             continue;
         };
@@ -237,6 +237,11 @@ pub(crate) fn plan_frame(
             preprocess = Some(key);
         }
         d.pending = None;
+        outbox.send(RenderMessage::Started {
+            dnn,
+            source: d.source,
+            frame_index: frame.index,
+        });
         d.job = Some(Job {
             frame_index: frame.index,
             capture_ms: frame.capture_ms,
