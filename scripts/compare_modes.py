@@ -111,7 +111,7 @@ def main():
     ap.add_argument("--bin", type=Path, help="the app's binary (default target/release/examples/APP)")
     ap.add_argument("--modes", default="heimdall,fifo",
                     help="comma-separated: heimdall, fifo, layers:K; '+flag' adds --flag to that mode's "
-                         "runs (heimdall+fixed-margin, heimdall+no-offload: ablations)")
+                         "runs (heimdall+adaptive-margin, heimdall+no-offload: variants and ablations)")
     ap.add_argument("--runs", type=int, default=3, help="runs per mode, interleaved (default 3)")
     ap.add_argument("--out", type=Path, default=Path("out/compare"))
     ap.add_argument("--json", type=Path, help="write every run's summary here")

@@ -59,8 +59,8 @@ pub struct AppArgs {
     /// Show the camera frame the visible results came from, not the newest one (a small ring of
     /// camera textures), so overlays never lag the picture.
     pub synced_background: bool,
-    /// Keep the configured margin only (no margin learned from the wall clock; ablation).
-    pub fixed_margin: bool,
+    /// Learn a pacing margin from the wall clock (experiment; off by default).
+    pub adaptive_margin: bool,
     /// Never move models to CPU workers (ablation).
     pub no_offload: bool,
 }
@@ -86,7 +86,7 @@ impl Default for AppArgs {
             extra_models: 0,
             events: 0.0,
             synced_background: false,
-            fixed_margin: false,
+            adaptive_margin: false,
             no_offload: false,
         }
     }
@@ -97,7 +97,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--fixed-margin] [--no-offload]";
+    [--adaptive-margin] [--no-offload]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -142,7 +142,7 @@ impl AppArgs {
                 "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
                 "--events" => a.events = num(&value("--events")?)?,
                 "--synced-background" => a.synced_background = true,
-                "--fixed-margin" => a.fixed_margin = true,
+                "--adaptive-margin" => a.adaptive_margin = true,
                 "--no-offload" => a.no_offload = true,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),

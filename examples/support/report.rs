@@ -35,7 +35,7 @@ pub fn report(
         "force_cpu": args.force_cpu,
         "events_s": args.events,
         "synced_background": args.synced_background,
-        "fixed_margin": args.fixed_margin,
+        "adaptive_margin": args.adaptive_margin,
         "no_offload": args.no_offload,
     });
     for (k, x) in &app.0 {

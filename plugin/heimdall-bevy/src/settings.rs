@@ -68,7 +68,8 @@ pub struct HeimdallSettings {
     pub margin_ms: f64,
     /// Learn an extra margin from the wall clock (`Heimdall` mode): a frame later than 1.25
     /// periods while DNN chunks ran widens it, on-time frames narrow it (see
-    /// `render/pacing.rs`). Off, the margin is `margin_ms` alone.
+    /// `render/pacing.rs`). Off by default: on an H100 it has not yet paced better than the
+    /// fixed `margin_ms` (docs/emoji.md).
     pub adaptive_margin: bool,
     /// Relaxation of the last chunk, ms (Heimdall sec. 5.3).
     pub relaxation_ms: f64,
@@ -91,7 +92,7 @@ impl Default for HeimdallSettings {
             policy: "max_total_utility".into(),
             cpu_workers: 2,
             margin_ms: 1.0,
-            adaptive_margin: true,
+            adaptive_margin: false,
             relaxation_ms: 0.5,
             precision: Precision::F16,
             force_cpu: false,
