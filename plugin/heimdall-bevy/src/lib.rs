@@ -80,7 +80,9 @@ pub mod prelude {
     pub use crate::clock::HeimdallClock;
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
     pub use crate::decoders::{
-        FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult, PersonMask, PersonMaskDecoder,
+        DetectedObjects, FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult,
+        ObjectDecoder, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage, TextDecoder,
+        TextRegions, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
         Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
