@@ -81,8 +81,9 @@ pub mod prelude {
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
     pub use crate::decoders::{
         DetectedObjects, FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult,
-        ObjectDecoder, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage, TextDecoder,
-        TextRegions, style_transfer_model, text_detection_model,
+        HandLandmarkDecoder, HandTracking, HandTrackingPlugin, ObjectDecoder, PalmDecoder,
+        PalmDetections, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage, TextDecoder,
+        TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
         Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
