@@ -14,6 +14,8 @@ use heimdall_vision::RgbaImage;
 
 use crate::common;
 
+pub mod hands;
+
 /// A camera showing one still image (the same pixels every frame) until the test swaps it.
 #[derive(Clone)]
 pub struct ImageCamera(Arc<Mutex<RgbaImage>>);
