@@ -249,7 +249,9 @@ fn track_hands(
                     }
                 }
                 Ok((Some(_), None)) => {}
-                _ => free = true,
+                Ok((None, _)) => free = true,
+                // Despawned: no hand to find for it.
+                Err(_) => {}
             }
         }
         if free {

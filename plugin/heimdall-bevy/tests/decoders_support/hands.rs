@@ -61,14 +61,15 @@ pub fn hands_since(app: &App, detector: Entity, from: u64) -> Vec<TrackedHand> {
         .collect()
 }
 
-/// How many palm detections have finished so far.
-pub fn palm_runs(app: &App, detector: Entity) -> usize {
+/// The camera frames the palm detections so far ran on, in order of arrival.
+pub fn palm_frames(app: &App, detector: Entity) -> Vec<u64> {
     app.world()
         .resource::<common::Results>()
         .0
         .iter()
         .filter(|r| r.entity == detector)
-        .count()
+        .map(|r| r.output.frame_index)
+        .collect()
 }
 
 /// Updates until the palm detector has a result from frame `from` or later.
