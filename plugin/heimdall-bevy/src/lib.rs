@@ -80,7 +80,10 @@ pub mod prelude {
     pub use crate::clock::HeimdallClock;
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
     pub use crate::decoders::{
-        FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult, PersonMask, PersonMaskDecoder,
+        DetectedObjects, FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult,
+        HandLandmarkDecoder, HandTracking, HandTrackingPlugin, ObjectDecoder, PalmDecoder,
+        PalmDetections, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage, TextDecoder,
+        TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
         Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,

@@ -19,7 +19,7 @@
 use crate::Rect;
 use crate::anchors::{SsdAnchorsOptions, generate_anchors};
 use crate::error::DecodeError;
-use crate::image::{Border, ImageToTensor};
+use crate::image::{Border, CropTransform, ImageToTensor};
 use crate::ssd::{Nms, SsdDecoder, SsdOptions};
 
 /// The labelmap of the OIDv4 model (the first 184 bytes of the npm package's data file), one
@@ -155,12 +155,23 @@ impl ObjectDetector {
         scores: &[f32],
         crop: &ImageToTensor,
     ) -> Result<Vec<Object>, DecodeError> {
+        self.decode_mapped(boxes, scores, &crop.transform)
+    }
+
+    /// [`ObjectDetector::decode`] with only the map from model input uv to frame uv (e.g. the
+    /// transform of the crop a runtime sampled with).
+    pub fn decode_mapped(
+        &self,
+        boxes: &[f32],
+        scores: &[f32],
+        transform: &CropTransform,
+    ) -> Result<Vec<Object>, DecodeError> {
         Ok(self
             .decoder
             .decode(boxes, scores)?
             .into_iter()
             .map(|d| {
-                let d = d.transformed(&crop.transform);
+                let d = d.transformed(transform);
                 Object {
                     label: self.labels.get(d.class_id).cloned().unwrap_or_default(),
                     class_id: d.class_id,

@@ -48,6 +48,38 @@ impl ImageToTensor {
             roi: rect,
         }
     }
+
+    /// The inverse of [`ImageToTensor::new`]: what a tensor sampled with `sample` (an
+    /// [`ImageToTensor::sample`] crop, e.g. handed back by a runtime that only keeps the crop) of
+    /// a `frame_w × frame_h` frame into an `out_w × out_h` tensor saw: the ideal transform
+    /// (OpenCV's corner shift undone) and the padded ROI it was made from.
+    pub fn from_sample(
+        sample: &Crop,
+        (frame_w, frame_h): (u32, u32),
+        (out_w, out_h): (u32, u32),
+    ) -> ImageToTensor {
+        let half_out = Vec2::new(0.5 / out_w.max(1) as f32, 0.5 / out_h.max(1) as f32);
+        let half_src = Vec2::new(0.5 / frame_w.max(1) as f32, 0.5 / frame_h.max(1) as f32);
+        // sample = shift(+½ src) ∘ ideal ∘ shift(−½ out), so ideal = shift(−½ src) ∘ sample ∘
+        // shift(+½ out).
+        let unshift_src = CropTransform(glam::Affine2::from_translation(-half_src));
+        let unshift_out = CropTransform(glam::Affine2::from_translation(half_out));
+        let transform = unshift_src.compose(&sample.transform.compose(&unshift_out));
+        // from_rotated_rect: in pixels the linear part is rot · diag(size_px).
+        let src = Vec2::new(frame_w.max(1) as f32, frame_h.max(1) as f32);
+        let x_px = transform.0.matrix2.x_axis * src;
+        let y_px = transform.0.matrix2.y_axis * src;
+        let roi = RotatedRect {
+            center: transform.apply(Vec2::splat(0.5)),
+            size: Vec2::new(x_px.length(), y_px.length()) / src,
+            rotation: x_px.y.atan2(x_px.x),
+        };
+        ImageToTensor {
+            sample: *sample,
+            transform,
+            roi,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -62,5 +94,23 @@ mod tests {
         for uv in [Vec2::ZERO, Vec2::ONE, Vec2::new(0.3, 0.8)] {
             assert!((t.transform.apply(uv) - l.apply(uv)).abs().max_element() < 1e-5);
         }
+    }
+
+    #[test]
+    fn from_sample_inverts_new() {
+        let roi = RotatedRect {
+            center: Vec2::new(0.4, 0.6),
+            size: Vec2::new(0.3, 0.4),
+            rotation: 0.7,
+        };
+        let t = ImageToTensor::new(Some(&roi), (640, 480), (224, 224), true, Border::Clamp);
+        let back = ImageToTensor::from_sample(&t.sample, (640, 480), (224, 224));
+        assert_eq!(back.sample, t.sample);
+        for uv in [Vec2::ZERO, Vec2::ONE, Vec2::new(0.3, 0.8)] {
+            assert!((back.transform.apply(uv) - t.transform.apply(uv)).length() < 1e-5);
+        }
+        assert!((back.roi.center - t.roi.center).length() < 1e-5);
+        assert!((back.roi.size - t.roi.size).length() < 1e-5);
+        assert!((back.roi.rotation - t.roi.rotation).abs() < 1e-5);
     }
 }
