@@ -96,8 +96,20 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
             .filter(|r| r.entity == healthy)
             .count()
     };
+    // Settled: five results, and every DNN out of `Loading`/`Compiling` (the cameraless one
+    // compiles on its own, and may still be at it when the first one has delivered on a busy
+    // machine).
+    let settled = |app: &App, e: Entity| {
+        !matches!(
+            app.world().get::<DnnStatus>(e),
+            None | Some(DnnStatus::Loading) | Some(DnnStatus::Compiling)
+        )
+    };
     common::run_until(&mut app, std::time::Duration::from_secs(120), |app| {
         healthy_results(app) >= 5
+            && [healthy, not_an_image, missing_file, cameraless]
+                .iter()
+                .all(|&e| settled(app, e))
     });
     assert!(
         healthy_results(&app) >= 5,
