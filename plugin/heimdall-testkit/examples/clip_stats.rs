@@ -1,15 +1,24 @@
-//! Prints per-frame camera and ground truth of the bundled clip, and renders chosen frames to PNG.
+//! Prints per-frame camera and ground truth of a bundled clip, and renders chosen frames to PNG.
 //!
-//! `cargo run -p heimdall-testkit --example clip_stats -- [OUT_DIR FRAME...]`
+//! `cargo run --release -p heimdall-testkit --example clip_stats -- [--clip DIR] [OUT_DIR FRAME...]`
+//! (`DIR` defaults to `assets/clips/astronaut_pan`).
 
 use heimdall_testkit::Clip;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../assets/clips/astronaut_pan"
-    );
-    let clip = Clip::load(dir)?;
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = if args.first().map(String::as_str) == Some("--clip") {
+        let dir = args.get(1).ok_or("--clip needs a directory")?.clone();
+        args.drain(..2);
+        dir
+    } else {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../assets/clips/astronaut_pan"
+        )
+        .to_string()
+    };
+    let clip = Clip::load(&dir)?;
     let mut full = 0;
     let mut some = 0;
     for i in 0..clip.len() {
@@ -17,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let gt = clip.ground_truth(i);
         full += usize::from(clip.face_fully_visible(i));
         some += usize::from(gt.is_some());
-        if i % 5 == 0 || !clip.face_fully_visible(i) {
+        if i % 5 == 0 || (clip.face_box().is_some() && !clip.face_fully_visible(i)) {
             println!(
                 "{i:3} c=({:6.1},{:6.1}) z={:.2} r={:5.1} full={} gt={:?}",
                 cam.center.x,
@@ -27,10 +36,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 clip.face_fully_visible(i),
                 gt.map(|r| [r.x, r.y, r.w, r.h])
             );
+            let t = clip.truth(i);
+            for b in t
+                .boxes
+                .iter()
+                .filter(|b| b.label != "face" || b.layer.is_some())
+            {
+                println!(
+                    "      {} ({}, layer {:?}): {:?}",
+                    b.label,
+                    b.kind.as_str(),
+                    b.layer,
+                    b.rect.map(|r| [r.x, r.y, r.w, r.h])
+                );
+            }
+            for p in &t.points {
+                println!("      {} (layer {}): {:?}", p.label, p.layer, p.pos);
+            }
         }
     }
     println!(
-        "fully visible {full}/{}, with ground truth {some}",
+        "face fully visible {full}/{}, with ground truth {some}",
         clip.len()
     );
     let mut buf = clip.frame(0);
@@ -43,7 +69,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         clip.len(),
         t.elapsed() / clip.len() as u32
     );
-    let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some((out, frames)) = args.split_first() {
         for f in frames {
             let i: usize = f.parse()?;

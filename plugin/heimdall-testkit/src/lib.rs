@@ -11,7 +11,7 @@
 //!   demand (serialised across threads and processes).
 //! - [`npy`]: the goldens' tensors.
 //! - [`clip`]: the bundled camera clips (`assets/clips/`): a virtual camera moving over a still
-//!   photo, with per-frame ground truth.
+//!   photo with moving RGBA cut-outs over it, with per-frame ground truth (boxes and points).
 //! - [`synthetic`]: frames that carry their own index in the pixels (capture index in, same index
 //!   out).
 //! - [`warp`]: the fixed-point renderer the clips use.
@@ -26,7 +26,10 @@ pub mod paths;
 pub mod synthetic;
 pub mod warp;
 
-pub use clip::{CameraPose, Clip, ClipError};
+pub use clip::{
+    AnnotationKind, CameraPose, Clip, ClipError, ClipSpec, FrameTruth, LayerPose, TruthBox,
+    TruthPoint,
+};
 pub use fetch::{
     FetchError, ModelCache, model_path, model_present, npm_model_path, onnx_model_path,
     onnx_node_tests_dir,

@@ -41,6 +41,23 @@ impl PackedRgba {
         }
     }
 
+    /// Width in pixels.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Height in pixels.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// The image at half the resolution (the next mipmap level): each pixel the rounded mean of
+    /// a 2×2 block, sizes rounded up, the last row or column of an odd size repeated.
+    pub fn half(&self) -> PackedRgba {
+        let (width, height, px) = half_packed(&self.px, self.width, self.height, true);
+        PackedRgba { width, height, px }
+    }
+
     /// Renders `out`: its pixel at uv `q` is this image sampled at `transform.apply(q)` (out uv
     /// → this image's uv), bilinear in 16.16 fixed point with weights quantised to 1/256 (as
     /// OpenCV's fixed-point `INTER_LINEAR`), taps clamped to the edge, opaque black where the
@@ -118,10 +135,44 @@ impl PackedRgba {
     }
 }
 
+/// Halves a packed RGBA8 image: each output pixel the rounded per-channel mean of a 2×2 block,
+/// the size rounded up; a block's missing pixels (odd sizes) repeat the edge if `repeat_edge`,
+/// else count as 0 (transparent, for premultiplied layers).
+pub(crate) fn half_packed(px: &[u32], w: u32, h: u32, repeat_edge: bool) -> (u32, u32, Vec<u32>) {
+    let (w2, h2) = (w.div_ceil(2), h.div_ceil(2));
+    let (w, h) = (w as usize, h as usize);
+    let at = |x: usize, y: usize| -> u32 {
+        if x < w && y < h {
+            px[y * w + x]
+        } else if repeat_edge {
+            px[y.min(h - 1) * w + x.min(w - 1)]
+        } else {
+            0
+        }
+    };
+    const LANES: u32 = 0x00FF_00FF;
+    let mut out = Vec::with_capacity(w2 as usize * h2 as usize);
+    for y in 0..h2 as usize {
+        for x in 0..w2 as usize {
+            let q = [
+                at(2 * x, 2 * y),
+                at(2 * x + 1, 2 * y),
+                at(2 * x, 2 * y + 1),
+                at(2 * x + 1, 2 * y + 1),
+            ];
+            // Sums of four bytes fit 10 bits of each 16-bit lane.
+            let rb: u32 = q.iter().map(|p| p & LANES).sum::<u32>() + 0x0002_0002;
+            let ga: u32 = q.iter().map(|p| (p >> 8) & LANES).sum::<u32>() + 0x0002_0002;
+            out.push(((rb >> 2) & LANES) | (((ga >> 2) & LANES) << 8));
+        }
+    }
+    (w2, h2, out)
+}
+
 /// Blends two packed RGBA8 pixels, `a + (b − a) · t / 256` per channel (`t ≤ 256`), rounded,
 /// two channels at a time in 16-bit lanes.
 #[inline(always)]
-fn lerp_rgba(a: u32, b: u32, t: u32) -> u32 {
+pub(crate) fn lerp_rgba(a: u32, b: u32, t: u32) -> u32 {
     const LANES: u32 = 0x00FF_00FF;
     const HALF: u32 = 0x0080_0080;
     let s = 256 - t;

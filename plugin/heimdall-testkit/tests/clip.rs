@@ -93,8 +93,9 @@ fn spec(face: [f32; 4], keyframes: Vec<Keyframe>) -> ClipSpec {
         height: 80,
         fps: 30.0,
         frames: 11,
-        face_box_px: face,
+        face_box_px: Some(face),
         keyframes,
+        ..ClipSpec::default()
     }
 }
 
