@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use bevy::app::PluginsState;
 use bevy::prelude::*;
+use bevy::render::RenderPlugin;
 use bevy::render::pipelined_rendering::PipelinedRenderingPlugin;
+use bevy::render::settings::{Backends, RenderCreation, WgpuSettings};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
 use heimdall_bevy::prelude::*;
@@ -39,6 +41,10 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
                 exit_condition: ExitCondition::DontExit,
                 ..default()
             })
+            .set(RenderPlugin {
+                render_creation: render_creation(),
+                ..default()
+            })
             .disable::<WinitPlugin>()
             .disable::<PipelinedRenderingPlugin>(),
         HeimdallPlugin::new(settings),
@@ -51,6 +57,18 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
     app.finish();
     app.cleanup();
     app
+}
+
+/// The tests' render device: Vulkan, Metal or DX12 (`WGPU_BACKEND` overrides), never GL. An
+/// instance with the GL backend loads EGL, and Mesa's EGL registers exit handlers that can
+/// run while a task-pool thread still drops the last wgpu object of a replaced device: the
+/// device-loss test then crashed in `exit` after it had passed (SIGSEGV, about 1 run in 40 under
+/// load, lavapipe / Mesa 22.3).
+pub fn render_creation() -> RenderCreation {
+    RenderCreation::Automatic(Box::new(WgpuSettings {
+        backends: Some(Backends::from_env().unwrap_or(Backends::PRIMARY)),
+        ..default()
+    }))
 }
 
 /// `relu(x)` on a `[1, h, w, 3]` input: the identity on camera pixels in [0, 1].
