@@ -281,14 +281,15 @@ def layer_entry(src: str, keys: list[dict], ann: dict) -> dict:
     }
 
 
-def stage_annotations(stage: np.ndarray, person_box) -> list[dict]:
+def stage_annotations(stage: np.ndarray, person_box, text: bool) -> list[dict]:
+    """Upstream detections on the stage (labels unique: the Rust clip loader requires it)."""
     ann = []
     for d in ssd(stage, 0.5):
         x0, y0, x1, y1 = d["box"]
         ann.append({"label": d["label"].lower(), "kind": "object", "score": round(d["score"], 3),
                     "box_px": [r1(x0), r1(y0), r1(x1 - x0), r1(y1 - y0)]})
-    for t in ocr_boxes(stage):
-        ann.append({"label": "text", "kind": "text", "box_px": [r1(v) for v in t["box"]]})
+    for i, t in enumerate(ocr_boxes(stage) if text else []):
+        ann.append({"label": f"text_{i}", "kind": "text", "box_px": [r1(v) for v in t["box"]]})
     if person_box is not None:
         ann.append({"label": "person", "kind": "person", "box_px": [r1(v) for v in person_box]})
     return ann
@@ -337,7 +338,8 @@ def make_shopping(sdist: Path) -> None:
     c1 = A @ np.array([bx[0] + bx[2], bx[1] + bx[3]]) + b
     c0, c1 = np.maximum(c0, 0), np.minimum(c1, [1280, 960])
     pbox = [c0[0], c0[1], c1[0] - c0[0], c1[1] - c0[1]]
-    ann = stage_annotations(stage_u8, pbox)
+    # The room's text boxes are RapidOCR's false hits on a keyboard: not ground truth.
+    ann = stage_annotations(stage_u8, pbox, text=False)
 
     hand = hand_cutout("hand_src.jpg")
     hand.save(d / "hand_right.png", optimize=True)
@@ -393,8 +395,8 @@ def make_workspace(sdist: Path) -> None:
     stage_u8 = np.clip(stage + 0.5, 0, 255).astype(np.uint8)
     Image.fromarray(stage_u8).save(d / "stage.jpg", quality=90)
     stage_u8 = np.array(Image.open(d / "stage.jpg").convert("RGB"))
-    ann = stage_annotations(stage_u8, None)
-    ann.append({"label": "page", "kind": "page", "box_px": [r1(dst[:, 0].min()), r1(dst[:, 1].min()),
+    ann = stage_annotations(stage_u8, None, text=True)
+    ann.append({"label": "page", "kind": "object", "box_px": [r1(dst[:, 0].min()), r1(dst[:, 1].min()),
                 r1(dst[:, 0].max() - dst[:, 0].min()), r1(dst[:, 1].max() - dst[:, 1].min())],
                 "corners_px": [[r1(x), r1(y)] for x, y in dst]})
 
