@@ -2,7 +2,7 @@
 """Stage images, hand layers and clip.json for the two AR example apps' camera clips.
 
   assets/clips/shopping_room/   stage.jpg (an office room), hand_right.png, clip.json
-  assets/clips/workspace_desk/  stage.jpg (a desk top with a printed page), hand_pointer.png, clip.json
+  assets/clips/workspace_desk/  stage.jpg (a desk top with a printed page), hand_pinch.png, clip.json
 
 Inputs (all from package archives, see the clips' README.md):
   - opencv-python 4.10.0.84 sdist (PyPI), `opencv/samples/data/left13.jpg` (room) and
@@ -205,6 +205,117 @@ def paste_layer(stage: np.ndarray, layer: np.ndarray, center, scale, rot_deg) ->
     return stage * (1 - al) + warped[:, :, :3] * al
 
 
+# ---------------------------------------------------------------- pinch warp
+
+
+def _rot(v, deg: float) -> np.ndarray:
+    t = math.radians(deg)
+    return np.array([math.cos(t) * v[0] - math.sin(t) * v[1], math.sin(t) * v[0] + math.cos(t) * v[1]])
+
+
+def _chain(P: np.ndarray, idx, base_deg: float, bend_deg: float, scale: float) -> dict:
+    """Finger joints idx (first one fixed): the first bone turned by base_deg, each later joint
+    bent by a further bend_deg (y down: positive = clockwise), every bone scaled by `scale`."""
+    out, cum = {idx[0]: P[idx[0]].copy()}, 0.0
+    for k in range(1, len(idx)):
+        cum += base_deg if k == 1 else bend_deg
+        out[idx[k]] = out[idx[k - 1]] + scale * _rot(P[idx[k]] - P[idx[k - 1]], cum)
+    return out
+
+
+def _seg_dist(v: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ab = b - a
+    t = np.clip(((v - a) @ ab) / (ab @ ab), 0, 1)
+    return np.linalg.norm(v - (a + t[:, None] * ab), axis=1)
+
+
+def _mls_rigid(p: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rigid moving-least-squares deformation (Schaefer et al. 2006, weights 1/d^3) taking the
+    control points p to q, evaluated at v."""
+    w = 1.0 / np.maximum(((v[:, None, :] - p[None]) ** 2).sum(-1), 1e-8) ** 1.5
+    ws = w.sum(1, keepdims=True)
+    ps, qs = w @ p / ws, w @ q / ws
+    ph = (p[None, :, 0] - ps[:, None, 0]) + 1j * (p[None, :, 1] - ps[:, None, 1])
+    qh = (q[None, :, 0] - qs[:, None, 0]) + 1j * (q[None, :, 1] - qs[:, None, 1])
+    r = (w * np.conj(ph) * qh).sum(1)
+    r = r / np.maximum(np.abs(r), 1e-12)
+    o = ((v[:, 0] - ps[:, 0]) + 1j * (v[:, 1] - ps[:, 1])) * r
+    return np.stack([o.real, o.imag], 1) + qs
+
+
+PINCH_THUMB = (10.0, 0.0, 1.10)   # thumb from the CMC (landmark 1): turn, bend per joint, length
+PINCH_INDEX = (-26.6, -45.0, 0.91)  # index from the MCP (landmark 5)
+PINCH_PAD = 40
+
+
+def pinch_warp(rgba: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
+    """Bends the thumb and the index finger of an open hand's RGBA cut-out into a pinch.
+
+    landmarks: MediaPipe's 21 hand landmarks of the cut-out (layer px). The thumb chain
+    (landmarks 1-4) is turned by PINCH_THUMB[0] deg about the CMC towards the index and lengthened
+    by PINCH_THUMB[2]; the index chain (5-8) is turned by PINCH_INDEX[0] deg at the MCP and bent by
+    PINCH_INDEX[1] deg at the PIP and again at the DIP, shortened to PINCH_INDEX[2]: the two
+    tips end ~22 px apart (ratio ~0.10). Control points: 5 samples on every bone of the hand
+    plus both edges of the finger bones (+-9..14 px), two points past each fingertip, and 12
+    fixed background points; the moved ones follow their bone, all others stay. The image is
+    padded by PINCH_PAD px, warped backward by rigid MLS (target -> source) per pixel, bilinear on
+    premultiplied colour+alpha; pixels whose source lies on the index finger but which end up
+    far from the bent index (the fold-over behind it) are made transparent; cropped to alpha."""
+    import cv2
+    P = np.asarray(landmarks, np.float64)[:, :2] + PINCH_PAD
+    img = np.pad(rgba, ((PINCH_PAD, PINCH_PAD), (PINCH_PAD, PINCH_PAD), (0, 0)))
+    T = {i: P[i].copy() for i in range(21)}
+    T.update(_chain(P, [1, 2, 3, 4], *PINCH_THUMB))
+    T.update(_chain(P, [5, 6, 7, 8], *PINCH_INDEX))
+    bones = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 5), (5, 6), (6, 7), (7, 8), (5, 9), (9, 10), (10, 11), (11, 12),
+             (9, 13), (13, 14), (14, 15), (15, 16), (13, 17), (17, 18), (18, 19), (19, 20), (0, 17), (1, 5)]
+    halfw = {(2, 3): 14, (3, 4): 12, (5, 6): 11, (6, 7): 10, (7, 8): 9, (9, 10): 11, (10, 11): 10, (11, 12): 9}
+    src, dst = [], []
+    for a, b in bones:
+        hw = halfw.get((a, b), 0)
+        ns, nt = P[b] - P[a], T[b] - T[a]
+        ns, nt = np.array([-ns[1], ns[0]]) / np.linalg.norm(ns), np.array([-nt[1], nt[0]]) / np.linalg.norm(nt)
+        for t in np.linspace(0, 1, 5):
+            ps, pt = P[a] * (1 - t) + P[b] * t, T[a] * (1 - t) + T[b] * t
+            src.append(ps)
+            dst.append(pt)
+            for sgn in ((-1, 1) if hw else ()):
+                src.append(ps + sgn * hw * ns)
+                dst.append(pt + sgn * hw * nt)
+    for a, b in ((3, 4), (7, 8), (11, 12), (15, 16), (19, 20)):
+        for t in (0.2, 0.45):
+            src.append(P[b] + (P[b] - P[a]) * t)
+            dst.append(T[b] + (T[b] - T[a]) * t)
+    S, D = np.array(src), np.array(dst)
+    _, u = np.unique(np.round(S, 3), axis=0, return_index=True)
+    S, D = S[np.sort(u)], D[np.sort(u)]
+    bg = np.array([[x, y] for x in (340, 370, 400) for y in (20, 50, 80, 105)], np.float64) + PINCH_PAD
+    S, D = np.vstack([S, bg]), np.vstack([D, bg])
+    h, w = img.shape[:2]
+    gy, gx = np.mgrid[0:h, 0:w].astype(np.float64)
+    v = np.stack([gx.ravel() + 0.5, gy.ravel() + 0.5], 1)
+    sv = np.concatenate([_mls_rigid(D, S, v[i:i + 8192]) for i in range(0, len(v), 8192)])
+    mx = (sv[:, 0] - 0.5).reshape(h, w).astype(np.float32)
+    my = (sv[:, 1] - 0.5).reshape(h, w).astype(np.float32)
+    f = img.astype(np.float32)
+    pm = np.dstack([f[..., :3] * f[..., 3:4] / 255, f[..., 3:4]])
+    o = cv2.remap(pm, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+    def index_bones(Q):
+        return [(Q[5], Q[6]), (Q[6], Q[7]), (Q[7], Q[8]), (Q[8], Q[8] + (Q[8] - Q[7]) * 0.45)]
+    others = [bn for bn in bones if bn not in ((5, 6), (6, 7), (7, 8), (1, 5))]
+    ds_f = np.min([_seg_dist(sv, a, b) for a, b in index_bones(P)], 0)
+    ds_o = np.min([_seg_dist(sv, P[a], P[b]) for a, b in others], 0)
+    dt_f = np.min([_seg_dist(v, a, b) for a, b in index_bones(T)], 0)
+    bad = (ds_f < ds_o) & (dt_f > 1.3 * ds_f + 8)
+    o = o * cv2.GaussianBlur((~bad).reshape(h, w).astype(np.float32), (0, 0), 1.0)[..., None]
+    a = o[..., 3:4]
+    rgb = np.where(a > 1e-3, o[..., :3] * 255 / np.maximum(a, 1e-3), 0)
+    out = np.dstack([rgb, a]).round().clip(0, 255).astype(np.uint8)
+    ys, xs = np.nonzero(out[..., 3] > 2)
+    return out[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+
+
 # ---------------------------------------------------------------- camera and splines
 
 
@@ -400,9 +511,13 @@ def make_workspace(sdist: Path) -> None:
                 r1(dst[:, 0].max() - dst[:, 0].min()), r1(dst[:, 1].max() - dst[:, 1].min())],
                 "corners_px": [[r1(x), r1(y)] for x, y in dst]})
 
-    hand = hand_cutout("hand_dst.jpg")
-    hand.save(d / "hand_pointer.png", optimize=True)
+    # The hand: the open hand of hand_dst.jpg, thumb and index bent into a pinch by pinch_warp
+    # (landmarks from MediaPipe on the open cut-out), annotated again on the warped layer.
+    open_hand = hand_cutout("hand_dst.jpg")
+    hand = Image.fromarray(pinch_warp(np.array(open_hand), annotate_layer(open_hand)["pts"]), "RGBA")
+    hand.save(d / "hand_pinch.png", optimize=True)
     hann = annotate_layer(hand)
+    assert hann["pinch_ratio"] < 0.25, hann["pinch_ratio"]
     lw, lh = hand.size
     # The stroke: the index tip (landmark 8) writes along a short wavy line across the page's
     # third text line; the hand points up and to the left, as a right hand writing.
@@ -420,7 +535,7 @@ def make_workspace(sdist: Path) -> None:
             (299, 1180, 860, 0.42, 0),
         ]),
         "annotations": ann,
-        "layers": [layer_entry("hand_pointer.png", hk, hann)],
+        "layers": [layer_entry("hand_pinch.png", hk, hann)],
     }
     write_json(d / "clip.json", spec)
     print("workspace:", json.dumps(ann)[:2000], "hand", hann["handedness"], hann["box"], "pinch", hann["pinch_ratio"])
@@ -457,8 +572,10 @@ def verify(samples: Path | None, n: int = 10) -> None:
             got_obj += bool(furn)
             txt = ocr_boxes(fr) if name == "workspace_desk" else []
             got_txt += bool(txt)
+            pr = None if not hs else float(np.linalg.norm(hs[0]["pts"][4] - hs[0]["pts"][8])
+                                           / np.linalg.norm(hs[0]["pts"][0] - hs[0]["pts"][9]))
             lines.append(f"  frame {i:3d}: hand {'found' if hs else 'MISSED'}"
-                         f"{'' if err is None else f' (median landmark err {err:.1f} px)'}, expected box "
+                         f"{'' if err is None else f' (median landmark err {err:.1f} px, pinch ratio {pr:.3f})'}, expected box "
                          f"w {x1 - x0:.0f} px ({(x1 - x0) / H:.0%} of H), in view {vis:.0%}; "
                          f"objects>=0.5 {[(o['label'], round(o['score'], 2)) for o in objs]}"
                          + (f"; text boxes {len(txt)}" if name == "workspace_desk" else ""))
