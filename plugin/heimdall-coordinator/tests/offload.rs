@@ -310,3 +310,37 @@ fn ablation_variants_on_the_shopping_app() {
     assert!(offload.report.frames.on_time_rate < 0.9);
     assert!(neither.report.frames.on_time_rate < 0.9);
 }
+
+/// A device behind the frame rate: the queued work runs past every next render, so no window
+/// has room. Ten 10 ms steps, deadline 100 ms, the offload off (no worker to move to). A closed
+/// frame or two (after an oversized step) get nothing, so they stay on time; from the third
+/// closed frame in a row, the overdue job gets one step per frame, and it finishes. Before, it
+/// never got a step on such a device (the workspace app's hand landmarks on lavapipe at 30 fps:
+/// palms found, no landmark result in 8 s).
+#[test]
+fn an_overdue_job_progresses_on_a_device_behind_the_frame_rate() {
+    let (mut c, id) = coordinator(vec![StepCost::gpu_and_cpu(10.0, 50.0); 10], 100.0);
+    c.submit(id, Request::default(), 0.0);
+    let period = 1000.0 / 30.0;
+    let mut steps = 0;
+    let mut first = None;
+    for f in 0..40 {
+        let now = 150.0 + f as f64 * period;
+        // The GPU is busy until 10 ms after the next render.
+        let w = GpuWindow {
+            start_ms: now + period + 10.0,
+            end_ms: now + period,
+        };
+        let d = c.schedule(now, Event::FrameRendered, w, 0);
+        assert!(d.gpu.len() <= 1, "frame {f}: {d:?}");
+        for g in &d.gpu {
+            assert_eq!(g.ops.len(), 1, "one step at a time: {g:?}");
+            first.get_or_insert(f);
+            steps += 1;
+            c.gpu_done(g.id, now, now + 10.0);
+        }
+    }
+    assert_eq!(first, Some(2), "the first step in the third closed frame");
+    assert_eq!(steps, 10, "the whole inference");
+    assert_eq!(c.status(id, 2000.0).mode, Processor::Gpu);
+}

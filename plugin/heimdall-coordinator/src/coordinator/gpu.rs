@@ -12,6 +12,9 @@ use crate::policy::PolicyContext;
 use crate::processor::Processor;
 use crate::timeline::Lane;
 
+/// Consecutive frames without room after which the device counts as behind the frame rate.
+const BEHIND_FRAMES: u32 = 3;
+
 impl Coordinator {
     /// Whether model `i`'s job can take GPU work now (`queue_behind_own`: even while its previous
     /// chunk is still queued).
@@ -112,6 +115,19 @@ impl Coordinator {
         let hard_end = window.end_ms - b.margin_ms;
         let fresh_frame = hard_end - frame_start >= b.budget_ms() - 1e-9;
         let mut cursor = frame_start;
+        // A device behind the frame rate (its queued work runs past the next render, frame
+        // after frame) never has room for a chunk: there, a job past its deadline gets one step
+        // as the frame's only work, or GPU jobs would never progress. One closed frame (after
+        // an oversized step) is not enough: that frame must stay on time.
+        if window.end_ms != self.closed_streak.1 {
+            let streak = if hard_end - frame_start <= oh {
+                self.closed_streak.0 + 1
+            } else {
+                0
+            };
+            self.closed_streak = (streak, window.end_ms);
+        }
+        let behind = self.closed_streak.0 >= BEHIND_FRAMES;
         let mut excluded: Vec<usize> = Vec::new();
         // Keys are computed once per decision; only a job that got work is re-scored.
         let mut keys: Vec<Option<Rank>> = (0..self.models.len())
@@ -119,7 +135,9 @@ impl Coordinator {
             .collect();
         let mut cands: Vec<(usize, Rank)> = Vec::with_capacity(self.models.len());
         loop {
-            if hard_end - cursor <= oh {
+            // No room left in this frame (see `behind` for the one exception).
+            let closed = hard_end - cursor <= oh;
+            if closed && (cursor > frame_start || !behind) {
                 break;
             }
             cands.clear();
@@ -132,6 +150,9 @@ impl Coordinator {
             let Some((i, overridden)) = choose(&cands, elapsed) else {
                 break;
             };
+            if closed && !overridden {
+                break;
+            }
             let ki = keys[i].expect("a candidate has a rank");
             // Leave the GPU free for a job coming back from its CPU ops that would be chosen
             // before this one (checked after every dispatch: a job just queued may now wait on a
@@ -154,7 +175,10 @@ impl Coordinator {
             let p = m.job.as_ref().expect("candidate has a job").planned;
             let chunk_end = a.partition.chunk_containing(p).ops.end;
             let full = a.costs.range_ms(p..chunk_end, Processor::Gpu) + oh;
-            let pick = if cursor + full <= relaxed {
+            let step = a.profile.steps[p].gpu_ms + oh;
+            let pick = if closed {
+                Some((p + 1, step, step > b.budget_ms()))
+            } else if cursor + full <= relaxed {
                 Some((chunk_end, full, false))
             } else {
                 // Longest prefix of the chunk that ends by the horizon.

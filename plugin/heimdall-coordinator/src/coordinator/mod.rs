@@ -50,6 +50,9 @@ pub struct Coordinator {
     next_offload_eval: f64,
     last_offload_eval: f64,
     timeline: Timeline,
+    /// Consecutive frames whose GPU window had no room from the start (the device is behind the
+    /// frame rate), and the end of the last window counted.
+    closed_streak: (u32, f64),
 }
 
 impl Coordinator {
@@ -65,6 +68,7 @@ impl Coordinator {
             inflight: HashMap::new(),
             next_work: 0,
             next_seq: 0,
+            closed_streak: (0, f64::NAN),
         }
     }
 
