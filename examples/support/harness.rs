@@ -90,8 +90,11 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         offload: !args.no_offload,
         ..default()
     };
-    app.add_plugins((HeimdallPlugin::new(settings), OverlayPlugin::default()))
-        .insert_resource(ClearColor(Color::BLACK))
+    app.add_plugins(HeimdallPlugin::new(settings));
+    if !args.no_overlay {
+        app.add_plugins(OverlayPlugin::default());
+    }
+    app.insert_resource(ClearColor(Color::BLACK))
         .insert_resource(args.clone())
         .init_resource::<AppReport>()
         .add_message::<ScriptedEvent>()
@@ -203,12 +206,16 @@ fn on_camera_failed(
 
 fn scripted_events(
     args: Res<AppArgs>,
+    camera: Option<Res<HarnessCamera>>,
+    frames: Query<&CameraFrame>,
     time: Res<Time>,
     mut next: Local<Option<f64>>,
     mut count: Local<u64>,
     mut events: MessageWriter<ScriptedEvent>,
 ) {
-    if args.events <= 0.0 {
+    // Events start with the camera (after the models are compiled).
+    let running = camera.is_some_and(|c| frames.get(c.0).is_ok());
+    if args.events <= 0.0 || !running {
         return;
     }
     let now = time.elapsed_secs_f64();

@@ -4,9 +4,13 @@
 //! pacer, screenshots and the exit after N frames ([`harness`]), and `stats.json` ([`report`]).
 #![warn(missing_docs)]
 
+pub mod ar_view;
 pub mod args;
 pub mod assets;
 pub mod clip_source;
 pub mod harness;
+pub mod latency;
 pub mod pacer;
+pub mod quality;
 pub mod report;
+pub mod truth;

@@ -37,6 +37,8 @@ pub fn report(
         "synced_background": args.synced_background,
         "adaptive_margin": args.adaptive_margin,
         "no_offload": args.no_offload,
+        "text_side": args.text_side,
+        "overlay": !args.no_overlay,
     });
     for (k, x) in &app.0 {
         v[k] = x.clone();

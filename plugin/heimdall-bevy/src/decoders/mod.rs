@@ -20,4 +20,4 @@ pub use hands::{
 pub use objects::{DetectedObjects, ObjectDecoder};
 pub use person_mask::{PersonMask, PersonMaskDecoder};
 pub use style::{StyleDecoder, StylizedImage, style_transfer_model};
-pub use text::{TextDecoder, TextRegions, text_detection_model};
+pub use text::{TextDecoder, TextRegions, text_detection_model, text_detection_model_with};

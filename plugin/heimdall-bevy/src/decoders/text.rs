@@ -119,7 +119,20 @@ pub fn text_detection_input_size(frame_size: UVec2) -> Option<UVec2> {
 /// `frame_size`: the input at [`text_detection_input_size`], the first convolution reading RGB
 /// as RapidOCR's model reads BGR. Add it with `Assets<DnnModel>::add`.
 pub fn text_detection_model(bytes: &[u8], frame_size: UVec2) -> Result<DnnModel, TextModelError> {
-    let size = text_detection_input_size(frame_size)
+    text_detection_model_with(bytes, frame_size, DetResize::default())
+}
+
+/// [`text_detection_model`] with another `DetResize` than RapidOCR's default (its
+/// `limit_side_len` setting: a smaller short side costs less on a slow GPU and finds less small
+/// text).
+pub fn text_detection_model_with(
+    bytes: &[u8],
+    frame_size: UVec2,
+    resize: DetResize,
+) -> Result<DnnModel, TextModelError> {
+    let size = resize
+        .input_size(frame_size.x, frame_size.y)
+        .map(|(w, h)| UVec2::new(w, h))
         .ok_or(TextModelError::FrameSize(frame_size.x, frame_size.y))?;
     let settings = DnnModelSettings {
         input_shapes: vec![("x".into(), vec![1, 3, size.y as usize, size.x as usize])],
