@@ -54,6 +54,10 @@ def summarise(stats):
         "gpu_on_time_proxy": stats.get("on_time_rate"),
         "scene_ms_p50": stats.get("scene_ms", {}).get("p50"),
         "frames": stats.get("frames"),
+        # The apps' own latencies: an event to its visible answer (shopping's style transfer),
+        # a fingertip's capture to its ink on the page (workspace).
+        "event_to_visible_ms": stats.get("style_events", {}).get("event_to_visible_ms"),
+        "capture_to_ink_ms": stats.get("strokes", {}).get("capture_to_ink_ms"),
         "models": {},
     }
     for name, m in sorted(stats.get("models", {}).items()):
@@ -91,6 +95,17 @@ def print_table(results):
             f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
             f"{pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} |"
         )
+    for key, what in [("event_to_visible_ms", "event → visible"), ("capture_to_ink_ms", "capture → ink")]:
+        if any(r["summary"].get(key) for r in results):
+            print()
+            print(f"| mode | run | {what}: count | p50 / p99 / max ms |")
+            print("| --- | ---: | ---: | ---: |")
+            for r in results:
+                e = r["summary"].get(key) or {}
+                print(
+                    f"| {r['mode']} | {r['run']} | {e.get('count', 0)} | "
+                    f"{ms(e.get('p50'))} / {ms(e.get('p99'))} / {ms(e.get('max'))} |"
+                )
     print()
     print("| mode | run | DNN | rate Hz | latency p50/p99/max ms | deadline misses | on CPU |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")

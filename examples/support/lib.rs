@@ -1,7 +1,9 @@
 //! Support code shared by the example apps (emoji, shopping, workspace), so each app is only its
 //! scene: command-line options ([`args`]), where the assets are ([`assets`]), the bundled clips
 //! as a camera source ([`clip_source`]), the window or headless harness with a steady frame
-//! pacer, screenshots and the exit after N frames ([`harness`]), and `stats.json` ([`report`]).
+//! pacer, screenshots and the exit after N frames ([`harness`]), `stats.json` ([`report`]), and
+//! for the 3D apps the AR view ([`ar_view`]), what `--quality` means ([`quality`]), detections
+//! against a clip's ground truth ([`truth`]) and latency summaries ([`latency`]).
 #![warn(missing_docs)]
 
 pub mod ar_view;
