@@ -2,6 +2,7 @@
 //! of an inference whose model is offloaded, continuing from the step reached.
 
 use super::Coordinator;
+use super::state::{Rank, cmp_rank};
 use super::types::{CpuWork, Decision, Resume};
 use crate::model::ModelId;
 use crate::policy::PolicyContext;
@@ -17,7 +18,7 @@ impl Coordinator {
         out: &mut Decision,
     ) {
         for _ in 0..idle {
-            let mut best: Option<(usize, (bool, f64))> = None;
+            let mut best: Option<(usize, Rank)> = None;
             for (i, m) in self.models.iter().enumerate() {
                 let Some(job) = &m.job else { continue };
                 if job.cpu_inflight || job.gpu_inflight > 0 || job.planned >= m.analysis.len() {
@@ -27,9 +28,9 @@ impl Coordinator {
                     continue;
                 }
                 let v = self.view(m, i, job, ctx.now_ms);
-                let key = self.priority(ctx, &v, coordinated).key();
-                if best.is_none_or(|(_, b)| key > b) {
-                    best = Some((i, key));
+                let rank = self.priority(ctx, &v, coordinated);
+                if best.is_none_or(|(_, b)| cmp_rank(&rank, &b).is_gt()) {
+                    best = Some((i, rank));
                 }
             }
             let Some((i, _)) = best else { break };

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use super::Coordinator;
-use super::state::{Rank, choose, cmp_key};
+use super::state::{Rank, choose, cmp_rank};
 use super::types::{Decision, GpuWindow, GpuWork};
 use crate::model::ModelId;
 use crate::policy::PolicyContext;
@@ -229,7 +229,7 @@ impl Coordinator {
         let mut cursor = window.start_ms.max(ctx.now_ms);
         loop {
             let cands = self.gpu_candidates(ctx, false);
-            let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_key(a.1.key(), b.1.key())) else {
+            let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_rank(&a.1, &b.1)) else {
                 break;
             };
             let (ops, est) = self.whole_run(i);
@@ -269,7 +269,7 @@ impl Coordinator {
         out: &mut Decision,
     ) {
         let cands = self.gpu_candidates(ctx, false);
-        let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_key(a.1.key(), b.1.key())) else {
+        let Some(&(i, key)) = cands.iter().max_by(|a, b| cmp_rank(&a.1, &b.1)) else {
             return;
         };
         let (run, _) = self.whole_run(i);

@@ -229,7 +229,7 @@ impl Coordinator {
         JobView {
             model: ModelId(id),
             seq: job.seq,
-            t_start_ms: job.t_start,
+            t_start_ms: job.utility_start,
             utility: m.utility,
             content_variation: job.request.content_variation,
             deadline_ms: m.deadline_ms,
@@ -261,6 +261,7 @@ impl Coordinator {
             slack,
             remaining: v.remaining_ms,
             score: self.policy.score(ctx, v),
+            seq: v.seq,
         }
     }
 
@@ -305,6 +306,9 @@ impl Coordinator {
                 now_ms
             },
         };
+        if coordinated {
+            self.readmit_stale_jobs(now_ms);
+        }
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
         match self.policy.dispatch() {
@@ -320,6 +324,26 @@ impl Coordinator {
             }
         }
         decision
+    }
+
+    /// A job without a deadline whose utility has decayed to zero is worth nothing where it
+    /// stands, and the utility policies run such a job only when nothing else wants the GPU:
+    /// beside a continuous DNN that always does, it would wait forever (two hands' landmark
+    /// models on a slow GPU: the second hand was never tracked, started or not). Its utility
+    /// starts again now, as a continuous DNN taking a newer frame would; its progress, its place
+    /// in line (`seq`) and its admission time for latency are kept. A job with a deadline is
+    /// left alone: the deadline override runs it.
+    fn readmit_stale_jobs(&mut self, now_ms: f64) {
+        let alpha = self.cfg.alpha;
+        for m in &mut self.models {
+            let Some(job) = m.job.as_mut() else { continue };
+            let age = now_ms - job.utility_start;
+            if m.deadline_ms.is_none()
+                && m.utility.utility(age, alpha, job.request.content_variation) <= 0.0
+            {
+                job.utility_start = now_ms;
+            }
+        }
     }
 
     fn new_work(

@@ -14,6 +14,9 @@ pub(super) struct Job {
     pub seq: u64,
     pub request: Request,
     pub t_start: f64,
+    /// Where its utility's clock starts: `t_start`, or the time a stale job was re-admitted
+    /// (`Coordinator::readmit_stale_jobs`).
+    pub utility_start: f64,
     /// Next op not yet dispatched.
     pub planned: usize,
     /// Where this job's next work goes (a job the GPU started may finish there after its model
@@ -37,6 +40,7 @@ impl Job {
             seq,
             request,
             t_start: now,
+            utility_start: now,
             planned: 0,
             processor,
             last_on: None,
@@ -125,6 +129,10 @@ pub(super) struct Rank {
     pub remaining: f64,
     /// The policy's score.
     pub score: f64,
+    /// The job's submission order (older jobs have smaller numbers): between equal keys the
+    /// older job goes first, or two equal DNNs (two hands' landmark models) could take turns
+    /// so that one of them always wins the tie and the other never runs.
+    pub seq: u64,
 }
 
 impl Rank {
@@ -139,9 +147,18 @@ impl Rank {
     }
 }
 
-/// Orders priority keys: deadline-critical first, then the score.
-pub(super) fn cmp_key(a: (bool, f64), b: (bool, f64)) -> std::cmp::Ordering {
-    a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+/// Orders ranks by their keys (deadline-critical first, then the score), the older job first
+/// between equal keys (greater is first).
+pub(super) fn cmp_rank(a: &Rank, b: &Rank) -> std::cmp::Ordering {
+    let (ka, kb) = (a.key(), b.key());
+    ka.0.cmp(&kb.0)
+        .then(ka.1.total_cmp(&kb.1))
+        .then(b.seq.cmp(&a.seq))
+}
+
+/// Orders ranks by the policy's score alone, the older job first between equal scores.
+fn cmp_score(a: &Rank, b: &Rank) -> std::cmp::Ordering {
+    a.score.total_cmp(&b.score).then(b.seq.cmp(&a.seq))
 }
 
 /// The job to run next on the GPU among `cands`, `elapsed` ms after the decision's time, and
@@ -154,9 +171,7 @@ pub(super) fn cmp_key(a: (bool, f64), b: (bool, f64)) -> std::cmp::Ordering {
 /// conflict (waiting for the earliest deadline would make a job the policy values more miss its
 /// own), the more valuable one goes first: the overload is shed by the least valuable job.
 pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bool)> {
-    let &(best, b) = cands
-        .iter()
-        .max_by(|x, y| x.1.score.total_cmp(&y.1.score))?;
+    let &(best, b) = cands.iter().max_by(|x, y| cmp_score(&x.1, &y.1))?;
     // Jobs that cannot wait for the favourite (no allocation: this runs for every pair the
     // packing loop compares).
     let must = || {
@@ -171,7 +186,7 @@ pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bo
         must().any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
     if conflict {
         let &(v, _) = must()
-            .max_by(|x, y| x.1.score.total_cmp(&y.1.score))
+            .max_by(|x, y| cmp_score(&x.1, &y.1))
             .expect("must is not empty");
         Some((v, true))
     } else {
@@ -190,6 +205,7 @@ mod tests {
             slack,
             remaining,
             score,
+            seq: 0,
         }
     }
 
@@ -254,5 +270,21 @@ mod tests {
         let d = rank(false, 2000.0, 500.0, 10.0, 0.4);
         assert_eq!(choose(&[(0, c), (1, d)], 0.0), Some((1, false)));
         assert_eq!(choose(&[], 0.0), None);
+    }
+
+    #[test]
+    fn between_equal_scores_the_older_job_goes_first_wherever_it_is_listed() {
+        let old = Rank {
+            seq: 3,
+            ..rank(false, f64::INFINITY, f64::INFINITY, 5.0, 0.0)
+        };
+        let new = Rank { seq: 7, ..old };
+        assert_eq!(choose(&[(0, old), (1, new)], 0.0), Some((0, false)));
+        assert_eq!(choose(&[(0, new), (1, old)], 0.0), Some((1, false)));
+        assert!(cmp_rank(&old, &new).is_gt());
+        // The score still comes first.
+        let better = Rank { score: 0.1, ..new };
+        assert_eq!(choose(&[(0, old), (1, better)], 0.0), Some((1, false)));
+        assert!(cmp_rank(&better, &old).is_gt());
     }
 }
