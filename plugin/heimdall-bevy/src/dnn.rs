@@ -40,7 +40,8 @@ pub struct RegionOfInterest {
 pub enum RequestMode {
     /// A new inference as soon as the previous result arrived.
     Continuous,
-    /// Every `period` (at most one in flight).
+    /// Every `period` on average (requests fall on frames, at most one in flight; 100 ms at
+    /// 60 Hz alternates 6 and 7 frames to keep 10 Hz).
     Every(Duration),
     /// Only when a [`RequestInference`] message names this entity (event-driven DNNs).
     OnDemand,
