@@ -58,6 +58,11 @@ def summarise(stats):
         # a fingertip's capture to its ink on the page (workspace).
         "event_to_visible_ms": stats.get("style_events", {}).get("event_to_visible_ms"),
         "capture_to_ink_ms": stats.get("strokes", {}).get("capture_to_ink_ms"),
+        # The headless pacer's own view (examples/support/pacer.rs): how long each update took
+        # and how many took longer than a period (a late frame without a long update was held
+        # up between updates).
+        "update_ms_p99": stats.get("pacer", {}).get("update_ms", {}).get("p99"),
+        "long_updates": stats.get("pacer", {}).get("updates_longer_than_a_period"),
         "models": {},
     }
     for name, m in sorted(stats.get("models", {}).items()):
@@ -86,14 +91,16 @@ def ms(x):
 
 def print_table(results):
     """One line per run, then one line per run and DNN."""
-    print("| mode | run | wall on time | interval p50/p99/max ms | GPU on time (proxy) | scene GPU p50 ms |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| mode | run | wall on time | interval p50/p99/max ms | GPU on time (proxy) | scene GPU p50 ms "
+          "| update p99 ms | updates > period |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         s = r["summary"]
         print(
             f"| {r['mode']} | {r['run']} | {pct(s['wall_on_time_rate'])} | "
             f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
-            f"{pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} |"
+            f"{pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} | "
+            f"{ms(s.get('update_ms_p99'))} | {s.get('long_updates', '-')} |"
         )
     for key, what in [("event_to_visible_ms", "event → visible"), ("capture_to_ink_ms", "capture → ink")]:
         if any(r["summary"].get(key) for r in results):

@@ -1,19 +1,17 @@
 //! How the room and the hands move the couch. The object detector's furniture (chairs, tables,
 //! desks) anchors it: the couch goes on the floor a metre in front of the best one, until a hand
-//! takes over. A pinching hand (thumb tip to index tip closer than a third of the palm) drags it
+//! takes over. A pinching hand ([`heimdall_examples::gestures::pinch`]) drags it
 //! over the floor; two pinching hands turn it by the change of the angle between them.
 
 use bevy::prelude::*;
 use heimdall_bevy::prelude::*;
 use heimdall_examples::ar_view::ArView;
+use heimdall_examples::gestures::pinch;
 
 use crate::couch::{Couch, Placement};
 
 /// Labels of the detector (OIDv4) the couch may be placed in front of.
 pub const FURNITURE: [&str; 3] = ["Chair", "Table", "Desk"];
-
-/// Thumb tip to index tip over wrist to middle knuckle below which a hand pinches.
-pub const PINCH_RATIO: f32 = 0.35;
 
 /// The DNN entities the interaction reads.
 #[derive(Resource, Clone, Copy, Debug)]
@@ -37,14 +35,6 @@ pub struct Gesture {
     pub turns: u64,
     /// Frames in which some hand pinched.
     pub pinch_frames: u64,
-}
-
-/// Whether `hand` pinches, and where (frame uv, the middle of thumb and index tips).
-pub fn pinch(hand: &heimdall_vision::hands::HandLandmarks) -> Option<Vec2> {
-    let p = |i: usize| hand.points.get(i).map(|p| p.truncate());
-    let (wrist, knuckle, thumb, index) = (p(0)?, p(9)?, p(4)?, p(8)?);
-    let palm = wrist.distance(knuckle);
-    (palm > 1e-4 && thumb.distance(index) < PINCH_RATIO * palm).then(|| (thumb + index) / 2.0)
 }
 
 /// On every object result: the couch in front of the best-scoring furniture, unless a hand
@@ -103,7 +93,7 @@ pub fn drag_with_hands(
         .filter_map(|&e| {
             let h = hands.get(e).ok()?;
             (h.hand.presence > 0.5).then_some(())?;
-            pinch(&h.hand).map(|uv| (e, uv))
+            pinch(&h.hand).map(|p| (e, p.center))
         })
         .collect();
     if !pinching.is_empty() {
@@ -192,38 +182,5 @@ pub fn draw_hands(
         for (a, b) in BONES {
             gizmos.line(at(a), at(b), color);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use heimdall_vision::hands::{HandLabel, HandLandmarks};
-
-    fn hand(thumb_to_index: f32) -> HandLandmarks {
-        let mut points = vec![Vec3::ZERO; 21];
-        points[0] = Vec3::new(0.5, 0.8, 0.0);
-        points[9] = Vec3::new(0.5, 0.5, 0.0);
-        points[4] = Vec3::new(0.4, 0.4, 0.0);
-        points[8] = Vec3::new(0.4 + thumb_to_index, 0.4, 0.0);
-        HandLandmarks {
-            points,
-            presence: 1.0,
-            handedness: HandLabel::Right,
-            handedness_score: 1.0,
-            roi: heimdall_vision::RotatedRect {
-                center: Vec2::splat(0.5),
-                size: Vec2::splat(0.5),
-                rotation: 0.0,
-            },
-        }
-    }
-
-    #[test]
-    fn pinch_is_thumb_to_index_against_the_palm() {
-        // Palm 0.3: pinching below 0.105.
-        let p = pinch(&hand(0.1)).expect("a pinch");
-        assert!((p - Vec2::new(0.45, 0.4)).length() < 1e-6);
-        assert!(pinch(&hand(0.11)).is_none());
     }
 }

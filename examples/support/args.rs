@@ -50,6 +50,9 @@ pub struct AppArgs {
     pub warmup: u64,
     /// Scene quality.
     pub quality: Quality,
+    /// Furniture or page instances instead of the quality level's count (load experiments: a
+    /// finer step of real rendering work than the levels).
+    pub instances: Option<usize>,
     /// Extra fragment work per background pixel (load experiments).
     pub scene_load: u32,
     /// Extra continuous copies of a model (load experiments).
@@ -86,6 +89,7 @@ impl Default for AppArgs {
             assets: None,
             warmup: 30,
             quality: Quality::Medium,
+            instances: None,
             scene_load: 0,
             extra_models: 0,
             events: 0.0,
@@ -102,7 +106,7 @@ impl Default for AppArgs {
 pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
-    [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
+    [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
     [--adaptive-margin] [--no-offload] [--text-side N] [--no-overlay]";
 
 impl AppArgs {
@@ -144,6 +148,7 @@ impl AppArgs {
                         q => return Err(format!("--quality {q}: expected low, medium or high")),
                     }
                 }
+                "--instances" => a.instances = Some(num(&value("--instances")?)?),
                 "--scene-load" => a.scene_load = num(&value("--scene-load")?)?,
                 "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
                 "--events" => a.events = num(&value("--events")?)?,

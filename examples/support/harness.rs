@@ -19,7 +19,7 @@ use heimdall_bevy::overlay::OverlayPlugin;
 use heimdall_bevy::prelude::*;
 
 use crate::args::AppArgs;
-use crate::pacer::PacedRunnerPlugin;
+use crate::pacer::{PacedRunnerPlugin, PacerLog};
 use crate::report::{self, AppReport};
 
 /// Where the app's camera renders: the window, or (headless) this image.
@@ -261,7 +261,8 @@ fn finish_after_frames(
     stats: Res<HeimdallStats>,
     settings: Res<HeimdallSettings>,
     backend: Res<HeimdallBackend>,
-    app_report: Res<AppReport>,
+    mut app_report: ResMut<AppReport>,
+    mut pacer: Option<ResMut<PacerLog>>,
     mut trace: ResMut<HeimdallTrace>,
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
@@ -271,9 +272,17 @@ fn finish_after_frames(
         return;
     };
     let Ok(f) = frames.get(camera.0) else { return };
+    if f.index == args.warmup
+        && let Some(p) = pacer.as_mut()
+    {
+        p.start();
+    }
     // The statistics end before the trace is asked for: writing the coordinator's timeline out
     // takes the render thread a few milliseconds, which would show as a late frame of the app.
     if args.out.is_some() && f.index + 5 == n {
+        if let Some(p) = &pacer {
+            app_report.0.insert("pacer".into(), p.to_json());
+        }
         *report = Some(report::report(
             &stats,
             &settings,

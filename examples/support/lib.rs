@@ -3,13 +3,15 @@
 //! as a camera source ([`clip_source`]), the window or headless harness with a steady frame
 //! pacer, screenshots and the exit after N frames ([`harness`]), `stats.json` ([`report`]), and
 //! for the 3D apps the AR view ([`ar_view`]), what `--quality` means ([`quality`]), detections
-//! against a clip's ground truth ([`truth`]) and latency summaries ([`latency`]).
+//! against a clip's ground truth ([`truth`]), latency summaries ([`latency`]) and the pinch
+//! gesture ([`gestures`]).
 #![warn(missing_docs)]
 
 pub mod ar_view;
 pub mod args;
 pub mod assets;
 pub mod clip_source;
+pub mod gestures;
 pub mod harness;
 pub mod latency;
 pub mod pacer;

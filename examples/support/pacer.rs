@@ -7,11 +7,54 @@
 use std::time::{Duration, Instant};
 
 use bevy::app::{App, Plugin, PluginsState};
+use bevy::prelude::Resource;
+
+use crate::latency::LatencyLog;
 
 /// Runs the app's updates at a fixed rate (replaces the app's runner).
 pub struct PacedRunnerPlugin {
     /// Time between update starts.
     pub period: Duration,
+}
+
+/// What the pacer saw of each update from [`PacerLog::start`] on: how long the update took (the
+/// main world's schedule, which waits for the render world of the frame before), and how late it
+/// started against its slot. A late frame whose update was short was held up between updates (the
+/// sleep); one whose update was long, by the app itself. A diagnosis of frame pacing, reported
+/// in `stats.json` as `pacer`.
+#[derive(Resource, Default, Debug, Clone)]
+pub struct PacerLog {
+    recording: bool,
+    /// Update durations, ms.
+    pub update_ms: LatencyLog,
+    /// How late each update started after its slot, ms.
+    pub start_late_ms: LatencyLog,
+    /// Updates that took longer than a period.
+    pub long_updates: usize,
+}
+
+impl PacerLog {
+    /// Starts recording (the statistics' window: after the warm-up).
+    pub fn start(&mut self) {
+        self.recording = true;
+    }
+
+    fn record(&mut self, late: Duration, update: Duration, period: Duration) {
+        if self.recording && self.update_ms.len() < 1_000_000 {
+            self.update_ms.push(update.as_secs_f64() * 1e3);
+            self.start_late_ms.push(late.as_secs_f64() * 1e3);
+            self.long_updates += usize::from(update > period);
+        }
+    }
+
+    /// As JSON for `stats.json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "update_ms": self.update_ms.summary(),
+            "start_late_ms": self.start_late_ms.summary(),
+            "updates_longer_than_a_period": self.long_updates,
+        })
+    }
 }
 
 /// How long before a deadline the pacer stops sleeping and starts yielding.
@@ -20,6 +63,7 @@ const SPIN: Duration = Duration::from_micros(700);
 impl Plugin for PacedRunnerPlugin {
     fn build(&self, app: &mut App) {
         let period = self.period;
+        app.init_resource::<PacerLog>();
         app.set_runner(move |mut app: App| {
             if app.plugins_state() != PluginsState::Cleaned {
                 while app.plugins_state() == PluginsState::Adding {
@@ -30,13 +74,19 @@ impl Plugin for PacedRunnerPlugin {
             }
             let mut anchor = Instant::now();
             let mut k: u32 = 0;
+            let mut deadline = anchor;
             loop {
+                let start = Instant::now();
                 app.update();
+                let update = start.elapsed();
+                if let Some(mut log) = app.world_mut().get_resource_mut::<PacerLog>() {
+                    log.record(start.saturating_duration_since(deadline), update, period);
+                }
                 if let Some(exit) = app.should_exit() {
                     return exit;
                 }
                 k += 1;
-                let mut deadline = anchor + period * k;
+                deadline = anchor + period * k;
                 let now = Instant::now();
                 if now > deadline + period {
                     // Far behind (a stall): start a new schedule from now.

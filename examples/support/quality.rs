@@ -5,7 +5,7 @@
 use bevy::light::{CascadeShadowConfig, CascadeShadowConfigBuilder};
 use bevy::prelude::*;
 
-use crate::args::Quality;
+use crate::args::{AppArgs, Quality};
 
 /// The rendering settings of one quality level.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,6 +57,15 @@ impl QualitySettings {
                 bloom: true,
             },
         }
+    }
+
+    /// The settings of the run: its `--quality` level, with `--instances` if given.
+    pub fn of_args(args: &AppArgs) -> Self {
+        let mut s = Self::of(args.quality);
+        if let Some(n) = args.instances {
+            s.instances = n;
+        }
+        s
     }
 
     /// The camera's MSAA component.

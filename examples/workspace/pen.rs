@@ -9,14 +9,12 @@ use bevy::prelude::*;
 use heimdall_bevy::prelude::*;
 use heimdall_examples::ar_view::ArView;
 use heimdall_examples::args::AppArgs;
+use heimdall_examples::gestures::pinch;
 use heimdall_examples::latency::LatencyLog;
 use heimdall_examples::report::AppReport;
 use serde_json::json;
 
 use crate::pages::{PAGE_PX, Pages};
-
-/// Thumb tip to index tip over wrist to middle knuckle below which a hand writes.
-pub const PINCH_RATIO: f32 = 0.35;
 
 /// Ink radius in page pixels.
 const INK_RADIUS: f32 = 2.2;
@@ -34,14 +32,6 @@ pub struct Strokes {
     pub latency: LatencyLog,
     /// Whether the ink changed since `page_ink.png` was written.
     dirty: bool,
-}
-
-/// Whether `hand` writes, and where its pen is (frame uv of the index tip).
-pub fn pen_tip(hand: &heimdall_vision::hands::HandLandmarks) -> Option<Vec2> {
-    let p = |i: usize| hand.points.get(i).map(|p| p.truncate());
-    let (wrist, knuckle, thumb, index) = (p(0)?, p(9)?, p(4)?, p(8)?);
-    let palm = wrist.distance(knuckle);
-    (palm > 1e-4 && thumb.distance(index) < PINCH_RATIO * palm).then_some(index)
 }
 
 /// New hand results extend the stroke of the pinching hand.
@@ -69,8 +59,8 @@ pub fn write(
         }
         strokes.last_frame.retain(|&(x, _)| x != e);
         strokes.last_frame.push((e, h.frame_index));
-        let point = pen_tip(&h.hand)
-            .and_then(|tip| view.floor_point(tip))
+        let point = pinch(&h.hand)
+            .and_then(|p| view.floor_point(p.index_tip))
             .and_then(|p| pages.page_uv(p));
         if let Some(uv) = point
             && strokes.pen.is_none_or(|p| p == e)
@@ -107,7 +97,7 @@ pub fn lift(hands: Query<&TrackedHand>, mut strokes: ResMut<Strokes>) {
     if let Some(pen) = strokes.pen {
         let pinching = hands
             .get(pen)
-            .is_ok_and(|h| h.hand.presence >= 0.5 && pen_tip(&h.hand).is_some());
+            .is_ok_and(|h| h.hand.presence >= 0.5 && pinch(&h.hand).is_some());
         if !pinching {
             strokes.pen = None;
         }

@@ -130,7 +130,7 @@ fn setup(
     mut layers: ResMut<Assets<ar_view::CameraLayerMaterial>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
-    let quality = QualitySettings::of(args.quality);
+    let quality = QualitySettings::of_args(&args);
     let source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
     let camera = harness::spawn_camera(&mut commands, source);
     let text = commands
@@ -274,7 +274,7 @@ fn report_scene(
     );
     report.0.insert(
         "quality_settings".into(),
-        QualitySettings::of(args.quality).to_json(),
+        QualitySettings::of_args(&args).to_json(),
     );
     log.write(&mut report);
 }
