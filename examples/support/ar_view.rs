@@ -212,18 +212,31 @@ pub fn cover_half_extent(frame: UVec2, render: UVec2, fov_y: f32) -> Vec2 {
     }
 }
 
+/// The asset stores [`spawn_ar_view`] adds to.
+pub struct ViewAssets<'a> {
+    /// Meshes (the picture quads).
+    pub meshes: &'a mut Assets<Mesh>,
+    /// The picture layers' materials.
+    pub materials: &'a mut Assets<CameraLayerMaterial>,
+    /// Images (placeholders, the environment light's gradient).
+    pub images: &'a mut Assets<Image>,
+}
+
 /// Spawns the AR view (camera, picture layers, sun, environment light) and inserts it as a
 /// resource. `target`: the harness's render target (headless), else the window.
 pub fn spawn_ar_view(
     commands: &mut Commands,
-    meshes: &mut Assets<Mesh>,
-    materials: &mut Assets<CameraLayerMaterial>,
-    images: &mut Assets<Image>,
+    assets: ViewAssets,
     target: Option<RenderTarget>,
     quality: &QualitySettings,
     source: Entity,
     config: ArViewConfig,
 ) -> ArView {
+    let ViewAssets {
+        meshes,
+        materials,
+        images,
+    } = assets;
     let placeholder = images.add(Image::new_fill(
         Extent3d {
             width: 1,

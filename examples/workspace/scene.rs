@@ -162,9 +162,11 @@ fn setup(
     commands.insert_resource(Sensors { text, palms });
     ar_view::spawn_ar_view(
         &mut commands,
-        &mut meshes,
-        &mut layers,
-        &mut images,
+        ar_view::ViewAssets {
+            meshes: &mut meshes,
+            materials: &mut layers,
+            images: &mut images,
+        },
         target.render_target(),
         &quality,
         camera,

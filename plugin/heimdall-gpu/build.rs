@@ -7,7 +7,12 @@ use std::path::Path;
 
 /// Shaders of `shaders/` that are not composed kernels: the probes (`src/probe.rs` embeds them
 /// whole) and the examples' own.
-const STANDALONE: &[&str] = &["probe_copy", "probe_fma", "emoji_background"];
+const STANDALONE: &[&str] = &[
+    "probe_copy",
+    "probe_fma",
+    "emoji_background",
+    "ar_camera_layer",
+];
 
 fn main() {
     // Read at run time, not with `env!`: a build-script binary is reused when the same checkout
