@@ -100,7 +100,7 @@ def print_table(results):
             f"| {r['mode']} | {r['run']} | {pct(s['wall_on_time_rate'])} | "
             f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
             f"{pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} | "
-            f"{ms(s.get('update_ms_p99'))} | {s.get('long_updates', '-')} |"
+            f"{ms(s.get('update_ms_p99'))} | {'-' if s.get('long_updates') is None else s['long_updates']} |"
         )
     for key, what in [("event_to_visible_ms", "event → visible"), ("capture_to_ink_ms", "capture → ink")]:
         if any(r["summary"].get(key) for r in results):

@@ -167,6 +167,9 @@ impl AppArgs {
         if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
             return Err("--fps and --resolution must be positive".into());
         }
+        if a.instances.is_some_and(|n| n > 256) {
+            return Err("--instances must be at most 256".into());
+        }
         if !(32..=2000).contains(&a.text_side) {
             return Err("--text-side must be in 32..=2000".into());
         }
@@ -208,6 +211,7 @@ mod tests {
             "--frames",
             "--nope",
             "--events -1",
+            "--instances 257",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

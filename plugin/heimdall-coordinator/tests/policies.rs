@@ -494,8 +494,8 @@ fn the_deadline_guard_covers_an_optimistic_profile() {
 /// for one step a frame: both run. Under max_total_utility the one that resubmits always has the
 /// fresher, more valuable job; the other's utility decayed to zero and such a job ran only when
 /// nothing else wanted the GPU, i.e. never (the Bevy hand-tracking test found one hand of two).
-/// A stale job that has not started is now re-admitted, so each waits at most until its
-/// utility has decayed (1 s here).
+/// A stale job (started or not) is now re-admitted, so each waits at most until its utility
+/// has decayed (1 s here).
 #[test]
 fn equal_continuous_dnns_take_turns() {
     use heimdall_coordinator::{
