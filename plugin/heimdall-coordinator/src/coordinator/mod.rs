@@ -229,7 +229,7 @@ impl Coordinator {
         JobView {
             model: ModelId(id),
             seq: job.seq,
-            t_start_ms: job.utility_start,
+            t_start_ms: job.t_start,
             utility: m.utility,
             content_variation: job.request.content_variation,
             deadline_ms: m.deadline_ms,
@@ -249,14 +249,27 @@ impl Coordinator {
     /// counting its remaining time with the guard `(1 + deadline_guard)` for estimation errors;
     /// a job that is already expected to be late stays critical (Heimdall sec. 6.4: "in case a DNN
     /// is not expected to finish within the deadline, the coordinator runs it immediately").
+    ///
+    /// A job without a deadline has its utility's end as one: once its utility has decayed to
+    /// zero it is overdue and critical, the longest-expired first. The utility policies value
+    /// such a job at zero, so beside a DNN that always wants the GPU (an equal continuous DNN,
+    /// whose next job is always fresher) it would otherwise never run: two hands' landmark models
+    /// on lavapipe, where an inference outlasts the utility, tracked one hand of two.
     fn priority(&self, ctx: &PolicyContext, v: &JobView<'_>, coordinated: bool) -> Rank {
-        let deadline = v.deadline_abs_ms();
+        let own = v.deadline_abs_ms();
+        let (deadline, due) = if own.is_finite() {
+            let slack = own - (ctx.now_ms + v.remaining_ms * (1.0 + self.cfg.deadline_guard));
+            (own, slack <= ctx.interval_ms)
+        } else {
+            let end = v
+                .utility
+                .lifetime_ms(self.cfg.alpha, v.content_variation)
+                .map_or(f64::INFINITY, |life| v.t_start_ms + life);
+            (end, ctx.now_ms >= end)
+        };
         let slack = deadline - (ctx.now_ms + v.remaining_ms * (1.0 + self.cfg.deadline_guard));
         Rank {
-            critical: coordinated
-                && self.cfg.deadline_override
-                && deadline.is_finite()
-                && slack <= ctx.interval_ms,
+            critical: coordinated && self.cfg.deadline_override && deadline.is_finite() && due,
             deadline,
             slack,
             remaining: v.remaining_ms,
@@ -306,9 +319,6 @@ impl Coordinator {
                 now_ms
             },
         };
-        if coordinated {
-            self.readmit_stale_jobs(now_ms);
-        }
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
         match self.policy.dispatch() {
@@ -324,26 +334,6 @@ impl Coordinator {
             }
         }
         decision
-    }
-
-    /// A job without a deadline whose utility has decayed to zero is worth nothing where it
-    /// stands, and the utility policies run such a job only when nothing else wants the GPU:
-    /// beside a continuous DNN that always does, it would wait forever (two hands' landmark
-    /// models on a slow GPU: the second hand was never tracked, started or not). Its utility
-    /// starts again now, as a continuous DNN taking a newer frame would; its progress, its place
-    /// in line (`seq`) and its admission time for latency are kept. A job with a deadline is
-    /// left alone: the deadline override runs it.
-    fn readmit_stale_jobs(&mut self, now_ms: f64) {
-        let alpha = self.cfg.alpha;
-        for m in &mut self.models {
-            let Some(job) = m.job.as_mut() else { continue };
-            let age = now_ms - job.utility_start;
-            if m.deadline_ms.is_none()
-                && m.utility.utility(age, alpha, job.request.content_variation) <= 0.0
-            {
-                job.utility_start = now_ms;
-            }
-        }
     }
 
     fn new_work(

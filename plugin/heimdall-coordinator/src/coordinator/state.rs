@@ -14,9 +14,6 @@ pub(super) struct Job {
     pub seq: u64,
     pub request: Request,
     pub t_start: f64,
-    /// Where its utility's clock starts: `t_start`, or the time a stale job was re-admitted
-    /// (`Coordinator::readmit_stale_jobs`).
-    pub utility_start: f64,
     /// Next op not yet dispatched.
     pub planned: usize,
     /// Where this job's next work goes (a job the GPU started may finish there after its model
@@ -40,7 +37,6 @@ impl Job {
             seq,
             request,
             t_start: now,
-            utility_start: now,
             planned: 0,
             processor,
             last_on: None,
@@ -119,9 +115,10 @@ pub(super) struct Inflight {
 /// Where a job stands at one decision.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Rank {
-    /// It misses its deadline if it waits one more interval (the deadline override).
+    /// It misses its deadline if it waits one more interval, or its utility (without a
+    /// deadline) is exhausted: the deadline override runs it.
     pub critical: bool,
-    /// Absolute deadline, ms (infinite without one).
+    /// Absolute deadline, ms: its own, or where its utility reaches zero (infinite if never).
     pub deadline: f64,
     /// Time it can still wait and finish by its deadline (with the guard), ms.
     pub slack: f64,
