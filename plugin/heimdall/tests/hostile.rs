@@ -1,14 +1,22 @@
 //! Hostile input: the loader (import, validation and load-time passes) never panics and never
 //! allocates unbounded memory on mutated copies of the real models: truncation at many points,
 //! random byte flips, and random 32-bit words overwritten (which hits offsets, lengths and
-//! indices). Every case must end in `Ok` or a typed error.
+//! indices). Every case must end in `Ok` or a typed error, and every mutant that loads is
+//! compiled and run on the CPU backend (within the budget of `common/mutants.rs`: 2^24
+//! activation elements, 4 GFLOP, 4096 ops; mutants above it are counted), a sample of them on
+//! the GPU backend too (`HEIMDALL_FUZZ_GPU_CASES`, default 2; none with `HEIMDALL_SKIP_GPU=1`).
 //!
-//! `cargo test` runs a sample (`HEIMDALL_FUZZ_CASES`, default 400 per model over the five
-//! bundled models). The full run, 100 000+ cases:
+//! `cargo test` runs a sample (`HEIMDALL_FUZZ_CASES`, default 200 per model over the five
+//! bundled models). The full run, 100 000 cases:
 //! `HEIMDALL_FUZZ_CASES=20000 cargo test --release -p heimdall --test hostile -- --nocapture`
-//! (20 000 cases for each of the five models).
+//! (20 000 cases for each of the five models). Coverage-guided fuzzing of the same loader is in
+//! `fuzz/` (docs/fuzzing.md).
+
+#[path = "common/mutants.rs"]
+mod mutants;
 
 use heimdall::{LoadOptions, load_tflite_bytes};
+use mutants::Tally;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -19,13 +27,6 @@ const MODELS: [&str; 5] = [
     "palm_detection_lite",
     "hand_landmark_lite",
 ];
-
-fn cases() -> usize {
-    std::env::var("HEIMDALL_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400)
-}
 
 fn mutate(original: &[u8], rng: &mut StdRng, case: usize) -> Vec<u8> {
     let mut bytes = original.to_vec();
@@ -71,31 +72,42 @@ fn mutate(original: &[u8], rng: &mut StdRng, case: usize) -> Vec<u8> {
 
 #[test]
 fn mutated_models_never_panic() {
-    let n = cases();
-    let mut total = 0usize;
-    let mut accepted = 0usize;
+    let n = mutants::cases(200);
+    let mut gpu_left = mutants::gpu_cases(2);
+    let mut tally = Tally::default();
     for (k, name) in MODELS.iter().enumerate() {
         let path = heimdall_testkit::model_path(name).expect("bundled model");
         let original = std::fs::read(path).expect("read model");
         let mut rng = StdRng::seed_from_u64(0x5eed_0000 + k as u64);
+        let mut gpu_done = false;
         for case in 0..n {
             let bytes = mutate(&original, &mut rng, case);
             let result = std::panic::catch_unwind(|| {
-                load_tflite_bytes(&bytes, name, LoadOptions::default()).map(|(g, _)| g.ops.len())
+                load_tflite_bytes(&bytes, name, LoadOptions::default()).map(|(g, _)| g)
             });
             match result {
-                Ok(Ok(_)) => accepted += 1,
-                Ok(Err(e)) => assert!(!e.to_string().is_empty()),
+                Ok(Ok(graph)) => {
+                    // The GPU sample: the first loaded mutant within budget of the first models.
+                    let on_gpu = gpu_left > 0 && !gpu_done;
+                    let before = tally.ran_gpu + tally.gpu_refused;
+                    mutants::exercise(&graph, &format!("{name}: case {case}"), on_gpu, &mut tally);
+                    if tally.ran_gpu + tally.gpu_refused > before {
+                        gpu_left -= 1;
+                        gpu_done = true;
+                    }
+                }
+                Ok(Err(e)) => tally.load_error(&e),
                 Err(_) => panic!("{name}: case {case} panicked"),
             }
-            total += 1;
+            tally.total += 1;
         }
     }
-    println!(
-        "hostile input: {total} mutated models, {accepted} still loaded, {} rejected with an error, 0 panics",
-        total - accepted
+    tally.print("hostile input");
+    assert_eq!(tally.total, n * MODELS.len());
+    assert!(
+        tally.ran_cpu > 0,
+        "no mutant ran on the CPU: the test exercises nothing"
     );
-    assert_eq!(total, n * MODELS.len());
 }
 
 #[test]

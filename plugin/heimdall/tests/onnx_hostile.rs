@@ -1,25 +1,25 @@
 //! Hostile input for the ONNX importer: mutated copies of the two ONNX models (truncation, bit
 //! flips, overwritten words and varints, random spans) never panic: every case ends in `Ok` or a
 //! typed error. The models are loaded with a small static input shape so that mutations reach
-//! the mapping, folding and passes, not only the protobuf decoder.
+//! the mapping, folding and passes, not only the protobuf decoder. Every mutant that loads is
+//! compiled and run on the CPU backend (within the budget of `common/mutants.rs`), a sample on
+//! the GPU backend too (`HEIMDALL_FUZZ_GPU_CASES`, default 2; none with `HEIMDALL_SKIP_GPU=1`).
 //!
 //! `cargo test` runs a sample (`HEIMDALL_FUZZ_CASES`, default 150 per model). The full run,
 //! 100 000 cases:
 //! `HEIMDALL_FUZZ_CASES=50000 cargo test --release -p heimdall --test onnx_hostile -- --nocapture`
-//! (50 000 cases for each of the two models).
+//! (50 000 cases for each of the two models). Coverage-guided fuzzing of the same importer is in
+//! `fuzz/` (docs/fuzzing.md).
+
+#[path = "common/mutants.rs"]
+mod mutants;
 
 use heimdall::{LoadOptions, load_onnx_bytes};
+use mutants::Tally;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const MODELS: [(&str, &str); 2] = [("multistyle26", "image"), ("PP-OCRv6_det_small", "x")];
-
-fn cases() -> usize {
-    std::env::var("HEIMDALL_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(150)
-}
 
 fn mutate(original: &[u8], rng: &mut StdRng, case: usize) -> Vec<u8> {
     let mut bytes = original.to_vec();
@@ -74,8 +74,9 @@ fn mutate(original: &[u8], rng: &mut StdRng, case: usize) -> Vec<u8> {
 
 #[test]
 fn mutated_onnx_models_never_panic() {
-    let n = cases();
-    let (mut total, mut accepted) = (0usize, 0usize);
+    let n = mutants::cases(150);
+    let mut gpu_left = mutants::gpu_cases(2);
+    let mut tally = Tally::default();
     for (k, (name, input)) in MODELS.iter().enumerate() {
         let path = heimdall_testkit::onnx_model_path(name).unwrap_or_else(|e| panic!("{e}"));
         let original = std::fs::read(path).expect("read model");
@@ -84,24 +85,34 @@ fn mutated_onnx_models_never_panic() {
             input_shapes: vec![(input.to_string(), vec![1, 3, 32, 32])],
         };
         let mut rng = StdRng::seed_from_u64(0x0441_0000 + k as u64);
+        let mut gpu_done = false;
         for case in 0..n {
             let bytes = mutate(&original, &mut rng, case);
-            let result = std::panic::catch_unwind(|| {
-                load_onnx_bytes(&bytes, name, &options).map(|m| m.graph.ops.len())
-            });
+            let result = std::panic::catch_unwind(|| load_onnx_bytes(&bytes, name, &options));
             match result {
-                Ok(Ok(_)) => accepted += 1,
-                Ok(Err(e)) => assert!(!e.to_string().is_empty()),
+                Ok(Ok(model)) => {
+                    // The GPU sample: the first loaded mutant within budget of each model.
+                    let on_gpu = gpu_left > 0 && !gpu_done;
+                    let before = tally.ran_gpu + tally.gpu_refused;
+                    let what = format!("{name}: case {case}");
+                    mutants::exercise(&model.graph, &what, on_gpu, &mut tally);
+                    if tally.ran_gpu + tally.gpu_refused > before {
+                        gpu_left -= 1;
+                        gpu_done = true;
+                    }
+                }
+                Ok(Err(e)) => tally.load_error(&e),
                 Err(_) => panic!("{name}: case {case} panicked"),
             }
-            total += 1;
+            tally.total += 1;
         }
     }
-    println!(
-        "hostile ONNX input: {total} mutated models, {accepted} still loaded, {} rejected with an error, 0 panics",
-        total - accepted
+    tally.print("hostile ONNX input");
+    assert_eq!(tally.total, n * MODELS.len());
+    assert!(
+        tally.ran_cpu > 0,
+        "no mutant ran on the CPU: the test exercises nothing"
     );
-    assert_eq!(total, n * MODELS.len());
 }
 
 #[test]

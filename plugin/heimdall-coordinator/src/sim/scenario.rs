@@ -160,6 +160,17 @@ impl RequestPattern {
     }
 }
 
+/// Most vsyncs a scenario may simulate (`duration_s × frame_rate`): the simulator queues one
+/// event per vsync up front, so a hostile file must not be able to ask for unbounded memory
+/// (an hour at 1000 Hz is 3.6 million).
+pub const MAX_FRAMES: f64 = 4_000_000.0;
+
+/// Most periodic requests of one DNN (`duration_s × 1000 / period_ms`), for the same reason.
+pub const MAX_REQUESTS: f64 = 4_000_000.0;
+
+/// Most CPU workers of a scenario (the simulator keeps one slot per worker).
+pub const MAX_CPU_WORKERS: usize = 1024;
+
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ScenarioError {
     ScenarioError::Invalid {
         field: field.into(),
@@ -214,7 +225,16 @@ impl Scenario {
             "duration_s",
             "must be in (0, 3600]",
         )?;
-        check(self.cpu_workers >= 1, "cpu_workers", "must be >= 1")?;
+        check(
+            self.duration_s * self.frame_rate <= MAX_FRAMES,
+            "frame_rate",
+            "times duration_s must be at most 4 000 000 frames",
+        )?;
+        check(
+            (1..=MAX_CPU_WORKERS).contains(&self.cpu_workers),
+            "cpu_workers",
+            "must be in [1, 1024]",
+        )?;
         check(
             nonneg(self.chunk_overhead_ms),
             "chunk_overhead_ms",
@@ -271,6 +291,11 @@ impl Scenario {
                         p.is_finite() && *p > 0.0,
                         f("request.period_ms"),
                         "must be > 0",
+                    )?;
+                    check(
+                        self.duration_s * 1000.0 / p <= MAX_REQUESTS,
+                        f("request.period_ms"),
+                        "makes more than 4 000 000 requests over duration_s",
                     )?;
                     check(
                         r.start_ms.is_none_or(nonneg),
