@@ -94,10 +94,29 @@ impl Material2d for BackgroundMaterial {
 #[derive(Resource)]
 struct GroundTruth(Clip);
 
-/// Per frame, how many camera frames the picture on screen is ahead of the face result drawn on
-/// it (0 with `--synced-background`).
+/// How many camera frames the picture on screen is ahead of the face result drawn on it (0 with
+/// `--synced-background`), over all frames so far: streaming aggregates, so that a run of hours
+/// keeps nothing per frame.
 #[derive(Resource, Default)]
-struct Skew(Vec<u64>);
+struct Skew {
+    frames: u64,
+    sum: u64,
+    max: u64,
+    zero: u64,
+}
+
+impl Skew {
+    fn push(&mut self, k: u64) {
+        self.frames += 1;
+        self.sum += k;
+        self.max = self.max.max(k);
+        self.zero += u64::from(k == 0);
+    }
+}
+
+/// Face results kept in `stats.json`'s `faces` (the latest ones; `face_results` counts all), so
+/// that a long run keeps a bounded log.
+const FACES_KEPT: usize = 2000;
 
 #[derive(Resource)]
 struct Scene {
@@ -316,7 +335,7 @@ fn show_camera_frame(
             m.camera = shown.clone();
         }
         if let Some(r) = result {
-            skew.0.push(index.saturating_sub(r));
+            skew.push(index.saturating_sub(r));
         }
     }
     if let Ok(mask) = masks.get(scene.selfie)
@@ -388,6 +407,10 @@ fn log_faces(
     });
     let log = report.0.entry("faces").or_insert_with(|| json!([]));
     if let Some(a) = log.as_array_mut() {
+        // Dropped in batches, so the cost is amortised.
+        if a.len() >= FACES_KEPT + FACES_KEPT / 4 {
+            a.drain(..a.len() + 1 - FACES_KEPT);
+        }
         a.push(entry);
     }
     let with_face = if boxes.is_empty() { 0 } else { 1 };
@@ -409,15 +432,13 @@ fn log_faces(
 
 /// The skew summary into `stats.json` (kept up to date: the harness writes the report at exit).
 fn report_skew(skew: Res<Skew>, mut report: ResMut<AppReport>) {
-    if !skew.is_changed() || skew.0.is_empty() {
+    if !skew.is_changed() || skew.frames == 0 {
         return;
     }
-    let n = skew.0.len() as f64;
-    let mean = skew.0.iter().sum::<u64>() as f64 / n;
-    let max = skew.0.iter().copied().max().unwrap_or(0);
-    let zero = skew.0.iter().filter(|&&k| k == 0).count() as f64 / n;
+    let n = skew.frames as f64;
     report.0.insert(
         "display_skew_frames".into(),
-        json!({"mean": mean, "max": max, "share_zero": zero, "frames": skew.0.len()}),
+        json!({"mean": skew.sum as f64 / n, "max": skew.max, "share_zero": skew.zero as f64 / n,
+            "frames": skew.frames}),
     );
 }

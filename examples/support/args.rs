@@ -70,6 +70,11 @@ pub struct AppArgs {
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
     pub no_overlay: bool,
+    /// Headless: exit after this many seconds of camera frames instead of after `frames`.
+    pub duration: Option<f64>,
+    /// Append a sample (memory, GPU memory, frame intervals, DNN latency) to `OUT/soak.jsonl`
+    /// every this many seconds (0: none; see `soak.rs`).
+    pub sample_every: f64,
 }
 
 impl Default for AppArgs {
@@ -98,6 +103,8 @@ impl Default for AppArgs {
             no_offload: false,
             text_side: 736,
             no_overlay: false,
+            duration: None,
+            sample_every: 0.0,
         }
     }
 }
@@ -107,7 +114,8 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--text-side N] [--no-overlay]";
+    [--adaptive-margin] [--no-offload] [--text-side N] [--no-overlay]
+    [--duration SECONDS] [--sample-every SECONDS]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -157,11 +165,13 @@ impl AppArgs {
                 "--no-offload" => a.no_offload = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
+                "--duration" => a.duration = Some(num(&value("--duration")?)?),
+                "--sample-every" => a.sample_every = num(&value("--sample-every")?)?,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }
         }
-        if a.headless && a.frames.is_none() {
+        if a.headless && a.frames.is_none() && a.duration.is_none() {
             a.frames = Some(300);
         }
         if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
@@ -175,6 +185,12 @@ impl AppArgs {
         }
         if !a.events.is_finite() || a.events < 0.0 {
             return Err("--events must be ≥ 0 seconds".into());
+        }
+        if a.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
+            return Err("--duration must be > 0 seconds".into());
+        }
+        if !a.sample_every.is_finite() || a.sample_every < 0.0 {
+            return Err("--sample-every must be ≥ 0 seconds".into());
         }
         Ok(a)
     }
@@ -204,6 +220,9 @@ mod tests {
         assert_eq!(a.quality, Quality::High);
         assert_eq!(a.events, 2.5);
         assert_eq!(parse("").unwrap().width, 1280, "1280x720 by default");
+        let soak = parse("--headless --duration 120 --sample-every 10").unwrap();
+        assert_eq!((soak.frames, soak.duration), (None, Some(120.0)));
+        assert_eq!(soak.sample_every, 10.0);
         for bad in [
             "--fps 0",
             "--resolution 10",
@@ -212,6 +231,8 @@ mod tests {
             "--nope",
             "--events -1",
             "--instances 257",
+            "--duration 0",
+            "--sample-every -1",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

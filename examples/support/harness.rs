@@ -33,9 +33,7 @@ impl HarnessTarget {
     }
 }
 
-/// The camera source the harness counts frames on, held back until the DNNs are ready.
-#[derive(Resource, Clone, Copy, Debug)]
-pub struct HarnessCamera(pub Entity);
+pub use crate::harness_camera::HarnessCamera;
 
 /// A camera source waiting for every DNN to be compiled.
 #[derive(Component)]
@@ -110,6 +108,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         )
         .add_observer(on_dnn_failed)
         .add_observer(on_camera_failed);
+    crate::soak::add(&mut app, args);
     if args.headless
         && let Some(render_app) = app.get_sub_app_mut(bevy::render::RenderApp)
     {
@@ -267,16 +266,26 @@ fn finish_after_frames(
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
     mut report: Local<Option<serde_json::Value>>,
+    mut timed_end: Local<(Option<std::time::Instant>, Option<u64>)>,
 ) {
-    let (Some(n), Some(camera)) = (args.frames, camera) else {
-        return;
-    };
+    let Some(camera) = camera else { return };
     let Ok(f) = frames.get(camera.0) else { return };
+    // `--duration`: the run ends a few frames after that much time from the first camera frame
+    // (the statistics end five frames before the exit, as with `--frames`).
+    if let Some(d) = args.duration {
+        let start = *timed_end.0.get_or_insert_with(std::time::Instant::now);
+        if timed_end.1.is_none() && start.elapsed().as_secs_f64() >= d {
+            timed_end.1 = Some(f.index + 6);
+        }
+    }
     if f.index == args.warmup
         && let Some(p) = pacer.as_mut()
     {
         p.start();
     }
+    let Some(n) = args.frames.or(timed_end.1) else {
+        return;
+    };
     // The statistics end before the trace is asked for: writing the coordinator's timeline out
     // takes the render thread a few milliseconds, which would show as a late frame of the app.
     if args.out.is_some() && f.index + 5 == n {

@@ -3,8 +3,8 @@
 //! as a camera source ([`clip_source`]), the window or headless harness with a steady frame
 //! pacer, screenshots and the exit after N frames ([`harness`]), `stats.json` ([`report`]), and
 //! for the 3D apps the AR view ([`ar_view`]), what `--quality` means ([`quality`]), detections
-//! against a clip's ground truth ([`truth`]), latency summaries ([`latency`]) and the pinch
-//! gesture ([`gestures`]).
+//! against a clip's ground truth ([`truth`]), latency summaries ([`latency`]), the pinch
+//! gesture ([`gestures`]) and soak sampling ([`soak`]).
 #![warn(missing_docs)]
 
 pub mod ar_view;
@@ -13,8 +13,10 @@ pub mod assets;
 pub mod clip_source;
 pub mod gestures;
 pub mod harness;
+pub mod harness_camera;
 pub mod latency;
 pub mod pacer;
 pub mod quality;
 pub mod report;
+pub mod soak;
 pub mod truth;

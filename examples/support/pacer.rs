@@ -21,8 +21,9 @@ pub struct PacedRunnerPlugin {
 /// main world's schedule, which waits for the render world of the frame before), and how late it
 /// started against its slot. A late frame whose update was short was held up between updates (the
 /// sleep); one whose update was long, by the app itself. A diagnosis of frame pacing, reported
-/// in `stats.json` as `pacer`.
-#[derive(Resource, Default, Debug, Clone)]
+/// in `stats.json` as `pacer`. Bounded for runs of any length: the logs keep the latest
+/// [`LatencyLog::CAPACITY`] samples for the quantiles, and count all.
+#[derive(Resource, Debug, Clone)]
 pub struct PacerLog {
     recording: bool,
     /// Update durations, ms.
@@ -33,6 +34,17 @@ pub struct PacerLog {
     pub long_updates: usize,
 }
 
+impl Default for PacerLog {
+    fn default() -> Self {
+        PacerLog {
+            recording: false,
+            update_ms: LatencyLog::preallocated(),
+            start_late_ms: LatencyLog::preallocated(),
+            long_updates: 0,
+        }
+    }
+}
+
 impl PacerLog {
     /// Starts recording (the statistics' window: after the warm-up).
     pub fn start(&mut self) {
@@ -40,7 +52,7 @@ impl PacerLog {
     }
 
     fn record(&mut self, late: Duration, update: Duration, period: Duration) {
-        if self.recording && self.update_ms.len() < 1_000_000 {
+        if self.recording {
             self.update_ms.push(update.as_secs_f64() * 1e3);
             self.start_late_ms.push(late.as_secs_f64() * 1e3);
             self.long_updates += usize::from(update > period);

@@ -16,28 +16,14 @@ use std::process::Command;
 use heimdall_testkit::Clip;
 use serde_json::Value;
 
-/// Whether GPU tests are skipped (`HEIMDALL_SKIP_GPU=1`).
-fn skip_gpu() -> bool {
-    std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1")
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-}
+mod common;
+use common::{example_binary, log_of, root, skip_gpu};
 
 /// Runs an app headless into a fresh folder; returns the folder and `stats.json`.
 fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
     let out = std::env::temp_dir().join(format!("heimdall-app-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let exe = binary(name);
+    let exe = example_binary(name);
     assert!(exe.exists(), "{} was not built", exe.display());
     let mut args = vec![
         "--headless",
@@ -58,11 +44,7 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
         .current_dir(root())
         .output()
         .expect("running the app");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let log = log_of(&output);
     assert!(output.status.success(), "{name} failed:\n{log}");
     let text = std::fs::read_to_string(out.join("stats.json")).expect("stats.json");
     (out, serde_json::from_str(&text).expect("valid JSON"))

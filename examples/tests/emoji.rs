@@ -13,25 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// Whether GPU tests are skipped (`HEIMDALL_SKIP_GPU=1`).
-fn skip_gpu() -> bool {
-    std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1")
-}
-
-/// The workspace root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Path of the `emoji` example built by `cargo test` in this profile.
-fn emoji_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/emoji
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    profile_dir
-        .join("examples")
-        .join(format!("emoji{}", std::env::consts::EXE_SUFFIX))
-}
+mod common;
+use common::{example_binary, log_of, root, skip_gpu};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("heimdall-{name}-{}", std::process::id()));
@@ -54,16 +37,8 @@ fn run(exe: &Path, args: &[&str], cwd: &Path, asset_root: Option<&Path>) -> (Out
     (out, start.elapsed())
 }
 
-fn log_of(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn run_emoji(out: &Path, extra: &[&str]) -> String {
-    let exe = emoji_binary();
+    let exe = example_binary("emoji");
     assert!(exe.exists(), "{} was not built", exe.display());
     let mut args = vec!["--headless", "--out", out.to_str().expect("utf-8 path")];
     args.extend_from_slice(extra);
@@ -231,7 +206,7 @@ fn frames_have_the_runs_resolution() {
 /// missing file.
 #[test]
 fn a_moved_binary_finds_its_assets_through_bevy_asset_root() {
-    let exe = emoji_binary();
+    let exe = example_binary("emoji");
     let base = temp("emoji-moved");
     let (bin_dir, run_dir, empty) = (base.join("bin"), base.join("run"), base.join("empty"));
     for d in [&bin_dir, &run_dir, &empty] {
@@ -303,7 +278,7 @@ fn a_corrupt_model_fails_fast_naming_the_file() {
     if skip_gpu() {
         args.push("--force-cpu");
     }
-    let (o, took) = run(&emoji_binary(), &args, &base, Some(&base));
+    let (o, took) = run(&example_binary("emoji"), &args, &base, Some(&base));
     let log = log_of(&o);
     assert!(
         !o.status.success(),

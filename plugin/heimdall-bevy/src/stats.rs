@@ -48,15 +48,28 @@ impl FrameRecord {
 /// an app running for hours does not grow without bound.
 pub const MAX_HISTORY: usize = 36_000;
 
-/// Drops the oldest entries beyond `MAX_HISTORY` (in batches, so the cost is amortised).
+/// Room every history has: `MAX_HISTORY` and a batch of `MAX_HISTORY / 8` dropped at once.
+const HISTORY_CAPACITY: usize = MAX_HISTORY + MAX_HISTORY / 8;
+
+/// Drops the oldest entries down to `MAX_HISTORY` once a history is full (in batches, so the
+/// cost is amortised): a history never outgrows the room [`history`] gave it.
 fn trim<T>(v: &mut Vec<T>) {
-    if v.len() > 2 * MAX_HISTORY {
+    if v.len() >= HISTORY_CAPACITY {
         v.drain(..v.len() - MAX_HISTORY);
     }
 }
 
+/// An empty history with room for `HISTORY_CAPACITY` entries, written once with `fill` (not
+/// zero, so that the pages are resident from the start): the process's memory does not creep
+/// up for the minutes a history takes to fill, which a soak test would read as a leak.
+fn history<T: Clone>(fill: T) -> Vec<T> {
+    let mut v = vec![fill; HISTORY_CAPACITY];
+    v.clear();
+    v
+}
+
 /// One model's results.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ModelStats {
     /// Latencies (capture to result in the main world), ms.
     pub latencies_ms: Vec<f64>,
@@ -74,8 +87,24 @@ pub struct ModelStats {
     pub results: usize,
 }
 
-/// The run's statistics (a main-world resource, updated every frame).
-#[derive(Resource, Default, Debug)]
+impl Default for ModelStats {
+    fn default() -> Self {
+        ModelStats {
+            latencies_ms: history(-1.0),
+            frame_indices: history(u64::MAX),
+            cpu_results: 0,
+            arrivals_ms: history(-1.0),
+            deadline_ms: None,
+            deadline_misses: 0,
+            results: 0,
+        }
+    }
+}
+
+/// The run's statistics (a main-world resource, updated every frame). Every per-frame and
+/// per-result history keeps the latest [`MAX_HISTORY`] entries (up to 12.5 % more) in room
+/// allocated up front, so its memory is constant however long the app runs.
+#[derive(Resource, Debug)]
 pub struct HeimdallStats {
     /// Wall-clock interval of each frame, ms.
     pub frame_ms: Vec<f64>,
@@ -89,6 +118,21 @@ pub struct HeimdallStats {
     now_ms: f64,
     keys: std::collections::HashMap<Entity, String>,
     target_hz: Option<f64>,
+}
+
+impl Default for HeimdallStats {
+    fn default() -> Self {
+        HeimdallStats {
+            frame_ms: history(-1.0),
+            gpu_frames: history(FrameRecord::untimed(u64::MAX)),
+            models: BTreeMap::new(),
+            instances: BTreeMap::new(),
+            last_frame: None,
+            now_ms: 0.0,
+            keys: Default::default(),
+            target_hz: None,
+        }
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -313,10 +357,22 @@ mod tests {
 
     #[test]
     fn history_is_bounded() {
-        let mut v: Vec<usize> = (0..2 * MAX_HISTORY + 1).collect();
-        trim(&mut v);
-        assert_eq!(v.len(), MAX_HISTORY);
-        assert_eq!(v[0], MAX_HISTORY + 1, "the oldest entries go");
+        let mut v: Vec<usize> = history(usize::MAX);
+        let room = v.capacity();
+        assert!(v.is_empty() && room >= HISTORY_CAPACITY);
+        for i in 0..3 * MAX_HISTORY {
+            v.push(i);
+            trim(&mut v);
+            assert!(v.len() < HISTORY_CAPACITY);
+        }
+        assert_eq!(v.capacity(), room, "never reallocated");
+        assert!(v.len() >= MAX_HISTORY);
+        assert_eq!(
+            v[v.len() - 1],
+            3 * MAX_HISTORY - 1,
+            "the newest entries stay"
+        );
+        assert_eq!(v[0], 3 * MAX_HISTORY - v.len(), "the oldest entries go");
     }
 
     #[test]
