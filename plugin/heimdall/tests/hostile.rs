@@ -12,6 +12,7 @@
 //! (20 000 cases for each of the five models). Coverage-guided fuzzing of the same loader is in
 //! `fuzz/` (docs/fuzzing.md).
 
+mod common;
 #[path = "common/mutants.rs"]
 mod mutants;
 

@@ -11,6 +11,7 @@
 //! (50 000 cases for each of the two models). Coverage-guided fuzzing of the same importer is in
 //! `fuzz/` (docs/fuzzing.md).
 
+mod common;
 #[path = "common/mutants.rs"]
 mod mutants;
 

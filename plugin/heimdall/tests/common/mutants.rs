@@ -2,7 +2,8 @@
 //! that loads is compiled and run on the CPU backend within a stated budget, and a sample of
 //! them on the GPU backend; outcomes are tallied by kind and printed.
 //!
-//! Included with `#[path = "common/mutants.rs"] mod mutants;`.
+//! Included with `mod common; #[path = "common/mutants.rs"] mod mutants;` (it uses
+//! `common::random_inputs`).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -159,25 +160,6 @@ pub fn within_budget(graph: &Graph) -> bool {
     activations <= ELEMENT_BUDGET && flops <= FLOP_BUDGET && graph.ops.len() <= OP_BUDGET
 }
 
-/// A deterministic input in [-1, 1] for every input of the graph.
-pub fn inputs(graph: &Graph, seed: u64) -> Vec<Vec<f32>> {
-    let mut state = seed.wrapping_mul(6364136223846793005) | 1;
-    graph
-        .inputs
-        .iter()
-        .map(|&t| {
-            (0..graph.tensor(t).numel())
-                .map(|_| {
-                    state = state
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                })
-                .collect()
-        })
-        .collect()
-}
-
 /// Compiles and runs a loaded mutant on the CPU backend (and on the GPU when `on_gpu`), within
 /// the budget. Panics (failing the test) if either backend panics; typed errors are tallied.
 pub fn exercise(graph: &Graph, what: &str, on_gpu: bool, tally: &mut Tally) {
@@ -186,7 +168,7 @@ pub fn exercise(graph: &Graph, what: &str, on_gpu: bool, tally: &mut Tally) {
         tally.over_budget += 1;
         return;
     }
-    let data = inputs(graph, tally.total as u64);
+    let data = crate::common::random_inputs(graph, tally.total as u64);
     let cpu = catch_unwind(AssertUnwindSafe(
         || -> Result<(), heimdall_cpu::CpuError> {
             let mut m = CpuModel::compile(graph, CpuOptions { threads: 1 })?;
