@@ -114,39 +114,15 @@ pub fn machine_load() -> Value {
 /// freed), `heap_free` (freed but kept in the arenas: fragmentation when it grows), `mmapped`
 /// (large blocks). Null elsewhere than Linux with glibc.
 pub fn malloc_info() -> Value {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        #[repr(C)]
-        struct Mallinfo2 {
-            arena: usize,
-            ordblks: usize,
-            smblks: usize,
-            hblks: usize,
-            hblkhd: usize,
-            usmblks: usize,
-            fsmblks: usize,
-            uordblks: usize,
-            fordblks: usize,
-            keepcost: usize,
-        }
-        unsafe extern "C" {
-            fn mallinfo2() -> Mallinfo2;
-        }
-        // SAFETY: glibc ≥ 2.33 provides `mallinfo2`, which only reads the allocator's counters
-        // and returns them by value.
-        let m = unsafe { mallinfo2() };
-        let _ = (
-            m.ordblks, m.smblks, m.hblks, m.usmblks, m.fsmblks, m.keepcost,
-        );
-        json!({
-            "arena": m.arena,
-            "heap_in_use": m.uordblks,
-            "heap_free": m.fordblks,
-            "mmapped": m.hblkhd,
-        })
+    match heimdall_testkit::heap_stats() {
+        Some(h) => json!({
+            "arena": h.arena,
+            "heap_in_use": h.in_use,
+            "heap_free": h.free,
+            "mmapped": h.mmapped,
+        }),
+        None => Value::Null,
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    Value::Null
 }
 
 /// GPU memory allocated through wgpu on `device` (bytes): `allocated` (live allocations),

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
+use crate::params::ParamsSpace;
 
 /// Devices created by [`GpuContext::create`] in this process.
 static DEVICES_CREATED: AtomicUsize = AtomicUsize::new(0);
@@ -89,6 +90,34 @@ impl GpuContext {
     /// Whether kernels may store tensors as `f16` (the device has `SHADER_F16`).
     pub fn has_f16(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// Where kernels take their parameters from: uniform buffers, except on lavapipe, which
+    /// gets read-only storage buffers. Lavapipe (Mesa's `llvmpipe` Vulkan driver) inlines the
+    /// values of uniforms that steer control flow into the shader and compiles it again with
+    /// LLVM at every bind; Mesa 22.3 (Debian 12's) keeps no cache of those variants and no
+    /// shader it compiled this way is freed before the pipeline. Measured on the emoji example
+    /// with every model on lavapipe (docs/soak.md): the C heap grew by 4-50 MB a second and each
+    /// dispatch paid a compile. Storage buffers are never inlined. `HEIMDALL_PARAMS=uniform` or
+    /// `storage` replaces the choice (to see the difference).
+    pub fn params_space(&self) -> ParamsSpace {
+        static OVERRIDE: std::sync::OnceLock<Option<ParamsSpace>> = std::sync::OnceLock::new();
+        let o = OVERRIDE.get_or_init(|| match std::env::var("HEIMDALL_PARAMS").ok()?.as_str() {
+            "uniform" => Some(ParamsSpace::Uniform),
+            "storage" => Some(ParamsSpace::Storage),
+            _ => None,
+        });
+        if let Some(space) = *o {
+            return space;
+        }
+        let lavapipe = self.info.device_type == wgpu::DeviceType::Cpu
+            && (self.info.driver.to_ascii_lowercase().contains("llvmpipe")
+                || self.info.name.to_ascii_lowercase().contains("llvmpipe"));
+        if lavapipe {
+            ParamsSpace::Storage
+        } else {
+            ParamsSpace::Uniform
+        }
     }
 
     /// Threads a grid should have before kernels give each thread more outputs: GPUs need many

@@ -123,8 +123,10 @@ impl GpuModel {
                 name: op.kind.name().into(),
                 message,
             })?;
+            // The parameters take one more storage binding where they live in one.
+            let params = u32::from(ctx.params_space() == crate::params::ParamsSpace::Storage);
             for k in &d {
-                let n = k.source.storage_bindings() as u32;
+                let n = k.source.storage_bindings() as u32 + params;
                 if n > ctx.limits.max_storage_buffers_per_shader_stage {
                     return Err(GpuError::Op {
                         index,

@@ -56,6 +56,46 @@ pub struct Member {
     pub offset: usize,
 }
 
+/// Where a kernel's parameters (binding 0) live: a uniform buffer, or a read-only storage
+/// buffer on drivers that mishandle uniforms ([`crate::GpuContext::params_space`]). The bytes are
+/// the same in both: WGSL lays a struct out alike in either address space, and every parameter
+/// struct meets the uniform rules (checked at compile time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ParamsSpace {
+    /// `var<uniform>`: what GPUs serve from their constant caches.
+    #[default]
+    Uniform,
+    /// `var<storage, read>`.
+    Storage,
+}
+
+impl ParamsSpace {
+    /// The WGSL declaration of binding 0, `params` of type `Params`.
+    pub fn declaration(self) -> &'static str {
+        match self {
+            ParamsSpace::Uniform => "@group(0) @binding(0) var<uniform> params: Params;",
+            ParamsSpace::Storage => "@group(0) @binding(0) var<storage, read> params: Params;",
+        }
+    }
+
+    /// The usage of a buffer that holds parameters (written by the queue or at creation).
+    pub fn usage(self) -> wgpu::BufferUsages {
+        match self {
+            ParamsSpace::Uniform => wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            ParamsSpace::Storage => wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        }
+    }
+
+    /// The alignment of a parameter block's offset in a shared buffer (at least 16 bytes).
+    pub fn offset_alignment(self, limits: &wgpu::Limits) -> u64 {
+        let a = match self {
+            ParamsSpace::Uniform => limits.min_uniform_buffer_offset_alignment,
+            ParamsSpace::Storage => limits.min_storage_buffer_offset_alignment,
+        };
+        u64::from(a).max(16)
+    }
+}
+
 /// The layout of a parameter struct: what composition declares and the contract test checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamsLayout {
@@ -68,8 +108,8 @@ pub struct ParamsLayout {
 }
 
 impl ParamsLayout {
-    /// The WGSL declaration: `struct Params` and its uniform binding 0.
-    pub fn wgsl(&self) -> String {
+    /// The WGSL declaration: `struct Params` and its binding 0 in `space`.
+    pub fn wgsl(&self, space: ParamsSpace) -> String {
         let mut s = format!(
             "// Uniform parameters: {} (generated).\nstruct Params {{\n",
             self.name
@@ -77,7 +117,9 @@ impl ParamsLayout {
         for m in self.members {
             s.push_str(&format!("    {}: {},\n", m.name, m.wgsl));
         }
-        s.push_str("}\n@group(0) @binding(0) var<uniform> params: Params;\n");
+        s.push_str("}\n");
+        s.push_str(space.declaration());
+        s.push('\n');
         s
     }
 }

@@ -130,7 +130,7 @@ impl Preprocessor {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let make = |srgb: bool| -> Result<wgpu::ComputePipeline, GpuError> {
             let k = source(target.precision, srgb);
-            let src = k.compose()?;
+            let src = k.compose(ctx.params_space())?;
             crate::wgsl::validate(k.name, &src, k.uses_f16())?;
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some("heimdall preprocess"),
@@ -151,7 +151,7 @@ impl Preprocessor {
         let uniform = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall preprocess params"),
             size: std::mem::size_of::<GpuPreprocessParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            usage: ctx.params_space().usage(),
             mapped_at_creation: false,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {

@@ -17,7 +17,7 @@ use crate::context::GpuContext;
 use crate::error::GpuError;
 use crate::model::GpuModel;
 use crate::options::GpuOptions;
-use crate::params::{ShaderParams, shader_params};
+use crate::params::{ParamsSpace, ShaderParams, shader_params};
 use crate::precision::Precision;
 use crate::profile::TimingSource;
 
@@ -93,9 +93,9 @@ shader_params! {
     }
 }
 
-/// A probe shader with its parameters declared from `P`.
-fn probe_source<P: ShaderParams>(body: &str) -> String {
-    format!("{}{body}", P::LAYOUT.wgsl())
+/// A probe shader with its parameters declared from `P` in `space` (the kernels' own).
+fn probe_source<P: ShaderParams>(body: &str, space: ParamsSpace) -> String {
+    format!("{}{body}", P::LAYOUT.wgsl(space))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -273,7 +273,11 @@ pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
         _ => 8192,
     };
     scoped(ctx, || {
-        let pipeline = pipeline(ctx, "probe_fma", &probe_source::<GpuFmaParams>(FMA_SOURCE))?;
+        let pipeline = pipeline(
+            ctx,
+            "probe_fma",
+            &probe_source::<GpuFmaParams>(FMA_SOURCE, ctx.params_space()),
+        )?;
         let sink = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall probe sink"),
             size: 16,
@@ -283,7 +287,7 @@ pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall probe params"),
             size: std::mem::size_of::<GpuFmaParams>().next_multiple_of(16) as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            usage: ctx.params_space().usage(),
             mapped_at_creation: false,
         });
         let probe = Probe {
@@ -335,7 +339,7 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
         let pipeline = pipeline(
             ctx,
             "probe_copy",
-            &probe_source::<GpuCopyParams>(COPY_SOURCE),
+            &probe_source::<GpuCopyParams>(COPY_SOURCE, ctx.params_space()),
         )?;
         let make = |label| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -355,7 +359,7 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("heimdall probe params"),
                 contents: &p.to_bytes(),
-                usage: wgpu::BufferUsages::UNIFORM,
+                usage: ctx.params_space().usage(),
             });
         let probe = Probe {
             bind_group: bind(ctx, &pipeline, &[&params, &src, &dst]),
@@ -482,13 +486,15 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
 mod tests {
     #[test]
     fn probe_shaders_validate_with_naga() {
-        use super::{GpuCopyParams, GpuFmaParams, ShaderParams, probe_source};
-        let fma = probe_source::<GpuFmaParams>(super::FMA_SOURCE);
-        crate::wgsl::validate("probe_fma", &fma, false).unwrap();
-        crate::shader_tests::assert_layout("probe_fma", &fma, &GpuFmaParams::LAYOUT);
-        let copy = probe_source::<GpuCopyParams>(super::COPY_SOURCE);
-        crate::wgsl::validate("probe_copy", &copy, false).unwrap();
-        crate::shader_tests::assert_layout("probe_copy", &copy, &GpuCopyParams::LAYOUT);
+        use super::{GpuCopyParams, GpuFmaParams, ParamsSpace, ShaderParams, probe_source};
+        for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
+            let fma = probe_source::<GpuFmaParams>(super::FMA_SOURCE, space);
+            crate::wgsl::validate("probe_fma", &fma, false).unwrap();
+            crate::shader_tests::assert_layout("probe_fma", &fma, &GpuFmaParams::LAYOUT);
+            let copy = probe_source::<GpuCopyParams>(super::COPY_SOURCE, space);
+            crate::wgsl::validate("probe_copy", &copy, false).unwrap();
+            crate::shader_tests::assert_layout("probe_copy", &copy, &GpuCopyParams::LAYOUT);
+        }
     }
 
     #[test]

@@ -89,8 +89,9 @@ pub(crate) fn create(
             )
         })
         .collect::<Result<_, _>>()?;
-    // All uniform parameters in one buffer, each at an aligned offset.
-    let align = u64::from(ctx.limits.min_uniform_buffer_offset_alignment).max(16);
+    // All parameters in one buffer, each at an aligned offset.
+    let space = ctx.params_space();
+    let align = space.offset_alignment(&ctx.limits);
     let mut uniform_bytes = Vec::new();
     let mut offsets = Vec::new();
     for d in dispatches.iter().flatten() {
@@ -103,7 +104,7 @@ pub(crate) fn create(
     let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("heimdall params"),
         contents: &uniform_bytes,
-        usage: wgpu::BufferUsages::UNIFORM,
+        usage: space.usage(),
     });
     let mut cache: HashMap<String, usize> = HashMap::new();
     let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::new();
@@ -113,7 +114,7 @@ pub(crate) fn create(
     for (index, ds) in dispatches.iter().enumerate() {
         let mut encoded = Vec::with_capacity(ds.len());
         for d in ds {
-            let source = d.source.compose()?;
+            let source = d.source.compose(space)?;
             let pipeline = match cache.get(&source) {
                 Some(&p) => p,
                 None => {

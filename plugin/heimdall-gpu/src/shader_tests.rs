@@ -3,7 +3,7 @@
 //! same layout in the composed WGSL as in Rust. No GPU needed.
 
 use crate::ops::catalogue;
-use crate::params::ParamsLayout;
+use crate::params::{ParamsLayout, ParamsSpace};
 use crate::precision::Precision;
 use crate::sources::KERNELS;
 use crate::wgsl::{KernelSource, validate};
@@ -20,16 +20,19 @@ fn every_variant() -> Vec<KernelSource> {
     all
 }
 
-/// Every composed variant parses and validates with naga; no GPU needed.
+/// Every composed variant parses and validates with naga, with its parameters in a uniform and
+/// in a storage buffer; no GPU needed.
 #[test]
 fn every_shader_validates_with_naga() {
     let all = every_variant();
     assert!(all.len() > 100, "catalogue has {} variants", all.len());
     let mut names = std::collections::BTreeSet::new();
     for k in &all {
-        let src = k.compose().expect("compose");
-        validate(k.name, &src, k.uses_f16())
-            .unwrap_or_else(|e| panic!("{e}\n--- source ---\n{src}"));
+        for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
+            let src = k.compose(space).expect("compose");
+            validate(k.name, &src, k.uses_f16())
+                .unwrap_or_else(|e| panic!("{e}\n--- source ---\n{src}"));
+        }
         names.insert(k.name);
     }
     for name in KERNELS {
@@ -40,12 +43,33 @@ fn every_shader_validates_with_naga() {
     }
 }
 
+/// In a storage buffer, every kernel's parameters are there, the ones its file declares as a
+/// uniform included (lavapipe must see no uniform: `GpuContext::params_space`).
+#[test]
+fn storage_parameters_leave_no_uniform() {
+    for k in every_variant() {
+        let src = k.compose(ParamsSpace::Storage).expect("compose");
+        assert!(
+            !src.contains("var<uniform>"),
+            "{}: a uniform is left",
+            k.name
+        );
+        if src.contains("params.") {
+            assert!(
+                src.contains(ParamsSpace::Storage.declaration()),
+                "{}: no storage `params`",
+                k.name
+            );
+        }
+    }
+}
+
 /// The validator is not vacuous: a broken kernel and f16 without the capability fail.
 #[test]
 fn validation_rejects_bad_shaders() {
     assert!(validate("bad", "fn main() { let x: u32 = 1.5; }", false).is_err());
     let f16 = crate::kernels::gather::source(Precision::F16, Precision::F16, false);
-    let src = f16.compose().unwrap();
+    let src = f16.compose(ParamsSpace::Uniform).unwrap();
     assert!(validate("f16", &src, false).is_err());
     if let Err(e) = validate("f16", &src, true) {
         panic!("{e}");
@@ -53,13 +77,16 @@ fn validation_rejects_bad_shaders() {
 }
 
 /// Shader contract: for every kernel whose parameters are declared from a Rust struct, naga's
-/// layout of the composed `params` (member names, offsets, struct size) is the Rust struct's.
+/// layout of the composed `params` (member names, offsets, struct size) is the Rust struct's,
+/// in either address space.
 #[test]
 fn parameter_structs_have_the_rust_layout() {
     let mut checked = std::collections::BTreeSet::new();
     for k in every_variant() {
         let Some(layout) = k.params else { continue };
-        assert_layout(k.name, &k.compose().expect("compose"), &layout);
+        for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
+            assert_layout(k.name, &k.compose(space).expect("compose"), &layout);
+        }
         checked.insert(layout.name);
     }
     assert!(

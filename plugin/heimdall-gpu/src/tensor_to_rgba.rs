@@ -70,7 +70,7 @@ impl TensorToRgba {
         let device = &ctx.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let k = source(target.precision);
-        let src = k.compose()?;
+        let src = k.compose(ctx.params_space())?;
         crate::wgsl::validate(k.name, &src, k.uses_f16())?;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("heimdall tensor_to_rgba"),
@@ -87,7 +87,7 @@ impl TensorToRgba {
         let uniform = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall tensor_to_rgba params"),
             size: std::mem::size_of::<GpuTensorToRgbaParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            usage: ctx.params_space().usage(),
             mapped_at_creation: false,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {

@@ -2,16 +2,17 @@
 //! (constants, per-binding accessors `NAME_load`, `NAME_load1`, `NAME_store`, an `epilogue`
 //! function and small helpers); this module generates them for each binding's precision.
 //!
-//! Binding 0 is the kernel's uniform `params`, declared from its Rust struct
-//! ([`crate::params`]) or, for a kernel without one, in the kernel file; bindings 1.. are the
-//! kernel's buffers in declaration order, then the epilogue's (`res`, `alpha`).
+//! Binding 0 is the kernel's `params`, declared from its Rust struct ([`crate::params`]) or, for
+//! a kernel without one, in the kernel file; a uniform, or a read-only storage buffer where the
+//! device needs it ([`crate::params::ParamsSpace`]). Bindings 1.. are the kernel's buffers in
+//! declaration order, then the epilogue's (`res`, `alpha`).
 
 use std::fmt::Write as _;
 
 use heimdall_ir::UnaryKind;
 
 use crate::error::GpuError;
-use crate::params::{ParamsLayout, ShaderParams};
+use crate::params::{ParamsLayout, ParamsSpace, ShaderParams};
 use crate::precision::Precision;
 
 /// Work-group size of every kernel (≤ 256, the WebGPU default limit).
@@ -168,7 +169,7 @@ impl KernelSource {
         self
     }
 
-    /// Number of storage buffers bound (kernel and epilogue).
+    /// Number of storage buffers bound (kernel and epilogue), the parameters not counted.
     pub fn storage_bindings(&self) -> usize {
         let own = self
             .bindings
@@ -187,8 +188,10 @@ impl KernelSource {
             || self.epilogue.residual == Some(Precision::F16)
     }
 
-    /// The complete WGSL source: generated prelude, then the kernel file.
-    pub fn compose(&self) -> Result<String, GpuError> {
+    /// The complete WGSL source: generated prelude, then the kernel file, with the parameters
+    /// (binding 0) in `space` ([`crate::GpuContext::params_space`]); a kernel file that declares
+    /// its own `params` declares them as a uniform, and is moved to `space` here.
+    pub fn compose(&self, space: ParamsSpace) -> Result<String, GpuError> {
         let body = crate::sources::source(self.name).ok_or_else(|| GpuError::Shader {
             name: self.name.into(),
             message: "no such kernel in shaders/".into(),
@@ -203,7 +206,7 @@ impl KernelSource {
             let _ = writeln!(s, "const {name}: u32 = {value}u;");
         }
         if let Some(p) = &self.params {
-            s.push_str(&p.wgsl());
+            s.push_str(&p.wgsl(space));
         }
         s.push_str(HELPERS);
         let mut binding = 1;
@@ -213,7 +216,12 @@ impl KernelSource {
         epilogue(&mut s, &self.epilogue, &mut binding)?;
         s.push_str(&self.extra);
         s.push_str("// ---- kernel ----\n");
-        s.push_str(body);
+        let own = ParamsSpace::Uniform.declaration();
+        if space != ParamsSpace::Uniform && self.params.is_none() && body.contains(own) {
+            s.push_str(&body.replace(own, space.declaration()));
+        } else {
+            s.push_str(body);
+        }
         Ok(s)
     }
 }

@@ -10,6 +10,7 @@
 //! - [`paths`] and [`fetch`]: the workspace's assets and goldens, and the models, fetched on
 //!   demand (serialised across threads and processes).
 //! - [`npy`]: the goldens' tensors.
+//! - [`heap`]: the C heap's counters (soak runs, memory tests).
 //! - [`clip`]: the bundled camera clips (`assets/clips/`): a virtual camera moving over a still
 //!   photo with moving RGBA cut-outs over it, with per-frame ground truth (boxes and points).
 //! - [`synthetic`]: frames that carry their own index in the pixels (capture index in, same index
@@ -20,6 +21,7 @@
 pub mod clip;
 pub mod fetch;
 pub mod goldens;
+pub mod heap;
 pub mod metrics;
 pub mod npy;
 pub mod paths;
@@ -34,6 +36,7 @@ pub use fetch::{
     FetchError, ModelCache, model_path, model_present, npm_model_path, onnx_model_path,
     onnx_node_tests_dir,
 };
+pub use heap::{HeapStats, heap_stats};
 pub use metrics::{rel_l2, rel_l2_floored, rel_l2_scaled};
 pub use paths::{MEDIAPIPE_MODELS, ONNX_MODELS, assets_dir, goldens_dir, workspace_root};
 pub use synthetic::{SyntheticSource, decode_frame_index};

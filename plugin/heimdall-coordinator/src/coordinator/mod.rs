@@ -16,11 +16,12 @@
 //!
 //! The work is split by job: `types` (what goes in and out), `state` (what is kept per model
 //! and job), `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles) and
-//! `rebalance` (CPU offload).
+//! `rebalance` (CPU offload) with `mode_log` (where each model ran, bounded).
 
 mod cpu;
 mod done;
 mod gpu;
+mod mode_log;
 mod rebalance;
 mod state;
 mod types;
@@ -120,7 +121,9 @@ impl Coordinator {
         ModelStatus {
             name: m.name.clone(),
             mode: m.mode,
-            mode_history: m.mode_history.clone(),
+            mode_history: m.modes.recent(),
+            mode_switches: m.modes.switches(),
+            offloaded_ms: m.modes.offloaded_ms(now_ms),
             deadline_overrides: m.overrides,
             resumed_from_gpu: m.resumed_from_gpu,
             finished_on_gpu_after_offload: m.finished_on_gpu_after_offload,

@@ -80,7 +80,7 @@ impl Coordinator {
         let budget = self.cfg.budget.budget_ms().max(1e-3);
         let m = &mut self.models[i];
         m.mode = to;
-        m.mode_history.push((now, to));
+        m.modes.switch(now, to);
         let a = &m.analysis;
         let n = a.len();
         if let Some(job) = m.job.as_mut() {

@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use super::mode_log::ModeLog;
 use super::types::Request;
 use crate::analyzer::Analysis;
 use crate::model::ModelId;
@@ -68,7 +69,7 @@ pub(super) struct ModelState {
     pub cpu_latency_ema: Option<f64>,
     /// GPU time dispatched since the last offload evaluation, ms.
     pub gpu_recent_ms: f64,
-    pub mode_history: Vec<(f64, Processor)>,
+    pub modes: ModeLog,
     pub overrides: u64,
     pub resumed_from_gpu: u64,
     pub finished_on_gpu_after_offload: u64,
@@ -95,7 +96,7 @@ impl ModelState {
             request_interval_ms: None,
             cpu_latency_ema: None,
             gpu_recent_ms: 0.0,
-            mode_history: vec![(0.0, Processor::Gpu)],
+            modes: ModeLog::new(),
             overrides: 0,
             resumed_from_gpu: 0,
             finished_on_gpu_after_offload: 0,

@@ -244,8 +244,13 @@ pub struct ModelStatus {
     pub name: String,
     /// Where its new inferences run now.
     pub mode: Processor,
-    /// Every change of processor: (time, new processor); starts with (0, GPU).
+    /// The latest changes of processor (time, new processor), oldest first: at most 64, and
+    /// `(0, GPU)` first until more happened.
     pub mode_history: Vec<(f64, Processor)>,
+    /// Changes of processor so far.
+    pub mode_switches: u64,
+    /// Time its new inferences went to the CPU workers, up to the status's time, ms.
+    pub offloaded_ms: f64,
     /// How many pieces the deadline override dispatched.
     pub deadline_overrides: u64,
     /// Inferences the GPU had started that continued on the CPU from the step reached when the

@@ -14,7 +14,6 @@ use crate::coordinator::{
 };
 use crate::model::ModelId;
 use crate::policy::{Policy, UnknownPolicy, policy_by_name};
-use crate::processor::Processor;
 use crate::timeline::{Lane, Timeline};
 
 /// How a simulation departs from the scenario's exact times.
@@ -488,14 +487,6 @@ impl Sim<'_> {
                 .filter(|c| c.model.0 == i && c.deadline_met == Some(false))
                 .count();
             let status = self.coord.status(ModelId(i), self.end_ms);
-            let mut offloaded_ms = 0.0;
-            let h = &status.mode_history;
-            for (k, &(t, p)) in h.iter().enumerate() {
-                if p == Processor::Cpu {
-                    let until = h.get(k + 1).map_or(self.end_ms, |x| x.0).min(self.end_ms);
-                    offloaded_ms += (until - t).max(0.0);
-                }
-            }
             dnns.push(DnnStats {
                 name: d.name.clone(),
                 completed: lats.len() as u64,
@@ -507,8 +498,8 @@ impl Sim<'_> {
                 },
                 gpu_busy_ms: self.gpu_busy[i],
                 cpu_busy_ms: self.cpu_busy[i],
-                offloaded_ms,
-                offload_switches: (h.len() - 1) as u64,
+                offloaded_ms: status.offloaded_ms,
+                offload_switches: status.mode_switches,
                 resumed_from_gpu: status.resumed_from_gpu,
                 deadline_overrides: status.deadline_overrides,
                 oversized_steps: status.oversized_steps.len() as u64,
