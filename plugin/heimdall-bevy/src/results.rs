@@ -71,6 +71,8 @@ pub(crate) enum RenderMessage {
     Result(Box<FinishedInference>),
     /// What the GPU did in a frame.
     Frame(FrameRecord),
+    /// The render world submitted and presented a frame at this instant.
+    Presented(std::time::Instant),
     /// The coordinator's Chrome trace, as asked by [`HeimdallTrace::request`].
     Trace(String),
     /// The backend (at start, and after a new render device).
@@ -142,6 +144,7 @@ pub(crate) fn receive(
         match m {
             RenderMessage::Status(e, status) => set_status(&mut commands, &mut statuses, e, status),
             RenderMessage::Frame(r) => stats.record_gpu_frame(r),
+            RenderMessage::Presented(t) => stats.record_presented(t),
             RenderMessage::Trace(t) => trace.latest = Some(t),
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {

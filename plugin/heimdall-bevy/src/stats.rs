@@ -106,8 +106,14 @@ impl Default for ModelStats {
 /// allocated up front, so its memory is constant however long the app runs.
 #[derive(Resource, Debug)]
 pub struct HeimdallStats {
-    /// Wall-clock interval of each frame, ms.
+    /// Wall-clock interval between frames as they leave for the screen, ms: stamped in the
+    /// render world right after Bevy's `render_system` submitted the frame and presented it
+    /// (`RenderSystems::Cleanup`). The headline (`wall_on_time_rate`).
     pub frame_ms: Vec<f64>,
+    /// Wall-clock interval between the main world's updates (stamped in `Last`), ms: the app
+    /// loop's rate, a proxy of what reaches the screen (pipelined rendering and the render
+    /// world's own work sit between the two).
+    pub update_ms: Vec<f64>,
     /// What the GPU did per frame (timestamps; untimed frames have `timed: false`).
     pub gpu_frames: Vec<FrameRecord>,
     /// Per model name.
@@ -115,6 +121,7 @@ pub struct HeimdallStats {
     /// DNN instance index (as in [`FrameRecord::chunks`]) to model name.
     pub instances: BTreeMap<u32, String>,
     last_frame: Option<std::time::Instant>,
+    last_presented: Option<std::time::Instant>,
     now_ms: f64,
     keys: std::collections::HashMap<Entity, String>,
     target_hz: Option<f64>,
@@ -124,10 +131,12 @@ impl Default for HeimdallStats {
     fn default() -> Self {
         HeimdallStats {
             frame_ms: history(-1.0),
+            update_ms: history(-1.0),
             gpu_frames: history(FrameRecord::untimed(u64::MAX)),
             models: BTreeMap::new(),
             instances: BTreeMap::new(),
             last_frame: None,
+            last_presented: None,
             now_ms: 0.0,
             keys: Default::default(),
             target_hz: None,
@@ -189,6 +198,16 @@ impl HeimdallStats {
     }
 
     /// Records what the GPU did in a frame.
+    /// A frame left for the screen at `at`.
+    pub(crate) fn record_presented(&mut self, at: std::time::Instant) {
+        if let Some(last) = self.last_presented {
+            self.frame_ms
+                .push(at.saturating_duration_since(last).as_secs_f64() * 1e3);
+            trim(&mut self.frame_ms);
+        }
+        self.last_presented = Some(at);
+    }
+
     pub(crate) fn record_gpu_frame(&mut self, record: FrameRecord) {
         self.gpu_frames.push(record);
         trim(&mut self.gpu_frames);
@@ -258,6 +277,8 @@ impl HeimdallStats {
         let on_time = gpu.iter().filter(|r| r.gpu_total_ms <= period).count();
         let wall = self.frame_ms.get(skip..).unwrap_or(&[]);
         let wall_on_time = wall.iter().filter(|&&d| d <= period * 1.25).count();
+        let updates = self.update_ms.get(skip..).unwrap_or(&[]);
+        let updates_on_time = updates.iter().filter(|&&d| d <= period * 1.25).count();
         let models: serde_json::Map<String, Value> = self
             .models
             .iter()
@@ -295,6 +316,9 @@ impl HeimdallStats {
             "render_fps_mean": fps_mean,
             "render_fps_min_window": fps_min,
             "frame_interval_ms": summary(wall),
+            "frame_interval_definition": "wall clock between frames leaving the render world (after submission and present)",
+            "update_interval_ms": summary(updates),
+            "update_on_time_rate": if updates.is_empty() { 0.0 } else { updates_on_time as f64 / updates.len() as f64 },
             "on_time_rate": if gpu.is_empty() { Value::Null } else { json!(on_time as f64 / gpu.len() as f64) },
             "on_time_definition": "frames whose GPU work (scene passes + DNN chunks, timestamps) fits in the frame period",
             "timed_frames": gpu.len(),
@@ -318,7 +342,7 @@ impl HeimdallStats {
     }
 }
 
-/// Records the wall-clock frame interval.
+/// Records the main world's update interval.
 pub(crate) fn record_frame(
     mut stats: ResMut<HeimdallStats>,
     clock: Res<HeimdallClock>,
@@ -332,16 +356,31 @@ pub(crate) fn record_frame(
     stats.target_hz = Some(settings.frame_rate_hz(display));
     let now = std::time::Instant::now();
     if let Some(last) = stats.last_frame {
-        stats.frame_ms.push((now - last).as_secs_f64() * 1e3);
+        stats.update_ms.push((now - last).as_secs_f64() * 1e3);
     }
     stats.last_frame = Some(now);
     stats.now_ms = clock.now_ms();
-    trim(&mut stats.frame_ms);
+    trim(&mut stats.update_ms);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn presented_frames_give_the_intervals_between_them() {
+        let mut s = HeimdallStats::default();
+        let t0 = std::time::Instant::now();
+        for ms in [0, 10, 30, 45] {
+            s.record_presented(t0 + Duration::from_millis(ms));
+        }
+        let got: Vec<f64> = s.frame_ms.iter().map(|d| d.round()).collect();
+        assert_eq!(got, vec![10.0, 20.0, 15.0]);
+        assert!(
+            s.update_ms.is_empty(),
+            "the main loop's intervals are apart"
+        );
+    }
 
     #[test]
     fn fps_window_finds_the_slow_second() {

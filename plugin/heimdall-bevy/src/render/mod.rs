@@ -9,6 +9,8 @@
 //!    chunks and the output copies into the frame's own encoder ([`encode`]);
 //! 5. [`HeimdallRenderSystems::Readback`]: after the submission, map what was copied
 //!    ([`readback`]).
+//! 6. after Bevy presented the frame, stamp it for the stats' frame interval
+//!    (`stamp_presented`).
 //!
 //! Nothing here waits on the GPU or on a worker.
 
@@ -90,6 +92,7 @@ pub(crate) fn build(
             ),
         )
         .add_systems(RenderStartup, on_render_startup)
+        .add_systems(Render, stamp_presented.in_set(RenderSystems::Cleanup))
         .add_systems(
             Render,
             (
@@ -116,6 +119,13 @@ pub(crate) fn build(
             )
                 .run_if(resource_exists::<schedule::Scheduler>),
         );
+}
+
+/// Tells the main world when a frame left for the screen: after Bevy's `render_system`
+/// submitted it and presented the windows (`RenderSystems::Render`), so the stats' frame
+/// interval is the one the display gets, not the main loop's.
+fn stamp_presented(outbox: Res<Outbox>) {
+    outbox.send(RenderMessage::Presented(std::time::Instant::now()));
 }
 
 /// Chooses the backend once the render device exists (`Plugin::finish`).
