@@ -97,9 +97,10 @@ impl GpuContext {
     /// values of uniforms that steer control flow into the shader and compiles it again with
     /// LLVM at every bind; Mesa 22.3 (Debian 12's) keeps no cache of those variants and no
     /// shader it compiled this way is freed before the pipeline. Measured on the emoji example
-    /// with every model on lavapipe (docs/soak.md): the C heap grew by 4-50 MB a second and each
-    /// dispatch paid a compile. Storage buffers are never inlined. `HEIMDALL_PARAMS=uniform` or
-    /// `storage` replaces the choice (to see the difference).
+    /// with every model on lavapipe (docs/soak.md): the C heap grew by 4-50 MB a second, 8-11 MB
+    /// per inference of face detection and selfie segmentation (`tests/memory.rs`). Storage
+    /// buffers are never inlined. `HEIMDALL_PARAMS=uniform` or `storage` replaces the choice
+    /// (to see the difference).
     pub fn params_space(&self) -> ParamsSpace {
         static OVERRIDE: std::sync::OnceLock<Option<ParamsSpace>> = std::sync::OnceLock::new();
         let o = OVERRIDE.get_or_init(|| match std::env::var("HEIMDALL_PARAMS").ok()?.as_str() {
