@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from benchlib import default_exe, fmt, gpu_label, heimdall_bench, is_software, ort_session, time_calls  # noqa: E402
 from fetch_onnx_models import fetch, sums  # noqa: E402
 
 # name -> (image input name, shape)
@@ -41,27 +40,14 @@ MODELS = {
     "PP-OCRv6_det_small": ("x", [1, 3, 320, 320]),
 }
 
-SOFTWARE = ("llvmpipe", "lavapipe", "swiftshader", "software", "cpu")
-
-
-def heimdall_bench(exe: Path, path: Path, inp: str, shape: list[int], extra: list[str]) -> dict | None:
-    arg = f"{inp}={'x'.join(map(str, shape))}"
-    cmd = [str(exe), "bench", str(path), "--input-shape", arg, "--json", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"  {path.stem} {' '.join(extra)}: {proc.stderr.strip()}", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout)
+def bench(exe: Path, path: Path, inp: str, shape: list[int], extra: list[str]) -> dict | None:
+    return heimdall_bench(exe, path, extra, {inp: shape})
 
 
 def ort_median(path: Path, inp: str, shape: list[int], threads: int, runs: int) -> float:
     import numpy as np
-    import onnxruntime as ort
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    sess = ort_session(path, threads)
     rng = np.random.default_rng(0)
     feeds = {}
     for i in sess.get_inputs():
@@ -69,14 +55,7 @@ def ort_median(path: Path, inp: str, shape: list[int], threads: int, runs: int) 
             feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
         else:
             feeds[i.name] = np.full([d if isinstance(d, int) else 1 for d in i.shape], 1.0 / 26, np.float32)
-    for _ in range(5):
-        sess.run(None, feeds)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        sess.run(None, feeds)
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return statistics.median(time_calls(lambda: sess.run(None, feeds), 5, runs))
 
 
 def model_path(name: str, expected: dict[str, str], models_dir: Path | None) -> Path:
@@ -97,14 +76,10 @@ def ort_version(skip: bool) -> str | None:
     return ort.__version__
 
 
-def fmt(v: float | None, digits: int = 1) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=30)
-    p.add_argument("--exe", type=Path, default=ROOT / "target" / "release" / "heimdall")
+    p.add_argument("--exe", type=Path, default=default_exe())
     p.add_argument("--gpu-runs", type=int, help="runs of the GPU backend (default: --runs; lavapipe is slow)")
     p.add_argument("--json", type=Path, help="write every measurement to this file")
     p.add_argument("--threads", default="1,2", help="CPU thread counts (heimdall CPU and ORT), comma-separated")
@@ -126,13 +101,13 @@ def main() -> int:
         row: dict = {"model": name, "input": shape}
         if not args.no_cpu:
             for t in threads:
-                d = heimdall_bench(args.exe, path, inp, shape, ["--threads", str(t), *runs])
+                d = bench(args.exe, path, inp, shape, ["--threads", str(t), *runs])
                 row[f"cpu_t{t}"] = d
         if not args.no_gpu:
             for prec in ("f32", "f16"):
                 gpu_runs = ["--runs", str(args.gpu_runs or args.runs)]
-                d = heimdall_bench(args.exe, path, inp, shape,
-                                   ["--backend", "gpu", "--precision", prec, "--per-op", *gpu_runs])
+                d = bench(args.exe, path, inp, shape,
+                          ["--backend", "gpu", "--precision", prec, "--per-op", *gpu_runs])
                 if d is not None:
                     d["cpu_step_count"] = sum(1 for s in d.get("ops", []) if s.get("placement") != "Gpu")
                     device = device or d.get("device")
@@ -142,17 +117,14 @@ def main() -> int:
                 row[f"ort_t{t}_ms"] = ort_median(path, inp, shape, t, args.runs)
         rows.append(row)
 
-    software = device is not None and any(s in device.lower() for s in SOFTWARE)
+    software = is_software(device)
     # A software rasteriser is named as such in the header: its "GPU" times are CPU times.
-    if device is not None and "llvmpipe" in device.lower():
-        gpu_label = "lavapipe"
-    else:
-        gpu_label = "GPU (software rasteriser)" if software else "GPU"
+    label = gpu_label(device)
     head = ["model", "input"]
     if not args.no_cpu:
         head += [f"heimdall CPU {t}T" for t in threads]
     if not args.no_gpu:
-        head += [f"{gpu_label} f32 GPU / wall", f"{gpu_label} f16 GPU / wall", "CPU steps"]
+        head += [f"{label} f32 GPU / wall", f"{label} f16 GPU / wall", "CPU steps"]
     if ort_ver is not None:
         head += [f"ORT {t}T" for t in threads]
         if not args.no_cpu:

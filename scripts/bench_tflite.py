@@ -22,21 +22,17 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from benchlib import summary, tflite_interpreter, time_calls  # noqa: E402
 from fetch_models import MODELS  # noqa: E402
 
 
@@ -48,41 +44,16 @@ def find_model(name: str, models_dir: Path) -> Path | None:
     return None
 
 
-def percentile(sorted_ms: list[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default method)."""
-    return float(np.percentile(np.asarray(sorted_ms), q))
-
-
 def bench_one(path: Path, threads: int, warmup: int, runs: int, resolver: str) -> dict:
-    kw = {"model_path": str(path), "num_threads": threads}
-    if resolver == "builtin":
-        kw["experimental_op_resolver_type"] = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     t0 = time.perf_counter()
-    it = Interpreter(**kw)
-    it.allocate_tensors()
+    it = tflite_interpreter(path, threads, resolver)
     load_ms = (time.perf_counter() - t0) * 1e3
     rng = np.random.default_rng(0)
     for d in it.get_input_details():
         it.set_tensor(d["index"], rng.random(tuple(d["shape"])).astype(d["dtype"]))
-    for _ in range(warmup):
-        it.invoke()
-    times = []
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(runs):
-            t = time.perf_counter_ns()
-            it.invoke()
-            times.append((time.perf_counter_ns() - t) / 1e6)
-    finally:
-        if gc_was:
-            gc.enable()
-    times.sort()
+    times = time_calls(it.invoke, warmup, runs)
     return {
-        "median_ms": round(percentile(times, 50), 4),
-        "p90_ms": round(percentile(times, 90), 4),
-        "min_ms": round(times[0], 4),
-        "mean_ms": round(float(np.mean(times)), 4),
+        **summary(times),
         "runs": runs,
         "warmup": warmup,
         "threads": threads,

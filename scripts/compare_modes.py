@@ -66,6 +66,10 @@ def summarise(stats):
         # up between updates).
         "update_ms_p99": stats.get("pacer", {}).get("update_ms", {}).get("p99"),
         "long_updates": stats.get("pacer", {}).get("updates_longer_than_a_period"),
+        # The headless swap chain's waits for the GPU (examples/support/swapchain.rs): a late
+        # frame that waited there was held up by the GPU.
+        "gpu_wait_p99": stats.get("swapchain", {}).get("wait_ms", {}).get("p99"),
+        "frames_that_waited": stats.get("swapchain", {}).get("frames_that_waited"),
         "models": {},
     }
     for name, m in sorted(stats.get("models", {}).items()):
@@ -95,15 +99,17 @@ def ms(x):
 def print_table(results):
     """One line per run, then one line per run and DNN."""
     print("| mode | run | wall on time | interval p50/p99/max ms | main loop on time (proxy) "
-          "| GPU on time (proxy) | scene GPU p50 ms | update p99 ms | updates > period |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| GPU on time (proxy) | scene GPU p50 ms | update p99 ms | updates > period "
+          "| waits for the GPU > 1 ms (p99 ms) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         s = r["summary"]
         print(
             f"| {r['mode']} | {r['run']} | {pct(s['wall_on_time_rate'])} | "
             f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
             f"{pct(s.get('update_on_time_rate'))} | {pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} | "
-            f"{ms(s.get('update_ms_p99'))} | {'-' if s.get('long_updates') is None else s['long_updates']} |"
+            f"{ms(s.get('update_ms_p99'))} | {'-' if s.get('long_updates') is None else s['long_updates']} | "
+            f"{'-' if s.get('frames_that_waited') is None else s['frames_that_waited']} ({ms(s.get('gpu_wait_p99'))}) |"
         )
     for key, what in [("event_to_visible_ms", "event → visible"), ("capture_to_ink_ms", "capture → ink")]:
         if any(r["summary"].get(key) for r in results):

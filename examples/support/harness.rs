@@ -11,7 +11,6 @@ use bevy::app::AppExit;
 use bevy::camera::RenderTarget;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureFormat;
-use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems, RenderQueue};
 use bevy::render::view::window::screenshot::{Screenshot, save_to_disk};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
@@ -109,15 +108,8 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         .add_observer(on_dnn_failed)
         .add_observer(on_camera_failed);
     crate::soak::add(&mut app, args);
-    if args.headless
-        && let Some(render_app) = app.get_sub_app_mut(bevy::render::RenderApp)
-    {
-        render_app
-            .init_resource::<SwapchainEmulation>()
-            .add_systems(
-                RenderGraph,
-                emulate_swapchain.in_set(RenderGraphSystems::Finish),
-            );
+    if args.headless {
+        crate::swapchain::add(&mut app);
     }
     app
 }
@@ -262,6 +254,7 @@ fn finish_after_frames(
     backend: Res<HeimdallBackend>,
     mut app_report: ResMut<AppReport>,
     mut pacer: Option<ResMut<PacerLog>>,
+    swapchain: Option<Res<crate::swapchain::SwapchainWaits>>,
     mut trace: ResMut<HeimdallTrace>,
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
@@ -283,6 +276,11 @@ fn finish_after_frames(
     {
         p.start();
     }
+    if f.index == args.warmup
+        && let Some(s) = &swapchain
+    {
+        s.start();
+    }
     let Some(n) = args.frames.or(timed_end.1) else {
         return;
     };
@@ -291,6 +289,9 @@ fn finish_after_frames(
     if args.out.is_some() && f.index + 5 == n {
         if let Some(p) = &pacer {
             app_report.0.insert("pacer".into(), p.to_json());
+        }
+        if let Some(s) = &swapchain {
+            app_report.0.insert("swapchain".into(), s.to_json());
         }
         *report = Some(report::report(
             &stats,
@@ -320,36 +321,4 @@ fn finish_after_frames(
         info!("wrote {}", out.join("stats.json").display());
     }
     exit.write(AppExit::Success);
-}
-
-/// Headless runs have no swap chain, so nothing stops the CPU from queueing frames faster than
-/// the GPU finishes them (a window's `present` does). This emulates a swap chain of 3 images:
-/// after submitting a frame, the render thread waits while 3 frames are still unfinished. It is
-/// the harness's stand-in for a display; the plugin itself never waits on the GPU.
-#[derive(Resource, Default)]
-struct SwapchainEmulation {
-    submitted: u64,
-    done: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-fn emulate_swapchain(
-    queue: Res<RenderQueue>,
-    device: Res<RenderDevice>,
-    mut s: ResMut<SwapchainEmulation>,
-) {
-    use std::sync::atomic::Ordering;
-    s.submitted += 1;
-    let done = s.done.clone();
-    queue.on_submitted_work_done(move || {
-        done.fetch_add(1, Ordering::AcqRel);
-    });
-    let start = std::time::Instant::now();
-    while s.submitted.saturating_sub(s.done.load(Ordering::Acquire)) >= 3
-        && start.elapsed() < Duration::from_secs(5)
-    {
-        let _ = device.poll(wgpu::PollType::Wait {
-            submission_index: None,
-            timeout: Some(Duration::from_millis(100)),
-        });
-    }
 }

@@ -4,7 +4,7 @@
 //! pacer, screenshots and the exit after N frames ([`harness`]), `stats.json` ([`report`]), and
 //! for the 3D apps the AR view ([`ar_view`]), what `--quality` means ([`quality`]), detections
 //! against a clip's ground truth ([`truth`]), latency summaries ([`latency`]), the pinch
-//! gesture ([`gestures`]) and soak sampling ([`soak`]).
+//! gesture ([`gestures`]), soak sampling ([`soak`]) and the headless swap chain ([`swapchain`]).
 #![warn(missing_docs)]
 
 pub mod ar_view;
@@ -19,4 +19,5 @@ pub mod pacer;
 pub mod quality;
 pub mod report;
 pub mod soak;
+pub mod swapchain;
 pub mod truth;

@@ -40,36 +40,19 @@ impl Frame {
         }
     }
 
-    fn view(&mut self, ctx: &GpuContext) -> &wgpu::TextureView {
-        let image = &self.image;
-        self.texture.get_or_insert_with(|| {
-            let size = wgpu::Extent3d {
-                width: image.width,
-                height: image.height,
-                depth_or_array_layers: 1,
-            };
-            let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("heimdall detect frame"),
-                size,
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8Unorm,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                view_formats: &[],
-            });
-            ctx.queue.write_texture(
-                texture.as_image_copy(),
+    fn view(&mut self, ctx: &GpuContext) -> anyhow::Result<&wgpu::TextureView> {
+        if self.texture.is_none() {
+            let image = &self.image;
+            let texture = heimdall_gpu::preprocess::upload_rgba8(
+                ctx,
+                "heimdall detect frame",
                 &image.data,
-                wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(4 * image.width),
-                    rows_per_image: None,
-                },
-                size,
-            );
-            texture.create_view(&Default::default())
-        })
+                (image.width, image.height),
+                &[],
+            )?;
+            self.texture = Some(texture.create_view(&Default::default()));
+        }
+        self.texture.as_ref().context("the frame's texture")
     }
 }
 
@@ -247,7 +230,7 @@ impl VisionModel {
                 } = gpu.as_mut();
                 let ctx = runner.gpu().context("no GPU context")?;
                 let key = frame.id;
-                let view = frame.view(ctx);
+                let view = frame.view(ctx)?;
                 if binding.as_ref().is_none_or(|(k, _)| *k != key) {
                     *binding = Some((key, pre.bind(view)?));
                 }

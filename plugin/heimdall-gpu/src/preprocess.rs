@@ -269,3 +269,57 @@ impl Preprocessor {
         pass.dispatch_workgroups(binding.groups[0], binding.groups[1], 1);
     }
 }
+
+/// A frame for the preprocessor from host pixels: a new `Rgba8Unorm` texture (sampled, copy
+/// destination) of `width` × `height` holding `rgba`, tightly packed rows of 4 bytes a pixel.
+/// `view_formats` lists other formats its views may take (`Rgba8UnormSrgb` for an sRGB view).
+/// A wrong length is a [`GpuError::Input`] (input 0) and a side over the device's limit
+/// [`GpuError::Unsupported`], not wgpu validation errors.
+pub fn upload_rgba8(
+    ctx: &crate::GpuContext,
+    label: &str,
+    rgba: &[u8],
+    (width, height): (u32, u32),
+    view_formats: &[wgpu::TextureFormat],
+) -> Result<wgpu::Texture, GpuError> {
+    let expected = 4 * width as usize * height as usize;
+    if rgba.len() != expected || expected == 0 {
+        return Err(GpuError::Input {
+            index: 0,
+            expected,
+            got: rgba.len(),
+        });
+    }
+    let max = ctx.limits.max_texture_dimension_2d;
+    if width > max || height > max {
+        return Err(GpuError::Unsupported(format!(
+            "a {width}x{height} frame: this device's textures are at most {max} wide and high"
+        )));
+    }
+    let size = wgpu::Extent3d {
+        width,
+        height,
+        depth_or_array_layers: 1,
+    };
+    let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size,
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8Unorm,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats,
+    });
+    ctx.queue.write_texture(
+        texture.as_image_copy(),
+        rgba,
+        wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(4 * width),
+            rows_per_image: None,
+        },
+        size,
+    );
+    Ok(texture)
+}

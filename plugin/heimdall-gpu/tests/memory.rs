@@ -32,13 +32,8 @@ const RUNS: usize = 20;
 /// lavapipe shader variant 100 kB to a few MB.
 const MAX_GROWTH_PER_RUN: usize = 16 << 10;
 
-const MODELS: [&str; 5] = [
-    "face_detection_short_range",
-    "face_landmark",
-    "selfie_segmentation",
-    "palm_detection_lite",
-    "hand_landmark_lite",
-];
+/// The bundled models (nothing to fetch).
+const MODELS: [&str; 5] = heimdall_testkit::BUNDLED_MEDIAPIPE_MODELS;
 
 /// A 320x240 RGBA8 texture of deterministic bytes.
 fn camera_texture(ctx: &heimdall_gpu::GpuContext) -> wgpu::TextureView {
@@ -52,32 +47,9 @@ fn camera_texture(ctx: &heimdall_gpu::GpuContext) -> wgpu::TextureView {
             (s >> 24) as u8
         })
         .collect();
-    let size = wgpu::Extent3d {
-        width: w,
-        height: h,
-        depth_or_array_layers: 1,
-    };
-    let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("test camera"),
-        size,
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-        view_formats: &[],
-    });
-    ctx.queue.write_texture(
-        texture.as_image_copy(),
-        &rgba,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(4 * w),
-            rows_per_image: None,
-        },
-        size,
-    );
-    texture.create_view(&Default::default())
+    heimdall_gpu::preprocess::upload_rgba8(ctx, "test camera", &rgba, (w, h), &[])
+        .expect("a 320x240 frame")
+        .create_view(&Default::default())
 }
 
 /// The crop of run `i`: a rotated rectangle that drifts and turns, partly outside the frame.

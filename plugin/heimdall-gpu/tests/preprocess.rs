@@ -81,31 +81,14 @@ fn texture(
     (w, h): (usize, usize),
     view_format: wgpu::TextureFormat,
 ) -> wgpu::TextureView {
-    let size = wgpu::Extent3d {
-        width: w as u32,
-        height: h as u32,
-        depth_or_array_layers: 1,
-    };
-    let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("test frame"),
-        size,
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-        view_formats: &[wgpu::TextureFormat::Rgba8UnormSrgb],
-    });
-    ctx.queue.write_texture(
-        texture.as_image_copy(),
+    let texture = heimdall_gpu::preprocess::upload_rgba8(
+        ctx,
+        "test frame",
         rgba,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(4 * w as u32),
-            rows_per_image: None,
-        },
-        size,
-    );
+        (w as u32, h as u32),
+        &[wgpu::TextureFormat::Rgba8UnormSrgb],
+    )
+    .expect("a test frame the device can hold");
     texture.create_view(&wgpu::TextureViewDescriptor {
         format: Some(view_format),
         ..Default::default()
@@ -314,6 +297,26 @@ fn bad_arguments_are_errors() {
         pre.bind_as(&view, wgpu::TextureFormat::Rgba16Float)
             .is_err()
     );
+    use heimdall_gpu::preprocess::upload_rgba8;
+    let short = upload_rgba8(&gpu.ctx, "short", &[0; 15], (2, 2), &[]);
+    assert!(matches!(
+        short,
+        Err(heimdall_gpu::GpuError::Input {
+            expected: 16,
+            got: 15,
+            ..
+        })
+    ));
+    assert!(upload_rgba8(&gpu.ctx, "empty", &[], (0, 0), &[]).is_err());
+    let side = gpu.ctx.limits.max_texture_dimension_2d + 1;
+    let wide = upload_rgba8(
+        &gpu.ctx,
+        "wide",
+        &vec![0; 4 * side as usize],
+        (side, 1),
+        &[],
+    );
+    assert!(matches!(wide, Err(heimdall_gpu::GpuError::Unsupported(_))));
     gpu.assert_no_errors();
 }
 

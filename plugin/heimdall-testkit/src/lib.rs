@@ -38,7 +38,10 @@ pub use fetch::{
 };
 pub use heap::{HeapStats, heap_stats};
 pub use metrics::{rel_l2, rel_l2_floored, rel_l2_scaled};
-pub use paths::{MEDIAPIPE_MODELS, ONNX_MODELS, assets_dir, goldens_dir, workspace_root};
+pub use paths::{
+    BUNDLED_MEDIAPIPE_MODELS, MEDIAPIPE_MODELS, ONNX_MODELS, assets_dir, goldens_dir,
+    workspace_root,
+};
 pub use synthetic::{SyntheticSource, decode_frame_index};
 
 /// Expands to one `#[test]` per MediaPipe model ([`MEDIAPIPE_MODELS`]), each calling

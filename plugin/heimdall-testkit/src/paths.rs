@@ -26,6 +26,16 @@ pub const MEDIAPIPE_MODELS: [&str; 14] = [
     "selfie_segmentation_landscape",
 ];
 
+/// The five MediaPipe models bundled in `assets/models/` (the rest of [`MEDIAPIPE_MODELS`] are
+/// fetched): tests that must run without fetching use these.
+pub const BUNDLED_MEDIAPIPE_MODELS: [&str; 5] = [
+    "face_detection_short_range",
+    "face_landmark",
+    "selfie_segmentation",
+    "palm_detection_lite",
+    "hand_landmark_lite",
+];
+
 /// The ONNX models of MODELS.md: `multistyle26` is bundled, `PP-OCRv6_det_small` is fetched.
 pub const ONNX_MODELS: [&str; 2] = ["multistyle26", "PP-OCRv6_det_small"];
 

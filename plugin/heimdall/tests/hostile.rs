@@ -21,13 +21,8 @@ use mutants::Tally;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const MODELS: [&str; 5] = [
-    "face_detection_short_range",
-    "face_landmark",
-    "selfie_segmentation",
-    "palm_detection_lite",
-    "hand_landmark_lite",
-];
+/// The bundled models (nothing to fetch).
+const MODELS: [&str; 5] = heimdall_testkit::BUNDLED_MEDIAPIPE_MODELS;
 
 fn mutate(original: &[u8], rng: &mut StdRng, case: usize) -> Vec<u8> {
     let mut bytes = original.to_vec();
