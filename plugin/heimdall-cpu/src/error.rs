@@ -45,4 +45,11 @@ pub enum CpuError {
         /// Number of ops.
         len: usize,
     },
+    /// A convolution cache configuration that `ConvCacheConfig::validate` rejects.
+    #[error("conv cache config: {0}")]
+    CacheConfig(String),
+    /// A model the convolution cache cannot serve: its first input is not an image
+    /// `[1, H, W, C ≤ 4]`.
+    #[error("conv cache: {0}")]
+    CacheInput(String),
 }

@@ -7,6 +7,7 @@
 //! and how an op prepares them; [`kernels`] re-exports them as plain slice functions.
 #![warn(missing_docs)]
 
+mod conv_cache;
 mod error;
 pub mod kernels;
 mod model;
@@ -15,5 +16,6 @@ pub mod plan;
 mod step;
 
 pub use error::CpuError;
+pub use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 pub use kernels::par::MAX_THREADS;
 pub use model::{CpuModel, CpuOptions};

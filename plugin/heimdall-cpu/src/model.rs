@@ -4,8 +4,10 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
+use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 use heimdall_ir::{Activation, Graph, TensorId};
 
+use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
 use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Act, Epilogue, Par};
@@ -57,6 +59,9 @@ pub struct CpuModel {
     locs: Vec<Option<Loc>>,
     plan: ArenaPlan,
     par: Par,
+    /// The graph without constant values, for [`CpuModel::enable_conv_cache`].
+    skeleton: Graph,
+    conv_cache: Option<Box<ConvCache>>,
 }
 
 impl std::fmt::Debug for CpuModel {
@@ -186,6 +191,8 @@ impl CpuModel {
             locs,
             plan,
             par,
+            skeleton: skeleton(graph),
+            conv_cache: None,
         })
     }
 
@@ -277,6 +284,45 @@ impl CpuModel {
         }
     }
 
+    /// Turns on the convolution cache (DeepMon; see `heimdall_ir::conv_cache`): from now on
+    /// a run starting at op 0 compares input 0's block histograms with the last recomputed
+    /// ones, and every cacheable op recomputes only the output pixels whose receptive field
+    /// touches a changed block, keeping last run's values elsewhere. The first run computes
+    /// everything. Errors: a config `validate` rejects ([`CpuError::CacheConfig`]), a model
+    /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
+    pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
+        self.conv_cache = Some(Box::new(ConvCache::new(&self.skeleton, config)?));
+        Ok(())
+    }
+
+    /// Turns the convolution cache off and frees what it kept: runs compute every op whole.
+    pub fn disable_conv_cache(&mut self) {
+        self.conv_cache = None;
+    }
+
+    /// Makes the next run recompute everything (a new crop or region of interest); nothing
+    /// when the cache is off.
+    pub fn invalidate_conv_cache(&mut self) {
+        if let Some(c) = &mut self.conv_cache {
+            c.invalidate();
+        }
+    }
+
+    /// The convolution cache's counts of the last run (from op 0 to the last op run since),
+    /// `None` when the cache is off.
+    pub fn conv_cache_counts(&self) -> Option<CacheCounts> {
+        self.conv_cache.as_ref().map(|c| c.counts())
+    }
+
+    /// Fixes the convolution cache's clock to `now_ms` for the next runs (for tests and
+    /// replays); `None` goes back to the milliseconds since the cache was enabled. Nothing
+    /// when the cache is off.
+    pub fn set_conv_cache_now_ms(&mut self, now_ms: Option<u32>) {
+        if let Some(c) = &mut self.conv_cache {
+            c.set_now_ms(now_ms);
+        }
+    }
+
     /// Runs every op.
     pub fn run(&mut self) -> Result<(), CpuError> {
         self.run_range(0..self.steps.len())
@@ -308,18 +354,37 @@ impl CpuModel {
             arena,
             scratch,
             par,
+            inputs,
+            conv_cache,
             ..
         } = self;
+        let mut cache = conv_cache.as_deref_mut();
+        if let Some(c) = cache.as_deref_mut()
+            && range.start == 0
+            && range.end > 0
+            && let Loc::Arena { offset, len } = inputs[0].0
+        {
+            c.begin(&arena[offset..offset + len]);
+        }
         let arena_ptr = ArenaPtr(arena.as_mut_ptr(), arena.len());
         let (steps, constants, scratch, par) = (&*steps, &*constants, scratch, &*par);
         par.install(move || {
             let mut times = times;
             for i in range {
                 let start = Instant::now();
-                // SAFETY: `compile` checked that no input or residual of a step overlaps its
-                // output, constants live outside the arena, and this closure is the arena's only
-                // user while it runs (`self` is borrowed mutably).
-                unsafe { run_step(&steps[i], &arena_ptr, constants, scratch, par) };
+                let action = cache
+                    .as_deref_mut()
+                    .map_or(OpAction::Uncached, |c| c.before_op(i));
+                if action != OpAction::Skip {
+                    // SAFETY: `compile` checked that no input or residual of a step overlaps its
+                    // output, constants live outside the arena, and this closure is the arena's
+                    // only user while it runs (`self` is borrowed mutably).
+                    unsafe { run_step(&steps[i], &arena_ptr, constants, scratch, par) };
+                }
+                if let (Some(c), false) = (cache.as_deref_mut(), action == OpAction::Uncached) {
+                    // SAFETY: as above; no kernel runs while the cache merges.
+                    c.after_op(i, unsafe { output_of(&steps[i], &arena_ptr) });
+                }
                 if let Some(t) = times.as_deref_mut() {
                     t[i] = start.elapsed();
                 }
@@ -327,6 +392,20 @@ impl CpuModel {
         });
         Ok(())
     }
+}
+
+/// The output of a step in the arena.
+///
+/// # Safety
+/// The arena must outlive `'a`, and nothing else may access the step's output range while the
+/// slice lives.
+unsafe fn output_of<'a>(step: &Step, arena: &ArenaPtr) -> &'a mut [f32] {
+    let Loc::Arena { offset, len } = step.output else {
+        unreachable!("checked at compile")
+    };
+    debug_assert!(offset + len <= arena.1);
+    // SAFETY: within the arena (planned); exclusive by the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(arena.0.add(offset), len) }
 }
 
 /// Executes one step.
@@ -342,12 +421,8 @@ unsafe fn run_step(
 ) {
     // SAFETY: the caller's contract is `Inputs::new`'s.
     let inputs = unsafe { Inputs::new(&step.inputs, arena, constants) };
-    let Loc::Arena { offset, len } = step.output else {
-        unreachable!("checked at compile")
-    };
-    debug_assert!(offset + len <= arena.1);
-    // SAFETY: within the arena (planned), not overlapping any input (caller's contract).
-    let out: &mut [f32] = unsafe { std::slice::from_raw_parts_mut(arena.0.add(offset), len) };
+    // SAFETY: not overlapping any input (caller's contract).
+    let out = unsafe { output_of(step, arena) };
     let act = match step.act {
         EpAct::None => Act::None,
         EpAct::Unary(a) => a,

@@ -39,6 +39,35 @@ pub struct Dispatch {
     pub operands: Vec<Operand>,
     /// Number of work groups (folded into 2-D at encode time).
     pub workgroups: u32,
+    /// Which output pixels each work group writes, where the kernel's thread order is known:
+    /// the convolution cache can then skip work groups ([`crate::conv_cache`]).
+    pub tiles: Option<TileMap>,
+}
+
+/// Which output pixels (of a `[1, H, W, C]` output) work group `g` of a dispatch writes: the
+/// kernels' thread orders, for the convolution cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileMap {
+    /// Thread `t = g * threads + lid` (`t < total`) handles column block `t % col_blocks` (of
+    /// `bx` columns), row `(t / col_blocks) % out_h`, and a slice (block) above that.
+    Rows {
+        /// Threads per work group.
+        threads: u32,
+        /// Threads of the dispatch.
+        total: u32,
+        /// Column blocks per row.
+        col_blocks: u32,
+        /// Columns per block.
+        bx: u32,
+    },
+    /// Work group `g` handles flat pixels (`y * W + x`) `(g % pixel_tiles) * tile_pixels ..`
+    /// `+ tile_pixels` (of every slice it computes).
+    PixelTiles {
+        /// Pixel tiles.
+        pixel_tiles: u32,
+        /// Pixels per tile.
+        tile_pixels: u32,
+    },
 }
 
 impl Dispatch {
@@ -61,7 +90,28 @@ impl Dispatch {
             params: params.to_bytes(),
             operands,
             workgroups,
+            tiles: None,
         }
+    }
+
+    /// This dispatch with its work groups' output pixels described by `tiles`.
+    pub fn with_tiles(mut self, tiles: TileMap) -> Dispatch {
+        self.tiles = Some(tiles);
+        self
+    }
+
+    /// A [`TileMap::Rows`] dispatch of one thread per output vec4 (columns fastest, then rows,
+    /// then slices) over `total` threads.
+    pub fn with_vec4_rows(self, total: usize, out_w: usize) -> Dispatch {
+        let (Ok(total), Ok(col_blocks)) = (u32::try_from(total), u32::try_from(out_w)) else {
+            return self;
+        };
+        self.with_tiles(TileMap::Rows {
+            threads: WORKGROUP_SIZE,
+            total,
+            col_blocks,
+            bx: 1,
+        })
     }
 }
 

@@ -49,6 +49,17 @@ pub fn plan(graph: &Graph, bytes: &[u64]) -> MemoryPlan {
 /// concatenation's inputs) and its slot to hold every alias's byte range. `a.root` must itself
 /// not be an alias, and must be planned (not a constant).
 pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<Alias>]) -> MemoryPlan {
+    plan_persistent(graph, bytes, alias, &[])
+}
+
+/// Like [`plan_with_aliases`], where tensors with `persistent[t]` keep a slot of their own for
+/// the model's whole life (the convolution cache's outputs, which later runs partly keep).
+pub fn plan_persistent(
+    graph: &Graph,
+    bytes: &[u64],
+    alias: &[Option<Alias>],
+    persistent: &[bool],
+) -> MemoryPlan {
     let n = graph.tensors.len();
     let end = graph.ops.len() + 1;
     let mut first: Vec<Option<usize>> = vec![None; n];
@@ -81,6 +92,13 @@ pub fn plan_with_aliases(graph: &Graph, bytes: &[u64], alias: &[Option<Alias>]) 
             let fi = first[i].unwrap_or(0);
             first[r] = Some(first[r].map_or(fi, |f| f.min(fi)));
             need[r] = need[r].max(a.offset + bytes[i]);
+        }
+    }
+    for i in (0..n).filter(|&i| persistent.get(i).copied().unwrap_or(false)) {
+        let r = alias_of(i).map_or(i, |a| a.root);
+        if first[r].is_some() {
+            first[r] = Some(0);
+            last[r] = end;
         }
     }
     let mut order: Vec<usize> = (0..n)

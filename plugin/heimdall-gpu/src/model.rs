@@ -9,6 +9,7 @@ use heimdall_ir::{Graph, OpKind};
 
 use crate::aliases::slot_aliases;
 use crate::context::GpuContext;
+use crate::conv_cache::{CachedDispatch, ConvCache};
 use crate::cpu_step::CpuStep;
 use crate::dispatch::{ConstBuffer, Dispatch, OpContext};
 use crate::error::GpuError;
@@ -46,6 +47,8 @@ pub struct GpuModel {
     cpu_steps: Vec<Option<CpuStep>>,
     report: CompileReport,
     cache: Option<wgpu::PipelineCache>,
+    conv_cache: Option<ConvCache>,
+    first_gpu_step: usize,
 }
 
 impl std::fmt::Debug for GpuModel {
@@ -94,7 +97,17 @@ impl GpuModel {
             &precisions,
             u64::from(ctx.limits.min_storage_buffer_offset_alignment),
         );
-        let mem = memory::plan_with_aliases(graph, &bytes, &aliases.alias);
+        let cache_plan = match &options.conv_cache {
+            Some(c) => {
+                c.validate().map_err(GpuError::Options)?;
+                Some((
+                    *c,
+                    heimdall_ir::conv_cache::CachePlan::new(graph, c.layers)
+                        .map_err(GpuError::Options)?,
+                ))
+            }
+            None => None,
+        };
         let mut consts: Vec<ConstBuffer> = Vec::new();
         let mut dispatches: Vec<Vec<Dispatch>> = Vec::with_capacity(graph.ops.len());
         for (index, op) in graph.ops.iter().enumerate() {
@@ -140,9 +153,76 @@ impl GpuModel {
             }
             dispatches.push(d);
         }
+        // The conv cache's dispatches: ops it may skip whose one dispatch has a known thread
+        // order and a binding to spare for its work group list. Their outputs keep their slots.
+        let params_binding = u32::from(ctx.params_space() == crate::params::ParamsSpace::Storage);
+        let mut cached: Vec<CachedDispatch> = Vec::new();
+        let mut persistent = vec![false; graph.tensors.len()];
+        if let Some((_, plan)) = &cache_plan {
+            for (i, ds) in dispatches.iter().enumerate() {
+                let ([d], true, false) = (
+                    ds.as_slice(),
+                    plan.cacheable[i] && placement[i] == Placement::Gpu,
+                    aliases.free[i],
+                ) else {
+                    continue;
+                };
+                let out = graph.ops[i].outputs[0];
+                let (Some(tiles), Some(field), &[1, h, w, _]) =
+                    (d.tiles, plan.field(out), graph.tensor(out).shape.as_slice())
+                else {
+                    continue;
+                };
+                let bindings = d.source.storage_bindings() as u32 + params_binding + 1;
+                if bindings > ctx.limits.max_storage_buffers_per_shader_stage || d.workgroups == 0 {
+                    continue;
+                }
+                cached.push(CachedDispatch {
+                    step: i,
+                    workgroups: d.workgroups,
+                    tiles,
+                    field,
+                    out_hw: [h as u32, w as u32],
+                });
+                persistent[out.index()] = true;
+            }
+        }
+        let mem = memory::plan_persistent(graph, &bytes, &aliases.alias, &persistent);
+        let mut conv_cache = match &cache_plan {
+            Some((config, plan)) if !cached.is_empty() => Some(ConvCache::new(
+                ctx,
+                *config,
+                plan.in_hw,
+                plan.channels,
+                &cached,
+            )?),
+            _ => None,
+        };
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let (cache, mut cache_state) = open_pipeline_cache(ctx, options.pipeline_cache.as_deref());
-        let built = resources::create(ctx, graph, &mem, cache.as_ref(), &consts, &dispatches);
+        let built = resources::create(
+            ctx,
+            graph,
+            &mem,
+            cache.as_ref(),
+            &consts,
+            &dispatches,
+            conv_cache.as_ref(),
+        )
+        .and_then(|r| {
+            if let (Some(c), Some((_, plan))) = (conv_cache.as_mut(), &cache_plan) {
+                let input = plan.input;
+                let slot = mem.slot_of[input.index()]
+                    .ok_or_else(|| GpuError::Unsupported("the cached input has no slot".into()))?;
+                c.attach_input(
+                    ctx,
+                    &r.slots[slot],
+                    precisions[input.index()],
+                    cache.as_ref(),
+                )?;
+            }
+            Ok(r)
+        });
         let error = pollster::block_on(scope.pop());
         if let Some(e) = error {
             return Err(GpuError::Wgpu(e.to_string()));
@@ -183,7 +263,11 @@ impl GpuModel {
                 Placement::Gpu => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let readback = Readback::new(&ctx.device, &outputs);
+        let readback = Readback::new(
+            &ctx.device,
+            &outputs,
+            conv_cache.as_ref().map(ConvCache::counters_bytes),
+        );
         if let (Some(cache), Some(path)) = (&cache, &options.pipeline_cache)
             && let Some(data) = cache.get_data()
             && let Err(e) = write_atomically(path, &data)
@@ -205,7 +289,12 @@ impl GpuModel {
             total_bytes: mem.total_bytes,
             weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
             pipeline_cache: cache_state,
+            cached_ops: cached.iter().map(|c| c.step).collect(),
         };
+        let first_gpu_step = placement
+            .iter()
+            .position(|p| *p == Placement::Gpu)
+            .unwrap_or(0);
         Ok(GpuModel {
             ctx: ctx.clone(),
             steps,
@@ -221,6 +310,8 @@ impl GpuModel {
             cpu_steps,
             report,
             cache,
+            conv_cache,
+            first_gpu_step,
         })
     }
 
@@ -347,10 +438,21 @@ impl GpuModel {
         if steps.is_empty() {
             return Ok(());
         }
+        // A run starts with the range holding its first GPU step: the conv cache decides there.
+        let cache = self
+            .conv_cache
+            .as_ref()
+            .filter(|_| steps.contains(&self.first_gpu_step));
+        if let Some(c) = cache {
+            c.begin_run(&self.ctx.queue, encoder);
+        }
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("heimdall steps"),
             timestamp_writes: None,
         });
+        if let Some(c) = cache {
+            c.record(&mut pass);
+        }
         for i in steps {
             self.record_step(&mut pass, i);
         }
@@ -365,14 +467,52 @@ impl GpuModel {
             }
             pass.set_pipeline(&self.pipelines[d.pipeline]);
             pass.set_bind_group(0, &d.bind_group, &[]);
-            pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+            match (&d.indirect, &self.conv_cache) {
+                (Some((list, offset)), Some(c)) => {
+                    pass.set_bind_group(1, list, &[]);
+                    pass.dispatch_workgroups_indirect(&c.args, *offset);
+                }
+                _ => pass.dispatch_workgroups(d.groups[0], d.groups[1], 1),
+            }
         }
     }
 
     /// Records copies of every output into its staging buffer. Submit the encoder, then call
     /// [`GpuModel::request_readback`].
     pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
-        self.readback.encode(encoder, &self.slots, &self.outputs)
+        self.readback.encode(
+            encoder,
+            &self.slots,
+            &self.outputs,
+            self.conv_cache.as_ref().map(|c| &c.counters),
+        )
+    }
+
+    /// The convolution cache's counts for the last run whose outputs were taken (`None` when
+    /// the cache is off or no run finished yet).
+    pub fn conv_cache_counts(&self) -> Option<heimdall_ir::conv_cache::CacheCounts> {
+        let c = self.conv_cache.as_ref()?;
+        Some(c.counts(&self.readback.extra_values()?))
+    }
+
+    /// The convolution cache's settings, if it is on (and any op is cached).
+    pub fn conv_cache_config(&self) -> Option<&heimdall_ir::conv_cache::ConvCacheConfig> {
+        self.conv_cache.as_ref().map(ConvCache::config)
+    }
+
+    /// Makes the next run recompute everything (call when the input's crop, region of interest
+    /// or meaning changes). Does nothing when the cache is off.
+    pub fn invalidate_conv_cache(&self) {
+        if let Some(c) = &self.conv_cache {
+            c.invalidate();
+        }
+    }
+
+    /// A fixed clock (milliseconds) for the cache's expiry, for tests; `None`: the wall clock.
+    pub fn set_conv_cache_now_ms(&self, now_ms: Option<u32>) {
+        if let Some(c) = &self.conv_cache {
+            c.set_now_ms(now_ms);
+        }
     }
 
     /// Starts mapping the staging buffers (after the readback copies were submitted).

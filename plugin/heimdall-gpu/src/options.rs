@@ -5,11 +5,13 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use heimdall_ir::conv_cache::ConvCacheConfig;
+
 use crate::context::Tuning;
 use crate::precision::Precision;
 
 /// How to compile a model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GpuOptions {
     /// Storage precision of activations and weights. `F16` falls back to `PackedF16` on devices
     /// without `SHADER_F16`. Average pools and means always store f32, and so do graph outputs
@@ -28,6 +30,9 @@ pub struct GpuOptions {
     /// How kernels are blocked: `None` for the device's own choice ([`crate::GpuContext::tuning`]);
     /// a modified copy of it for experiments and for tests that force a kernel variant.
     pub tuning: Option<Tuning>,
+    /// The convolution cache (DeepMon): skip the work of the first layers where the input did
+    /// not change since they last ran (`heimdall_ir::conv_cache`). `None`: off.
+    pub conv_cache: Option<ConvCacheConfig>,
 }
 
 impl GpuOptions {
@@ -38,7 +43,14 @@ impl GpuOptions {
             overrides: Vec::new(),
             pipeline_cache: None,
             tuning: None,
+            conv_cache: None,
         }
+    }
+
+    /// These options with the convolution cache on (see [`GpuOptions::conv_cache`]).
+    pub fn with_conv_cache(mut self, config: ConvCacheConfig) -> Self {
+        self.conv_cache = Some(config);
+        self
     }
 
     /// These options with the pipeline cache persisted in `path` (see
@@ -97,4 +109,6 @@ pub struct CompileReport {
     pub weight_bytes: u64,
     /// What the pipeline cache did (see [`GpuOptions::pipeline_cache`]).
     pub pipeline_cache: PipelineCacheState,
+    /// Ops whose work the convolution cache may skip (empty when it is off).
+    pub cached_ops: Vec<usize>,
 }

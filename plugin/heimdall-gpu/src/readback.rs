@@ -39,14 +39,18 @@ enum State {
 /// Staging buffers and the state of one readback at a time.
 pub(crate) struct Readback {
     staging: Vec<wgpu::Buffer>,
+    /// A staging buffer for extra `u32`s read back with the outputs (the conv cache's counters),
+    /// and the last values taken.
+    extra: Option<(wgpu::Buffer, u64)>,
+    extra_values: Mutex<Option<Vec<u32>>>,
     state: Mutex<State>,
     mapped: Arc<AtomicUsize>,
     failed: Arc<AtomicBool>,
 }
 
 impl Readback {
-    /// Staging buffers for `outputs`.
-    pub fn new(device: &wgpu::Device, outputs: &[IoTensor]) -> Self {
+    /// Staging buffers for `outputs`, and for `extra` bytes of `u32`s.
+    pub fn new(device: &wgpu::Device, outputs: &[IoTensor], extra: Option<u64>) -> Self {
         let staging = outputs
             .iter()
             .enumerate()
@@ -59,8 +63,19 @@ impl Readback {
                 })
             })
             .collect();
+        let extra = extra.map(|bytes| {
+            let b = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("heimdall readback extra"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (b, bytes)
+        });
         Readback {
             staging,
+            extra,
+            extra_values: Mutex::new(None),
             state: Mutex::new(State::Idle),
             mapped: Arc::new(AtomicUsize::new(0)),
             failed: Arc::new(AtomicBool::new(false)),
@@ -77,6 +92,7 @@ impl Readback {
         encoder: &mut wgpu::CommandEncoder,
         slots: &[wgpu::Buffer],
         outputs: &[IoTensor],
+        extra: Option<&wgpu::Buffer>,
     ) -> Result<(), GpuError> {
         let mut state = self.state();
         if *state != State::Idle {
@@ -87,6 +103,9 @@ impl Readback {
         }
         for (o, staging) in outputs.iter().zip(&self.staging) {
             encoder.copy_buffer_to_buffer(&slots[o.slot], 0, staging, 0, o.bytes());
+        }
+        if let (Some(src), Some((dst, bytes))) = (extra, &self.extra) {
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, *bytes);
         }
         *state = State::Copied;
         Ok(())
@@ -103,7 +122,7 @@ impl Readback {
         }
         self.mapped.store(0, Ordering::SeqCst);
         self.failed.store(false, Ordering::SeqCst);
-        for b in &self.staging {
+        for b in self.staging.iter().chain(self.extra.as_ref().map(|e| &e.0)) {
             let (mapped, failed) = (self.mapped.clone(), self.failed.clone());
             b.map_async(wgpu::MapMode::Read, .., move |r| {
                 if r.is_err() {
@@ -119,7 +138,9 @@ impl Readback {
     /// Whether every staging buffer is mapped (the device must be polled by someone: Bevy does
     /// every frame).
     pub fn is_ready(&self) -> bool {
-        *self.state() == State::Mapping && self.mapped.load(Ordering::SeqCst) == self.staging.len()
+        *self.state() == State::Mapping
+            && self.mapped.load(Ordering::SeqCst)
+                == self.staging.len() + usize::from(self.extra.is_some())
     }
 
     /// The outputs (NHWC f32) if ready, unmapping the staging buffers; `None` if not yet.
@@ -129,8 +150,9 @@ impl Readback {
         }
         let mut state = self.state();
         *state = State::Idle;
+        let extra = self.extra.as_ref().map(|e| &e.0);
         if self.failed.load(Ordering::SeqCst) {
-            for b in &self.staging {
+            for b in self.staging.iter().chain(extra) {
                 b.unmap();
             }
             return Err(GpuError::Readback("mapping a staging buffer failed".into()));
@@ -144,6 +166,19 @@ impl Readback {
             b.unmap();
             result.push(o.geom.unpack(&values));
         }
+        if let Some(b) = extra {
+            let values: Vec<u32> = bytemuck::cast_slice(&b.get_mapped_range(..)).to_vec();
+            b.unmap();
+            *self.extra_values.lock().unwrap_or_else(|e| e.into_inner()) = Some(values);
+        }
         Ok(Some(result))
+    }
+
+    /// The extra values of the last readback taken, if any.
+    pub fn extra_values(&self) -> Option<Vec<u32>> {
+        self.extra_values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }

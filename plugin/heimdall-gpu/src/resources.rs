@@ -8,6 +8,7 @@ use heimdall_ir::Graph;
 use wgpu::util::DeviceExt;
 
 use crate::context::GpuContext;
+use crate::conv_cache::{ConvCache, tile_list_wrapper};
 use crate::dispatch::{ConstBuffer, Dispatch, Operand};
 use crate::error::GpuError;
 use crate::memory::MemoryPlan;
@@ -18,6 +19,9 @@ pub(crate) struct EncodedDispatch {
     pub pipeline: usize,
     pub bind_group: wgpu::BindGroup,
     pub groups: [u32; 2],
+    /// A conv-cache dispatch: its work group list (bind group 1) and the byte offset of its
+    /// indirect arguments in the cache's `args` buffer.
+    pub indirect: Option<(wgpu::BindGroup, u64)>,
 }
 
 /// The resources of a model.
@@ -44,6 +48,7 @@ pub(crate) fn create(
     pipeline_cache: Option<&wgpu::PipelineCache>,
     consts: &[ConstBuffer],
     dispatches: &[Vec<Dispatch>],
+    conv_cache: Option<&ConvCache>,
 ) -> Result<Resources, GpuError> {
     let device = &ctx.device;
     let max_binding = ctx
@@ -113,8 +118,20 @@ pub(crate) fn create(
     let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
     for (index, ds) in dispatches.iter().enumerate() {
         let mut encoded = Vec::with_capacity(ds.len());
+        let list = conv_cache.and_then(|c| {
+            c.lists
+                .iter()
+                .find(|(step, _)| *step == index)
+                .map(|(_, l)| (c, *l))
+        });
         for d in ds {
-            let source = d.source.compose(space)?;
+            let mut source = d.source.compose(space)?;
+            if list.is_some() {
+                source = tile_list_wrapper(&source).map_err(|message| GpuError::Shader {
+                    name: d.source.name.into(),
+                    message,
+                })?;
+            }
             let pipeline = match cache.get(&source) {
                 Some(&p) => p,
                 None => {
@@ -179,10 +196,15 @@ pub(crate) fn create(
                 layout: &layout,
                 entries: &entries,
             });
+            let indirect = list.map(|(c, l)| {
+                let layout = pipelines[pipeline].get_bind_group_layout(1);
+                (c.list_bind_group(device, &layout, &l), l.args_offset)
+            });
             encoded.push(EncodedDispatch {
                 pipeline,
                 bind_group,
                 groups: fold_groups(d.workgroups, max_groups),
+                indirect,
             });
             k += 1;
         }

@@ -10,6 +10,7 @@
 //! inference and cost (`docs/adding-an-op.md` is the recipe for a new one).
 #![warn(missing_docs)]
 
+pub mod conv_cache;
 pub mod cost;
 pub mod error;
 pub mod graph;

@@ -156,10 +156,8 @@ pub fn build(ctx: &mut OpContext, op: ElementwiseOp) -> Result<Vec<Dispatch>, St
         b_w: u32_of(bg.w)?,
         b_c: u32_of(bg.c)?,
     };
-    Ok(vec![Dispatch::new(
-        source(op, ap, bp, yp, ep),
-        &p,
-        operands,
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(source(op, ap, bp, yp, ep), &p, operands, groups_for(total))
+            .with_vec4_rows(total, y.w),
+    ])
 }

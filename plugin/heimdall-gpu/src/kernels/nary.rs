@@ -231,12 +231,10 @@ pub fn build(ctx: &mut OpContext, f: NaryFn) -> Result<Vec<Dispatch>, String> {
         inf: f32::INFINITY,
         nan: f32::NAN,
     };
-    Ok(vec![Dispatch::new(
-        source(f, precisions, yp),
-        &p,
-        operands,
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(source(f, precisions, yp), &p, operands, groups_for(total))
+            .with_vec4_rows(total, y.w),
+    ])
 }
 
 fn geom(g: &Phwc4) -> Result<[u32; 4], String> {

@@ -5,10 +5,10 @@
 use heimdall_ir::{ConvAttrs, Pad2d};
 
 use crate::context::{GpuContext, Tuning};
-use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
 use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource, WORKGROUP_SIZE};
 
 shader_params! {
     /// Uniform parameters of `shaders/conv1x1.wgsl` and `shaders/conv1x1_splitk.wgsl`.
@@ -348,7 +348,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         let pixels = y.h * y.w;
         let tg = tuning.conv1x1_workgroup;
         // Split reduction (one output slice per work group) or blocked product.
-        let (source, pixel_tiles, slice_tiles) = match tuning
+        let (source, pixel_tiles, slice_tiles, tile_pixels) = match tuning
             .split_k(pixels * os, is)
             .filter(|&ks| tg.is_multiple_of(ks))
         {
@@ -356,6 +356,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
                 conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
                 pixels.div_ceil((tg / ks) as usize),
                 os,
+                tg / ks,
             ),
             None => {
                 let b = blocking_for(&tuning, pixels, os);
@@ -363,6 +364,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
                     conv1x1_source_tg(xp, wp, yp, b, ep),
                     pixels.div_ceil((b.bp * b.tg) as usize),
                     os.div_ceil(b.bs as usize),
+                    b.bp * b.tg,
                 )
             }
         };
@@ -375,7 +377,12 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             pixel_tiles: u32_of(pixel_tiles)?,
             tiles: u32_of(tiles)?,
         };
-        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
+        return Ok(vec![
+            Dispatch::new(source, &p, operands, u32_of(tiles)?).with_tiles(TileMap::PixelTiles {
+                pixel_tiles: u32_of(pixel_tiles)?,
+                tile_pixels,
+            }),
+        ]);
     }
     let (bx, bs) = tuning.conv_block(os, |c, s| {
         y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
@@ -401,12 +408,20 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         col_blocks: u32_of(col_blocks)?,
         total: u32_of(total)?,
     };
-    Ok(vec![Dispatch::new(
-        conv2d_source(xp, wp, yp, bx, bs, ep),
-        &p,
-        operands,
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(
+            conv2d_source(xp, wp, yp, bx, bs, ep),
+            &p,
+            operands,
+            groups_for(total),
+        )
+        .with_tiles(TileMap::Rows {
+            threads: WORKGROUP_SIZE,
+            total: u32_of(total)?,
+            col_blocks: u32_of(col_blocks)?,
+            bx,
+        }),
+    ])
 }
 
 /// Every variant in precision `p` with representative blockings and epilogues, for the

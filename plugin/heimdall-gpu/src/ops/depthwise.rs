@@ -4,10 +4,10 @@
 
 use heimdall_ir::ConvAttrs;
 
-use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
 use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource, WORKGROUP_SIZE};
 
 shader_params! {
     /// Uniform parameters of `shaders/depthwise.wgsl`.
@@ -185,7 +185,14 @@ pub fn build(
         ep,
     );
     src.bindings[1].precision = wp;
-    Ok(vec![Dispatch::new(src, &p, operands, groups_for(total))])
+    Ok(vec![
+        Dispatch::new(src, &p, operands, groups_for(total)).with_tiles(TileMap::Rows {
+            threads: WORKGROUP_SIZE,
+            total: u32_of(total)?,
+            col_blocks: u32_of(col_blocks)?,
+            bx: bx as u32,
+        }),
+    ])
 }
 
 /// Representative variants in precision `p`, for the catalogue.

@@ -85,12 +85,15 @@ pub fn build(
         value,
         total: u32_of(total)?,
     };
-    Ok(vec![Dispatch::new(
-        source(xp, ctx.out_precision()?),
-        &p,
-        vec![x_op, Operand::Tensor(ctx.output()?)],
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(
+            source(xp, ctx.out_precision()?),
+            &p,
+            vec![x_op, Operand::Tensor(ctx.output()?)],
+            groups_for(total),
+        )
+        .with_vec4_rows(total, y.w),
+    ])
 }
 
 /// Builds a zero PAD: a copy through `shaders/gather.wgsl`.
@@ -104,5 +107,8 @@ fn build_zero(ctx: &mut OpContext, pads: &[[usize; 2]]) -> Result<Vec<Dispatch>,
         begin: [0; 4],
         stride: [1; 4],
     };
-    Ok(vec![dispatch(ctx, 0, m, false)?])
+    let y = ctx.out_geom()?;
+    Ok(vec![
+        dispatch(ctx, 0, m, false)?.with_vec4_rows(y.vec4s(), y.w),
+    ])
 }

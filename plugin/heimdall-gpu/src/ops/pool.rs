@@ -151,7 +151,7 @@ pub fn build_window(
         pad_left: u32_of(a.pad.left)?,
         total: u32_of(total)?,
     };
-    Ok(vec![Dispatch::new(
+    let d = Dispatch::new(
         if large {
             window_reduce_source_rg(
                 kind,
@@ -170,7 +170,13 @@ pub fn build_window(
         } else {
             groups_for(total)
         },
-    )])
+    );
+    // The large-window kernel reduces one output per work group: no row map.
+    Ok(vec![if large {
+        d
+    } else {
+        d.with_vec4_rows(total, y.w)
+    }])
 }
 
 /// Every variant in precision `p` (stored f32, as averages are), for the catalogue.

@@ -1,0 +1,559 @@
+//! The convolution cache on the GPU (DeepMon §6.3; the design and the CPU reference are in
+//! `heimdall_ir::conv_cache`).
+//!
+//! At compile time, the ops the [`CachePlan`] allows whose one dispatch has a known thread order
+//! ([`TileMap`]) become *cached dispatches*: their outputs get slots of their own that live
+//! across runs, and their kernels get an entry point that runs only the work groups of a list
+//! (`shaders/*.wgsl` wrapped by [`tile_list_wrapper`]), dispatched indirectly. At the start of
+//! every run, three small dispatches ([`ConvCache::record`]) compute the block histograms of the
+//! model's input and the dirty mask (`cache_blocks.wgsl`), the list of work groups of every
+//! cached dispatch whose receptive field touches a dirty block (`cache_tiles.wgsl`), and the
+//! indirect arguments (`cache_args.wgsl`). No CPU round trip: the host only writes the run's
+//! number, clock and full-run flag. Skipped work groups are not dispatched at all.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use heimdall_ir::conv_cache::{BlockGrid, CacheCounts, ConvCacheConfig, Field};
+use wgpu::util::DeviceExt;
+
+use crate::context::GpuContext;
+use crate::dispatch::TileMap;
+use crate::error::GpuError;
+use crate::params::{ShaderParams, shader_params};
+use crate::precision::Precision;
+use crate::wgsl::{BindingDecl, KernelSource};
+
+shader_params! {
+    /// Uniform parameters of `shaders/cache_blocks.wgsl`.
+    struct GpuCacheBlocksParams {
+        in_h: u32,
+        in_w: u32,
+        block_h: u32,
+        block_w: u32,
+        grid_w: u32,
+        blocks: u32,
+        channels: u32,
+        bins: u32,
+        lo: f32,
+        scale: f32,
+        threshold: f32,
+        expiry_runs: u32,
+        expiry_ms: u32,
+    }
+}
+
+shader_params! {
+    /// Uniform parameters of `shaders/cache_tiles.wgsl`.
+    struct GpuCacheTilesParams {
+        threads: u32,
+        entries: u32,
+        in_h: u32,
+        in_w: u32,
+        block_h: u32,
+        block_w: u32,
+        grid_h: u32,
+        grid_w: u32,
+    }
+}
+
+shader_params! {
+    /// Uniform parameters of `shaders/cache_args.wgsl`.
+    struct GpuCacheArgsParams {
+        entries: u32,
+        max_x: u32,
+    }
+}
+
+/// u32s per table entry (`shaders/cache_tiles.wgsl`).
+const ENTRY: usize = 20;
+/// u32s of a list's header: count, groups x, groups y, unused.
+const HEADER: u64 = 4;
+
+/// A dispatch that keeps last run's values where its field is clean.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CachedDispatch {
+    /// Its step (op index).
+    pub step: usize,
+    /// Its work groups.
+    pub workgroups: u32,
+    /// Which pixels each work group writes.
+    pub tiles: TileMap,
+    /// The output's receptive field on the input.
+    pub field: Field,
+    /// The output's height and width.
+    pub out_hw: [u32; 2],
+}
+
+/// Where a cached dispatch's work group list lives, for its bind group 1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListBinding {
+    /// Byte offset of the list in the tiles buffer.
+    pub offset: u64,
+    /// Byte size of the list.
+    pub size: u64,
+    /// Byte offset of its indirect arguments.
+    pub args_offset: u64,
+}
+
+/// What the host keeps between runs.
+#[derive(Debug)]
+struct Host {
+    run: u32,
+    since_full: u32,
+    valid: bool,
+    start: Instant,
+    fixed_now: Option<u32>,
+}
+
+/// The cache's buffers, prologue pipelines and host state.
+pub(crate) struct ConvCache {
+    config: ConvCacheConfig,
+    grid: BlockGrid,
+    in_hw: [usize; 2],
+    channels: usize,
+    table: wgpu::Buffer,
+    state: wgpu::Buffer,
+    mask: wgpu::Buffer,
+    threads: u32,
+    entries: u32,
+    /// Per cached dispatch, in step order.
+    pub lists: Vec<(usize, ListBinding)>,
+    tiles: wgpu::Buffer,
+    /// Indirect arguments of every cached dispatch.
+    pub args: wgpu::Buffer,
+    /// `[dirty blocks, computed work groups of each cached dispatch...]`, read back with the
+    /// outputs.
+    pub counters: wgpu::Buffer,
+    run_buffer: wgpu::Buffer,
+    prologue: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 2])>,
+    total_groups: u64,
+    host: Mutex<Host>,
+}
+
+impl std::fmt::Debug for ConvCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConvCache")
+            .field("config", &self.config)
+            .field("cached_dispatches", &self.lists.len())
+            .finish()
+    }
+}
+
+/// The source of a kernel whose `main(wg, nwg, lid)` is renamed `main_full` and called from a new
+/// entry point for the work groups listed in bind group 1 (`[count, groups x, groups y, 0,
+/// ids...]`). `Err` when the kernel's entry point is not the usual one.
+pub(crate) fn tile_list_wrapper(source: &str) -> Result<String, String> {
+    let attr = "@compute @workgroup_size(";
+    let start = source.find(attr).ok_or("no compute entry point")?;
+    let size_end = source[start + attr.len()..]
+        .find(')')
+        .ok_or("unterminated workgroup_size")?
+        + start
+        + attr.len();
+    let size = &source[start + attr.len()..size_end];
+    let sig_start = source[size_end..].find("fn main(").ok_or("no fn main")? + size_end;
+    let brace = source[sig_start..].find('{').ok_or("no body")? + sig_start;
+    let signature: String = source[sig_start..brace]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let expected = "fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32)";
+    if signature != expected {
+        return Err(format!("entry point '{signature}' is not the usual one"));
+    }
+    if source[brace..].contains(attr) {
+        return Err("several entry points".into());
+    }
+    let mut out = String::with_capacity(source.len() + 800);
+    out.push_str(&source[..start]);
+    out.push_str("fn main_full(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) ");
+    out.push_str(&source[brace..]);
+    out.push_str(&format!(
+        "
+// ---- convolution cache: only the listed work groups (heimdall-gpu src/conv_cache.rs) ----
+@group(1) @binding(0) var<storage, read> cache_list: array<u32>;
+
+@compute @workgroup_size({size})
+fn main(@builtin(workgroup_id) cache_wg: vec3<u32>, @builtin(num_workgroups) cache_nwg: vec3<u32>,
+        @builtin(local_invocation_index) cache_lid: u32) {{
+    let k = cache_wg.x + cache_wg.y * cache_nwg.x;
+    if (k >= cache_list[0]) {{
+        return;
+    }}
+    let g = cache_list[4u + k];
+    let nx = cache_list[1];
+    main_full(vec3<u32>(g % nx, g / nx, 0u), vec3<u32>(nx, cache_list[2], 1u), cache_lid);
+}}
+"
+    ));
+    Ok(out)
+}
+
+/// One table entry of `cache_tiles.wgsl`.
+fn entry(d: &CachedDispatch, first_thread: u32, list: u32) -> [u32; ENTRY] {
+    let mut e = [0u32; ENTRY];
+    e[1] = first_thread;
+    e[2] = d.workgroups;
+    e[3] = list;
+    match d.tiles {
+        TileMap::Rows {
+            threads,
+            total,
+            col_blocks,
+            bx,
+        } => {
+            e[4] = threads;
+            e[5] = total;
+            e[6] = col_blocks;
+            e[7] = bx;
+        }
+        TileMap::PixelTiles {
+            pixel_tiles,
+            tile_pixels,
+        } => {
+            e[0] = 1;
+            e[4] = pixel_tiles;
+            e[5] = tile_pixels;
+        }
+    }
+    e[8] = d.out_hw[0];
+    e[9] = d.out_hw[1];
+    match d.field {
+        Field::Global => e[10] = 1,
+        Field::Local {
+            stride,
+            offset,
+            size,
+        } => {
+            let v = [stride[0], stride[1], offset[0], offset[1], size[0], size[1]];
+            for (i, x) in v.into_iter().enumerate() {
+                e[12 + i] = (x.clamp(i32::MIN as i64, i32::MAX as i64) as i32) as u32;
+            }
+        }
+    }
+    e
+}
+
+/// A 2-D fold of `groups` with no dimension above `max`.
+fn fold(groups: u32, max: u32) -> [u32; 2] {
+    if groups <= max {
+        [groups, 1]
+    } else {
+        [max, groups.div_ceil(max)]
+    }
+}
+
+impl ConvCache {
+    /// The buffers for `cached` dispatches (in step order) over an `in_hw` input of `channels`
+    /// channels: every list starts full, so a cached dispatch recorded before any prologue runs
+    /// whole.
+    pub fn new(
+        ctx: &GpuContext,
+        config: ConvCacheConfig,
+        in_hw: [usize; 2],
+        channels: usize,
+        cached: &[CachedDispatch],
+    ) -> Result<ConvCache, GpuError> {
+        let device = &ctx.device;
+        let grid = BlockGrid::new(in_hw, config.grid);
+        let align = u64::from(ctx.limits.min_storage_buffer_offset_alignment).max(16);
+        let max_x = ctx.limits.max_compute_workgroups_per_dimension;
+        let mut table: Vec<u32> = Vec::with_capacity(cached.len() * ENTRY);
+        let mut tiles_init: Vec<u32> = Vec::new();
+        let mut args_init: Vec<u32> = Vec::new();
+        let mut lists = Vec::with_capacity(cached.len());
+        let mut first_thread = 0u32;
+        for (k, d) in cached.iter().enumerate() {
+            let offset = (tiles_init.len() as u64 * 4).next_multiple_of(align);
+            tiles_init.resize((offset / 4) as usize, 0);
+            let [nx, ny] = fold(d.workgroups, max_x);
+            tiles_init.extend([d.workgroups, nx, ny, 0]);
+            tiles_init.extend(0..d.workgroups);
+            let size = (HEADER + u64::from(d.workgroups)) * 4;
+            table.extend(entry(d, first_thread, (offset / 4) as u32));
+            args_init.extend([nx, ny, 1]);
+            lists.push((
+                d.step,
+                ListBinding {
+                    offset,
+                    size,
+                    args_offset: k as u64 * 12,
+                },
+            ));
+            first_thread = first_thread
+                .checked_add(d.workgroups)
+                .ok_or_else(|| GpuError::Unsupported("too many cached work groups".into()))?;
+        }
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let init = |label: &str, contents: &[u32], usage: wgpu::BufferUsages| {
+            let mut bytes: Vec<u8> = bytemuck::cast_slice(contents).to_vec();
+            bytes.resize(bytes.len().max(16).next_multiple_of(16), 0);
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &bytes,
+                usage,
+            })
+        };
+        let tiles = init("heimdall cache lists", &tiles_init, storage);
+        let args = init(
+            "heimdall cache args",
+            &args_init,
+            storage | wgpu::BufferUsages::INDIRECT,
+        );
+        let counters = init(
+            "heimdall cache counters",
+            &vec![0; cached.len() + 1],
+            storage | wgpu::BufferUsages::COPY_SRC,
+        );
+        let blocks = grid.len();
+        let per_block = channels * config.bins as usize + 2;
+        Ok(ConvCache {
+            config,
+            grid,
+            in_hw,
+            channels,
+            lists,
+            table: init("heimdall cache table", &table, storage),
+            tiles,
+            args,
+            counters,
+            state: init(
+                "heimdall cache blocks",
+                &vec![0; blocks * per_block],
+                storage,
+            ),
+            mask: init("heimdall cache mask", &vec![0; blocks], storage),
+            run_buffer: init("heimdall cache run", &[0; 4], storage),
+            prologue: Vec::new(),
+            threads: first_thread,
+            entries: cached.len() as u32,
+            total_groups: cached.iter().map(|d| u64::from(d.workgroups)).sum(),
+            host: Mutex::new(Host {
+                run: 0,
+                since_full: 0,
+                valid: false,
+                start: Instant::now(),
+                fixed_now: None,
+            }),
+        })
+    }
+
+    /// Creates the three prologue dispatches reading the model's input from `input` (its slot,
+    /// in `precision`).
+    pub fn attach_input(
+        &mut self,
+        ctx: &GpuContext,
+        input: &wgpu::Buffer,
+        precision: Precision,
+        pipeline_cache: Option<&wgpu::PipelineCache>,
+    ) -> Result<(), GpuError> {
+        let device = &ctx.device;
+        let space = ctx.params_space();
+        let [in_h, in_w] = [self.in_hw[0] as u32, self.in_hw[1] as u32];
+        let c = &self.config;
+        let blocks = GpuCacheBlocksParams {
+            in_h,
+            in_w,
+            block_h: self.grid.block[0] as u32,
+            block_w: self.grid.block[1] as u32,
+            grid_w: self.grid.count[1] as u32,
+            blocks: self.grid.len() as u32,
+            channels: self.channels as u32,
+            bins: c.bins,
+            lo: c.range[0],
+            scale: c.bin_scale(),
+            threshold: c.threshold,
+            expiry_runs: c.expiry_runs,
+            expiry_ms: c.expiry_ms,
+        };
+        let tiles = GpuCacheTilesParams {
+            threads: self.threads,
+            entries: self.entries,
+            in_h,
+            in_w,
+            block_h: self.grid.block[0] as u32,
+            block_w: self.grid.block[1] as u32,
+            grid_h: self.grid.count[0] as u32,
+            grid_w: self.grid.count[1] as u32,
+        };
+        let max_x = ctx.limits.max_compute_workgroups_per_dimension;
+        let args = GpuCacheArgsParams {
+            entries: self.entries,
+            max_x,
+        };
+        let x = BindingDecl::read("x", precision);
+        let specs: [(KernelSource, Vec<u8>, Vec<&wgpu::Buffer>, u32); 3] = [
+            (
+                KernelSource::new("cache_blocks", vec![x]).with_params::<GpuCacheBlocksParams>(),
+                blocks.to_bytes(),
+                vec![
+                    input,
+                    &self.state,
+                    &self.mask,
+                    &self.counters,
+                    &self.run_buffer,
+                ],
+                self.grid.len() as u32,
+            ),
+            (
+                KernelSource::new("cache_tiles", vec![]).with_params::<GpuCacheTilesParams>(),
+                tiles.to_bytes(),
+                vec![&self.table, &self.mask, &self.counters, &self.tiles],
+                self.threads.div_ceil(64),
+            ),
+            (
+                KernelSource::new("cache_args", vec![]).with_params::<GpuCacheArgsParams>(),
+                args.to_bytes(),
+                vec![&self.table, &self.counters, &self.tiles, &self.args],
+                self.entries.div_ceil(64),
+            ),
+        ];
+        let mut prologue = Vec::with_capacity(3);
+        for (source, params, buffers, groups) in specs {
+            let wgsl = source.compose(space)?;
+            crate::wgsl::validate(source.name, &wgsl, source.uses_f16())?;
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(source.name),
+                source: wgpu::ShaderSource::Wgsl(wgsl.as_str().into()),
+            });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(source.name),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: pipeline_cache,
+            });
+            let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(source.name),
+                contents: &params,
+                usage: space.usage(),
+            });
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: uniform.as_entire_binding(),
+            }];
+            for (i, b) in buffers.iter().enumerate() {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: i as u32 + 1,
+                    resource: b.as_entire_binding(),
+                });
+            }
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(source.name),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            prologue.push((pipeline, bind_group, fold(groups, max_x)));
+        }
+        self.prologue = prologue;
+        Ok(())
+    }
+
+    /// The bind group 1 of cached dispatch `list` (its work group list), for `layout`.
+    pub fn list_bind_group(
+        &self,
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        list: &ListBinding,
+    ) -> wgpu::BindGroup {
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("heimdall cache list"),
+            layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &self.tiles,
+                    offset: list.offset,
+                    size: wgpu::BufferSize::new(list.size),
+                }),
+            }],
+        })
+    }
+
+    fn host(&self) -> std::sync::MutexGuard<'_, Host> {
+        self.host.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts a run: writes its number, clock and full-run flag (visible to the next
+    /// submission) and clears the counters in `encoder`. Record [`ConvCache::record`] next, in
+    /// the same encoder.
+    pub fn begin_run(&self, queue: &wgpu::Queue, encoder: &mut wgpu::CommandEncoder) {
+        let mut h = self.host();
+        let full = !h.valid
+            || (self.config.refresh_runs > 0 && h.since_full + 1 >= self.config.refresh_runs);
+        let now = h
+            .fixed_now
+            .unwrap_or_else(|| h.start.elapsed().as_millis().min(u128::from(u32::MAX)) as u32);
+        queue.write_buffer(
+            &self.run_buffer,
+            0,
+            bytemuck::cast_slice(&[h.run, now, u32::from(full), 0]),
+        );
+        h.since_full = if full { 0 } else { h.since_full + 1 };
+        h.run = h.run.wrapping_add(1);
+        h.valid = true;
+        encoder.clear_buffer(&self.counters, 0, None);
+    }
+
+    /// Records the prologue: histograms and mask, work group lists, indirect arguments.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for (pipeline, bind_group, [x, y]) in &self.prologue {
+            if *x == 0 {
+                continue;
+            }
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(*x, *y, 1);
+        }
+    }
+
+    /// The next run recomputes every block.
+    pub fn invalidate(&self) {
+        self.host().valid = false;
+    }
+
+    /// A fixed clock in milliseconds for the expiry (tests), or `None` for the wall clock since
+    /// compilation.
+    pub fn set_now_ms(&self, now_ms: Option<u32>) {
+        self.host().fixed_now = now_ms;
+    }
+
+    /// Bytes of the counters (read back with the outputs).
+    pub fn counters_bytes(&self) -> u64 {
+        (u64::from(self.entries) + 1) * 4
+    }
+
+    /// The counts of a run from its read-back counters.
+    pub fn counts(&self, counters: &[u32]) -> CacheCounts {
+        CacheCounts {
+            blocks: self.grid.len() as u64,
+            dirty_blocks: counters.first().copied().map_or(0, u64::from),
+            tiles: self.total_groups,
+            computed_tiles: counters.iter().skip(1).map(|&c| u64::from(c)).sum(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ConvCacheConfig {
+        &self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrapper_renames_the_entry_point_and_keeps_the_work_group_size() {
+        let src = "fn f() {}\n@compute @workgroup_size(TG)\nfn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n        @builtin(local_invocation_index) lid: u32) {\n    let g = wg.x;\n}\n";
+        let out = tile_list_wrapper(src).unwrap();
+        assert!(out.contains("fn main_full(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) {"));
+        assert!(
+            out.contains("@compute @workgroup_size(TG)\nfn main(@builtin(workgroup_id) cache_wg")
+        );
+        assert_eq!(out.matches("@compute").count(), 1);
+        assert!(tile_list_wrapper("@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {}").is_err());
+    }
+}
