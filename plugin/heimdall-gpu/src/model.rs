@@ -438,11 +438,7 @@ impl GpuModel {
         if steps.is_empty() {
             return Ok(());
         }
-        // A run starts with the range holding its first GPU step: the conv cache decides there.
-        let cache = self
-            .conv_cache
-            .as_ref()
-            .filter(|_| steps.contains(&self.first_gpu_step));
+        let cache = self.cache_starting_in(&steps);
         if let Some(c) = cache {
             c.begin_run(&self.ctx.queue, encoder);
         }
@@ -457,6 +453,14 @@ impl GpuModel {
             self.record_step(&mut pass, i);
         }
         Ok(())
+    }
+
+    /// The convolution cache, when `steps` holds the model's first GPU step: a run starts there,
+    /// and the cache decides what to skip before it.
+    pub(crate) fn cache_starting_in(&self, steps: &Range<usize>) -> Option<&ConvCache> {
+        self.conv_cache
+            .as_ref()
+            .filter(|_| steps.contains(&self.first_gpu_step))
     }
 
     /// Records the dispatches of GPU step `i` into a compute pass.

@@ -78,7 +78,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 impl GpuModel {
     /// Runs the model `warmup + runs` times on `inputs` and returns each step's median time
-    /// (blocking: for benchmarks, the CLI and tests).
+    /// (blocking: for benchmarks, the CLI and tests). With the convolution cache on, every
+    /// profiled run is a full one (the cache's worst case: nothing skipped), its prologue
+    /// counted in the first GPU step; the cache is invalidated afterwards.
     pub fn profile(
         &self,
         inputs: &[&[f32]],
@@ -98,6 +100,7 @@ impl GpuModel {
             for (i, x) in inputs.iter().enumerate() {
                 self.set_input(i, x)?;
             }
+            self.invalidate_conv_cache();
             let mut times = vec![Duration::ZERO; n];
             let mut encoder = device.create_command_encoder(&Default::default());
             for (i, time) in times.iter_mut().enumerate() {
@@ -123,6 +126,10 @@ impl GpuModel {
                 }
                 match &queries {
                     Some((set, _, _)) => {
+                        let cache = self.cache_starting_in(&(i..i + 1));
+                        if let Some(c) = cache {
+                            c.begin_run(&self.ctx.queue, &mut encoder);
+                        }
                         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                             label: Some(self.step_name(i)),
                             timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -131,6 +138,9 @@ impl GpuModel {
                                 end_of_pass_write_index: Some(2 * i as u32 + 1),
                             }),
                         });
+                        if let Some(c) = cache {
+                            c.record(&mut pass);
+                        }
                         self.record_step(&mut pass, i);
                     }
                     None => {
@@ -181,6 +191,7 @@ impl GpuModel {
                 }
             }
         }
+        self.invalidate_conv_cache();
         Ok(StepProfile {
             steps: samples.into_iter().map(median).collect(),
             source: if timestamps {
@@ -220,6 +231,61 @@ impl GpuModel {
         if !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(None);
         }
+        let ranges = self.gpu_ranges();
+        let device = &self.ctx.device;
+        let count = 2 * ranges.len().max(1) as u32;
+        let (set, resolve, staging) = timestamp_buffers(device, count, "heimdall run timestamps");
+        let period = f64::from(self.ctx.queue.get_timestamp_period());
+        let mut samples = Vec::with_capacity(runs);
+        for run in 0..warmup + runs {
+            for (i, x) in inputs.iter().enumerate() {
+                self.set_input(i, x)?;
+            }
+            let ticks = self.timed_run(&ranges, (&set, &resolve, &staging), false)?;
+            if run >= warmup {
+                samples.push(Duration::from_nanos((ticks as f64 * period) as u64));
+            }
+        }
+        Ok(Some(RunProfile {
+            gpu: median(samples),
+            ranges,
+            runs,
+        }))
+    }
+
+    /// One run of `inputs` with each maximal range of GPU steps in one timestamped compute pass
+    /// (the convolution cache's prologue included), its outputs read back: the outputs and the
+    /// run's GPU time (`None` without timestamp queries: then it is a plain [`GpuModel::run`]).
+    /// Blocking: for benchmarks.
+    pub fn run_profiled(
+        &self,
+        inputs: &[&[f32]],
+    ) -> Result<(Vec<Vec<f32>>, Option<Duration>), GpuError> {
+        if !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok((self.run(inputs)?, None));
+        }
+        for (i, x) in inputs.iter().enumerate() {
+            self.set_input(i, x)?;
+        }
+        let ranges = self.gpu_ranges();
+        let count = 2 * ranges.len().max(1) as u32;
+        let (set, resolve, staging) =
+            timestamp_buffers(&self.ctx.device, count, "heimdall run timestamps");
+        let ticks = self.timed_run(&ranges, (&set, &resolve, &staging), true)?;
+        self.request_readback()?;
+        self.wait_for(|| self.readback_ready())?;
+        let outputs = self
+            .take_outputs()?
+            .ok_or_else(|| GpuError::Readback("outputs not ready after waiting".into()))?;
+        let period = f64::from(self.ctx.queue.get_timestamp_period());
+        Ok((
+            outputs,
+            Some(Duration::from_nanos((ticks as f64 * period) as u64)),
+        ))
+    }
+
+    /// The maximal ranges of GPU steps.
+    fn gpu_ranges(&self) -> Vec<std::ops::Range<usize>> {
         let n = self.num_steps();
         let mut ranges = Vec::new();
         let mut start = 0;
@@ -231,86 +297,94 @@ impl GpuModel {
                 start = i + 1;
             }
         }
+        ranges
+    }
+
+    /// Runs the model once on the inputs in place, each range in a timestamped pass (CPU steps
+    /// between them run blocking), optionally encoding the outputs' readback copies after the
+    /// last pass; waits for the timestamps and returns the summed ticks.
+    fn timed_run(
+        &self,
+        ranges: &[std::ops::Range<usize>],
+        (set, resolve, staging): (&wgpu::QuerySet, &wgpu::Buffer, &wgpu::Buffer),
+        readback: bool,
+    ) -> Result<u64, GpuError> {
         let device = &self.ctx.device;
+        let n = self.num_steps();
         let count = 2 * ranges.len().max(1) as u32;
-        let (set, resolve, staging) = timestamp_buffers(device, count, "heimdall run timestamps");
         let size = 8 * u64::from(count);
-        let period = f64::from(self.ctx.queue.get_timestamp_period());
-        let mut samples = Vec::with_capacity(runs);
-        for run in 0..warmup + runs {
-            for (i, x) in inputs.iter().enumerate() {
-                self.set_input(i, x)?;
-            }
-            let mut encoder = device.create_command_encoder(&Default::default());
-            let mut next = 0;
-            for (k, r) in ranges.iter().enumerate() {
-                // CPU steps before this range run now (their inputs come from earlier ranges).
-                for i in next..r.start {
-                    self.ctx.queue.submit([encoder.finish()]);
-                    self.run_cpu_step_blocking(i)?;
-                    encoder = device.create_command_encoder(&Default::default());
-                }
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("heimdall run"),
-                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                        query_set: &set,
-                        beginning_of_pass_write_index: Some(2 * k as u32),
-                        end_of_pass_write_index: Some(2 * k as u32 + 1),
-                    }),
-                });
-                for i in r.clone() {
-                    self.record_step(&mut pass, i);
-                }
-                drop(pass);
-                next = r.end;
-            }
-            for i in next..n {
+        let mut encoder = device.create_command_encoder(&Default::default());
+        let mut next = 0;
+        for (k, r) in ranges.iter().enumerate() {
+            // CPU steps before this range run now (their inputs come from earlier ranges).
+            for i in next..r.start {
                 self.ctx.queue.submit([encoder.finish()]);
                 self.run_cpu_step_blocking(i)?;
                 encoder = device.create_command_encoder(&Default::default());
             }
-            if ranges.is_empty() {
-                // Every query must be written before it is resolved.
-                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("heimdall run (no GPU steps)"),
-                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                        query_set: &set,
-                        beginning_of_pass_write_index: Some(0),
-                        end_of_pass_write_index: Some(1),
-                    }),
-                });
+            let cache = self.cache_starting_in(r);
+            if let Some(c) = cache {
+                c.begin_run(&self.ctx.queue, &mut encoder);
             }
-            encoder.resolve_query_set(&set, 0..count, &resolve, 0);
-            encoder.copy_buffer_to_buffer(&resolve, 0, &staging, 0, size);
-            self.ctx.queue.submit([encoder.finish()]);
-            let state = Arc::new(AtomicU8::new(0));
-            let flag = state.clone();
-            staging.map_async(wgpu::MapMode::Read, .., move |r| {
-                flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("heimdall run"),
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(2 * k as u32),
+                    end_of_pass_write_index: Some(2 * k as u32 + 1),
+                }),
             });
-            self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
-            if state.load(Ordering::SeqCst) != 1 {
-                return Err(GpuError::Readback("mapping the timestamps failed".into()));
+            if let Some(c) = cache {
+                c.record(&mut pass);
             }
-            let total: u64 = {
-                let view = staging.get_mapped_range(..);
-                let ticks: Vec<u64> = view
-                    .chunks_exact(8)
-                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                    .collect();
-                (0..ranges.len())
-                    .map(|k| ticks[2 * k + 1].saturating_sub(ticks[2 * k]))
-                    .sum()
-            };
-            staging.unmap();
-            if run >= warmup {
-                samples.push(Duration::from_nanos((total as f64 * period) as u64));
+            for i in r.clone() {
+                self.record_step(&mut pass, i);
             }
+            drop(pass);
+            next = r.end;
         }
-        Ok(Some(RunProfile {
-            gpu: median(samples),
-            ranges,
-            runs,
-        }))
+        for i in next..n {
+            self.ctx.queue.submit([encoder.finish()]);
+            self.run_cpu_step_blocking(i)?;
+            encoder = device.create_command_encoder(&Default::default());
+        }
+        if ranges.is_empty() {
+            // Every query must be written before it is resolved.
+            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("heimdall run (no GPU steps)"),
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
+        }
+        if readback {
+            self.encode_readback(&mut encoder)?;
+        }
+        encoder.resolve_query_set(set, 0..count, resolve, 0);
+        encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, size);
+        self.ctx.queue.submit([encoder.finish()]);
+        let state = Arc::new(AtomicU8::new(0));
+        let flag = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+        });
+        self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
+        if state.load(Ordering::SeqCst) != 1 {
+            return Err(GpuError::Readback("mapping the timestamps failed".into()));
+        }
+        let total: u64 = {
+            let view = staging.get_mapped_range(..);
+            let ticks: Vec<u64> = view
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .collect();
+            (0..ranges.len())
+                .map(|k| ticks[2 * k + 1].saturating_sub(ticks[2 * k]))
+                .sum()
+        };
+        staging.unmap();
+        Ok(total)
     }
 }

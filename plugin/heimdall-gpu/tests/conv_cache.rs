@@ -280,3 +280,117 @@ fn bad_settings_are_typed_errors() {
     assert!(e.to_string().contains("bins"), "{e}");
     assert!(gpu.errors.lock().unwrap().is_empty());
 }
+
+#[test]
+fn the_gpu_decides_like_the_cpu_reference() {
+    // The same sequence through the CPU backend's cache (heimdall-cpu, the reference) and the
+    // GPU's, in f32: the same dirty blocks every run (histograms, chi-square, expiry), and
+    // outputs as close as the two backends are without the cache.
+    let Some(gpu) = common::gpu() else { return };
+    let g = graph("palm_detection_lite");
+    let cfg = ConvCacheConfig {
+        expiry_runs: 4,
+        ..config()
+    };
+    let gpu_model = GpuModel::compile(
+        &gpu.ctx,
+        &g,
+        GpuOptions::new(Precision::F32).with_conv_cache(cfg),
+    )
+    .unwrap();
+    let mut cpu =
+        heimdall_cpu::CpuModel::compile(&g, heimdall_cpu::CpuOptions { threads: 2 }).unwrap();
+    cpu.enable_conv_cache(cfg).unwrap();
+    let x = image(192, 192, 1);
+    let y = quadrant(&x, &image(192, 192, 8), 192, 192);
+    // Exact changes first (a block changes entirely or not at all: recomputing a clean pixel
+    // gives the kept value, so the GPU's whole work groups and the CPU's single pixels agree);
+    // then strong noise, where some blocks cross the threshold and some do not, and a pixel
+    // the GPU recomputes for its work group's sake may differ from the one the CPU keeps (by
+    // less than the model's own frame-to-frame variation).
+    let seq = [
+        x.clone(),
+        x.clone(),
+        y.clone(),
+        x.clone(),
+        y.clone(),
+        noisy(&y, 0.2, 1),
+        noisy(&y, 0.05, 2),
+    ];
+    let exact = 5;
+    let mut last_plain: Option<Vec<Vec<f32>>> = None;
+    for (run, input) in seq.iter().enumerate() {
+        let a = gpu_model.run(&[input]).unwrap();
+        cpu.set_input(0, input).unwrap();
+        cpu.run().unwrap();
+        let b: Vec<Vec<f32>> = (0..a.len())
+            .map(|i| cpu.output(i).unwrap().to_vec())
+            .collect();
+        let (gc, cc) = (
+            gpu_model.conv_cache_counts().unwrap(),
+            cpu.conv_cache_counts().unwrap(),
+        );
+        assert_eq!(gc.dirty_blocks, cc.dirty_blocks, "run {run}: {gc:?} {cc:?}");
+        // The GPU recomputes whole work groups, the CPU single pixels: never less.
+        let (gf, cf) = (
+            gc.computed_tiles as f64 / gc.tiles as f64,
+            cc.computed_tiles as f64 / cc.tiles as f64,
+        );
+        assert!(
+            gf >= cf * 0.999,
+            "run {run}: GPU computed {gf:.3} < CPU {cf:.3}"
+        );
+        let e = rel_l2(&a, &b);
+        eprintln!(
+            "run {run}: dirty {} computed GPU {gf:.3} CPU {cf:.3}, rel-L2 {e:.1e}",
+            gc.dirty_blocks
+        );
+        if run < exact {
+            assert!(e <= 1e-4, "run {run}: GPU vs CPU rel-L2 {e}");
+        } else {
+            let plain = heimdall_cpu_plain(&g, input);
+            let own = rel_l2(last_plain.as_ref().unwrap(), &plain).max(1e-4);
+            assert!(e <= own, "run {run}: GPU vs CPU rel-L2 {e} > {own}");
+            last_plain = Some(plain);
+            continue;
+        }
+        last_plain = Some(heimdall_cpu_plain(&g, input));
+    }
+}
+
+/// The uncached CPU outputs of `input`.
+fn heimdall_cpu_plain(g: &Graph, input: &[f32]) -> Vec<Vec<f32>> {
+    let mut m =
+        heimdall_cpu::CpuModel::compile(g, heimdall_cpu::CpuOptions { threads: 2 }).unwrap();
+    m.set_input(0, input).unwrap();
+    m.run().unwrap();
+    (0..m.output_shapes().len())
+        .map(|i| m.output(i).unwrap().to_vec())
+        .collect()
+}
+
+#[test]
+fn profiles_measure_full_runs_and_timed_runs_count_the_prologue() {
+    let Some((m, [h, w])) = pair("face_detection_short_range", Precision::F32, config()) else {
+        return;
+    };
+    let x = image(h, w, 2);
+    m.cached.run(&[&x]).unwrap();
+    // The per-step profile (what the coordinator's costs start from) is the worst case: every
+    // run full, so a cached step costs what it costs without the cache, and the next run is full.
+    let p = m.cached.profile(&[&x], 1, 3).unwrap();
+    for &i in &m.cached.report().cached_ops {
+        assert!(p.steps[i] > std::time::Duration::ZERO, "step {i}");
+    }
+    m.cached.run(&[&x]).unwrap();
+    let c = m.cached.conv_cache_counts().unwrap();
+    assert_eq!(c.computed_tiles, c.tiles, "after profiling: {c:?}");
+    // A timed run returns the outputs and the counts like a plain run.
+    let (out, gpu_time) = m.cached.run_profiled(&[&x]).unwrap();
+    let want = m.plain.run(&[&x]).unwrap();
+    assert!(rel_l2(&out, &want) <= 1e-6);
+    assert_eq!(m.cached.conv_cache_counts().unwrap().computed_tiles, 0);
+    if let Some(t) = gpu_time {
+        assert!(t > std::time::Duration::ZERO);
+    }
+}
