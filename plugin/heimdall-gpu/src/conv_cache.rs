@@ -12,6 +12,7 @@
 //! number, clock and full-run flag. Skipped work groups are not dispatched at all.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use heimdall_ir::conv_cache::{BlockGrid, CacheCounts, ConvCacheConfig, Field};
@@ -129,6 +130,7 @@ pub(crate) struct ConvCache {
     prologue: Vec<(wgpu::ComputePipeline, wgpu::BindGroup, [u32; 2])>,
     total_groups: u64,
     host: Mutex<Host>,
+    active: AtomicBool,
 }
 
 impl std::fmt::Debug for ConvCache {
@@ -336,7 +338,18 @@ impl ConvCache {
                 start: Instant::now(),
                 fixed_now: None,
             }),
+            active: AtomicBool::new(true),
         })
+    }
+
+    /// Whether the cache is in use ([`crate::GpuModel::set_conv_cache_active`]).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Uses the cache or not.
+    pub fn set_active(&self, active: bool) {
+        self.active.store(active, Ordering::Relaxed);
     }
 
     /// Creates the three prologue dispatches reading the model's input from `input` (its slot,

@@ -458,9 +458,30 @@ impl GpuModel {
     /// The convolution cache, when `steps` holds the model's first GPU step: a run starts there,
     /// and the cache decides what to skip before it.
     pub(crate) fn cache_starting_in(&self, steps: &Range<usize>) -> Option<&ConvCache> {
-        self.conv_cache
-            .as_ref()
+        self.active_cache()
             .filter(|_| steps.contains(&self.first_gpu_step))
+    }
+
+    /// The convolution cache, if it is on and active.
+    fn active_cache(&self) -> Option<&ConvCache> {
+        self.conv_cache.as_ref().filter(|c| c.is_active())
+    }
+
+    /// Switches the convolution cache on or off at run time (off: every op runs whole through
+    /// its plain kernel, as without the cache; the cache's memory stays). Switching it on again
+    /// starts with a full run. Does nothing when the model has no cache.
+    pub fn set_conv_cache_active(&self, active: bool) {
+        if let Some(c) = &self.conv_cache {
+            if active && !c.is_active() {
+                c.invalidate();
+            }
+            c.set_active(active);
+        }
+    }
+
+    /// Whether the model has a convolution cache and it is active.
+    pub fn conv_cache_active(&self) -> bool {
+        self.active_cache().is_some()
     }
 
     /// Records the dispatches of GPU step `i` into a compute pass.
@@ -469,14 +490,18 @@ impl GpuModel {
             if d.groups[0] == 0 {
                 continue;
             }
-            pass.set_pipeline(&self.pipelines[d.pipeline]);
-            pass.set_bind_group(0, &d.bind_group, &[]);
-            match (&d.indirect, &self.conv_cache) {
-                (Some((list, offset)), Some(c)) => {
-                    pass.set_bind_group(1, list, &[]);
-                    pass.dispatch_workgroups_indirect(&c.args, *offset);
+            match (&d.indirect, self.active_cache()) {
+                (Some(x), Some(c)) => {
+                    pass.set_pipeline(&self.pipelines[x.pipeline]);
+                    pass.set_bind_group(0, &x.bind_group, &[]);
+                    pass.set_bind_group(1, &x.list, &[]);
+                    pass.dispatch_workgroups_indirect(&c.args, x.args_offset);
                 }
-                _ => pass.dispatch_workgroups(d.groups[0], d.groups[1], 1),
+                _ => {
+                    pass.set_pipeline(&self.pipelines[d.pipeline]);
+                    pass.set_bind_group(0, &d.bind_group, &[]);
+                    pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+                }
             }
         }
     }
@@ -493,9 +518,9 @@ impl GpuModel {
     }
 
     /// The convolution cache's counts for the last run whose outputs were taken (`None` when
-    /// the cache is off or no run finished yet).
+    /// the cache is off or inactive, or no run finished yet).
     pub fn conv_cache_counts(&self) -> Option<heimdall_ir::conv_cache::CacheCounts> {
-        let c = self.conv_cache.as_ref()?;
+        let c = self.active_cache()?;
         Some(c.counts(&self.readback.extra_values()?))
     }
 

@@ -284,6 +284,50 @@ impl GpuModel {
         ))
     }
 
+    /// What the convolution cache costs at worst: the median GPU time of full runs with the
+    /// cache (every block dirty: its prologue and indirect dispatches, nothing skipped) over
+    /// that of plain runs, interleaved, minus one (0.02 = 2 % slower). What the analyzer weighs
+    /// against the saving on still scenes. `None` without a cache or timestamp queries.
+    /// Leaves the cache active and invalidated.
+    pub fn conv_cache_overhead(
+        &self,
+        inputs: &[&[f32]],
+        warmup: usize,
+        runs: usize,
+    ) -> Result<Option<f64>, GpuError> {
+        if self.conv_cache_config().is_none()
+            || !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+        {
+            return Ok(None);
+        }
+        let ranges = self.gpu_ranges();
+        let count = 2 * ranges.len().max(1) as u32;
+        let (set, resolve, staging) =
+            timestamp_buffers(&self.ctx.device, count, "heimdall cache overhead");
+        let (mut plain, mut full) = (Vec::new(), Vec::new());
+        for run in 0..warmup + runs {
+            for (i, x) in inputs.iter().enumerate() {
+                self.set_input(i, x)?;
+            }
+            for cached in [false, true] {
+                self.set_conv_cache_active(cached);
+                self.invalidate_conv_cache();
+                let ticks = self.timed_run(&ranges, (&set, &resolve, &staging), false)?;
+                if run >= warmup {
+                    if cached { &mut full } else { &mut plain }.push(ticks as f64);
+                }
+            }
+        }
+        self.set_conv_cache_active(true);
+        self.invalidate_conv_cache();
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let (p, f) = (median(plain), median(full));
+        Ok((p > 0.0).then(|| f / p - 1.0))
+    }
+
     /// The maximal ranges of GPU steps.
     fn gpu_ranges(&self) -> Vec<std::ops::Range<usize>> {
         let n = self.num_steps();

@@ -19,9 +19,18 @@ pub(crate) struct EncodedDispatch {
     pub pipeline: usize,
     pub bind_group: wgpu::BindGroup,
     pub groups: [u32; 2],
-    /// A conv-cache dispatch: its work group list (bind group 1) and the byte offset of its
-    /// indirect arguments in the cache's `args` buffer.
-    pub indirect: Option<(wgpu::BindGroup, u64)>,
+    /// A conv-cache dispatch's other form, running a list of work groups.
+    pub indirect: Option<Indirect>,
+}
+
+/// A conv-cache dispatch: the wrapped kernel ([`tile_list_wrapper`]), its bind groups (0: as
+/// the plain one's, 1: its work group list) and where its indirect arguments are in the
+/// cache's `args` buffer.
+pub(crate) struct Indirect {
+    pub pipeline: usize,
+    pub bind_group: wgpu::BindGroup,
+    pub list: wgpu::BindGroup,
+    pub args_offset: u64,
 }
 
 /// The resources of a model.
@@ -125,36 +134,40 @@ pub(crate) fn create(
                 .map(|(_, l)| (c, *l))
         });
         for d in ds {
-            let mut source = d.source.compose(space)?;
-            if list.is_some() {
-                source = tile_list_wrapper(&source).map_err(|message| GpuError::Shader {
-                    name: d.source.name.into(),
-                    message,
-                })?;
-            }
-            let pipeline = match cache.get(&source) {
-                Some(&p) => p,
-                None => {
-                    crate::wgsl::validate(d.source.name, &source, d.source.uses_f16())?;
-                    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(d.source.name),
-                        source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-                    });
-                    pipelines.push(device.create_compute_pipeline(
-                        &wgpu::ComputePipelineDescriptor {
-                            label: Some(d.source.name),
-                            layout: None,
-                            module: &module,
-                            entry_point: Some("main"),
-                            compilation_options: Default::default(),
-                            cache: pipeline_cache,
-                        },
-                    ));
-                    cache.insert(source, pipelines.len() - 1);
-                    pipelines.len() - 1
+            let source = d.source.compose(space)?;
+            let mut pipeline_for = |source: String| -> Result<usize, GpuError> {
+                if let Some(&p) = cache.get(&source) {
+                    return Ok(p);
                 }
+                crate::wgsl::validate(d.source.name, &source, d.source.uses_f16())?;
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(d.source.name),
+                    source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+                });
+                pipelines.push(
+                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(d.source.name),
+                        layout: None,
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: Default::default(),
+                        cache: pipeline_cache,
+                    }),
+                );
+                cache.insert(source, pipelines.len() - 1);
+                Ok(pipelines.len() - 1)
             };
-            let layout = pipelines[pipeline].get_bind_group_layout(0);
+            // A cached dispatch also gets the kernel wrapped to run a list of work groups.
+            let wrapped = match list {
+                Some(_) => Some(pipeline_for(tile_list_wrapper(&source).map_err(
+                    |message| GpuError::Shader {
+                        name: d.source.name.into(),
+                        message,
+                    },
+                )?)?),
+                None => None,
+            };
+            let pipeline = pipeline_for(source)?;
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -191,15 +204,24 @@ pub(crate) fn create(
                     resource,
                 });
             }
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(graph.ops[index].kind.name()),
-                layout: &layout,
-                entries: &entries,
-            });
-            let indirect = list.map(|(c, l)| {
-                let layout = pipelines[pipeline].get_bind_group_layout(1);
-                (c.list_bind_group(device, &layout, &l), l.args_offset)
-            });
+            // Bind groups of automatic layouts fit only their own pipeline.
+            let group = |p: usize| {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(graph.ops[index].kind.name()),
+                    layout: &pipelines[p].get_bind_group_layout(0),
+                    entries: &entries,
+                })
+            };
+            let bind_group = group(pipeline);
+            let indirect = match (list, wrapped) {
+                (Some((c, l)), Some(w)) => Some(Indirect {
+                    pipeline: w,
+                    bind_group: group(w),
+                    list: c.list_bind_group(device, &pipelines[w].get_bind_group_layout(1), &l),
+                    args_offset: l.args_offset,
+                }),
+                _ => None,
+            };
             encoded.push(EncodedDispatch {
                 pipeline,
                 bind_group,

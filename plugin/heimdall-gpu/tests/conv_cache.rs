@@ -394,3 +394,32 @@ fn profiles_measure_full_runs_and_timed_runs_count_the_prologue() {
         assert!(t > std::time::Duration::ZERO);
     }
 }
+
+#[test]
+fn the_cache_switches_off_at_run_time_and_its_worst_case_is_measured() {
+    let Some((m, [h, w])) = pair("palm_detection_lite", Precision::F32, config()) else {
+        return;
+    };
+    let x = image(h, w, 3);
+    let y = quadrant(&x, &image(h, w, 4), h, w);
+    m.cached.run(&[&x]).unwrap();
+    m.cached.set_conv_cache_active(false);
+    assert!(!m.cached.conv_cache_active());
+    // Off: the plain kernels, bit for bit the uncached model, and no counts.
+    let a = m.cached.run(&[&y]).unwrap();
+    let b = m.plain.run(&[&y]).unwrap();
+    assert!(a.iter().zip(&b).all(|(p, q)| p == q));
+    assert!(m.cached.conv_cache_counts().is_none());
+    // On again: a full run first (the blocks' references are a run behind).
+    m.cached.set_conv_cache_active(true);
+    m.cached.run(&[&x]).unwrap();
+    let c = m.cached.conv_cache_counts().unwrap();
+    assert_eq!(c.computed_tiles, c.tiles);
+    let overhead = m.cached.conv_cache_overhead(&[&x], 1, 3).unwrap();
+    eprintln!("palm_detection_lite: worst-case overhead {overhead:?}");
+    if let Some(o) = overhead {
+        assert!(o.is_finite() && o > -0.5, "{o}");
+    }
+    let a = m.cached.run(&[&y]).unwrap();
+    assert!(rel_l2(&a, &b) <= 1e-6);
+}
