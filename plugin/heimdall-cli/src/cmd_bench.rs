@@ -48,6 +48,56 @@ pub struct BenchArgs {
     /// Static shape of an input with dynamic dimensions, e.g. `x=1x3x512x512` (repeatable).
     #[arg(long = "input-shape", value_parser = crate::input_shape::parse)]
     input_shapes: Vec<(String, Vec<usize>)>,
+    /// Compare the model with and without the convolution cache over a sequence of inputs
+    /// (`--inputs`, `--still` or `--clip`), interleaved: median times, hit rate, largest
+    /// relative L2 error of the cached outputs.
+    #[arg(long, conflicts_with_all = ["probe", "per_op"])]
+    conv_cache: bool,
+    /// `--conv-cache`: the sequence of inputs, float32 `.npy` files of the model's input 0 in
+    /// its own layout, run in this order.
+    #[arg(long, num_args = 1.., requires = "conv_cache", conflicts_with_all = ["still", "clip"])]
+    inputs: Vec<PathBuf>,
+    /// `--conv-cache`: a still image (PNG or JPEG) resized to the model's input, `--frames`
+    /// times, each frame with its own noise (`--noise`).
+    #[arg(long, requires = "conv_cache", conflicts_with = "clip")]
+    still: Option<PathBuf>,
+    /// `--conv-cache`: the first `--frames` frames of a clip (a directory with `clip.json`, or
+    /// the name of one in `assets/clips/`), resized to the model's input.
+    #[arg(long, requires = "conv_cache")]
+    clip: Option<PathBuf>,
+    /// `--still`/`--clip`: standard deviation of the Gaussian noise added to every frame, in
+    /// pixel units (0..255), scaled to `--input-range`; deterministic.
+    #[arg(long, default_value_t = 0.0, conflicts_with = "inputs")]
+    noise: f32,
+    /// `--still`/`--clip`: number of frames.
+    #[arg(long, default_value_t = 10)]
+    frames: usize,
+    /// `--still`/`--clip`: the model's input range `LO,HI` (pixel 0 maps to LO, 255 to HI).
+    #[arg(long = "input-range", value_parser = crate::cmd_bench_cache::parse_range, default_value = "0,1", allow_hyphen_values = true)]
+    input_range: [f32; 2],
+    /// `--conv-cache`: how many times the sequence is played (the cache's state carries on).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Convolution cache: histogram bins per channel.
+    #[arg(long, default_value_t = 16)]
+    cache_bins: u32,
+    /// Convolution cache: blocks `HxW` the input is cut into.
+    #[arg(long, value_parser = crate::cmd_bench_cache::parse_grid, default_value = "8x8")]
+    cache_grid: [u32; 2],
+    /// Convolution cache: chi-square distance at or under which a block counts as unchanged.
+    #[arg(long, default_value_t = 0.05)]
+    cache_threshold: f32,
+    /// Convolution cache: only ops with an index below this are cached (default: all).
+    #[arg(long)]
+    cache_layers: Option<usize>,
+    /// Convolution cache: a block is recomputed at the latest this many ms after it was (0:
+    /// never).
+    #[arg(long, default_value_t = 1000)]
+    cache_expiry_ms: u32,
+    /// Convolution cache: the value range `LO,HI` its histograms span (default: the first
+    /// input's min and max).
+    #[arg(long, value_parser = crate::cmd_bench_cache::parse_range, allow_hyphen_values = true)]
+    cache_range: Option<[f32; 2]>,
 }
 
 /// Runs `bench`.
@@ -58,6 +108,36 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let Some(model) = &args.model else {
         anyhow::bail!("bench needs a model file (or --probe)");
     };
+    if args.conv_cache {
+        return crate::cmd_bench_cache::run(&crate::cmd_bench_cache::CacheBench {
+            model,
+            backend: args.backend,
+            precision: args.precision,
+            threads: args.threads,
+            input_shapes: args.input_shapes.clone(),
+            source: crate::cmd_bench_cache::source(
+                &args.inputs,
+                args.still.as_deref(),
+                args.clip.as_deref(),
+                args.frames,
+            )?,
+            generate: crate::bench_inputs::Generate {
+                range: args.input_range,
+                noise: args.noise,
+            },
+            repeat: args.repeat,
+            config: heimdall_ir::conv_cache::ConvCacheConfig {
+                bins: args.cache_bins,
+                grid: args.cache_grid,
+                threshold: args.cache_threshold,
+                layers: args.cache_layers.unwrap_or(usize::MAX),
+                expiry_ms: args.cache_expiry_ms,
+                ..Default::default()
+            },
+            range: args.cache_range,
+            json: args.json,
+        });
+    }
     let graph = load_model(
         model,
         LoadOptions {

@@ -2,7 +2,9 @@
 //! detect, stylize).
 
 mod backend;
+mod bench_inputs;
 mod cmd_bench;
+mod cmd_bench_cache;
 mod cmd_detect;
 mod cmd_inspect;
 mod cmd_partition;
@@ -34,7 +36,8 @@ enum Command {
     Inspect(cmd_inspect::InspectArgs),
     /// Run a model on `.npy` inputs and write its outputs as `.npy`.
     Run(cmd_run::RunArgs),
-    /// Measure a model's latency (median, p90, max after warm-up), optionally per op.
+    /// Measure a model's latency (median, p90, max after warm-up), optionally per op; or, with
+    /// `--conv-cache`, with and without the convolution cache over a sequence of inputs.
     Bench(cmd_bench::BenchArgs),
     /// The chunks the analyzer makes of a model for a frame budget, with their measured times.
     Partition(cmd_partition::PartitionArgs),

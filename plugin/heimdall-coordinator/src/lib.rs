@@ -5,7 +5,7 @@
 //! `f64`), so the same code runs inside the render loop and, exhaustively, in tests.
 //!
 //! - [`analyzer`]: step costs and profiles (EMA, JSON, kept on disk), Band's units, Heimdall's
-//!   chunks.
+//!   chunks, the convolution cache's expected hit rate.
 //! - [`utility`]: `U(t) = L0 - beta * (t - t_start)^gamma + alpha * C`.
 //! - [`policy`]: the [`Policy`] trait and `max_min_utility`, `max_total_utility`,
 //!   `least_slack_time` (Band's DP), `fifo`, `layers:K`.
@@ -27,7 +27,8 @@ pub mod timeline;
 pub mod utility;
 
 pub use analyzer::{
-    Chunk, FrameBudget, ModelProfile, Partition, ProfileKey, ProfileStore, StepCost, partition,
+    CacheSpec, Chunk, FrameBudget, ModelProfile, Partition, ProfileKey, ProfileStore, StepCost,
+    partition,
 };
 pub use coordinator::{
     Ablation, Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow,

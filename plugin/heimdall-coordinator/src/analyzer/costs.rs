@@ -3,8 +3,9 @@
 
 use std::ops::Range;
 
+use super::cache::{CacheExpectation, CacheSpec};
 use super::chunks::{FrameBudget, Partition, partition};
-use super::profile::ModelProfile;
+use super::profile::{ModelProfile, StepCost};
 use super::units::{Unit, units};
 use crate::processor::Processor;
 
@@ -76,7 +77,13 @@ impl ModelCosts {
 /// The analyzer's view of one registered model, kept current as its profile changes.
 #[derive(Clone, Debug)]
 pub(crate) struct Analysis {
+    /// The uncached costs (measured and smoothed).
     pub profile: ModelProfile,
+    /// The convolution cache's expectation, if the model has cached steps.
+    pub cache: Option<CacheExpectation>,
+    /// What every step is expected to cost now: the profile, with cached steps scaled by the
+    /// expected hit rate. Costs, chunks and decisions use these.
+    pub predicted: Vec<StepCost>,
     pub costs: ModelCosts,
     /// `prefix_fallback[i]`: CPU time of the CPU-only steps among `0..i`.
     pub prefix_fallback: Vec<f64>,
@@ -90,6 +97,8 @@ impl Analysis {
     pub fn new(profile: ModelProfile, budget: &FrameBudget) -> Self {
         let part = partition(&profile.steps, budget);
         let mut a = Analysis {
+            cache: None,
+            predicted: Vec::new(),
             costs: ModelCosts::default(),
             prefix_fallback: Vec::new(),
             partition: part,
@@ -127,9 +136,58 @@ impl Analysis {
         self.profile.steps[op].processors.contains(Processor::Gpu)
     }
 
-    /// Recomputes prefix sums and units after the profile changed.
+    /// The predicted cost of step `op`.
+    pub fn step(&self, op: usize) -> &StepCost {
+        &self.predicted[op]
+    }
+
+    /// Turns the convolution cache's expectation on (`Some`) or off for this model; the costs
+    /// follow at once.
+    pub fn set_cache(&mut self, spec: Option<&CacheSpec>) -> Result<(), String> {
+        self.cache = spec
+            .map(|s| CacheExpectation::new(s, self.len()))
+            .transpose()?;
+        self.refresh_costs();
+        Ok(())
+    }
+
+    /// Folds the measured time of `ops` on `p` into the uncached profile; a range holding
+    /// cached steps waits for its run's hit rate ([`Analysis::report_hit`]).
+    pub fn observe(&mut self, ops: Range<usize>, p: Processor, measured_ms: f64) {
+        match self.cache.as_mut() {
+            Some(c) if ops.clone().any(|op| c.is_cached(op)) => {
+                c.hold(ops, p, measured_ms);
+                if c.overflowing() {
+                    let hit = c.expected_hit().unwrap_or(0.0);
+                    c.fold_pending(&mut self.profile, hit);
+                }
+            }
+            _ => self.profile.observe_range(ops, p, measured_ms),
+        }
+    }
+
+    /// Folds the hit rate of a finished run: its waiting measurements go into the uncached
+    /// profile at that hit rate, the expectation moves, the costs follow. Nothing for a model
+    /// without a cache.
+    pub fn report_hit(&mut self, hit: f64) {
+        let Some(c) = self.cache.as_mut() else {
+            return;
+        };
+        if !hit.is_nan() {
+            c.fold_pending(&mut self.profile, hit);
+        }
+        c.observe_hit(hit);
+        self.refresh_costs();
+    }
+
+    /// Recomputes the predicted costs, prefix sums and units after the profile or the cache's
+    /// expectation changed.
     pub fn refresh_costs(&mut self) {
-        let steps = &self.profile.steps;
+        self.predicted = match &self.cache {
+            Some(c) => c.predict(&self.profile.steps),
+            None => self.profile.steps.clone(),
+        };
+        let steps = &self.predicted;
         let n = steps.len();
         let mut g = Vec::with_capacity(n + 1);
         let mut c = Vec::with_capacity(n + 1);
@@ -162,7 +220,7 @@ impl Analysis {
         let now = self.gpu_total();
         let base = self.partitioned_gpu_total.max(1e-9);
         if force || ((now - base) / base).abs() > threshold {
-            self.partition = partition(&self.profile.steps, budget);
+            self.partition = partition(&self.predicted, budget);
             self.partitioned_gpu_total = now;
             true
         } else {

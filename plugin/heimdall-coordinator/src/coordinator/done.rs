@@ -41,14 +41,10 @@ impl Coordinator {
         match w.processor {
             Processor::Gpu => {
                 let t = (measured - budget.chunk_overhead_ms).max(0.0);
-                m.analysis
-                    .profile
-                    .observe_range(w.ops.clone(), Processor::Gpu, t);
+                m.analysis.observe(w.ops.clone(), Processor::Gpu, t);
             }
             Processor::Cpu => {
-                m.analysis
-                    .profile
-                    .observe_range(w.ops.clone(), Processor::Cpu, measured);
+                m.analysis.observe(w.ops.clone(), Processor::Cpu, measured);
             }
         }
         m.analysis.refresh_costs();

@@ -175,7 +175,7 @@ impl Coordinator {
             let p = m.job.as_ref().expect("candidate has a job").planned;
             let chunk_end = a.partition.chunk_containing(p).ops.end;
             let full = a.costs.range_ms(p..chunk_end, Processor::Gpu) + oh;
-            let step = a.profile.steps[p].gpu_ms + oh;
+            let step = a.step(p).gpu_ms + oh;
             let pick = if closed {
                 Some((p + 1, step, step > b.budget_ms()))
             } else if cursor + full <= relaxed {
@@ -192,9 +192,9 @@ impl Coordinator {
                 } else if fresh_frame
                     && cursor == frame_start
                     && horizon >= hard_end
-                    && a.profile.steps[p].gpu_ms + oh > b.budget_ms()
+                    && a.step(p).gpu_ms + oh > b.budget_ms()
                 {
-                    Some((p + 1, a.profile.steps[p].gpu_ms + oh, true))
+                    Some((p + 1, a.step(p).gpu_ms + oh, true))
                 } else {
                     None
                 }

@@ -15,9 +15,11 @@
 //! Times are `f64` milliseconds on the caller's clock; nothing here reads a real clock.
 //!
 //! The work is split by job: `types` (what goes in and out), `state` (what is kept per model
-//! and job), `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles) and
-//! `rebalance` (CPU offload) with `mode_log` (where each model ran, bounded).
+//! and job), `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles),
+//! `cache` (the convolution cache's hit rates) and `rebalance` (CPU offload) with `mode_log`
+//! (where each model ran, bounded).
 
+mod cache;
 mod cpu;
 mod done;
 mod gpu;

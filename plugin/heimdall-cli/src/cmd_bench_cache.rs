@@ -1,0 +1,415 @@
+//! `heimdall bench MODEL --conv-cache`: a sequence of inputs run with and without the
+//! convolution cache, interleaved; the median time of each, the cache's hit rate and the
+//! largest relative L2 error of the cached outputs against the uncached ones.
+//!
+//! Both models are compiled from the same graph, one plain and one with the cache. Each runs the
+//! first input once (the cache computes everything; not counted), then the sequence in order,
+//! `--repeat` times, the cache's state carried on. For each input the two models run back to
+//! back, the plain one first on even runs and second on odd ones.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use heimdall::{LoadOptions, LoadedModel, load};
+use heimdall_cpu::{CpuModel, CpuOptions};
+use heimdall_gpu::{GpuContext, GpuModel, GpuOptions};
+use heimdall_ir::conv_cache::{CacheCounts, CachePlan, ConvCacheConfig};
+use serde_json::{Value, json};
+
+use crate::Backend;
+use crate::bench_inputs::{Generate, Source, frames, image_shape};
+use crate::gpu_backend::PrecisionArg;
+
+/// Parses `LO,HI` (two finite numbers, `LO < HI`).
+pub fn parse_range(s: &str) -> Result<[f32; 2], String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("'{s}': expected LO,HI"))?;
+    let num = |t: &str| {
+        t.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("'{s}': '{t}' is not a finite number"))
+    };
+    let (lo, hi) = (num(a)?, num(b)?);
+    if lo >= hi {
+        return Err(format!("'{s}': LO must be below HI"));
+    }
+    Ok([lo, hi])
+}
+
+/// Parses `HxW` (two integers ≥ 1).
+pub fn parse_grid(s: &str) -> Result<[u32; 2], String> {
+    let (h, w) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("'{s}': expected HxW, e.g. 8x8"))?;
+    let num = |t: &str| match t.trim().parse::<u32>() {
+        Ok(v) if v >= 1 => Ok(v),
+        _ => Err(format!("'{s}': '{t}' is not a positive integer")),
+    };
+    Ok([num(h)?, num(w)?])
+}
+
+/// What `bench --conv-cache` was asked.
+pub struct CacheBench<'a> {
+    /// The model file.
+    pub model: &'a Path,
+    /// Backend.
+    pub backend: Backend,
+    /// GPU storage precision.
+    pub precision: PrecisionArg,
+    /// CPU threads.
+    pub threads: Option<usize>,
+    /// Static input shapes.
+    pub input_shapes: Vec<(String, Vec<usize>)>,
+    /// The frames.
+    pub source: Source<'a>,
+    /// How generated frames are made.
+    pub generate: Generate,
+    /// Plays of the sequence.
+    pub repeat: usize,
+    /// The cache's settings (`range` is replaced by `range` below when that is `None`).
+    pub config: ConvCacheConfig,
+    /// `--cache-range`; `None`: the first input's min and max.
+    pub range: Option<[f32; 2]>,
+    /// JSON output.
+    pub json: bool,
+}
+
+/// One model with and one without the cache, on either backend.
+enum Pair {
+    Cpu {
+        plain: Box<CpuModel>,
+        cached: Box<CpuModel>,
+        threads: usize,
+    },
+    Gpu(Box<GpuPair>),
+}
+
+/// The GPU models on one device.
+struct GpuPair {
+    plain: GpuModel,
+    cached: GpuModel,
+}
+
+/// One timed GPU run ([`GpuModel::run_profiled`]: the GPU time of the run with timestamps, the
+/// cache's decision included; otherwise the wall time of the run and its readback).
+fn gpu_run(model: &GpuModel, inputs: &[&[f32]]) -> anyhow::Result<(Vec<Vec<f32>>, Duration)> {
+    let start = Instant::now();
+    let (out, gpu) = model.run_profiled(inputs)?;
+    Ok((out, gpu.unwrap_or_else(|| start.elapsed())))
+}
+
+/// One timed run: outputs, time, and the cache's counts (cached model only).
+type Run = (Vec<Vec<f32>>, Duration, Option<CacheCounts>);
+
+fn cpu_run(model: &mut CpuModel, inputs: &[&[f32]], outputs: usize) -> anyhow::Result<Run> {
+    for (i, x) in inputs.iter().enumerate() {
+        model.set_input(i, x)?;
+    }
+    let start = Instant::now();
+    model.run()?;
+    let t = start.elapsed();
+    let out = (0..outputs)
+        .map(|i| model.output(i).map(<[f32]>::to_vec))
+        .collect::<Result<_, _>>()?;
+    Ok((out, t, model.conv_cache_counts()))
+}
+
+impl Pair {
+    fn compile(
+        b: &CacheBench,
+        loaded: &LoadedModel,
+        config: ConvCacheConfig,
+    ) -> anyhow::Result<Pair> {
+        let graph = &loaded.graph;
+        match b.backend {
+            Backend::Cpu => {
+                let options = b
+                    .threads
+                    .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
+                let plain = CpuModel::compile(graph, options)?;
+                let mut cached = CpuModel::compile(graph, options)?;
+                cached
+                    .enable_conv_cache(config)
+                    .context("turning the convolution cache on (CPU)")?;
+                Ok(Pair::Cpu {
+                    plain: Box::new(plain),
+                    cached: Box::new(cached),
+                    threads: options.threads,
+                })
+            }
+            Backend::Gpu => {
+                let ctx = GpuContext::create()?;
+                let options = GpuOptions::new(b.precision.into());
+                let plain = GpuModel::compile(&ctx, graph, options.clone())?;
+                let cached = GpuModel::compile(&ctx, graph, options.with_conv_cache(config))
+                    .context("compiling with the convolution cache (GPU)")?;
+                if cached.conv_cache_config().is_none() {
+                    bail!(
+                        "no op of this model can be cached on the GPU with these settings \
+                         (--cache-layers {})",
+                        layers_label(config.layers)
+                    );
+                }
+                Ok(Pair::Gpu(Box::new(GpuPair { plain, cached })))
+            }
+        }
+    }
+
+    /// Runs the plain (`cached == false`) or the cached model.
+    fn run(&mut self, cached: bool, inputs: &[&[f32]], outputs: usize) -> anyhow::Result<Run> {
+        match self {
+            Pair::Cpu {
+                plain, cached: c, ..
+            } => cpu_run(if cached { c } else { plain }, inputs, outputs),
+            Pair::Gpu(g) => {
+                let m = if cached { &g.cached } else { &g.plain };
+                let (out, t) = gpu_run(m, inputs)?;
+                Ok((out, t, if cached { m.conv_cache_counts() } else { None }))
+            }
+        }
+    }
+
+    fn timing(&self) -> &'static str {
+        match self {
+            Pair::Cpu { .. } => "wall_run",
+            Pair::Gpu(g) => {
+                let ctx = g.plain.context();
+                if ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+                    "gpu_timestamps"
+                } else {
+                    "wall_run_readback"
+                }
+            }
+        }
+    }
+
+    fn device(&self) -> String {
+        match self {
+            Pair::Cpu { threads, .. } => format!("cpu ({threads} threads)"),
+            Pair::Gpu(g) => g.plain.context().describe(),
+        }
+    }
+
+    fn cached_ops(&self, graph: &heimdall_ir::Graph, layers: usize) -> Vec<usize> {
+        match self {
+            // The CPU caches every op the plan marks cacheable.
+            Pair::Cpu { .. } => CachePlan::new(graph, layers)
+                .map(|p| (0..p.cacheable.len()).filter(|&i| p.cacheable[i]).collect())
+                .unwrap_or_default(),
+            Pair::Gpu(g) => g.cached.report().cached_ops.clone(),
+        }
+    }
+}
+
+fn layers_label(layers: usize) -> String {
+    if layers == usize::MAX {
+        "all".into()
+    } else {
+        layers.to_string()
+    }
+}
+
+/// ‖a − b‖₂ / ‖b‖₂ over all outputs concatenated (0 when both are zero).
+fn rel_l2(cached: &[Vec<f32>], plain: &[Vec<f32>]) -> f64 {
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (a, b) in cached.iter().zip(plain) {
+        for (x, y) in a.iter().zip(b) {
+            num += (f64::from(*x) - f64::from(*y)).powi(2);
+            den += f64::from(*y).powi(2);
+        }
+    }
+    if num == 0.0 {
+        0.0
+    } else if den == 0.0 {
+        f64::INFINITY
+    } else {
+        (num / den).sqrt()
+    }
+}
+
+fn median_ms(v: &[Duration]) -> f64 {
+    crate::timing::summary(v.to_vec()).0
+}
+
+/// Loads the model and its frames (shared with the tests of the argument checks).
+fn prepare(b: &CacheBench) -> anyhow::Result<(LoadedModel, Vec<Vec<f32>>)> {
+    let loaded = load(
+        b.model,
+        LoadOptions {
+            input_shapes: b.input_shapes.clone(),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("loading {}", b.model.display()))?;
+    image_shape(&loaded)?;
+    let seq = frames(&loaded, &b.source, &b.generate)?;
+    if seq.is_empty() {
+        bail!("no input frames (--frames 0 or an empty --inputs)");
+    }
+    Ok((loaded, seq))
+}
+
+/// Runs `bench --conv-cache`.
+pub fn run(b: &CacheBench) -> anyhow::Result<()> {
+    if b.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let (loaded, seq) = prepare(b)?;
+    let graph = &loaded.graph;
+    let mut config = b.config;
+    config.range = b.range.unwrap_or_else(|| {
+        let (lo, hi) = seq[0]
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        if lo < hi { [lo, hi] } else { [lo, lo + 1.0] }
+    });
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("cache settings: {e}"))?;
+    // Inputs beyond the image: the deterministic pattern of the plain `bench`.
+    let others: Vec<Vec<f32>> = graph.inputs[1..]
+        .iter()
+        .map(|&t| {
+            (0..graph.tensor(t).numel())
+                .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
+                .collect()
+        })
+        .collect();
+    let inputs_of = |x: &[f32]| -> Vec<Vec<f32>> {
+        std::iter::once(x.to_vec())
+            .chain(others.iter().cloned())
+            .collect()
+    };
+    let n_out = graph.outputs.len();
+    let mut pair = Pair::compile(b, &loaded, config)?;
+    // The first full run of both (the cache computes everything).
+    let first = inputs_of(&seq[0]);
+    let refs: Vec<&[f32]> = first.iter().map(Vec::as_slice).collect();
+    pair.run(false, &refs, n_out)?;
+    pair.run(true, &refs, n_out)?;
+    let mut plain_t = Vec::new();
+    let mut cached_t = Vec::new();
+    let mut per_input = Vec::new();
+    let (mut hit_sum, mut dirty_sum, mut max_rel) = (0.0f64, 0.0f64, 0.0f64);
+    for rep in 0..b.repeat {
+        for (k, x) in seq.iter().enumerate() {
+            let run_index = rep * seq.len() + k;
+            let xs = inputs_of(x);
+            let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+            let plain_first = run_index % 2 == 0;
+            let (p, c) = if plain_first {
+                let p = pair.run(false, &refs, n_out)?;
+                (p, pair.run(true, &refs, n_out)?)
+            } else {
+                let c = pair.run(true, &refs, n_out)?;
+                (pair.run(false, &refs, n_out)?, c)
+            };
+            let counts = c.2.context("the cached model reported no cache counts")?;
+            let hit = counts.hit_rate();
+            let dirty = counts.dirty_blocks as f64 / counts.blocks.max(1) as f64;
+            let rel = rel_l2(&c.0, &p.0);
+            hit_sum += hit;
+            dirty_sum += dirty;
+            max_rel = max_rel.max(if rel.is_nan() { f64::INFINITY } else { rel });
+            plain_t.push(p.1);
+            cached_t.push(c.1);
+            per_input.push(json!({
+                "run": run_index, "input": k, "repeat": rep,
+                "uncached_ms": p.1.as_secs_f64() * 1e3, "cached_ms": c.1.as_secs_f64() * 1e3,
+                "hit_rate": hit, "dirty_blocks": counts.dirty_blocks, "blocks": counts.blocks,
+                "computed_tiles": counts.computed_tiles, "tiles": counts.tiles, "rel_l2": rel,
+            }));
+        }
+    }
+    let runs = plain_t.len();
+    let (mu, mc) = (median_ms(&plain_t), median_ms(&cached_t));
+    let hit_rate = hit_sum / runs as f64;
+    let cached_ops = pair.cached_ops(graph, config.layers);
+    let doc = json!({
+        "model": graph.name,
+        "backend": match b.backend { Backend::Cpu => "cpu", Backend::Gpu => "gpu" },
+        "device": pair.device(),
+        "precision": match b.backend { Backend::Gpu => json!(format!("{:?}", b.precision)), Backend::Cpu => Value::Null },
+        "timing": pair.timing(),
+        "frames": seq.len(), "repeat": b.repeat, "runs": runs,
+        "median_ms_uncached": mu, "median_ms_cached": mc,
+        "speedup": if mc > 0.0 { mu / mc } else { f64::NAN },
+        "hit_rate": hit_rate,
+        "dirty_block_fraction": dirty_sum / runs as f64,
+        "max_rel_l2": max_rel,
+        "cached_ops": cached_ops,
+        "cache": {
+            "bins": config.bins, "grid": config.grid, "threshold": config.threshold,
+            "layers": if config.layers == usize::MAX { Value::Null } else { json!(config.layers) },
+            "expiry_ms": config.expiry_ms, "range": config.range,
+        },
+        "per_input": per_input,
+    });
+    if b.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "{} on {} ({} inputs x {} repeats = {runs} runs, timing {}): uncached median {mu:.3} ms, \
+         cached median {mc:.3} ms ({:.2}x); hit rate {:.3} ({} cached ops, {:.1}% blocks dirty); \
+         max rel L2 {max_rel:.2e}",
+        graph.name,
+        doc["device"].as_str().unwrap_or(""),
+        seq.len(),
+        b.repeat,
+        pair.timing(),
+        doc["speedup"].as_f64().unwrap_or(f64::NAN),
+        hit_rate,
+        cached_ops.len(),
+        100.0 * dirty_sum / runs as f64,
+    );
+    Ok(())
+}
+
+/// The source of frames the flags name.
+pub fn source<'a>(
+    inputs: &'a [PathBuf],
+    still: Option<&'a Path>,
+    clip: Option<&'a Path>,
+    frames: usize,
+) -> anyhow::Result<Source<'a>> {
+    match (inputs.is_empty(), still, clip) {
+        (false, None, None) => Ok(Source::Npy(inputs)),
+        (true, Some(image), None) => Ok(Source::Still { image, frames }),
+        (true, None, Some(dir)) => Ok(Source::Clip { dir, frames }),
+        (true, None, None) => bail!("--conv-cache needs its inputs: --inputs, --still or --clip"),
+        _ => bail!("give one of --inputs, --still and --clip"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ranges_and_grids() {
+        assert_eq!(parse_range("0,1").unwrap(), [0.0, 1.0]);
+        assert_eq!(parse_range("-1, 1").unwrap(), [-1.0, 1.0]);
+        assert!(parse_range("1,0").is_err());
+        assert!(parse_range("1").is_err());
+        assert!(parse_range("a,1").is_err());
+        assert_eq!(parse_grid("8x6").unwrap(), [8, 6]);
+        assert!(parse_grid("0x6").is_err());
+        assert!(parse_grid("8").is_err());
+    }
+
+    #[test]
+    fn rel_l2_of_outputs() {
+        let a = vec![vec![1.0, 0.0], vec![0.0]];
+        assert_eq!(rel_l2(&a, &a), 0.0);
+        let b = vec![vec![1.0, 0.0], vec![1.0]];
+        assert!((rel_l2(&b, &a) - 1.0).abs() < 1e-12);
+        assert_eq!(rel_l2(&a, &[vec![0.0, 0.0], vec![0.0]]), f64::INFINITY);
+    }
+}
