@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// relative L2 error of the cached outputs.
     #[arg(long, conflicts_with_all = ["probe", "per_op"])]
     conv_cache: bool,
+    /// `--conv-cache`: also decode the cached and uncached outputs as the vision pipelines do
+    /// and compare them (`decoded`: the smallest IoU and the runs whose detection counts differ).
+    #[arg(long, value_enum, requires = "conv_cache")]
+    decode: Option<crate::bench_decode::DecodeKind>,
     /// `--conv-cache`: the sequence of inputs, float32 `.npy` files of the model's input 0 in
     /// its own layout, run in this order.
     #[arg(long, num_args = 1.., requires = "conv_cache", conflicts_with_all = ["still", "clip"])]
@@ -94,6 +98,13 @@ pub struct BenchArgs {
     /// never).
     #[arg(long, default_value_t = 1000)]
     cache_expiry_ms: u32,
+    /// Convolution cache: a block is recomputed at the latest this many runs after it was (0:
+    /// never). Expiry by runs makes a benchmark independent of the machine's speed.
+    #[arg(long, default_value_t = 0)]
+    cache_expiry_runs: u32,
+    /// Convolution cache: every block is recomputed every this many runs (0: never).
+    #[arg(long, default_value_t = 0)]
+    cache_refresh_runs: u32,
     /// Convolution cache: the value range `LO,HI` its histograms span (default: the first
     /// input's min and max).
     #[arg(long, value_parser = crate::cmd_bench_cache::parse_range, allow_hyphen_values = true)]
@@ -132,10 +143,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 threshold: args.cache_threshold,
                 layers: args.cache_layers.unwrap_or(usize::MAX),
                 expiry_ms: args.cache_expiry_ms,
+                expiry_runs: args.cache_expiry_runs,
+                refresh_runs: args.cache_refresh_runs,
                 ..Default::default()
             },
             range: args.cache_range,
             json: args.json,
+            decode: args.decode,
         });
     }
     let graph = load_model(

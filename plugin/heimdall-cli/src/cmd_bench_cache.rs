@@ -18,6 +18,7 @@ use heimdall_ir::conv_cache::{CacheCounts, CachePlan, ConvCacheConfig};
 use serde_json::{Value, json};
 
 use crate::Backend;
+use crate::bench_decode::DecodeKind;
 use crate::bench_inputs::{Generate, Source, frames, image_shape};
 use crate::gpu_backend::PrecisionArg;
 
@@ -76,7 +77,12 @@ pub struct CacheBench<'a> {
     pub range: Option<[f32; 2]>,
     /// JSON output.
     pub json: bool,
+    /// `--decode`: compare the decoded results too.
+    pub decode: Option<DecodeKind>,
 }
+
+/// Frames whose uncached outputs are compared pairwise (`max_rel_l2_between_frames`).
+const MAX_PAIRWISE: usize = 64;
 
 /// One model with and one without the cache, on either backend.
 enum Pair {
@@ -297,6 +303,10 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     let mut cached_t = Vec::new();
     let mut per_input = Vec::new();
     let (mut hit_sum, mut dirty_sum, mut max_rel) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut min_iou, mut count_mismatches) = (1.0f64, 0usize);
+    // The uncached outputs, for the model's own variation between frames (what a cached output,
+    // an earlier frame's where all is reused, can differ by); the first full run's included.
+    let mut plain_outputs: Vec<Vec<Vec<f32>>> = vec![pair.run(false, &refs, n_out)?.0];
     for rep in 0..b.repeat {
         for (k, x) in seq.iter().enumerate() {
             let run_index = rep * seq.len() + k;
@@ -317,17 +327,36 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
             hit_sum += hit;
             dirty_sum += dirty;
             max_rel = max_rel.max(if rel.is_nan() { f64::INFINITY } else { rel });
+            let agreement = match b.decode {
+                Some(kind) => Some(crate::bench_decode::compare(kind, &c.0, &p.0)?),
+                None => None,
+            };
+            if let Some(a) = agreement {
+                min_iou = min_iou.min(a.iou);
+                count_mismatches += usize::from(!a.same_count);
+            }
             plain_t.push(p.1);
             cached_t.push(c.1);
+            if rep == 0 && plain_outputs.len() <= MAX_PAIRWISE {
+                plain_outputs.push(p.0.clone());
+            }
             per_input.push(json!({
                 "run": run_index, "input": k, "repeat": rep,
                 "uncached_ms": p.1.as_secs_f64() * 1e3, "cached_ms": c.1.as_secs_f64() * 1e3,
                 "hit_rate": hit, "dirty_blocks": counts.dirty_blocks, "blocks": counts.blocks,
                 "computed_tiles": counts.computed_tiles, "tiles": counts.tiles, "rel_l2": rel,
+                "decoded_iou": agreement.map(|a| a.iou),
+                "decoded_same_count": agreement.map(|a| a.same_count),
             }));
         }
     }
     let runs = plain_t.len();
+    let mut own = 0.0f64;
+    for (i, a) in plain_outputs.iter().enumerate() {
+        for b in &plain_outputs[..i] {
+            own = own.max(rel_l2(a, b));
+        }
+    }
     let (mu, mc) = (median_ms(&plain_t), median_ms(&cached_t));
     let hit_rate = hit_sum / runs as f64;
     let cached_ops = pair.cached_ops(graph, config.layers);
@@ -343,12 +372,16 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
         "hit_rate": hit_rate,
         "dirty_block_fraction": dirty_sum / runs as f64,
         "max_rel_l2": max_rel,
+        "max_rel_l2_between_frames": own,
         "cached_ops": cached_ops,
         "cache": {
             "bins": config.bins, "grid": config.grid, "threshold": config.threshold,
             "layers": if config.layers == usize::MAX { Value::Null } else { json!(config.layers) },
             "expiry_ms": config.expiry_ms, "range": config.range,
         },
+        "decoded": b.decode.map(|k| json!({
+            "kind": k.label(), "min_iou": min_iou, "count_mismatches": count_mismatches,
+        })),
         "per_input": per_input,
     });
     if b.json {
@@ -358,7 +391,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     println!(
         "{} on {} ({} inputs x {} repeats = {runs} runs, timing {}): uncached median {mu:.3} ms, \
          cached median {mc:.3} ms ({:.2}x); hit rate {:.3} ({} cached ops, {:.1}% blocks dirty); \
-         max rel L2 {max_rel:.2e}",
+         max rel L2 {max_rel:.2e} (uncached frames differ by up to {own:.2e})",
         graph.name,
         doc["device"].as_str().unwrap_or(""),
         seq.len(),
@@ -369,6 +402,13 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
         cached_ops.len(),
         100.0 * dirty_sum / runs as f64,
     );
+    if let Some(k) = b.decode {
+        println!(
+            "decoded as {}: smallest IoU {min_iou:.3}, {count_mismatches} of {runs} runs with \
+             another number of detections",
+            k.label()
+        );
+    }
     Ok(())
 }
 

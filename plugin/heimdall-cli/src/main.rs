@@ -2,6 +2,7 @@
 //! detect, stylize).
 
 mod backend;
+mod bench_decode;
 mod bench_inputs;
 mod cmd_bench;
 mod cmd_bench_cache;
