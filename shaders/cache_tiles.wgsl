@@ -57,10 +57,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (i >= params.threads) {
         return;
     }
-    var k = 0u;
-    while (k + 1u < params.entries && table[(k + 1u) * ENTRY + 1u] <= i) {
-        k++;
+    // The entry whose threads hold `i`: the last one starting at or before it (binary search).
+    var lo = 0u;
+    var hi = params.entries;
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (table[mid * ENTRY + 1u] <= i) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
     }
+    let k = lo;
     let e = k * ENTRY;
     let g = i - table[e + 1u];
     let out_h = table[e + 8u];

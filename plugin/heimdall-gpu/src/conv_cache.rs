@@ -4,12 +4,16 @@
 //! At compile time, the ops the [`CachePlan`] allows whose one dispatch has a known thread order
 //! ([`TileMap`]) become *cached dispatches*: their outputs get slots of their own that live
 //! across runs, and their kernels get an entry point that runs only the work groups of a list
-//! (`shaders/*.wgsl` wrapped by [`tile_list_wrapper`]), dispatched indirectly. At the start of
-//! every run, three small dispatches ([`ConvCache::record`]) compute the block histograms of the
-//! model's input and the dirty mask (`cache_blocks.wgsl`), the list of work groups of every
-//! cached dispatch whose receptive field touches a dirty block (`cache_tiles.wgsl`), and the
-//! indirect arguments (`cache_args.wgsl`). No CPU round trip: the host only writes the run's
-//! number, clock and full-run flag. Skipped work groups are not dispatched at all.
+//! (`shaders/*.wgsl` wrapped by [`tile_list_wrapper`]). At the start of every run, three small
+//! dispatches ([`ConvCache::record`]) compute the block histograms of the model's input and the
+//! dirty mask (`cache_blocks.wgsl`), the compact list of the work groups of every cached
+//! dispatch whose receptive field touches a dirty block (`cache_tiles.wgsl`), and publish the
+//! lists' lengths (`cache_lists.wgsl`). No CPU round trip: the host only writes the run's
+//! number, clock and full-run flag. A cached dispatch covers the op's grid; its first `count`
+//! work groups compute the listed tiles and the others return at once, so skipped work is not
+//! computed. (An indirect dispatch of exactly `count` groups was tried first: wgpu validates
+//! every indirect dispatch with a compute pass of its own, which on an H100 made a cached run of
+//! face detection 0.46 ms against 0.27 ms uncached with 97 % of the work skipped.)
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,10 +63,9 @@ shader_params! {
 }
 
 shader_params! {
-    /// Uniform parameters of `shaders/cache_args.wgsl`.
-    struct GpuCacheArgsParams {
+    /// Uniform parameters of `shaders/cache_lists.wgsl`.
+    struct GpuCacheListsParams {
         entries: u32,
-        max_x: u32,
     }
 }
 
@@ -93,8 +96,6 @@ pub(crate) struct ListBinding {
     pub offset: u64,
     /// Byte size of the list.
     pub size: u64,
-    /// Byte offset of its indirect arguments.
-    pub args_offset: u64,
 }
 
 /// What the host keeps between runs.
@@ -121,8 +122,6 @@ pub(crate) struct ConvCache {
     /// Per cached dispatch, in step order.
     pub lists: Vec<(usize, ListBinding)>,
     tiles: wgpu::Buffer,
-    /// Indirect arguments of every cached dispatch.
-    pub args: wgpu::Buffer,
     /// `[dirty blocks, computed work groups of each cached dispatch...]`, read back with the
     /// outputs.
     pub counters: wgpu::Buffer,
@@ -263,10 +262,9 @@ impl ConvCache {
         let max_x = ctx.limits.max_compute_workgroups_per_dimension;
         let mut table: Vec<u32> = Vec::with_capacity(cached.len() * ENTRY);
         let mut tiles_init: Vec<u32> = Vec::new();
-        let mut args_init: Vec<u32> = Vec::new();
         let mut lists = Vec::with_capacity(cached.len());
         let mut first_thread = 0u32;
-        for (k, d) in cached.iter().enumerate() {
+        for d in cached {
             let offset = (tiles_init.len() as u64 * 4).next_multiple_of(align);
             tiles_init.resize((offset / 4) as usize, 0);
             let [nx, ny] = fold(d.workgroups, max_x);
@@ -274,15 +272,7 @@ impl ConvCache {
             tiles_init.extend(0..d.workgroups);
             let size = (HEADER + u64::from(d.workgroups)) * 4;
             table.extend(entry(d, first_thread, (offset / 4) as u32));
-            args_init.extend([nx, ny, 1]);
-            lists.push((
-                d.step,
-                ListBinding {
-                    offset,
-                    size,
-                    args_offset: k as u64 * 12,
-                },
-            ));
+            lists.push((d.step, ListBinding { offset, size }));
             first_thread = first_thread
                 .checked_add(d.workgroups)
                 .ok_or_else(|| GpuError::Unsupported("too many cached work groups".into()))?;
@@ -298,11 +288,6 @@ impl ConvCache {
             })
         };
         let tiles = init("heimdall cache lists", &tiles_init, storage);
-        let args = init(
-            "heimdall cache args",
-            &args_init,
-            storage | wgpu::BufferUsages::INDIRECT,
-        );
         let counters = init(
             "heimdall cache counters",
             &vec![0; cached.len() + 1],
@@ -318,7 +303,6 @@ impl ConvCache {
             lists,
             table: init("heimdall cache table", &table, storage),
             tiles,
-            args,
             counters,
             state: init(
                 "heimdall cache blocks",
@@ -391,9 +375,8 @@ impl ConvCache {
             grid_w: self.grid.count[1] as u32,
         };
         let max_x = ctx.limits.max_compute_workgroups_per_dimension;
-        let args = GpuCacheArgsParams {
+        let lists = GpuCacheListsParams {
             entries: self.entries,
-            max_x,
         };
         let x = BindingDecl::read("x", precision);
         let specs: [(KernelSource, Vec<u8>, Vec<&wgpu::Buffer>, u32); 3] = [
@@ -416,9 +399,9 @@ impl ConvCache {
                 self.threads.div_ceil(64),
             ),
             (
-                KernelSource::new("cache_args", vec![]).with_params::<GpuCacheArgsParams>(),
-                args.to_bytes(),
-                vec![&self.table, &self.counters, &self.tiles, &self.args],
+                KernelSource::new("cache_lists", vec![]).with_params::<GpuCacheListsParams>(),
+                lists.to_bytes(),
+                vec![&self.table, &self.counters, &self.tiles],
                 self.entries.div_ceil(64),
             ),
         ];
@@ -510,7 +493,7 @@ impl ConvCache {
         encoder.clear_buffer(&self.counters, 0, None);
     }
 
-    /// Records the prologue: histograms and mask, work group lists, indirect arguments.
+    /// Records the prologue: histograms and mask, work group lists, their lengths.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         for (pipeline, bind_group, [x, y]) in &self.prologue {
             if *x == 0 {

@@ -490,19 +490,18 @@ impl GpuModel {
             if d.groups[0] == 0 {
                 continue;
             }
-            match (&d.indirect, self.active_cache()) {
-                (Some(x), Some(c)) => {
+            match (&d.listed, self.active_cache()) {
+                (Some(x), Some(_)) => {
                     pass.set_pipeline(&self.pipelines[x.pipeline]);
                     pass.set_bind_group(0, &x.bind_group, &[]);
                     pass.set_bind_group(1, &x.list, &[]);
-                    pass.dispatch_workgroups_indirect(&c.args, x.args_offset);
                 }
                 _ => {
                     pass.set_pipeline(&self.pipelines[d.pipeline]);
                     pass.set_bind_group(0, &d.bind_group, &[]);
-                    pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
                 }
             }
+            pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
         }
     }
 

@@ -285,7 +285,7 @@ impl GpuModel {
     }
 
     /// What the convolution cache costs at worst: the median GPU time of full runs with the
-    /// cache (every block dirty: its prologue and indirect dispatches, nothing skipped) over
+    /// cache (every block dirty: its prologue and listed dispatches, nothing skipped) over
     /// that of plain runs, interleaved, minus one (0.02 = 2 % slower). What the analyzer weighs
     /// against the saving on still scenes. `None` without a cache or timestamp queries.
     /// Leaves the cache active and invalidated.

@@ -20,17 +20,15 @@ pub(crate) struct EncodedDispatch {
     pub bind_group: wgpu::BindGroup,
     pub groups: [u32; 2],
     /// A conv-cache dispatch's other form, running a list of work groups.
-    pub indirect: Option<Indirect>,
+    pub listed: Option<Listed>,
 }
 
-/// A conv-cache dispatch: the wrapped kernel ([`tile_list_wrapper`]), its bind groups (0: as
-/// the plain one's, 1: its work group list) and where its indirect arguments are in the
-/// cache's `args` buffer.
-pub(crate) struct Indirect {
+/// A conv-cache dispatch: the wrapped kernel ([`tile_list_wrapper`]) and its bind groups (0: as
+/// the plain one's, 1: its work group list).
+pub(crate) struct Listed {
     pub pipeline: usize,
     pub bind_group: wgpu::BindGroup,
     pub list: wgpu::BindGroup,
-    pub args_offset: u64,
 }
 
 /// The resources of a model.
@@ -213,12 +211,11 @@ pub(crate) fn create(
                 })
             };
             let bind_group = group(pipeline);
-            let indirect = match (list, wrapped) {
-                (Some((c, l)), Some(w)) => Some(Indirect {
+            let listed = match (list, wrapped) {
+                (Some((c, l)), Some(w)) => Some(Listed {
                     pipeline: w,
                     bind_group: group(w),
                     list: c.list_bind_group(device, &pipelines[w].get_bind_group_layout(1), &l),
-                    args_offset: l.args_offset,
                 }),
                 _ => None,
             };
@@ -226,7 +223,7 @@ pub(crate) fn create(
                 pipeline,
                 bind_group,
                 groups: fold_groups(d.workgroups, max_groups),
-                indirect,
+                listed,
             });
             k += 1;
         }

@@ -5,7 +5,7 @@
 
 use heimdall_ir::PoolAttrs;
 
-use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
+use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
 use crate::params::shader_params;
 use crate::precision::Precision;
 use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
@@ -171,9 +171,14 @@ pub fn build_window(
             groups_for(total)
         },
     );
-    // The large-window kernel reduces one output per work group: no row map.
+    // The large-window kernel reduces one output vec4 per work group (same order).
     Ok(vec![if large {
-        d
+        d.with_tiles(TileMap::Rows {
+            threads: 1,
+            total: u32_of(total)?,
+            col_blocks: u32_of(y.w)?,
+            bx: 1,
+        })
     } else {
         d.with_vec4_rows(total, y.w)
     }])

@@ -60,15 +60,18 @@ fn build_bilinear(
         total: u32_of(total)?,
     };
     let xp = ctx.precisions[ctx.op.inputs[0].index()];
-    Ok(vec![Dispatch::new(
-        source(xp, ctx.out_precision()?),
-        &p,
-        vec![
-            Operand::Tensor(ctx.op.inputs[0]),
-            Operand::Tensor(ctx.output()?),
-        ],
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(
+            source(xp, ctx.out_precision()?),
+            &p,
+            vec![
+                Operand::Tensor(ctx.op.inputs[0]),
+                Operand::Tensor(ctx.output()?),
+            ],
+            groups_for(total),
+        )
+        .with_vec4_rows(total, y.w),
+    ])
 }
 
 shader_params! {
@@ -152,12 +155,15 @@ pub fn build(ctx: &mut OpContext, a: &ResizeAttrs) -> Result<Vec<Dispatch>, Stri
         total: u32_of(total)?,
     };
     let cubic = matches!(a.mode, ResizeMode::Cubic { .. });
-    Ok(vec![Dispatch::new(
-        taps_source(xp, ctx.out_precision()?, cubic),
-        &p,
-        vec![x_op, taps_op, Operand::Tensor(ctx.output()?)],
-        groups_for(total),
-    )])
+    Ok(vec![
+        Dispatch::new(
+            taps_source(xp, ctx.out_precision()?, cubic),
+            &p,
+            vec![x_op, taps_op, Operand::Tensor(ctx.output()?)],
+            groups_for(total),
+        )
+        .with_vec4_rows(total, y.w),
+    ])
 }
 
 /// Every variant in precision `p`, for the catalogue.

@@ -93,7 +93,9 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     };
     let mut src = source(xp, yp, ep);
     src.bindings[1].precision = wp;
-    Ok(vec![Dispatch::new(src, &p, operands, groups_for(total))])
+    Ok(vec![
+        Dispatch::new(src, &p, operands, groups_for(total)).with_vec4_rows(total, y.w),
+    ])
 }
 
 /// Every variant in precision `p` with representative epilogues, for the catalogue.
