@@ -91,6 +91,10 @@ pub struct BenchArgs {
     /// Convolution cache: chi-square distance at or under which a block counts as unchanged.
     #[arg(long, default_value_t = 0.05)]
     cache_threshold: f32,
+    /// Convolution cache: largest change of a block's 4x4 cell means (fraction of the range) at
+    /// or under which it counts as unchanged (1: off).
+    #[arg(long, default_value_t = 0.02)]
+    cache_cell_threshold: f32,
     /// Convolution cache: only ops with an index below this are cached (default: all).
     #[arg(long)]
     cache_layers: Option<usize>,
@@ -141,6 +145,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 bins: args.cache_bins,
                 grid: args.cache_grid,
                 threshold: args.cache_threshold,
+                cell_threshold: args.cache_cell_threshold,
                 layers: args.cache_layers.unwrap_or(usize::MAX),
                 expiry_ms: args.cache_expiry_ms,
                 expiry_runs: args.cache_expiry_runs,

@@ -376,6 +376,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
         "cached_ops": cached_ops,
         "cache": {
             "bins": config.bins, "grid": config.grid, "threshold": config.threshold,
+            "cell_threshold": config.cell_threshold, "expiry_runs": config.expiry_runs,
             "layers": if config.layers == usize::MAX { Value::Null } else { json!(config.layers) },
             "expiry_ms": config.expiry_ms, "range": config.range,
         },

@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use heimdall_ir::conv_cache::blocks::{CELL_LEVELS, stats_per_block};
 use heimdall_ir::conv_cache::{BlockGrid, CacheCounts, ConvCacheConfig, Field};
 use wgpu::util::DeviceExt;
 
@@ -42,7 +43,9 @@ shader_params! {
         bins: u32,
         lo: f32,
         scale: f32,
+        qscale: f32,
         threshold: f32,
+        cell_threshold: f32,
         expiry_runs: u32,
         expiry_ms: u32,
     }
@@ -294,7 +297,7 @@ impl ConvCache {
             storage | wgpu::BufferUsages::COPY_SRC,
         );
         let blocks = grid.len();
-        let per_block = channels * config.bins as usize + 2;
+        let per_block = stats_per_block(channels, config.bins) + 2;
         Ok(ConvCache {
             config,
             grid,
@@ -360,7 +363,9 @@ impl ConvCache {
             bins: c.bins,
             lo: c.range[0],
             scale: c.bin_scale(),
+            qscale: CELL_LEVELS as f32 / (c.range[1] - c.range[0]),
             threshold: c.threshold,
+            cell_threshold: c.cell_threshold,
             expiry_runs: c.expiry_runs,
             expiry_ms: c.expiry_ms,
         };

@@ -1,6 +1,8 @@
-//! Change detection: per-block colour histograms, their chi-square distance to the histogram
-//! stored when the block was last recomputed, expiry, and the resulting dirty mask. The GPU
-//! backend's `shaders/cache_blocks.wgsl` computes the same, in the same `f32` operations.
+//! Change detection: per-block colour histograms and their chi-square distance to the histogram
+//! stored when the block was last recomputed (DeepMon), the means of a 4 × 4 grid of cells per
+//! block against the stored ones (what a histogram cannot see: content moving within a block),
+//! expiry, and the resulting dirty mask. The GPU backend's `shaders/cache_blocks.wgsl` computes
+//! the same, in the same `f32` and integer operations.
 
 use super::ConvCacheConfig;
 use super::fields::Field;
@@ -76,7 +78,25 @@ pub fn bin_of(v: f32, lo: f32, scale: f32, bins: u32) -> u32 {
     }
 }
 
-/// Histograms of an NHWC `[1, H, W, C]` image (`C ≤ 4`): `[block][channel][bin]` counts.
+/// Cells per block side: a block's structure is the means of `CELLS × CELLS` cells.
+pub const CELLS: usize = 4;
+/// Levels a value is quantised to for the cell sums (`0..CELL_LEVELS` over the range).
+pub const CELL_LEVELS: u32 = 1024;
+
+/// Rows (or columns) of cell `k` of a block side of `n` pixels: pixel `p` is in cell
+/// `p * CELLS / n`, so cell `k` holds `ceil(k n / CELLS) .. ceil((k + 1) n / CELLS)`.
+pub fn cell_extent(k: usize, n: usize) -> usize {
+    ((k + 1) * n).div_ceil(CELLS) - (k * n).div_ceil(CELLS)
+}
+
+/// Values per block of [`histograms`]: the histogram counts, then the cell sums.
+pub fn stats_per_block(channels: usize, bins: u32) -> usize {
+    channels * (bins as usize + CELLS * CELLS)
+}
+
+/// Per-block statistics of an NHWC `[1, H, W, C]` image (`C ≤ 4`): for each block, the
+/// `[channel][bin]` histogram counts, then the `[channel][cell]` sums of the values quantised to
+/// `0..CELL_LEVELS` over the range ([`stats_per_block`] values per block).
 pub fn histograms(
     image: &[f32],
     in_hw: [usize; 2],
@@ -85,19 +105,43 @@ pub fn histograms(
 ) -> Vec<u32> {
     let grid = BlockGrid::new(in_hw, c.grid);
     let bins = c.bins as usize;
+    let per = stats_per_block(channels, c.bins);
     let scale = c.bin_scale();
-    let mut h = vec![0u32; grid.len() * channels * bins];
+    let qscale = CELL_LEVELS as f32 / (c.range[1] - c.range[0]);
+    let mut h = vec![0u32; grid.len() * per];
     for y in 0..in_hw[0] {
         for x in 0..in_hw[1] {
-            let b = (y / grid.block[0]) * grid.count[1] + x / grid.block[1];
+            let (by, bx) = (y / grid.block[0], x / grid.block[1]);
+            let b = by * grid.count[1] + bx;
+            let bh = grid.block[0].min(in_hw[0] - by * grid.block[0]);
+            let bw = grid.block[1].min(in_hw[1] - bx * grid.block[1]);
+            let cell = ((y - by * grid.block[0]) * CELLS / bh) * CELLS
+                + (x - bx * grid.block[1]) * CELLS / bw;
             for ch in 0..channels {
                 let v = image[(y * in_hw[1] + x) * channels + ch];
                 let bin = bin_of(v, c.range[0], scale, c.bins) as usize;
-                h[(b * channels + ch) * bins + bin] += 1;
+                h[b * per + ch * bins + bin] += 1;
+                let q = bin_of(v, c.range[0], qscale, CELL_LEVELS);
+                h[b * per + channels * bins + ch * CELLS * CELLS + cell] += q;
             }
         }
     }
     h
+}
+
+/// The largest difference between two blocks' cell means (`[channel][cell]` sums of a block of
+/// `hw` pixels), as a fraction of the range.
+pub fn cell_distance(a: &[u32], b: &[u32], hw: [usize; 2]) -> f32 {
+    let mut worst = 0.0f32;
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let cell = i % (CELLS * CELLS);
+        let n = cell_extent(cell / CELLS, hw[0]) * cell_extent(cell % CELLS, hw[1]);
+        if n > 0 {
+            let d = x.abs_diff(y) as f32 / (n as f32 * CELL_LEVELS as f32);
+            worst = worst.max(d);
+        }
+    }
+    worst
 }
 
 /// Chi-square distance between two histograms of `pixels` pixels and `channels` channels of
@@ -140,7 +184,7 @@ impl BlockState {
             grid,
             channels,
             config,
-            reference: vec![0; n * channels * config.bins as usize],
+            reference: vec![0; n * stats_per_block(channels, config.bins)],
             stamp_run: vec![0; n],
             stamp_ms: vec![0; n],
             run: 0,
@@ -168,32 +212,42 @@ impl BlockState {
 
     /// Pixels of block `b`.
     pub fn block_pixels(&self, b: usize) -> u32 {
-        let (r, c) = (b / self.grid.count[1], b % self.grid.count[1]);
-        let h = self.grid.block[0].min(self.dims[0] - r * self.grid.block[0]);
-        let w = self.grid.block[1].min(self.dims[1] - c * self.grid.block[1]);
+        let [h, w] = self.block_hw(b);
         (h * w) as u32
     }
 
-    /// Decides this run's dirty blocks from its histograms ([`histograms`]) at time `now_ms`:
-    /// changed beyond the threshold, expired, or all of them on a full run; dirty blocks take
-    /// the new histogram as their reference.
+    /// Height and width of block `b`.
+    pub fn block_hw(&self, b: usize) -> [usize; 2] {
+        let (r, c) = (b / self.grid.count[1], b % self.grid.count[1]);
+        [
+            self.grid.block[0].min(self.dims[0] - r * self.grid.block[0]),
+            self.grid.block[1].min(self.dims[1] - c * self.grid.block[1]),
+        ]
+    }
+
+    /// Decides this run's dirty blocks from its statistics ([`histograms`]) at time `now_ms`:
+    /// histogram changed beyond the threshold, a cell mean beyond the cell threshold, expired,
+    /// or all of them on a full run; dirty blocks take the new statistics as their reference.
     pub fn update(&mut self, hist: &[u32], now_ms: u32) -> Vec<bool> {
         let full = self.next_is_full();
-        let per = self.channels * self.config.bins as usize;
+        let per = stats_per_block(self.channels, self.config.bins);
+        let split = self.channels * self.config.bins as usize;
         let c = self.config;
         let mut mask = vec![false; self.grid.len()];
         for (b, dirty) in mask.iter_mut().enumerate() {
             let range = b * per..(b + 1) * per;
+            let (now, then) = (&hist[range.clone()], &self.reference[range.clone()]);
             let chi = chi_square(
-                &hist[range.clone()],
-                &self.reference[range.clone()],
+                &now[..split],
+                &then[..split],
                 self.block_pixels(b),
                 self.channels,
             );
+            let moved = cell_distance(&now[split..], &then[split..], self.block_hw(b));
             let expired = (c.expiry_runs > 0
                 && self.run.wrapping_sub(self.stamp_run[b]) >= c.expiry_runs)
                 || (c.expiry_ms > 0 && now_ms.wrapping_sub(self.stamp_ms[b]) >= c.expiry_ms);
-            *dirty = full || chi > c.threshold || expired;
+            *dirty = full || chi > c.threshold || moved > c.cell_threshold || expired;
             if *dirty {
                 self.reference[range.clone()].copy_from_slice(&hist[range]);
                 self.stamp_run[b] = self.run;
@@ -248,12 +302,16 @@ mod tests {
             ..config()
         };
         let h = histograms(&[0.1, 0.3, 0.3, 2.0], [2, 2], 1, &c);
-        assert_eq!(h, vec![1, 2, 0, 1]);
+        assert_eq!(h[..4], [1, 2, 0, 1]);
+        // Cells of a 2x2 block: pixel (y, x) in cell (2y, 2x) of the 4x4; values * 1024.
+        assert_eq!((h[4], h[6], h[12], h[14]), (102, 307, 307, 1023));
+        assert_eq!(h[4..].iter().filter(|&&v| v != 0).count(), 4);
         let g = histograms(&[0.1, 0.1, 0.3, 0.9], [2, 2], 1, &c);
-        assert_eq!(g, vec![2, 1, 0, 1]);
+        assert_eq!(g[..4], [2, 1, 0, 1]);
+        let (h, g) = (&h[..4], &g[..4]);
         // (1-2)^2/3 + (2-1)^2/3 = 2/3, over 4 pixels.
-        assert!((chi_square(&h, &g, 4, 1) - 2.0 / 3.0 / 4.0).abs() < 1e-7);
-        assert_eq!(chi_square(&h, &h, 4, 1), 0.0);
+        assert!((chi_square(h, g, 4, 1) - 2.0 / 3.0 / 4.0).abs() < 1e-7);
+        assert_eq!(chi_square(h, h, 4, 1), 0.0);
         assert_eq!(chi_square(&[4, 0], &[0, 4], 4, 1), 2.0);
         assert_eq!(bin_of(f32::NAN, 0.0, 4.0, 4), 0);
         assert_eq!(bin_of(-3.0, 0.0, 4.0, 4), 0);
@@ -298,5 +356,47 @@ mod tests {
             }
         }
         assert!(recomputed >= 2, "{recomputed}");
+    }
+
+    #[test]
+    fn content_moving_within_a_block_is_seen_by_the_cells_not_the_histogram() {
+        // One 8x8 block: a dark and a bright half, then the same shifted by two columns
+        // (wrapping: the histogram is the same), then the first with ±0.002 of noise.
+        let c = ConvCacheConfig {
+            grid: [1, 1],
+            expiry_runs: 0,
+            ..config()
+        };
+        let img = |shift: usize, noise: f32| -> Vec<f32> {
+            (0..64)
+                .map(|i| {
+                    let x = (i % 8 + shift) % 8;
+                    let n = if i % 2 == 0 { noise } else { -noise };
+                    if x < 4 { 0.1 + n } else { 0.9 + n }
+                })
+                .collect()
+        };
+        let (a, b) = (
+            histograms(&img(0, 0.0), [8, 8], 1, &c),
+            histograms(&img(2, 0.0), [8, 8], 1, &c),
+        );
+        assert_eq!(chi_square(&a[..4], &b[..4], 64, 1), 0.0);
+        assert!((cell_distance(&a[4..], &b[4..], [8, 8]) - 0.8).abs() < 0.01);
+        let mut s = BlockState::new([8, 8], 1, c);
+        assert_eq!(s.update(&a, 0), vec![true]);
+        assert_eq!(
+            s.update(&histograms(&img(0, 0.002), [8, 8], 1, &c), 0),
+            vec![false]
+        );
+        assert_eq!(s.update(&b, 0), vec![true]);
+        assert_eq!(
+            cell_extent(0, 5) + cell_extent(1, 5) + cell_extent(2, 5) + cell_extent(3, 5),
+            5
+        );
+        // A side of 2 pixels: pixel p in cell 2p, cells 1 and 3 empty.
+        assert_eq!(
+            (0..4).map(|k| cell_extent(k, 2)).collect::<Vec<_>>(),
+            [1, 0, 1, 0]
+        );
     }
 }

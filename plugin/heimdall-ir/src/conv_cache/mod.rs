@@ -29,6 +29,10 @@ pub struct ConvCacheConfig {
     /// Chi-square distance (per channel, over normalised histograms: 0 = equal, 2 = disjoint)
     /// at or under which a block counts as unchanged.
     pub threshold: f32,
+    /// The largest change of a cell mean (a block is cut into 4 × 4 cells), as a fraction of
+    /// `range`, at or under which a block counts as unchanged: content that moves within a
+    /// block keeps its histogram but not its cell means (1 turns the test off).
+    pub cell_threshold: f32,
     /// Only ops with an index below this are skipped (the "first N layers"); later ops always
     /// run whole.
     pub layers: usize,
@@ -50,6 +54,7 @@ impl Default for ConvCacheConfig {
             bins: 16,
             grid: [8, 8],
             threshold: 0.05,
+            cell_threshold: 0.02,
             layers: usize::MAX,
             expiry_runs: 0,
             expiry_ms: 1000,
@@ -74,6 +79,12 @@ impl ConvCacheConfig {
         }
         if !(self.threshold.is_finite() && self.threshold >= 0.0) {
             return Err(format!("threshold must be ≥ 0, got {}", self.threshold));
+        }
+        if !(self.cell_threshold.is_finite() && self.cell_threshold >= 0.0) {
+            return Err(format!(
+                "cell threshold must be ≥ 0, got {}",
+                self.cell_threshold
+            ));
         }
         let [lo, hi] = self.range;
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
