@@ -27,7 +27,7 @@
 
 mod aliases;
 pub mod context;
-mod conv_cache;
+pub mod conv_cache;
 mod cpu_step;
 pub mod device_profile;
 pub mod dispatch;

@@ -458,8 +458,12 @@ impl GpuModel {
     /// The convolution cache, when `steps` holds the model's first GPU step: a run starts there,
     /// and the cache decides what to skip before it.
     pub(crate) fn cache_starting_in(&self, steps: &Range<usize>) -> Option<&ConvCache> {
-        self.active_cache()
-            .filter(|_| steps.contains(&self.first_gpu_step))
+        let c = self.conv_cache.as_ref()?;
+        if !steps.contains(&self.first_gpu_step) {
+            return None;
+        }
+        c.run_starts();
+        c.is_active().then_some(c)
     }
 
     /// The convolution cache, if it is on and active.
@@ -491,17 +495,22 @@ impl GpuModel {
                 continue;
             }
             match (&d.listed, self.active_cache()) {
-                (Some(x), Some(_)) => {
+                (Some(x), Some(c)) => {
                     pass.set_pipeline(&self.pipelines[x.pipeline]);
                     pass.set_bind_group(0, &x.bind_group, &[]);
                     pass.set_bind_group(1, &x.list, &[]);
+                    if c.indirect {
+                        pass.dispatch_workgroups_indirect(&c.args, x.args_offset);
+                    } else {
+                        pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
+                    }
                 }
                 _ => {
                     pass.set_pipeline(&self.pipelines[d.pipeline]);
                     pass.set_bind_group(0, &d.bind_group, &[]);
+                    pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
                 }
             }
-            pass.dispatch_workgroups(d.groups[0], d.groups[1], 1);
         }
     }
 
@@ -536,6 +545,20 @@ impl GpuModel {
         }
     }
 
+    /// Lets the cache switch itself off when the scene moves too much for it to pay, and on
+    /// again at the next probe (`policy` from [`GpuModel::calibrate_conv_cache`]); `None`:
+    /// only [`GpuModel::set_conv_cache_active`] switches it. Does nothing without a cache.
+    pub fn set_conv_cache_auto(&self, policy: Option<crate::conv_cache::AutoPolicy>) {
+        if let Some(c) = &self.conv_cache {
+            c.set_auto(policy);
+        }
+    }
+
+    /// The automatic switch's averaged hit rate (`None` without one or before a sample).
+    pub fn conv_cache_expected_hit(&self) -> Option<f64> {
+        self.conv_cache.as_ref().and_then(ConvCache::expected_hit)
+    }
+
     /// A fixed clock (milliseconds) for the cache's expiry, for tests; `None`: the wall clock.
     pub fn set_conv_cache_now_ms(&self, now_ms: Option<u32>) {
         if let Some(c) = &self.conv_cache {
@@ -556,7 +579,13 @@ impl GpuModel {
     /// The outputs (NHWC f32, in the model's output order) if the readback is complete, else
     /// `None`. Never blocks.
     pub fn take_outputs(&self) -> Result<Option<Vec<Vec<f32>>>, GpuError> {
-        self.readback.take(&self.outputs)
+        let taken = self.readback.take(&self.outputs)?;
+        if taken.is_some()
+            && let (Some(c), Some(counts)) = (self.active_cache(), self.conv_cache_counts())
+        {
+            c.observe(&counts);
+        }
+        Ok(taken)
     }
 
     /// Runs the whole model on `inputs` and waits for the outputs (tests and the CLI only: it

@@ -284,48 +284,50 @@ impl GpuModel {
         ))
     }
 
-    /// What the convolution cache costs at worst: the median GPU time of full runs with the
-    /// cache (every block dirty: its prologue and listed dispatches, nothing skipped) over
-    /// that of plain runs, interleaved, minus one (0.02 = 2 % slower). What the analyzer weighs
-    /// against the saving on still scenes. `None` without a cache or timestamp queries.
+    /// Measures what the convolution cache costs and saves on `inputs`: the median GPU time of
+    /// plain runs, of cached runs that recompute everything (the worst case: prologue and
+    /// listed dispatches, nothing skipped) and of cached runs that reuse everything (the same
+    /// input again), interleaved. What [`crate::conv_cache::CacheCalibration::policy`] turns into
+    /// the automatic switch's break-even hit rate. `None` without a cache or timestamp queries.
     /// Leaves the cache active and invalidated.
-    pub fn conv_cache_overhead(
+    pub fn calibrate_conv_cache(
         &self,
         inputs: &[&[f32]],
         warmup: usize,
         runs: usize,
-    ) -> Result<Option<f64>, GpuError> {
+    ) -> Result<Option<crate::conv_cache::CacheCalibration>, GpuError> {
         if self.conv_cache_config().is_none()
             || !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY)
         {
             return Ok(None);
         }
-        let ranges = self.gpu_ranges();
-        let count = 2 * ranges.len().max(1) as u32;
-        let (set, resolve, staging) =
-            timestamp_buffers(&self.ctx.device, count, "heimdall cache overhead");
-        let (mut plain, mut full) = (Vec::new(), Vec::new());
+        let mut samples: [Vec<f64>; 3] = Default::default();
         for run in 0..warmup + runs {
-            for (i, x) in inputs.iter().enumerate() {
-                self.set_input(i, x)?;
-            }
-            for cached in [false, true] {
+            // Plain; cached and full; cached again on the same input: nothing changed.
+            for (k, cached) in [false, true, true].into_iter().enumerate() {
                 self.set_conv_cache_active(cached);
-                self.invalidate_conv_cache();
-                let ticks = self.timed_run(&ranges, (&set, &resolve, &staging), false)?;
+                if k == 1 {
+                    self.invalidate_conv_cache();
+                }
+                let (_, t) = self.run_profiled(inputs)?;
                 if run >= warmup {
-                    if cached { &mut full } else { &mut plain }.push(ticks as f64);
+                    samples[k].push(t.map_or(0.0, |t| t.as_secs_f64() * 1e3));
                 }
             }
         }
         self.set_conv_cache_active(true);
         self.invalidate_conv_cache();
-        let median = |mut v: Vec<f64>| {
+        let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied().unwrap_or(0.0)
         };
-        let (p, f) = (median(plain), median(full));
-        Ok((p > 0.0).then(|| f / p - 1.0))
+        let [mut p, mut f, mut h] = samples;
+        let c = crate::conv_cache::CacheCalibration {
+            plain_ms: median(&mut p),
+            full_ms: median(&mut f),
+            hit_ms: median(&mut h),
+        };
+        Ok((c.plain_ms > 0.0).then_some(c))
     }
 
     /// The maximal ranges of GPU steps.

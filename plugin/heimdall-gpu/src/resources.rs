@@ -29,6 +29,8 @@ pub(crate) struct Listed {
     pub pipeline: usize,
     pub bind_group: wgpu::BindGroup,
     pub list: wgpu::BindGroup,
+    /// Where its indirect arguments are in the cache's `args` buffer.
+    pub args_offset: u64,
 }
 
 /// The resources of a model.
@@ -216,6 +218,7 @@ pub(crate) fn create(
                     pipeline: w,
                     bind_group: group(w),
                     list: c.list_bind_group(device, &pipelines[w].get_bind_group_layout(1), &l),
+                    args_offset: l.args_offset,
                 }),
                 _ => None,
             };

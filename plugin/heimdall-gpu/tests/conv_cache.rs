@@ -415,11 +415,46 @@ fn the_cache_switches_off_at_run_time_and_its_worst_case_is_measured() {
     m.cached.run(&[&x]).unwrap();
     let c = m.cached.conv_cache_counts().unwrap();
     assert_eq!(c.computed_tiles, c.tiles);
-    let overhead = m.cached.conv_cache_overhead(&[&x], 1, 3).unwrap();
-    eprintln!("palm_detection_lite: worst-case overhead {overhead:?}");
-    if let Some(o) = overhead {
-        assert!(o.is_finite() && o > -0.5, "{o}");
+    let cal = m.cached.calibrate_conv_cache(&[&x], 1, 3).unwrap();
+    eprintln!("palm_detection_lite: {cal:?}");
+    if let Some(c) = cal {
+        assert!(
+            c.plain_ms > 0.0 && c.full_ms > 0.0 && c.hit_ms > 0.0,
+            "{c:?}"
+        );
+        // Reusing everything skips the work: faster than recomputing everything.
+        assert!(c.hit_ms < c.full_ms, "{c:?}");
     }
     let a = m.cached.run(&[&y]).unwrap();
     assert!(rel_l2(&a, &b) <= 1e-6);
+}
+
+#[test]
+fn the_automatic_switch_turns_the_cache_off_on_motion_and_back_on_when_still() {
+    let Some((m, [h, w])) = pair("face_detection_short_range", Precision::F32, config()) else {
+        return;
+    };
+    m.cached
+        .set_conv_cache_auto(Some(heimdall_gpu::conv_cache::AutoPolicy {
+            break_even: 0.5,
+            probe_every: 4,
+        }));
+    let still = image(h, w, 1);
+    let frames: Vec<Vec<f32>> = (0..6).map(|i| image(h, w, 10 + i)).collect();
+    m.cached.run(&[&still]).unwrap();
+    m.cached.run(&[&still]).unwrap();
+    assert!(m.cached.conv_cache_active());
+    // Every frame different: the cache goes off, and its outputs stay the plain ones.
+    for f in &frames[..3] {
+        let a = m.cached.run(&[f]).unwrap();
+        assert!(rel_l2(&a, &m.plain.run(&[f]).unwrap()) <= 1e-6);
+    }
+    assert!(!m.cached.conv_cache_active(), "still on while moving");
+    // Still again: the probe (the fourth run off) turns it on; it stays on.
+    for _ in 0..6 {
+        let a = m.cached.run(&[&still]).unwrap();
+        assert!(rel_l2(&a, &m.plain.run(&[&still]).unwrap()) <= 1e-6);
+    }
+    assert!(m.cached.conv_cache_active(), "off although still");
+    assert_eq!(m.cached.conv_cache_counts().unwrap().computed_tiles, 0);
 }

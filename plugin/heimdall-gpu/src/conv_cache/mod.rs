@@ -9,11 +9,17 @@
 //! dirty mask (`cache_blocks.wgsl`), the compact list of the work groups of every cached
 //! dispatch whose receptive field touches a dirty block (`cache_tiles.wgsl`), and publish the
 //! lists' lengths (`cache_lists.wgsl`). No CPU round trip: the host only writes the run's
-//! number, clock and full-run flag. A cached dispatch covers the op's grid; its first `count`
-//! work groups compute the listed tiles and the others return at once, so skipped work is not
-//! computed. (An indirect dispatch of exactly `count` groups was tried first: wgpu validates
-//! every indirect dispatch with a compute pass of its own, which on an H100 made a cached run of
-//! face detection 0.46 ms against 0.27 ms uncached with 97 % of the work skipped.)
+//! number, clock and full-run flag. On a GPU a cached dispatch covers the op's grid; its first
+//! `count` work groups compute the listed tiles and the others return at once, so skipped work
+//! is not computed. (An indirect dispatch of exactly `count` groups was tried first: wgpu
+//! validates every indirect dispatch with a compute pass of its own, which on an H100 made a
+//! cached run of face detection 0.46 ms against 0.27 ms uncached with 97 % of the work
+//! skipped.) On a CPU device (lavapipe), where every work group costs a call even when it
+//! returns at once, the dispatch is indirect, of exactly `count` groups.
+
+mod auto;
+
+pub use auto::{AutoPolicy, CacheCalibration};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +75,7 @@ shader_params! {
     /// Uniform parameters of `shaders/cache_lists.wgsl`.
     struct GpuCacheListsParams {
         entries: u32,
+        max_x: u32,
     }
 }
 
@@ -99,6 +106,8 @@ pub(crate) struct ListBinding {
     pub offset: u64,
     /// Byte size of the list.
     pub size: u64,
+    /// Byte offset of its indirect arguments in [`ConvCache::args`].
+    pub args_offset: u64,
 }
 
 /// What the host keeps between runs.
@@ -109,6 +118,9 @@ struct Host {
     valid: bool,
     start: Instant,
     fixed_now: Option<u32>,
+    /// Whether the last run begun was a full one.
+    last_full: bool,
+    auto: Option<auto::AutoSwitch>,
 }
 
 /// The cache's buffers, prologue pipelines and host state.
@@ -125,6 +137,10 @@ pub(crate) struct ConvCache {
     /// Per cached dispatch, in step order.
     pub lists: Vec<(usize, ListBinding)>,
     tiles: wgpu::Buffer,
+    /// Indirect arguments of every cached dispatch (used when `indirect`).
+    pub args: wgpu::Buffer,
+    /// Whether cached dispatches are indirect (a CPU device) or over the whole grid.
+    pub indirect: bool,
     /// `[dirty blocks, computed work groups of each cached dispatch...]`, read back with the
     /// outputs.
     pub counters: wgpu::Buffer,
@@ -267,15 +283,24 @@ impl ConvCache {
         let mut tiles_init: Vec<u32> = Vec::new();
         let mut lists = Vec::with_capacity(cached.len());
         let mut first_thread = 0u32;
-        for d in cached {
+        let mut args_init: Vec<u32> = Vec::new();
+        for (k, d) in cached.iter().enumerate() {
             let offset = (tiles_init.len() as u64 * 4).next_multiple_of(align);
             tiles_init.resize((offset / 4) as usize, 0);
             let [nx, ny] = fold(d.workgroups, max_x);
             tiles_init.extend([d.workgroups, nx, ny, 0]);
+            args_init.extend([nx, ny, 1]);
             tiles_init.extend(0..d.workgroups);
             let size = (HEADER + u64::from(d.workgroups)) * 4;
             table.extend(entry(d, first_thread, (offset / 4) as u32));
-            lists.push((d.step, ListBinding { offset, size }));
+            lists.push((
+                d.step,
+                ListBinding {
+                    offset,
+                    size,
+                    args_offset: k as u64 * 12,
+                },
+            ));
             first_thread = first_thread
                 .checked_add(d.workgroups)
                 .ok_or_else(|| GpuError::Unsupported("too many cached work groups".into()))?;
@@ -291,6 +316,11 @@ impl ConvCache {
             })
         };
         let tiles = init("heimdall cache lists", &tiles_init, storage);
+        let args = init(
+            "heimdall cache args",
+            &args_init,
+            storage | wgpu::BufferUsages::INDIRECT,
+        );
         let counters = init(
             "heimdall cache counters",
             &vec![0; cached.len() + 1],
@@ -306,6 +336,8 @@ impl ConvCache {
             lists,
             table: init("heimdall cache table", &table, storage),
             tiles,
+            args,
+            indirect: ctx.info.device_type == wgpu::DeviceType::Cpu,
             counters,
             state: init(
                 "heimdall cache blocks",
@@ -324,6 +356,8 @@ impl ConvCache {
                 valid: false,
                 start: Instant::now(),
                 fixed_now: None,
+                last_full: true,
+                auto: None,
             }),
             active: AtomicBool::new(true),
         })
@@ -382,6 +416,7 @@ impl ConvCache {
         let max_x = ctx.limits.max_compute_workgroups_per_dimension;
         let lists = GpuCacheListsParams {
             entries: self.entries,
+            max_x,
         };
         let x = BindingDecl::read("x", precision);
         let specs: [(KernelSource, Vec<u8>, Vec<&wgpu::Buffer>, u32); 3] = [
@@ -406,7 +441,7 @@ impl ConvCache {
             (
                 KernelSource::new("cache_lists", vec![]).with_params::<GpuCacheListsParams>(),
                 lists.to_bytes(),
-                vec![&self.table, &self.counters, &self.tiles],
+                vec![&self.table, &self.counters, &self.tiles, &self.args],
                 self.entries.div_ceil(64),
             ),
         ];
@@ -493,6 +528,7 @@ impl ConvCache {
             bytemuck::cast_slice(&[h.run, now, u32::from(full), 0]),
         );
         h.since_full = if full { 0 } else { h.since_full + 1 };
+        h.last_full = full;
         h.run = h.run.wrapping_add(1);
         h.valid = true;
         encoder.clear_buffer(&self.counters, 0, None);
@@ -519,6 +555,46 @@ impl ConvCache {
     /// compilation.
     pub fn set_now_ms(&self, now_ms: Option<u32>) {
         self.host().fixed_now = now_ms;
+    }
+
+    /// Switches automatically by `policy` from now on (`None`: only by hand).
+    pub fn set_auto(&self, policy: Option<AutoPolicy>) {
+        self.host().auto = policy.map(auto::AutoSwitch::new);
+    }
+
+    /// The automatic switch's averaged hit rate, if it has one.
+    pub fn expected_hit(&self) -> Option<f64> {
+        self.host()
+            .auto
+            .as_ref()
+            .and_then(auto::AutoSwitch::expected_hit)
+    }
+
+    /// A run starts (its range holds the model's first GPU step): with the cache off and the
+    /// automatic switch on, a probe may switch it on (for a full run first).
+    pub fn run_starts(&self) {
+        if self.is_active() {
+            return;
+        }
+        let mut h = self.host();
+        if h.auto.as_mut().is_some_and(auto::AutoSwitch::run_while_off) {
+            h.valid = false;
+            self.set_active(true);
+        }
+    }
+
+    /// A cached run's counts arrived: the automatic switch may switch the cache off (a full
+    /// run tells nothing about the scene and is not counted).
+    pub fn observe(&self, counts: &CacheCounts) {
+        let mut h = self.host();
+        if h.last_full {
+            return;
+        }
+        if let Some(a) = h.auto.as_mut()
+            && !a.observe(counts.hit_rate())
+        {
+            self.set_active(false);
+        }
     }
 
     /// Bytes of the counters (read back with the outputs).
