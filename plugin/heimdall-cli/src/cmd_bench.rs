@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// and compare them (`decoded`: the smallest IoU and the runs whose detection counts differ).
     #[arg(long, value_enum, requires = "conv_cache")]
     decode: Option<crate::bench_decode::DecodeKind>,
+    /// `--conv-cache` on the GPU: calibrate on the first frame and let the cache switch itself
+    /// off while the hit rate is under its break-even, probing every 30 runs to come back.
+    #[arg(long, requires = "conv_cache")]
+    cache_auto: bool,
     /// `--conv-cache`: the sequence of inputs, float32 `.npy` files of the model's input 0 in
     /// its own layout, run in this order.
     #[arg(long, num_args = 1.., requires = "conv_cache", conflicts_with_all = ["still", "clip"])]
@@ -155,6 +159,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             range: args.cache_range,
             json: args.json,
             decode: args.decode,
+            auto: args.cache_auto,
         });
     }
     let graph = load_model(

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use heimdall::{LoadOptions, LoadedModel, load};
 use heimdall_cpu::{CpuModel, CpuOptions};
+use heimdall_gpu::conv_cache::CacheCalibration;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions};
 use heimdall_ir::conv_cache::{CacheCounts, CachePlan, ConvCacheConfig};
 use serde_json::{Value, json};
@@ -79,6 +80,8 @@ pub struct CacheBench<'a> {
     pub json: bool,
     /// `--decode`: compare the decoded results too.
     pub decode: Option<DecodeKind>,
+    /// `--cache-auto` (GPU): calibrate and let the cache switch itself off and on.
+    pub auto: bool,
 }
 
 /// Frames whose uncached outputs are compared pairwise (`max_rel_l2_between_frames`).
@@ -98,7 +101,12 @@ enum Pair {
 struct GpuPair {
     plain: GpuModel,
     cached: GpuModel,
+    /// `--cache-auto`: what the calibration measured.
+    calibration: Option<CacheCalibration>,
 }
+
+/// Runs with the cache off between two probes of the automatic switch (`--cache-auto`).
+const AUTO_PROBE_EVERY: u32 = 30;
 
 /// One timed GPU run ([`GpuModel::run_profiled`]: the GPU time of the run with timestamps, the
 /// cache's decision included; otherwise the wall time of the run and its readback).
@@ -129,6 +137,7 @@ impl Pair {
         b: &CacheBench,
         loaded: &LoadedModel,
         config: ConvCacheConfig,
+        first: &[&[f32]],
     ) -> anyhow::Result<Pair> {
         let graph = &loaded.graph;
         match b.backend {
@@ -160,7 +169,23 @@ impl Pair {
                         layers_label(config.layers)
                     );
                 }
-                Ok(Pair::Gpu(Box::new(GpuPair { plain, cached })))
+                // The automatic switch: calibrated on the first frame (a full run of the
+                // cache against a plain one and one that reuses everything).
+                let calibration = match b.auto {
+                    true => {
+                        let c = cached
+                            .calibrate_conv_cache(first, 2, 5)?
+                            .context("--cache-auto needs GPU timestamps")?;
+                        cached.set_conv_cache_auto(Some(c.policy(AUTO_PROBE_EVERY)));
+                        Some(c)
+                    }
+                    false => None,
+                };
+                Ok(Pair::Gpu(Box::new(GpuPair {
+                    plain,
+                    cached,
+                    calibration,
+                })))
             }
         }
     }
@@ -176,6 +201,13 @@ impl Pair {
                 let (out, t) = gpu_run(m, inputs)?;
                 Ok((out, t, if cached { m.conv_cache_counts() } else { None }))
             }
+        }
+    }
+
+    fn calibration(&self) -> Option<CacheCalibration> {
+        match self {
+            Pair::Gpu(g) => g.calibration,
+            Pair::Cpu { .. } => None,
         }
     }
 
@@ -293,10 +325,10 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
             .collect()
     };
     let n_out = graph.outputs.len();
-    let mut pair = Pair::compile(b, &loaded, config)?;
     // The first full run of both (the cache computes everything).
     let first = inputs_of(&seq[0]);
     let refs: Vec<&[f32]> = first.iter().map(Vec::as_slice).collect();
+    let mut pair = Pair::compile(b, &loaded, config, &refs)?;
     pair.run(false, &refs, n_out)?;
     pair.run(true, &refs, n_out)?;
     let mut plain_t = Vec::new();
@@ -304,6 +336,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     let mut per_input = Vec::new();
     let (mut hit_sum, mut dirty_sum, mut max_rel) = (0.0f64, 0.0f64, 0.0f64);
     let (mut min_iou, mut count_mismatches) = (1.0f64, 0usize);
+    let mut inactive_runs = 0usize;
     // The uncached outputs, for the model's own variation between frames (what a cached output,
     // an earlier frame's where all is reused, can differ by); the first full run's included.
     let mut plain_outputs: Vec<Vec<Vec<f32>>> = vec![pair.run(false, &refs, n_out)?.0];
@@ -320,7 +353,10 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
                 let c = pair.run(true, &refs, n_out)?;
                 (pair.run(false, &refs, n_out)?, c)
             };
-            let counts = c.2.context("the cached model reported no cache counts")?;
+            // No counts: the automatic switch had the cache off for this run (a plain run).
+            let active = c.2.is_some();
+            inactive_runs += usize::from(!active);
+            let counts = c.2.unwrap_or_default();
             let hit = counts.hit_rate();
             let dirty = counts.dirty_blocks as f64 / counts.blocks.max(1) as f64;
             let rel = rel_l2(&c.0, &p.0);
@@ -343,6 +379,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
             per_input.push(json!({
                 "run": run_index, "input": k, "repeat": rep,
                 "uncached_ms": p.1.as_secs_f64() * 1e3, "cached_ms": c.1.as_secs_f64() * 1e3,
+                "cache_active": active,
                 "hit_rate": hit, "dirty_blocks": counts.dirty_blocks, "blocks": counts.blocks,
                 "computed_tiles": counts.computed_tiles, "tiles": counts.tiles, "rel_l2": rel,
                 "decoded_iou": agreement.map(|a| a.iou),
@@ -373,6 +410,12 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
         "dirty_block_fraction": dirty_sum / runs as f64,
         "max_rel_l2": max_rel,
         "max_rel_l2_between_frames": own,
+        "cache_off_runs": inactive_runs,
+        "calibration": pair.calibration().map(|c| json!({
+            "plain_ms": c.plain_ms, "full_ms": c.full_ms, "hit_ms": c.hit_ms,
+            "overhead": c.overhead(), "saving": c.saving(),
+            "break_even": c.policy(AUTO_PROBE_EVERY).break_even,
+        })),
         "cached_ops": cached_ops,
         "cache": {
             "bins": config.bins, "grid": config.grid, "threshold": config.threshold,
