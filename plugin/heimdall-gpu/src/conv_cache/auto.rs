@@ -82,11 +82,12 @@ impl AutoSwitch {
     }
 
     /// The hit rate of a cached run that was not a full one: whether the cache stays on. A
-    /// probe's result replaces the history; otherwise it is averaged with it (weight ½), so a
-    /// scene that starts moving switches the cache off within a run or two.
+    /// probe's result replaces the history; otherwise it is averaged with it (weight ¼), so a
+    /// scene that starts moving switches the cache off within a few runs, while one run whose
+    /// blocks all expired together does not.
     pub fn observe(&mut self, hit: f64) -> bool {
         let e = match (self.ema, self.probing) {
-            (Some(e), false) => 0.5 * e + 0.5 * hit,
+            (Some(e), false) => 0.75 * e + 0.25 * hit,
             _ => hit,
         };
         self.ema = Some(e);
@@ -127,10 +128,13 @@ mod tests {
             probe_every: 5,
         });
         assert!(s.observe(0.9));
-        assert!(s.observe(0.8));
-        // Motion: 0.85 then 0.05 averages to 0.45, still on; the next 0.05 switches off.
-        assert!(s.observe(0.05));
-        assert!(!s.observe(0.05));
+        // One run whose blocks all expired: 0.9 → 0.675, still on.
+        assert!(s.observe(0.0));
+        assert!(s.observe(0.9));
+        // Motion: 0.73 → 0.55 → 0.41 → 0.31: off at the third moving run.
+        assert!(s.observe(0.0));
+        assert!(s.observe(0.0));
+        assert!(!s.observe(0.0));
         // Four runs off, the fifth probes.
         assert!(!(0..4).any(|_| s.run_while_off()));
         assert!(s.run_while_off());
