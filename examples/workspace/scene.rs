@@ -138,6 +138,8 @@ fn setup(
             Dnn::new(dnn_models.add(models.text.clone()), camera)
                 .with_crop(InputCrop::Full)
                 .with_normalization(heimdall_bevy::decoders::text::TEXT_NORMALIZATION)
+                // A desk seen from a still camera: most blocks of the frame do not change.
+                .with_conv_cache(ConvCache::on())
                 .with_decoder(TextDecoder::default())
                 .with_request(RequestMode::Every(Duration::from_millis(100)))
                 .with_deadline(Duration::from_millis(200)),
@@ -150,6 +152,12 @@ fn setup(
         asset_server.load("models/hand_landmark_lite.tflite"),
         2,
     );
+    // Palm detection reads the whole frame (letterboxed): cached like the text detector. The
+    // landmark models read a tracked ROI that moves every frame, so no cache for them.
+    commands
+        .entity(palms)
+        .entry::<Dnn>()
+        .and_modify(|mut d| d.conv_cache = ConvCache::on());
     for _ in 0..args.extra_models {
         commands.spawn(
             Dnn::new(

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use heimdall_coordinator::UtilityParams;
+use heimdall_ir::conv_cache::ConvCacheConfig;
 use heimdall_vision::image::{Crop, Normalization};
 
 use crate::asset::DnnModel;
@@ -33,6 +34,63 @@ pub struct RegionOfInterest {
     pub frame_index: u64,
     /// The crop (model input uv to frame uv, and the border).
     pub crop: Crop,
+}
+
+/// The convolution cache of a DNN on the GPU (DeepMon, seed 004 §6.3): the camera frame is cut
+/// into a grid of blocks, and where a block's colour histogram and cell means did not change
+/// since the last run, the first layers keep last run's outputs instead of recomputing them.
+///
+/// It pays on a still camera (a desk, a room: most blocks unchanged between frames) with a
+/// full-frame or letterbox crop; it cannot hit on a crop that moves every frame (a tracked
+/// region of interest: the plugin invalidates the cache whenever the crop changes). It costs
+/// persistent GPU memory (the cached layers' activations are kept between runs) and a little
+/// work per run (the histograms). The plugin calibrates it when the model compiles and switches
+/// it off by itself while the scene moves too much for it to pay (probing every 30 runs). CPU
+/// inferences never use it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ConvCache {
+    /// Every run computes every layer (the default).
+    #[default]
+    Off,
+    /// Cached with these settings; `range` is replaced by what the DNN's [`Normalization`]
+    /// makes of pixels (the plugin fills it in).
+    On(ConvCacheConfig),
+}
+
+impl ConvCache {
+    /// On, with DeepMon's settings ([`ConvCacheConfig::default`]).
+    pub fn on() -> Self {
+        ConvCache::On(ConvCacheConfig::default())
+    }
+
+    /// Whether it is on.
+    pub fn is_on(&self) -> bool {
+        matches!(self, ConvCache::On(_))
+    }
+}
+
+/// The backend's configuration from `settings` for input values normalised with `norm` from
+/// pixels of `channels` channels: the histograms span what `norm` makes of pixels 0 and 255 on
+/// those channels (their min and max).
+pub(crate) fn cache_config(
+    settings: &ConvCacheConfig,
+    norm: &Normalization,
+    channels: usize,
+) -> ConvCacheConfig {
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for c in 0..channels.clamp(1, 4) {
+        for v in [norm.apply(c, 0), norm.apply(c, 255)] {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+    }
+    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+        (lo, hi) = (0.0, 1.0);
+    }
+    ConvCacheConfig {
+        range: [lo, hi],
+        ..*settings
+    }
 }
 
 /// When the DNN runs.
@@ -68,6 +126,9 @@ pub struct Dnn {
     pub utility: UtilityParams,
     /// Post-processing on a CPU worker (none: raw outputs only).
     pub decoder: Option<DecoderHandle>,
+    /// The convolution cache on the GPU ([`ConvCache`]; off by default). Changing it while the
+    /// DNN runs recompiles the model, as a new model would.
+    pub conv_cache: ConvCache,
 }
 
 impl Dnn {
@@ -82,6 +143,7 @@ impl Dnn {
             deadline: None,
             utility: UtilityParams::default(),
             decoder: None,
+            conv_cache: ConvCache::Off,
         }
     }
 
@@ -112,6 +174,13 @@ impl Dnn {
     /// Sets the utility parameters.
     pub fn with_utility(mut self, u: UtilityParams) -> Self {
         self.utility = u;
+        self
+    }
+
+    /// Sets the convolution cache (e.g. `ConvCache::on()` for a detector on a still camera with
+    /// a full-frame crop; see [`ConvCache`]).
+    pub fn with_conv_cache(mut self, c: ConvCache) -> Self {
+        self.conv_cache = c;
         self
     }
 

@@ -86,7 +86,7 @@ pub mod prelude {
         TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
-        Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
+        Backend, ConvCache, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
         RegionOfInterest, RequestInference, RequestMode,
     };
     pub use crate::results::{BackendKind, HeimdallBackend, HeimdallTrace};
@@ -94,6 +94,7 @@ pub mod prelude {
     pub use crate::stats::HeimdallStats;
     pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
     pub use heimdall_coordinator::UtilityParams;
+    pub use heimdall_ir::conv_cache::ConvCacheConfig;
     pub use heimdall_vision::image::{Border, Crop, Normalization};
 }
 

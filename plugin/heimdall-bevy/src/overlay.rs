@@ -182,7 +182,12 @@ fn update_text(
         } else {
             0.0
         };
-        s.push_str(&format!("{name}: {lat:.1} ms, {rate:.1} Hz ({n})\n"));
+        let cache = if m.cache_runs > 0 {
+            format!(", cache {:.0}%", m.cache_hit_rate_mean * 100.0)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!("{name}: {lat:.1} ms, {rate:.1} Hz ({n}){cache}\n"));
     }
     for (dnn, status) in &dnns {
         let name = dnn

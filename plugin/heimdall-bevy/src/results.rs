@@ -10,6 +10,7 @@ use std::time::Duration;
 use bevy::asset::LoadState;
 use bevy::prelude::*;
 use crossbeam_channel::{Receiver, Sender};
+use heimdall_ir::conv_cache::CacheCounts;
 use heimdall_vision::image::Crop;
 
 use crate::asset::DnnModel;
@@ -61,6 +62,17 @@ pub(crate) struct FinishedInference {
     pub crop: Crop,
     /// The decoder and what it made of the outputs.
     pub decoded: Option<(DecoderHandle, Decoded)>,
+    /// What the convolution cache did in this run (GPU runs with the cache on).
+    pub cache: Option<ConvCacheRun>,
+}
+
+/// The convolution cache's work in one GPU run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConvCacheRun {
+    /// The run's counts.
+    pub counts: CacheCounts,
+    /// How many ops the model caches.
+    pub cached_ops: usize,
 }
 
 /// What the render world and the workers tell the main world.
@@ -172,6 +184,9 @@ pub(crate) fn receive(
                     f.pin_result(r.dnn, r.frame_index);
                 }
                 stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
+                if let Some(c) = r.cache {
+                    stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops);
+                }
                 let output = DnnOutput {
                     frame_index: r.frame_index,
                     capture_time,

@@ -85,6 +85,18 @@ pub struct ModelStats {
     pub deadline_misses: usize,
     /// Results since the last reset (not trimmed, unlike the per-result vectors).
     pub results: usize,
+    /// GPU runs that used the convolution cache ([`crate::dnn::ConvCache`]) since the last
+    /// reset (0: the cache is off, or every result came from the CPU).
+    pub cache_runs: usize,
+    /// Mean over those runs of the fraction of the cached ops' tiles reused.
+    pub cache_hit_rate_mean: f64,
+    /// Mean over those runs of the fraction of the input's blocks recomputed (changed, expired
+    /// or refreshed).
+    pub cache_dirty_block_rate_mean: f64,
+    /// The hit rate of the latest cached run.
+    pub cache_hit_rate_last: f64,
+    /// How many ops the model caches.
+    pub cached_ops: usize,
 }
 
 impl Default for ModelStats {
@@ -97,6 +109,11 @@ impl Default for ModelStats {
             deadline_ms: None,
             deadline_misses: 0,
             results: 0,
+            cache_runs: 0,
+            cache_hit_rate_mean: 0.0,
+            cache_dirty_block_rate_mean: 0.0,
+            cache_hit_rate_last: 0.0,
+            cached_ops: 0,
         }
     }
 }
@@ -240,6 +257,31 @@ impl HeimdallStats {
         }
     }
 
+    /// Records what the convolution cache did in a GPU run of a DNN (after its
+    /// [`HeimdallStats::record_result`]).
+    pub(crate) fn record_conv_cache(
+        &mut self,
+        name: &str,
+        entity: Entity,
+        counts: &heimdall_ir::conv_cache::CacheCounts,
+        cached_ops: usize,
+    ) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.cache_runs += 1;
+        let n = m.cache_runs as f64;
+        let hit = counts.hit_rate();
+        let dirty = if counts.blocks == 0 {
+            0.0
+        } else {
+            counts.dirty_blocks as f64 / counts.blocks as f64
+        };
+        m.cache_hit_rate_mean += (hit - m.cache_hit_rate_mean) / n;
+        m.cache_dirty_block_rate_mean += (dirty - m.cache_dirty_block_rate_mean) / n;
+        m.cache_hit_rate_last = hit;
+        m.cached_ops = cached_ops;
+    }
+
     /// The frame rate the run targets: the settings' rate, or the primary monitor's refresh
     /// rate for `FollowDisplay` once known.
     pub fn target_hz(&self, settings: &HeimdallSettings) -> f64 {
@@ -302,6 +344,14 @@ impl HeimdallStats {
                         "deadline_ms": m.deadline_ms,
                         "deadline_misses": m.deadline_misses,
                         "deadline_miss_rate": m.deadline_misses as f64 / m.results.max(1) as f64,
+                        // Null unless a GPU run used the convolution cache.
+                        "conv_cache": (m.cache_runs > 0).then(|| json!({
+                            "runs": m.cache_runs,
+                            "hit_rate_mean": m.cache_hit_rate_mean,
+                            "dirty_block_rate_mean": m.cache_dirty_block_rate_mean,
+                            "hit_rate_last": m.cache_hit_rate_last,
+                            "cached_ops": m.cached_ops,
+                        })),
                     }),
                 )
             })
@@ -436,6 +486,38 @@ mod tests {
             j["models"]["free"]["deadline_misses"], 0,
             "no deadline, no miss"
         );
+    }
+
+    #[test]
+    fn conv_cache_means_over_runs() {
+        use heimdall_ir::conv_cache::CacheCounts;
+        let mut s = HeimdallStats::default();
+        let e = Entity::from_raw_u32(3).expect("valid index");
+        let run = |dirty, computed| CacheCounts {
+            blocks: 64,
+            dirty_blocks: dirty,
+            tiles: 100,
+            computed_tiles: computed,
+        };
+        s.record_result("m", e, Duration::from_millis(5), None, 0, Backend::Gpu);
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        assert!(
+            j["models"]["m"]["conv_cache"].is_null(),
+            "no cached run yet"
+        );
+        // A first run computes everything, the next ones a quarter, then nothing.
+        for (dirty, computed) in [(64, 100), (16, 25), (0, 0)] {
+            s.record_conv_cache("m", e, &run(dirty, computed), 7);
+        }
+        let m = &s.models["m"];
+        assert_eq!(m.cache_runs, 3);
+        assert!((m.cache_hit_rate_mean - (0.0 + 0.75 + 1.0) / 3.0).abs() < 1e-12);
+        assert!((m.cache_dirty_block_rate_mean - (1.0 + 0.25) / 3.0).abs() < 1e-12);
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        let c = &j["models"]["m"]["conv_cache"];
+        assert_eq!(c["runs"], 3);
+        assert_eq!(c["cached_ops"], 7);
+        assert_eq!(c["hit_rate_last"], 1.0);
     }
 
     #[test]

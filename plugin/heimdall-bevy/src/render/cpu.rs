@@ -56,6 +56,11 @@ pub(crate) fn dispatch_cpu(
     // The rest of the inference on the CPU model (from op 0 if the GPU had started it: GPU
     // activations are not copied back).
     let start_op = if job.on_cpu { work.ops.start } else { 0 };
+    if let Some(gpu) = &c.gpu {
+        // The GPU may have run the first cached ops on this frame and not the rest: its
+        // convolution cache no longer holds one frame's activations.
+        gpu.invalidate_conv_cache();
+    }
     job.on_cpu = true;
     let cpu = c.cpu.clone();
     let [h, w, ch] = c.input;
@@ -96,7 +101,7 @@ pub(crate) fn dispatch_cpu(
         let (finished, error) = match run() {
             Ok(Some(outputs)) => {
                 if let Some(finish) = finish {
-                    finish.send(outputs, Backend::Cpu);
+                    finish.send(outputs, Backend::Cpu, None);
                 }
                 (true, None)
             }

@@ -10,7 +10,7 @@ use heimdall_vision::image::Crop;
 
 use crate::decoder::{DecodeInput, DecoderHandle};
 use crate::dnn::Backend;
-use crate::results::{FinishedInference, Outbox, RenderMessage};
+use crate::results::{ConvCacheRun, FinishedInference, Outbox, RenderMessage};
 
 /// What is needed to finish an inference away from the render world.
 #[derive(Clone)]
@@ -27,8 +27,9 @@ pub(crate) struct Finish {
 }
 
 impl Finish {
-    /// Decodes `outputs` and sends the result to the main world.
-    pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend) {
+    /// Decodes `outputs` and sends the result to the main world (with the convolution cache's
+    /// counts of the run, if it used the cache).
+    pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend, cache: Option<ConvCacheRun>) {
         let decoded = self.decoder.and_then(|decoder| {
             let input = DecodeInput {
                 outputs: &outputs,
@@ -55,6 +56,7 @@ impl Finish {
                 backend,
                 crop: self.crop,
                 decoded,
+                cache,
             })));
     }
 }

@@ -20,7 +20,7 @@ use super::backend::InferenceBackend;
 use super::finish::Finish;
 use crate::asset::DnnModel;
 use crate::decoder::DecoderHandle;
-use crate::dnn::{Backend, Dnn, DnnError, DnnStatus};
+use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
@@ -32,6 +32,7 @@ pub(crate) struct ExtractedDnn {
     pub graph: Option<Arc<heimdall_ir::Graph>>,
     pub source: Entity,
     pub normalization: Normalization,
+    pub conv_cache: ConvCache,
     pub decoder: Option<DecoderHandle>,
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
@@ -57,6 +58,7 @@ pub(crate) fn extract_dnns(
                 graph: model.map(|m| m.graph.clone()),
                 source: d.source,
                 normalization: d.normalization,
+                conv_cache: d.conv_cache,
                 decoder: d.decoder.clone(),
                 deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
                 utility: d.utility,
@@ -121,6 +123,8 @@ pub(crate) struct RenderDnn {
     pub source: Entity,
     pub decoder: Option<DecoderHandle>,
     pub normalization: Normalization,
+    /// The convolution cache it was compiled with (a change recompiles).
+    pub conv_cache: ConvCache,
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
     pub state: ModelState,
@@ -129,6 +133,9 @@ pub(crate) struct RenderDnn {
     pub job: Option<Job>,
     /// A request waiting for the DNN to be idle.
     pub pending: Option<Crop>,
+    /// The crop of its last GPU preprocessing: a different one invalidates the convolution
+    /// cache (its blocks would compare pixels of another region).
+    pub last_crop: Option<Crop>,
 }
 
 impl RenderDnn {
@@ -186,12 +193,16 @@ impl RenderDnns {
     }
 }
 
+/// Runs with the convolution cache switched off between two probes of its automatic switch.
+const CACHE_PROBE_EVERY: u32 = 30;
+
 /// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs.
 fn compile(
     graph: Arc<heimdall_ir::Graph>,
     ctx: Option<GpuContext>,
     precision: Precision,
     norm: Normalization,
+    conv_cache: ConvCache,
 ) -> Result<Compiled, DnnError> {
     let &input = graph
         .inputs
@@ -227,12 +238,27 @@ fn compile(
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (gpu, pre, placement, costs) = match ctx {
         Some(ctx) => {
-            let model = GpuModel::compile(&ctx, &graph, GpuOptions::new(precision))
-                .map_err(|e| compile_err(&e))?;
+            let mut options = GpuOptions::new(precision);
+            if let ConvCache::On(c) = conv_cache {
+                // The histograms span the normalised pixel values.
+                options = options.with_conv_cache(crate::dnn::cache_config(&c, &norm, input3[2]));
+            }
+            let model = GpuModel::compile(&ctx, &graph, options).map_err(|e| compile_err(&e))?;
             let pre = Preprocessor::new(&model, 0, norm).map_err(|e| compile_err(&e))?;
             let refs: Vec<&[f32]> = zeros.iter().map(Vec::as_slice).collect();
             // Warms every pipeline and measures the steps (median of 5 after 2 warm-ups).
             let profile = model.profile(&refs, 2, 5).map_err(|e| compile_err(&e))?;
+            // The profile's zero inputs must not seed the cache.
+            model.invalidate_conv_cache();
+            // The automatic switch: off while the scene moves too much for the cache to pay
+            // (its break-even hit rate measured here: plain, full and all-hit runs).
+            if conv_cache.is_on()
+                && let Some(c) = model
+                    .calibrate_conv_cache(&refs, 1, 3)
+                    .map_err(|e| compile_err(&e))?
+            {
+                model.set_conv_cache_auto(Some(c.policy(CACHE_PROBE_EVERY)));
+            }
             let placement = model.placement().to_vec();
             let costs = (0..n)
                 .map(|i| match placement.get(i) {
@@ -277,8 +303,9 @@ pub(crate) fn prepare_models(
 ) {
     let dnns = &mut *dnns;
     dnns.map.retain(|e, d| {
-        ex.0.get(e)
-            .is_some_and(|x| x.model == d.model && x.source == d.source)
+        ex.0.get(e).is_some_and(|x| {
+            x.model == d.model && x.source == d.source && x.conv_cache == d.conv_cache
+        })
     });
     for (e, d) in &ex.0 {
         if let Some(existing) = dnns.map.get_mut(e) {
@@ -292,9 +319,9 @@ pub(crate) fn prepare_models(
             continue; // the asset is still loading (or failed: the main world reports it)
         };
         let ctx = backend.gpu().cloned();
-        let (precision, norm) = (settings.precision, d.normalization);
-        let task =
-            AsyncComputeTaskPool::get().spawn(async move { compile(graph, ctx, precision, norm) });
+        let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
+        let task = AsyncComputeTaskPool::get()
+            .spawn(async move { compile(graph, ctx, precision, norm, cache) });
         let index = dnns.next_index;
         dnns.next_index += 1;
         outbox.send(RenderMessage::Status(*e, DnnStatus::Compiling));
@@ -308,12 +335,14 @@ pub(crate) fn prepare_models(
                 source: d.source,
                 decoder: d.decoder.clone(),
                 normalization: d.normalization,
+                conv_cache: d.conv_cache,
                 deadline_ms: d.deadline_ms,
                 utility: d.utility,
                 state: ModelState::Compiling(task),
                 model_id: None,
                 job: None,
                 pending: None,
+                last_crop: None,
             },
         );
     }
@@ -339,6 +368,13 @@ pub(crate) fn prepare_models(
                         g.report().compile_time.as_secs_f64() * 1e3,
                         compiled.steps
                     );
+                    if d.conv_cache.is_on() {
+                        info!(
+                            "heimdall: {}: convolution cache on {} ops",
+                            d.name,
+                            g.report().cached_ops.len()
+                        );
+                    }
                 }
                 d.state = ModelState::Ready(Box::new(compiled));
                 dnns.newly_ready.push(*e);

@@ -19,7 +19,7 @@ use super::models::{ModelState, ReadbackState, RenderDnns};
 use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
-use crate::results::Outbox;
+use crate::results::{ConvCacheRun, Outbox};
 use crate::workers::{Mailbox, Workers};
 
 /// How long a readback may take before it is given up (a lost device).
@@ -41,6 +41,8 @@ type CurrentDevice = Arc<std::sync::Mutex<Option<wgpu::Device>>>;
 pub(crate) struct ReadbackDone {
     pub dnn: Entity,
     pub error: Option<String>,
+    /// The run's convolution cache hit rate (for the coordinator's expected costs).
+    pub cache_hit: Option<f64>,
 }
 
 /// The readback thread (render world).
@@ -118,24 +120,38 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
                     "no outputs after {} s (device lost?)",
                     READBACK_TIMEOUT.as_secs()
                 )),
-                Ok(Some(outputs)) => Ok(outputs),
+                // The cache's counters were read back with the outputs.
+                Ok(Some(outputs)) => Ok((outputs, conv_cache_of(&p.gpu))),
                 Err(e) => Err(e),
             };
             let dnn = p.finish.dnn;
-            let error = match result {
-                Ok(outputs) => {
-                    p.finish.clone().send(outputs, Backend::Gpu);
-                    None
+            let (error, cache_hit) = match result {
+                Ok((outputs, cache)) => {
+                    let hit = cache.as_ref().map(|c| c.counts.hit_rate());
+                    p.finish.clone().send(outputs, Backend::Gpu, cache);
+                    (None, hit)
                 }
-                Err(e) => Some(e),
+                Err(e) => (Some(e), None),
             };
-            let _ = done.send(ReadbackDone { dnn, error });
+            let _ = done.send(ReadbackDone {
+                dnn,
+                error,
+                cache_hit,
+            });
             false
         });
         if !pending.is_empty() {
             std::thread::sleep(POLL_EVERY);
         }
     }
+}
+
+/// The convolution cache's counts of the run whose outputs were just taken (`None`: off).
+fn conv_cache_of(gpu: &GpuModel) -> Option<ConvCacheRun> {
+    Some(ConvCacheRun {
+        counts: gpu.conv_cache_counts()?,
+        cached_ops: gpu.report().cached_ops.len(),
+    })
 }
 
 /// The outputs of `p` if its device is the current one. A device lost between this check and
@@ -215,6 +231,10 @@ pub(crate) fn collect_outputs(
         }
         if let Some(d) = dnns.map.get_mut(&done.dnn) {
             d.job = None;
+            // Cached runs get cheaper: the coordinator's expected costs follow the hit rate.
+            if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
+                sched.coordinator.report_cache_hits(id, hit);
+            }
         }
     }
     for report in workers.done.drain() {

@@ -11,8 +11,8 @@ use bevy::render::render_asset::RenderAssets;
 use bevy::render::renderer::RenderQueue;
 use bevy::render::texture::GpuImage;
 use heimdall_coordinator::{
-    Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork, ModelProfile,
-    Request, WorkId, policy_by_name,
+    CacheSpec, Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork,
+    ModelProfile, Request, WorkId, policy_by_name,
 };
 
 use super::backend::InferenceBackend;
@@ -182,6 +182,18 @@ pub(crate) fn plan_frame(
             d.utility,
             d.deadline_ms,
         );
+        let cached = c
+            .gpu
+            .as_ref()
+            .map(|g| g.report().cached_ops.clone())
+            .unwrap_or_default();
+        if !cached.is_empty()
+            && let Err(e) = sched
+                .coordinator
+                .set_conv_cache(id, Some(CacheSpec::new(cached)))
+        {
+            warn!("heimdall: {}: conv cache costs: {e}", d.name);
+        }
         d.model_id = Some(id);
     }
     let heimdall_mode = matches!(settings.mode, CoordinationMode::Heimdall);
@@ -228,11 +240,19 @@ pub(crate) fn plan_frame(
                     }
                 }
             }
+            if d.last_crop != Some(crop) {
+                // Another region of the frame: the cached activations are of the old one (a
+                // tracked ROI moves every frame, so its cache never hits; a full frame's crop
+                // never changes).
+                gpu.invalidate_conv_cache();
+                d.last_crop = None;
+            }
             if let Err(err) = pre.set_crop(&gpu.context().queue, &crop) {
                 warn!("heimdall: {}: crop {crop:?}: {err}", d.name);
                 d.pending = None;
                 continue;
             }
+            d.last_crop = Some(crop);
             let _ = queue;
             preprocess = Some(key);
         }
