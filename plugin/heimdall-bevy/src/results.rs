@@ -73,6 +73,8 @@ pub(crate) struct ConvCacheRun {
     pub counts: CacheCounts,
     /// How many ops the model caches.
     pub cached_ops: usize,
+    /// GPU time the run saved by the calibration's model (negative: it cost), ms.
+    pub saved_ms: Option<f64>,
 }
 
 /// What the render world and the workers tell the main world.
@@ -185,7 +187,7 @@ pub(crate) fn receive(
                 }
                 stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
                 if let Some(c) = r.cache {
-                    stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops);
+                    stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops, c.saved_ms);
                 }
                 let output = DnnOutput {
                     frame_index: r.frame_index,

@@ -97,6 +97,9 @@ pub struct ModelStats {
     pub cache_hit_rate_last: f64,
     /// How many ops the model caches.
     pub cached_ops: usize,
+    /// Mean GPU time a cached run saved, ms, by the model's calibration (negative: it cost);
+    /// `None` without a calibration (no GPU timestamps).
+    pub cache_saved_ms_mean: Option<f64>,
 }
 
 impl Default for ModelStats {
@@ -114,6 +117,7 @@ impl Default for ModelStats {
             cache_dirty_block_rate_mean: 0.0,
             cache_hit_rate_last: 0.0,
             cached_ops: 0,
+            cache_saved_ms_mean: None,
         }
     }
 }
@@ -265,6 +269,7 @@ impl HeimdallStats {
         entity: Entity,
         counts: &heimdall_ir::conv_cache::CacheCounts,
         cached_ops: usize,
+        saved_ms: Option<f64>,
     ) {
         let key = self.key_of(name, entity);
         let m = self.models.entry(key).or_default();
@@ -280,6 +285,10 @@ impl HeimdallStats {
         m.cache_dirty_block_rate_mean += (dirty - m.cache_dirty_block_rate_mean) / n;
         m.cache_hit_rate_last = hit;
         m.cached_ops = cached_ops;
+        if let Some(s) = saved_ms {
+            let mean = m.cache_saved_ms_mean.unwrap_or(0.0);
+            m.cache_saved_ms_mean = Some(mean + (s - mean) / n);
+        }
     }
 
     /// The frame rate the run targets: the settings' rate, or the primary monitor's refresh
@@ -351,6 +360,7 @@ impl HeimdallStats {
                             "dirty_block_rate_mean": m.cache_dirty_block_rate_mean,
                             "hit_rate_last": m.cache_hit_rate_last,
                             "cached_ops": m.cached_ops,
+                            "saved_ms_mean": m.cache_saved_ms_mean,
                         })),
                     }),
                 )
@@ -507,7 +517,7 @@ mod tests {
         );
         // A first run computes everything, the next ones a quarter, then nothing.
         for (dirty, computed) in [(64, 100), (16, 25), (0, 0)] {
-            s.record_conv_cache("m", e, &run(dirty, computed), 7);
+            s.record_conv_cache("m", e, &run(dirty, computed), 7, Some(0.1));
         }
         let m = &s.models["m"];
         assert_eq!(m.cache_runs, 3);
@@ -518,6 +528,7 @@ mod tests {
         assert_eq!(c["runs"], 3);
         assert_eq!(c["cached_ops"], 7);
         assert_eq!(c["hit_rate_last"], 1.0);
+        assert!((c["saved_ms_mean"].as_f64().unwrap() - 0.1).abs() < 1e-12);
     }
 
     #[test]

@@ -532,6 +532,23 @@ impl GpuModel {
         Some(c.counts(&self.readback.extra_values()?))
     }
 
+    /// What the last [`GpuModel::calibrate_conv_cache`] measured, if it ran.
+    pub fn conv_cache_calibration(&self) -> Option<crate::conv_cache::CacheCalibration> {
+        self.conv_cache.as_ref().and_then(ConvCache::calibration)
+    }
+
+    pub(crate) fn conv_cache_handle(&self) -> Option<&ConvCache> {
+        self.conv_cache.as_ref()
+    }
+
+    /// The convolution cache's dispatches (empty without a cache), for tests and tools
+    /// ([`crate::conv_cache::dirty_workgroups`]).
+    pub fn conv_cache_dispatches(&self) -> &[crate::conv_cache::CachedDispatch] {
+        self.conv_cache
+            .as_ref()
+            .map_or(&[], |c| c.dispatches.as_slice())
+    }
+
     /// The convolution cache's settings, if it is on (and any op is cached).
     pub fn conv_cache_config(&self) -> Option<&heimdall_ir::conv_cache::ConvCacheConfig> {
         self.conv_cache.as_ref().map(ConvCache::config)

@@ -327,7 +327,13 @@ impl GpuModel {
             full_ms: median(&mut f),
             hit_ms: median(&mut h),
         };
-        Ok((c.plain_ms > 0.0).then_some(c))
+        if c.plain_ms <= 0.0 {
+            return Ok(None);
+        }
+        if let Some(cache) = &self.conv_cache_handle() {
+            cache.set_calibration(c);
+        }
+        Ok(Some(c))
     }
 
     /// The maximal ranges of GPU steps.

@@ -148,9 +148,13 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
 
 /// The convolution cache's counts of the run whose outputs were just taken (`None`: off).
 fn conv_cache_of(gpu: &GpuModel) -> Option<ConvCacheRun> {
+    let counts = gpu.conv_cache_counts()?;
     Some(ConvCacheRun {
-        counts: gpu.conv_cache_counts()?,
+        counts,
         cached_ops: gpu.report().cached_ops.len(),
+        saved_ms: gpu
+            .conv_cache_calibration()
+            .map(|c| c.saved_ms(counts.hit_rate())),
     })
 }
 

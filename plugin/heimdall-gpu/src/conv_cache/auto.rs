@@ -38,6 +38,12 @@ impl CacheCalibration {
         1.0 - self.hit_ms / self.plain_ms
     }
 
+    /// The GPU time a run saves at hit rate `hit` (negative: the cache costs time), ms, by the
+    /// linear model between a full run and one that reuses everything.
+    pub fn saved_ms(&self, hit: f64) -> f64 {
+        self.plain_ms - (self.full_ms - hit * (self.full_ms - self.hit_ms))
+    }
+
     /// The policy: break-even at `overhead / (overhead + saving)` (0 when the cache costs
     /// nothing, never on when it saves nothing), a probe every `probe_every` runs.
     pub fn policy(&self, probe_every: u32) -> AutoPolicy {
@@ -115,6 +121,10 @@ mod tests {
         assert!((c.overhead() - 0.2).abs() < 1e-12);
         assert!((c.saving() - 0.3).abs() < 1e-12);
         assert!((c.policy(30).break_even - 0.4).abs() < 1e-12);
+        // Saved: -0.2 ms at no hit, 0.3 at all, 0 at the break-even.
+        assert!((c.saved_ms(0.0) + 0.2).abs() < 1e-12);
+        assert!((c.saved_ms(1.0) - 0.3).abs() < 1e-12);
+        assert!(c.saved_ms(0.4).abs() < 1e-12);
         let free = CacheCalibration { full_ms: 0.99, ..c };
         assert_eq!(free.policy(30).break_even, 0.0);
         let useless = CacheCalibration { hit_ms: 1.1, ..c };

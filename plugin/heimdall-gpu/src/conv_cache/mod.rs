@@ -18,8 +18,10 @@
 //! returns at once, the dispatch is indirect, of exactly `count` groups.
 
 mod auto;
+mod reference;
 
 pub use auto::{AutoPolicy, CacheCalibration};
+pub use reference::dirty_workgroups;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,8 +87,8 @@ const ENTRY: usize = 20;
 const HEADER: u64 = 4;
 
 /// A dispatch that keeps last run's values where its field is clean.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CachedDispatch {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CachedDispatch {
     /// Its step (op index).
     pub step: usize,
     /// Its work groups.
@@ -121,6 +123,7 @@ struct Host {
     /// Whether the last run begun was a full one.
     last_full: bool,
     auto: Option<auto::AutoSwitch>,
+    calibration: Option<CacheCalibration>,
 }
 
 /// The cache's buffers, prologue pipelines and host state.
@@ -136,6 +139,8 @@ pub(crate) struct ConvCache {
     entries: u32,
     /// Per cached dispatch, in step order.
     pub lists: Vec<(usize, ListBinding)>,
+    /// The cached dispatches, in step order.
+    pub dispatches: Vec<CachedDispatch>,
     tiles: wgpu::Buffer,
     /// Indirect arguments of every cached dispatch (used when `indirect`).
     pub args: wgpu::Buffer,
@@ -334,6 +339,7 @@ impl ConvCache {
             in_hw,
             channels,
             lists,
+            dispatches: cached.to_vec(),
             table: init("heimdall cache table", &table, storage),
             tiles,
             args,
@@ -358,6 +364,7 @@ impl ConvCache {
                 fixed_now: None,
                 last_full: true,
                 auto: None,
+                calibration: None,
             }),
             active: AtomicBool::new(true),
         })
@@ -560,6 +567,16 @@ impl ConvCache {
     /// Switches automatically by `policy` from now on (`None`: only by hand).
     pub fn set_auto(&self, policy: Option<AutoPolicy>) {
         self.host().auto = policy.map(auto::AutoSwitch::new);
+    }
+
+    /// Keeps what a calibration measured.
+    pub fn set_calibration(&self, c: CacheCalibration) {
+        self.host().calibration = Some(c);
+    }
+
+    /// The last calibration.
+    pub fn calibration(&self) -> Option<CacheCalibration> {
+        self.host().calibration
     }
 
     /// The automatic switch's averaged hit rate, if it has one.
