@@ -70,6 +70,25 @@ pub enum TileMap {
     },
 }
 
+impl TileMap {
+    /// The map's numbers as `cache_tiles.wgsl` reads them: rows `[threads, total, col_blocks,
+    /// bx]`, pixel tiles `[pixel_tiles, tile_pixels, 0, 0]`.
+    pub fn words(&self) -> [u32; 4] {
+        match *self {
+            TileMap::Rows {
+                threads,
+                total,
+                col_blocks,
+                bx,
+            } => [threads, total, col_blocks, bx],
+            TileMap::PixelTiles {
+                pixel_tiles,
+                tile_pixels,
+            } => [pixel_tiles, tile_pixels, 0, 0],
+        }
+    }
+}
+
 impl Dispatch {
     /// A dispatch of `source` with uniform parameters `params` (whose layout `source` declares),
     /// binding `operands`, over `workgroups` work groups.

@@ -221,27 +221,9 @@ fn entry(d: &CachedDispatch, first_thread: u32, list: u32) -> [u32; ENTRY] {
     e[1] = first_thread;
     e[2] = d.workgroups;
     e[3] = list;
-    match d.tiles {
-        TileMap::Rows {
-            threads,
-            total,
-            col_blocks,
-            bx,
-        } => {
-            e[4] = threads;
-            e[5] = total;
-            e[6] = col_blocks;
-            e[7] = bx;
-        }
-        TileMap::PixelTiles {
-            pixel_tiles,
-            tile_pixels,
-        } => {
-            e[0] = 1;
-            e[4] = pixel_tiles;
-            e[5] = tile_pixels;
-        }
-    }
+    // Kind, then the map's four words (`TileMap::words`).
+    e[0] = u32::from(matches!(d.tiles, TileMap::PixelTiles { .. }));
+    e[4..8].copy_from_slice(&d.tiles.words());
     e[8] = d.out_hw[0];
     e[9] = d.out_hw[1];
     match d.field {

@@ -20,14 +20,8 @@ pub fn dirty_workgroups(
     let all_cols = [0, out_w - 1];
     (0..d.workgroups as usize)
         .filter(|&g| match d.tiles {
-            TileMap::Rows {
-                threads,
-                total,
-                col_blocks,
-                bx,
-            } => {
-                let (threads, total) = (threads as usize, total as usize);
-                let (cb, bx) = (col_blocks as usize, bx as usize);
+            TileMap::Rows { .. } => {
+                let [threads, total, cb, bx] = d.tiles.words().map(|v| v as usize);
                 let t0 = g * threads;
                 let t1 = (t0 + threads).min(total) - 1;
                 let (y0, y1) = ((t0 / cb) % out_h, (t1 / cb) % out_h);
@@ -45,12 +39,9 @@ pub fn dirty_workgroups(
                     dirty([0, out_h - 1], all_cols)
                 }
             }
-            TileMap::PixelTiles {
-                pixel_tiles,
-                tile_pixels,
-            } => {
-                let tp = tile_pixels as usize;
-                let p0 = (g % pixel_tiles as usize) * tp;
+            TileMap::PixelTiles { .. } => {
+                let [pixel_tiles, tp, ..] = d.tiles.words().map(|v| v as usize);
+                let p0 = (g % pixel_tiles) * tp;
                 let p1 = (p0 + tp).min(out_h * out_w) - 1;
                 let (y0, y1) = (p0 / out_w, p1 / out_w);
                 if y0 == y1 {
