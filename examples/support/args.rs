@@ -66,6 +66,8 @@ pub struct AppArgs {
     pub adaptive_margin: bool,
     /// Never move models to CPU workers (ablation).
     pub no_offload: bool,
+    /// Turn the convolution cache off where the app uses it (an ablation).
+    pub no_conv_cache: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -101,6 +103,7 @@ impl Default for AppArgs {
             synced_background: false,
             adaptive_margin: false,
             no_offload: false,
+            no_conv_cache: false,
             text_side: 736,
             no_overlay: false,
             duration: None,
@@ -114,7 +117,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--text-side N] [--no-overlay]
+    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--text-side N] [--no-overlay]
     [--duration SECONDS] [--sample-every SECONDS]";
 
 impl AppArgs {
@@ -163,6 +166,7 @@ impl AppArgs {
                 "--synced-background" => a.synced_background = true,
                 "--adaptive-margin" => a.adaptive_margin = true,
                 "--no-offload" => a.no_offload = true,
+                "--no-conv-cache" => a.no_conv_cache = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--duration" => a.duration = Some(num(&value("--duration")?)?),

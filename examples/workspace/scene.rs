@@ -131,6 +131,12 @@ fn setup(
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
     let quality = QualitySettings::of_args(&args);
+    // A desk seen from a still camera: most blocks of the frame do not change.
+    let cache = if args.no_conv_cache {
+        ConvCache::Off
+    } else {
+        ConvCache::on()
+    };
     let source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
     let camera = harness::spawn_camera(&mut commands, source);
     let text = commands
@@ -138,8 +144,7 @@ fn setup(
             Dnn::new(dnn_models.add(models.text.clone()), camera)
                 .with_crop(InputCrop::Full)
                 .with_normalization(heimdall_bevy::decoders::text::TEXT_NORMALIZATION)
-                // A desk seen from a still camera: most blocks of the frame do not change.
-                .with_conv_cache(ConvCache::on())
+                .with_conv_cache(cache)
                 .with_decoder(TextDecoder::default())
                 .with_request(RequestMode::Every(Duration::from_millis(100)))
                 .with_deadline(Duration::from_millis(200)),
@@ -157,7 +162,7 @@ fn setup(
     commands
         .entity(palms)
         .entry::<Dnn>()
-        .and_modify(|mut d| d.conv_cache = ConvCache::on());
+        .and_modify(move |mut d| d.conv_cache = cache);
     for _ in 0..args.extra_models {
         commands.spawn(
             Dnn::new(
