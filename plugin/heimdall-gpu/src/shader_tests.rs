@@ -16,8 +16,25 @@ fn every_variant() -> Vec<KernelSource> {
             all.push(crate::preprocess::source(p, srgb));
         }
         all.push(crate::tensor_to_rgba::source(p));
+        all.extend(crate::conv_cache::sources(p));
     }
     all
+}
+
+/// Every kernel with the usual entry point, wrapped to run a list of work groups (the
+/// convolution cache's form), validates with naga too.
+#[test]
+fn every_wrapped_kernel_validates_with_naga() {
+    let mut wrapped = 0;
+    for k in catalogue() {
+        let src = k.compose(ParamsSpace::Uniform).expect("compose");
+        if let Ok(w) = crate::conv_cache::tile_list_wrapper(&src) {
+            validate(k.name, &w, k.uses_f16())
+                .unwrap_or_else(|e| panic!("{e}\n--- source ---\n{w}"));
+            wrapped += 1;
+        }
+    }
+    assert!(wrapped > 50, "only {wrapped} kernels wrapped");
 }
 
 /// Every composed variant parses and validates with naga, with its parameters in a uniform and

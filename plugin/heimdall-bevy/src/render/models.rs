@@ -254,7 +254,7 @@ fn compile(
             // (its break-even hit rate measured here: plain, full and all-hit runs).
             if conv_cache.is_on()
                 && let Some(c) = model
-                    .calibrate_conv_cache(&refs, 1, 3)
+                    .calibrate_conv_cache(&refs, 3, 9)
                     .map_err(|e| compile_err(&e))?
             {
                 model.set_conv_cache_auto(Some(c.policy(CACHE_PROBE_EVERY)));

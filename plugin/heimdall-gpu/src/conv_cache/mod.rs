@@ -215,6 +215,17 @@ fn main(@builtin(workgroup_id) cache_wg: vec3<u32>, @builtin(num_workgroups) cac
     Ok(out)
 }
 
+/// The prologue's kernels as composed for an input in precision `x` (for the catalogue and the
+/// shader tests).
+pub(crate) fn sources(x: Precision) -> [KernelSource; 3] {
+    [
+        KernelSource::new("cache_blocks", vec![BindingDecl::read("x", x)])
+            .with_params::<GpuCacheBlocksParams>(),
+        KernelSource::new("cache_tiles", vec![]).with_params::<GpuCacheTilesParams>(),
+        KernelSource::new("cache_lists", vec![]).with_params::<GpuCacheListsParams>(),
+    ]
+}
+
 /// One table entry of `cache_tiles.wgsl`.
 fn entry(d: &CachedDispatch, first_thread: u32, list: u32) -> [u32; ENTRY] {
     let mut e = [0u32; ENTRY];
@@ -407,10 +418,10 @@ impl ConvCache {
             entries: self.entries,
             max_x,
         };
-        let x = BindingDecl::read("x", precision);
+        let [blocks_src, tiles_src, lists_src] = sources(precision);
         let specs: [(KernelSource, Vec<u8>, Vec<&wgpu::Buffer>, u32); 3] = [
             (
-                KernelSource::new("cache_blocks", vec![x]).with_params::<GpuCacheBlocksParams>(),
+                blocks_src,
                 blocks.to_bytes(),
                 vec![
                     input,
@@ -422,13 +433,13 @@ impl ConvCache {
                 self.grid.len() as u32,
             ),
             (
-                KernelSource::new("cache_tiles", vec![]).with_params::<GpuCacheTilesParams>(),
+                tiles_src,
                 tiles.to_bytes(),
                 vec![&self.table, &self.mask, &self.counters, &self.tiles],
                 self.threads.div_ceil(64),
             ),
             (
-                KernelSource::new("cache_lists", vec![]).with_params::<GpuCacheListsParams>(),
+                lists_src,
                 lists.to_bytes(),
                 vec![&self.table, &self.counters, &self.tiles, &self.args],
                 self.entries.div_ceil(64),
