@@ -187,10 +187,22 @@ pub(crate) fn plan_frame(
             .as_ref()
             .map(|g| g.report().cached_ops.clone())
             .unwrap_or_default();
+        let mut spec = CacheSpec::new(cached.clone());
+        // What a hit saves of a cached step: the calibration's saving of a whole run that
+        // reuses everything, over the cached steps' share of the run's GPU time.
+        if let Some(cal) = c.gpu.as_ref().and_then(|g| g.conv_cache_calibration()) {
+            let total: f64 = c.costs.iter().map(|s| s.gpu_ms).sum();
+            let share: f64 = cached
+                .iter()
+                .filter_map(|&i| c.costs.get(i))
+                .map(|s| s.gpu_ms)
+                .sum();
+            if total > 0.0 && share > 0.0 {
+                spec.saving = (cal.saving() * total / share).clamp(0.0, 1.0);
+            }
+        }
         if !cached.is_empty()
-            && let Err(e) = sched
-                .coordinator
-                .set_conv_cache(id, Some(CacheSpec::new(cached)))
+            && let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec))
         {
             warn!("heimdall: {}: conv cache costs: {e}", d.name);
         }

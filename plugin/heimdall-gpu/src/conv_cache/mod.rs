@@ -18,10 +18,10 @@
 //! returns at once, the dispatch is indirect, of exactly `count` groups.
 
 mod auto;
-mod reference;
+mod cached;
 
 pub use auto::{AutoPolicy, CacheCalibration};
-pub use reference::dirty_workgroups;
+pub use cached::{CachedDispatch, dirty_workgroups};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,21 +85,6 @@ shader_params! {
 const ENTRY: usize = 20;
 /// u32s of a list's header: count, groups x, groups y, unused.
 const HEADER: u64 = 4;
-
-/// A dispatch that keeps last run's values where its field is clean.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CachedDispatch {
-    /// Its step (op index).
-    pub step: usize,
-    /// Its work groups.
-    pub workgroups: u32,
-    /// Which pixels each work group writes.
-    pub tiles: TileMap,
-    /// The output's receptive field on the input.
-    pub field: Field,
-    /// The output's height and width.
-    pub out_hw: [u32; 2],
-}
 
 /// Where a cached dispatch's work group list lives, for its bind group 1.
 #[derive(Clone, Copy, Debug)]

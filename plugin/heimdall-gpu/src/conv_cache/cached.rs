@@ -1,10 +1,24 @@
-//! The CPU reference of `shaders/cache_tiles.wgsl`: which work groups of a cached dispatch a
-//! run recomputes, for tests and tools.
+//! A cached dispatch, and the CPU reference of `shaders/cache_tiles.wgsl`: which of its work
+//! groups a run recomputes, for tests and tools.
 
-use heimdall_ir::conv_cache::BlockGrid;
+use heimdall_ir::conv_cache::{BlockGrid, Field};
 
-use super::CachedDispatch;
 use crate::dispatch::TileMap;
+
+/// A dispatch that keeps last run's values where its field is clean.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CachedDispatch {
+    /// Its step (op index).
+    pub step: usize,
+    /// Its work groups.
+    pub workgroups: u32,
+    /// Which pixels each work group writes.
+    pub tiles: TileMap,
+    /// The output's receptive field on the input.
+    pub field: Field,
+    /// The output's height and width.
+    pub out_hw: [u32; 2],
+}
 
 /// The work groups of `d` that a run recomputes under the dirty-block `mask` of `grid` over an
 /// `in_hw` input: the CPU reference of `shaders/cache_tiles.wgsl`, for tests and tools.
