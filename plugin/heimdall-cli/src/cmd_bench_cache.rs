@@ -313,11 +313,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     // Inputs beyond the image: the deterministic pattern of the plain `bench`.
     let others: Vec<Vec<f32>> = graph.inputs[1..]
         .iter()
-        .map(|&t| {
-            (0..graph.tensor(t).numel())
-                .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
-                .collect()
-        })
+        .map(|&t| crate::timing::pattern_input(graph.tensor(t).numel()))
         .collect();
     let inputs_of = |x: &[f32]| -> Vec<Vec<f32>> {
         std::iter::once(x.to_vec())

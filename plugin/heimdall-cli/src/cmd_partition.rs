@@ -156,11 +156,7 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
     let inputs: Vec<Vec<f32>> = graph
         .inputs
         .iter()
-        .map(|&t| {
-            (0..graph.tensor(t).numel())
-                .map(|k| ((k * 7919 % 2000) as f32 / 1000.0) - 1.0)
-                .collect()
-        })
+        .map(|&t| crate::timing::pattern_input(graph.tensor(t).numel()))
         .collect();
     let backend_label = match args.backend {
         Backend::Cpu => "cpu".to_string(),
