@@ -22,7 +22,9 @@
 //! [`options`], [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU per step), the
 //! storage precisions, slot aliases and wgpu resources of a compiled model, [`model`] (compile
 //! and encode), the readback of outputs, [`profile`], [`preprocess`] (camera texture to model
-//! input), [`tensor_to_rgba`] (model output to an RGBA texture) and [`probe`] (measured FMA and bandwidth ceilings).
+//! input), [`tensor_to_rgba`] (model output to an RGBA texture), [`probe`] (measured FMA and
+//! bandwidth ceilings) and [`guard`] (the accuracy guard: f16 checked against the CPU reference,
+//! f32 where it must).
 #![warn(missing_docs)]
 
 mod aliases;
@@ -32,6 +34,7 @@ mod cpu_step;
 pub mod device_profile;
 pub mod dispatch;
 pub mod error;
+pub mod guard;
 pub mod kernels;
 pub mod layout;
 pub mod memory;
