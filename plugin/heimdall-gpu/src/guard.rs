@@ -26,15 +26,17 @@
 //! 1. The model is compiled as asked and run on the calibration input; every output is compared
 //!    with the reference by a floored relative L2 error ([`output_error`]). If each output meets
 //!    its bound, that model is returned untouched (one compile, one run).
-//! 2. Otherwise the whole model is tried in f32. If even that misses a bound, f16 is not the
-//!    cause: the f32 model is returned with [`GuardDecision::passed`] false.
+//! 2. Otherwise the whole model is tried in f32. If even that misses the search's target (the
+//!    repair margin of the bounds), f16 is not the cause: the f32 model is returned
+//!    ([`GuardDecision::passed`] says whether it meets the bounds themselves).
 //! 3. Otherwise a sensitivity search over op-index ranges, starting from "every op in f32" (which
-//!    passes) and handing ranges back to the reduced precision: the two halves of the model are
-//!    tried in turn; a range whose switch keeps every output within its bound stays in f16, a
-//!    range that breaks one is split in two and its halves tried (left first), down to
-//!    [`GuardConfig::min_range`] ops. Only switches that pass are kept, so the configuration
-//!    returned always meets the bounds on the calibration input. When the trials run out, the
-//!    ranges not yet tried stay in f32. A single op that overflows f16 is found in about
+//!    passes) and handing ranges back to the reduced precision, breadth first: the two halves of
+//!    the model, then the halves of every range that broke a bound, and so on down to
+//!    [`GuardConfig::min_range`] ops. A switch is kept when every output stays within
+//!    [`GuardConfig::repair_margin`] of its bound, so the configuration returned always meets
+//!    the bounds on the calibration input, with room for other inputs. When the trials run out,
+//!    the ranges not handed back stay in f32; if none was, the result is the whole model in f32
+//!    ([`GuardDecision::whole_f32`]). A single op that overflows f16 is found in about
 //!    `2·log2(ops)` trials.
 //!
 //! The guard checks one input: it bounds the error there, not on every input. Calibrate on an
