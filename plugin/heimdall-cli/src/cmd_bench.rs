@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use heimdall::{LoadOptions, load_model};
+use heimdall::{LoadOptions, load};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use serde_json::json;
 
@@ -22,6 +22,18 @@ pub struct BenchArgs {
     /// Storage precision on the GPU backend.
     #[arg(long, value_enum, default_value = "f32")]
     precision: crate::gpu_backend::PrecisionArg,
+    /// GPU with `--precision f16` or `packed-f16`: do not run the accuracy guard. By default
+    /// the guard checks the model on a calibration input (`--calibration`) against the CPU
+    /// backend (f32), switches the ops that miss the bound (rel-L2 1e-2) to f32 and benchmarks
+    /// that configuration; its decision is printed on stderr (and under `"guard"` in `--json`).
+    #[arg(long)]
+    no_guard: bool,
+    /// The accuracy guard's calibration input: a PNG or JPEG resized to the model's image input
+    /// (values in `--input-range`), or a float32 `.npy` of input 0 in the model's own layout.
+    /// Default: `assets/images/astronaut.png` for models whose only input is an image, else the
+    /// benchmark's own input.
+    #[arg(long, conflicts_with = "no_guard")]
+    calibration: Option<PathBuf>,
     /// Timed runs (after warm-up).
     #[arg(long, default_value_t = 50)]
     runs: usize,
@@ -80,7 +92,8 @@ pub struct BenchArgs {
     /// `--still`/`--clip`: number of frames.
     #[arg(long, default_value_t = 10)]
     frames: usize,
-    /// `--still`/`--clip`: the model's input range `LO,HI` (pixel 0 maps to LO, 255 to HI).
+    /// `--still`/`--clip`/`--calibration IMAGE`: the model's input range `LO,HI` (pixel 0 maps
+    /// to LO, 255 to HI).
     #[arg(long = "input-range", value_parser = crate::cmd_bench_cache::parse_range, default_value = "0,1", allow_hyphen_values = true)]
     input_range: [f32; 2],
     /// `--conv-cache`: how many times the sequence is played (the cache's state carries on).
@@ -162,13 +175,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             auto: args.cache_auto,
         });
     }
-    let graph = load_model(
+    let loaded = load(
         model,
         LoadOptions {
             input_shapes: args.input_shapes.clone(),
             ..Default::default()
         },
     )?;
+    let graph = &loaded.graph;
     // A deterministic input in [-1, 1].
     let inputs: Vec<Vec<f32>> = graph
         .inputs
@@ -176,8 +190,18 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .map(|&t| crate::timing::pattern_input(graph.tensor(t).numel()))
         .collect();
     if args.backend == Backend::Gpu {
+        let guard = if args.no_guard {
+            None
+        } else {
+            Some(crate::gpu_guard::calibration_inputs(
+                &loaded,
+                args.calibration.as_deref(),
+                args.input_range,
+                &inputs,
+            )?)
+        };
         return crate::gpu_backend::bench(
-            &graph,
+            graph,
             &inputs,
             &crate::gpu_backend::GpuBench {
                 precision: args.precision,
@@ -186,13 +210,14 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 per_op: args.per_op,
                 json: args.json,
                 pipeline_cache: args.pipeline_cache.clone(),
+                guard,
             },
         );
     }
     let options = args
         .threads
         .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
-    let mut model = CpuModel::compile(&graph, options)?;
+    let mut model = CpuModel::compile(graph, options)?;
     for (i, data) in inputs.iter().enumerate() {
         model.set_input(i, data)?;
     }

@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// Storage precision on the GPU backend.
     #[arg(long, value_enum, default_value = "f32")]
     precision: crate::gpu_backend::PrecisionArg,
+    /// GPU with `--precision f16` or `packed-f16`: do not run the accuracy guard. By default
+    /// the guard checks the outputs on these inputs against the CPU backend (f32) and switches
+    /// the ops that miss the bound (rel-L2 1e-2) to f32, printing its decision on stderr.
+    #[arg(long)]
+    no_guard: bool,
     /// CPU threads (default: available cores, at most 4).
     #[arg(long)]
     threads: Option<usize>,
@@ -81,7 +86,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
                 .map(|i| model.output(i).map(<[f32]>::to_vec))
                 .collect::<Result<_, _>>()?
         }
-        Backend::Gpu => crate::gpu_backend::run(&loaded.graph, &inputs, args.precision)?,
+        Backend::Gpu => {
+            crate::gpu_backend::run(&loaded.graph, &inputs, args.precision, !args.no_guard)?
+        }
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;

@@ -42,13 +42,22 @@ pub fn compile(graph: &Graph, precision: PrecisionArg) -> anyhow::Result<GpuMode
     )?)
 }
 
-/// Runs the model once and returns its outputs.
+/// Runs the model once and returns its outputs. With `guard` and a reduced precision, the
+/// accuracy guard calibrates on these very inputs (`crate::gpu_guard`), so the outputs meet the
+/// f16 bound against the CPU backend.
 pub fn run(
     graph: &Graph,
     inputs: &[Vec<f32>],
     precision: PrecisionArg,
+    guard: bool,
 ) -> anyhow::Result<Vec<Vec<f32>>> {
-    let model = compile(graph, precision)?;
+    let model = if guard {
+        let ctx = GpuContext::create()?;
+        let options = GpuOptions::new(precision.into());
+        crate::gpu_guard::compile(&ctx, graph, options, Some(inputs))?.0
+    } else {
+        compile(graph, precision)?
+    };
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     Ok(model.run(&refs)?)
 }
@@ -67,6 +76,9 @@ pub struct GpuBench {
     pub json: bool,
     /// Pipeline cache file (a temporary one when `None`).
     pub pipeline_cache: Option<PathBuf>,
+    /// The accuracy guard's calibration inputs (`None`: no guard). With a reduced precision the
+    /// guard decides the f32 overrides first; the benchmarked compiles use them.
+    pub guard: Option<Vec<Vec<f32>>>,
 }
 
 fn cache_label(s: &PipelineCacheState) -> String {
@@ -96,7 +108,18 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
     if temporary {
         let _ = std::fs::remove_file(&cache_path);
     }
-    let options = GpuOptions::new(precision.into()).with_pipeline_cache(&cache_path);
+    // The guard first (without the pipeline cache, so that the cold compile below stays cold).
+    let decision = match &b.guard {
+        Some(calibration) if precision != PrecisionArg::F32 => {
+            let options = GpuOptions::new(precision.into());
+            crate::gpu_guard::compile(&ctx, graph, options, Some(calibration))?.1
+        }
+        _ => None,
+    };
+    let mut options = GpuOptions::new(precision.into()).with_pipeline_cache(&cache_path);
+    if let Some(d) = &decision {
+        options.overrides = d.overrides.clone();
+    }
     let first = GpuModel::compile(&ctx, graph, options.clone())?;
     let cold = first.report().clone();
     drop(first);
@@ -146,6 +169,9 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
         });
         if per_op {
             doc["ops"] = json!(steps);
+        }
+        if let Some(d) = &decision {
+            doc["guard"] = crate::gpu_guard::to_json(d);
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

@@ -13,6 +13,7 @@ mod cmd_run;
 mod cmd_simulate;
 mod cmd_stylize;
 mod gpu_backend;
+mod gpu_guard;
 mod gpu_texture;
 mod input_shape;
 mod timing;
