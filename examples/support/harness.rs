@@ -58,6 +58,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         app.add_plugins((
             DefaultPlugins
                 .set(asset_plugin)
+                .set(heimdall_bevy::render_plugin())
                 .set(WindowPlugin {
                     primary_window: None,
                     exit_condition: ExitCondition::DontExit,
@@ -69,14 +70,19 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
             },
         ));
     } else {
-        app.add_plugins(DefaultPlugins.set(asset_plugin).set(WindowPlugin {
-            primary_window: Some(Window {
-                title: format!("heimdall: {title}"),
-                resolution: (args.width, args.height).into(),
-                ..default()
-            }),
-            ..default()
-        }));
+        app.add_plugins(
+            DefaultPlugins
+                .set(asset_plugin)
+                .set(heimdall_bevy::render_plugin())
+                .set(WindowPlugin {
+                    primary_window: Some(Window {
+                        title: format!("heimdall: {title}"),
+                        resolution: (args.width, args.height).into(),
+                        ..default()
+                    }),
+                    ..default()
+                }),
+        );
     }
     let settings = HeimdallSettings {
         frame_rate: FrameRateTarget::Fixed(args.fps),

@@ -67,7 +67,7 @@ pub mod workers;
 use bevy::prelude::*;
 
 pub use dnn::{Dnn, DnnOutput, DnnResult, DnnStatus};
-pub use settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
+pub use settings::{CoordinationMode, FrameRateTarget, HeimdallSettings, render_plugin};
 pub use stats::HeimdallStats;
 
 /// The usual imports.

@@ -121,6 +121,25 @@ impl HeimdallSettings {
     }
 }
 
+/// Bevy's `RenderPlugin` with wgpu's validation of indirect dispatches off (unless
+/// `WGPU_VALIDATION_INDIRECT_CALL` says otherwise), for `DefaultPlugins.set(render_plugin())`.
+/// wgpu validates each indirect dispatch with a compute pass of its own; without it, a cached
+/// convolution ([`crate::Dnn::with_conv_cache`]) launches only the work groups it must compute
+/// (on an H100, face detection on a still scene: 0.138 ms instead of 0.175 ms; uncached
+/// 0.258 ms). Kept on Windows, where DX12 needs the validation pass to report
+/// `num_workgroups`. The plugin reads the flags back from the `RenderPlugin` it finds.
+pub fn render_plugin() -> bevy::render::RenderPlugin {
+    let mut wgpu = bevy::render::settings::WgpuSettings::default();
+    if !cfg!(target_os = "windows") && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+        wgpu.instance_flags
+            .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+    }
+    bevy::render::RenderPlugin {
+        render_creation: wgpu.into(),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,12 @@ pub struct GpuContext {
     pub features: wgpu::Features,
     /// Limits of the device.
     pub limits: wgpu::Limits,
+    /// Whether wgpu validates indirect dispatches on this device (its instance has
+    /// `InstanceFlags::VALIDATION_INDIRECT_CALL`): each one then gets a compute pass of its own,
+    /// so the convolution cache dispatches over the whole grid instead (see
+    /// [`crate::conv_cache`]). A caller's device is assumed validated unless told otherwise
+    /// ([`GpuContext::with_indirect_validation`]); [`GpuContext::create`] turns it off.
+    pub indirect_validation: bool,
 }
 
 impl GpuContext {
@@ -43,14 +49,25 @@ impl GpuContext {
             info,
             features,
             limits,
+            indirect_validation: true,
         }
+    }
+
+    /// This context, told whether the device's instance validates indirect dispatches (false
+    /// for an instance created without `InstanceFlags::VALIDATION_INDIRECT_CALL`, as Bevy's
+    /// release builds do where DX12 is not among the backends).
+    pub fn with_indirect_validation(mut self, validated: bool) -> Self {
+        self.indirect_validation = validated;
+        self
     }
 
     /// Creates an own device on the best adapter (for the CLI and tests), enabling `SHADER_F16`,
     /// timestamp queries and `PIPELINE_CACHE` when the adapter has them, with WebGPU's default limits (≤ 256
     /// invocations per work group, ≤ 8 storage buffers per stage, 128 MiB bindings); with
     /// `HEIMDALL_MOBILE_LIMITS=1`, the limits and features of a phone instead
-    /// ([`DeviceProfile::Mobile`]).
+    /// ([`DeviceProfile::Mobile`]). The instance does not validate indirect dispatches (the only
+    /// indirect arguments here are the convolution cache's, which its kernel bounds by the
+    /// dispatch's own grid) unless `WGPU_VALIDATION_INDIRECT_CALL=1`.
     pub fn create() -> Result<Self, GpuError> {
         pollster::block_on(Self::create_async())
     }
@@ -62,8 +79,15 @@ impl GpuContext {
 
     /// Creates an own device on the best adapter with the limits and features of `profile`.
     pub async fn create_with(profile: DeviceProfile) -> Result<Self, GpuError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+            desc.flags
+                .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+        }
+        let validated = desc
+            .flags
+            .contains(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+        let instance = wgpu::Instance::new(desc);
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -84,7 +108,7 @@ impl GpuContext {
             .await
             .map_err(|e| GpuError::NoDevice(format!("{} ({:?}): {e}", info.name, info.backend)))?;
         DEVICES_CREATED.fetch_add(1, Ordering::AcqRel);
-        Ok(Self::from_device(device, queue, info))
+        Ok(Self::from_device(device, queue, info).with_indirect_validation(validated))
     }
 
     /// Whether kernels may store tensors as `f16` (the device has `SHADER_F16`).

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod aliases;
+mod blocking;
 pub mod context;
 pub mod conv_cache;
 mod cpu_step;

@@ -151,6 +151,59 @@ pub fn plan_persistent(
     }
 }
 
+/// A cached model's two memory plans: `cached`, where the convolution cache's outputs keep
+/// their slots, and `plain`, what the model runs on while the cache is off (no slot kept but the
+/// model's inputs and outputs). Both give every graph input and output a slot of its own, so the
+/// two plans can share those buffers: `shared[s]` is the `cached` slot that `plain` slot `s`
+/// uses (its size grown in `cached` to fit both). `None` when the inputs and outputs cannot be
+/// matched one to one (two of them in one slot in one plan only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TwinPlans {
+    /// The plan with the cache's persistent slots.
+    pub cached: MemoryPlan,
+    /// The plan with none.
+    pub plain: MemoryPlan,
+    /// For each `plain` slot, the `cached` slot whose buffer it reuses.
+    pub shared: Vec<Option<usize>>,
+}
+
+/// Plans [`TwinPlans`] for `graph` (see [`plan_persistent`] for `alias` and `persistent`).
+pub fn plan_twins(
+    graph: &Graph,
+    bytes: &[u64],
+    alias: &[Option<Alias>],
+    persistent: &[bool],
+) -> Option<TwinPlans> {
+    let n = graph.tensors.len();
+    let mut io = vec![false; n];
+    for t in graph.inputs.iter().chain(&graph.outputs) {
+        io[t.index()] = true;
+    }
+    let with_cache: Vec<bool> = (0..n)
+        .map(|i| io[i] || persistent.get(i).copied().unwrap_or(false))
+        .collect();
+    let mut cached = plan_persistent(graph, bytes, alias, &with_cache);
+    let plain = plan_persistent(graph, bytes, alias, &io);
+    let mut shared: Vec<Option<usize>> = vec![None; plain.slot_bytes.len()];
+    let mut taken: Vec<Option<usize>> = vec![None; cached.slot_bytes.len()];
+    for t in graph.inputs.iter().chain(&graph.outputs) {
+        let (Some(a), Some(b)) = (cached.slot_of[t.index()], plain.slot_of[t.index()]) else {
+            continue;
+        };
+        if shared[b].is_some_and(|x| x != a) || taken[a].is_some_and(|x| x != b) {
+            return None;
+        }
+        shared[b] = Some(a);
+        taken[a] = Some(b);
+        cached.slot_bytes[a] = cached.slot_bytes[a].max(plain.slot_bytes[b]);
+    }
+    Some(TwinPlans {
+        cached,
+        plain,
+        shared,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +346,35 @@ mod tests {
         // (read by op 3) nor a (read by op 4) shares it; x (dead after op 2) may.
         assert_ne!(p.slot_of[3], Some(c));
         assert_ne!(p.slot_of[2], Some(c));
+    }
+
+    #[test]
+    fn twin_plans_share_only_the_inputs_and_outputs() {
+        let g = concat_graph();
+        let n = g.tensors.len();
+        let bytes: Vec<u64> = (0..n as u64).map(|i| 16 * (i + 1)).collect();
+        let mut persistent = vec![false; n];
+        let kept = g.ops[0].outputs[0].index();
+        persistent[kept] = true;
+        let t = plan_twins(&g, &bytes, &vec![None; n], &persistent).expect("twins");
+        let kept_slot = t.cached.slot_of[kept].expect("slot");
+        // The kept tensor's slot is its own in the cached plan, and the plain plan never uses
+        // that buffer.
+        for (i, s) in t.cached.slot_of.iter().enumerate() {
+            if i != kept {
+                assert_ne!(*s, Some(kept_slot), "tensor {i} shares the kept slot");
+            }
+        }
+        assert!(!t.shared.contains(&Some(kept_slot)));
+        // Every input and output: the same buffer in both plans, big enough for both.
+        for x in g.inputs.iter().chain(&g.outputs) {
+            let (a, b) = (t.cached.slot_of[x.index()], t.plain.slot_of[x.index()]);
+            let (a, b) = (a.expect("cached slot"), b.expect("plain slot"));
+            assert_eq!(t.shared[b], Some(a));
+            assert!(t.cached.slot_bytes[a] >= t.plain.slot_bytes[b]);
+        }
+        // Nothing else is shared.
+        let io = g.inputs.len() + g.outputs.len();
+        assert_eq!(t.shared.iter().flatten().count(), io);
     }
 }

@@ -3,7 +3,8 @@
 //! a caller's command encoder.
 
 use std::ops::Range;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use heimdall_ir::{Graph, OpKind};
 
@@ -19,7 +20,7 @@ use crate::options::{CompileReport, GpuOptions, PipelineCacheState};
 use crate::plan::{Placement, placement};
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
-use crate::resources::{self, EncodedDispatch, Resources, open_pipeline_cache, write_atomically};
+use crate::resources::{self, EncodedDispatch, open_pipeline_cache, write_atomically};
 use crate::storage::{op_precisions, tensor_precisions};
 
 /// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
@@ -31,20 +32,31 @@ pub(crate) struct InputTarget {
     pub precision: Precision,
 }
 
+/// One memory plan's resources: its activation slots, every dispatch bound to them, where the
+/// inputs and outputs live in them, and the CPU steps' transfers.
+struct Bound {
+    steps: Vec<Vec<EncodedDispatch>>,
+    slots: Vec<wgpu::Buffer>,
+    inputs: Vec<IoTensor>,
+    outputs: Vec<IoTensor>,
+    cpu_steps: Vec<Option<CpuStep>>,
+}
+
 /// A graph compiled for a [`GpuContext`].
 pub struct GpuModel {
     pub(crate) ctx: GpuContext,
-    steps: Vec<Vec<EncodedDispatch>>,
     names: Vec<&'static str>,
     pub(crate) placement: Vec<Placement>,
     pipelines: Vec<wgpu::ComputePipeline>,
-    slots: Vec<wgpu::Buffer>,
     _consts: Vec<wgpu::Buffer>,
     _uniforms: wgpu::Buffer,
-    inputs: Vec<IoTensor>,
-    outputs: Vec<IoTensor>,
+    /// `[0]`: the plan the model was compiled with (with the convolution cache: its outputs in
+    /// slots of their own). `[1]`, with a cache only: the plain plan the model runs while the
+    /// cache is off, so that an idle cache costs no time. Both share the input and output buffers.
+    bound: Vec<Bound>,
+    /// The index in `bound` of the plan the current run uses (chosen as a run starts).
+    current: AtomicUsize,
     readback: Readback,
-    cpu_steps: Vec<Option<CpuStep>>,
     report: CompileReport,
     cache: Option<wgpu::PipelineCache>,
     conv_cache: Option<ConvCache>,
@@ -54,7 +66,7 @@ pub struct GpuModel {
 impl std::fmt::Debug for GpuModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuModel")
-            .field("steps", &self.steps.len())
+            .field("steps", &self.num_steps())
             .field("report", &self.report)
             .finish()
     }
@@ -187,7 +199,20 @@ impl GpuModel {
                 persistent[out.index()] = true;
             }
         }
-        let mem = memory::plan_persistent(graph, &bytes, &aliases.alias, &persistent);
+        // Where no CPU step comes before the first GPU one (a run's plan is chosen there), a
+        // cached model also gets the plain plan, to run while its cache is off.
+        let first_gpu_step = placement
+            .iter()
+            .position(|p| *p == Placement::Gpu)
+            .unwrap_or(0);
+        let twins = match cached.is_empty() || first_gpu_step != 0 {
+            true => None,
+            false => memory::plan_twins(graph, &bytes, &aliases.alias, &persistent),
+        };
+        let mem = match &twins {
+            Some(t) => t.cached.clone(),
+            None => memory::plan_persistent(graph, &bytes, &aliases.alias, &persistent),
+        };
         let mut conv_cache = match &cache_plan {
             Some((config, plan)) if !cached.is_empty() => Some(ConvCache::new(
                 ctx,
@@ -200,72 +225,94 @@ impl GpuModel {
         };
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let (cache, mut cache_state) = open_pipeline_cache(ctx, options.pipeline_cache.as_deref());
-        let built = resources::create(
-            ctx,
-            graph,
-            &mem,
-            cache.as_ref(),
-            &consts,
-            &dispatches,
-            conv_cache.as_ref(),
-        )
-        .and_then(|r| {
+        let built = (|| {
+            let shared = resources::create_shared(
+                ctx,
+                cache.as_ref(),
+                &consts,
+                &dispatches,
+                conv_cache.as_ref(),
+            )?;
+            let slots = resources::create_slots(ctx, &mem, &[], "heimdall slot")?;
             if let (Some(c), Some((_, plan))) = (conv_cache.as_mut(), &cache_plan) {
                 let input = plan.input;
                 let slot = mem.slot_of[input.index()]
                     .ok_or_else(|| GpuError::Unsupported("the cached input has no slot".into()))?;
-                c.attach_input(
-                    ctx,
-                    &r.slots[slot],
-                    precisions[input.index()],
-                    cache.as_ref(),
-                )?;
+                c.attach_input(ctx, &slots[slot], precisions[input.index()], cache.as_ref())?;
             }
-            Ok(r)
-        });
+            let steps = resources::bind(
+                ctx,
+                graph,
+                &mem,
+                &slots,
+                &shared,
+                &dispatches,
+                conv_cache.as_ref(),
+            )?;
+            let mut plans = vec![(&mem, slots, steps)];
+            if let Some(t) = &twins {
+                let reuse: Vec<Option<wgpu::Buffer>> = t
+                    .shared
+                    .iter()
+                    .map(|a| a.map(|a| plans[0].1[a].clone()))
+                    .collect();
+                let slots = resources::create_slots(ctx, &t.plain, &reuse, "heimdall plain slot")?;
+                let steps =
+                    resources::bind(ctx, graph, &t.plain, &slots, &shared, &dispatches, None)?;
+                plans.push((&t.plain, slots, steps));
+            }
+            Ok::<_, GpuError>((shared, plans))
+        })();
         let error = pollster::block_on(scope.pop());
         if let Some(e) = error {
             return Err(GpuError::Wgpu(e.to_string()));
         }
-        let Resources {
-            slots,
-            consts: const_buffers,
-            uniforms,
-            pipelines,
-            steps,
-        } = built?;
-        let io = |t: heimdall_ir::TensorId| -> Result<IoTensor, GpuError> {
-            let slot = mem.slot_of[t.index()].ok_or_else(|| {
-                GpuError::Unsupported(format!("tensor {} is a constant, not an activation", t.0))
-            })?;
-            Ok(IoTensor {
-                slot,
-                geom: Phwc4::of(&graph.tensor(t).shape)?,
-                precision: precisions[t.index()],
-                shape: graph.tensor(t).shape.clone(),
-            })
-        };
-        let inputs = graph
-            .inputs
-            .iter()
-            .map(|&t| io(t))
-            .collect::<Result<Vec<_>, _>>()?;
-        let outputs = graph
-            .outputs
-            .iter()
-            .map(|&t| io(t))
-            .collect::<Result<Vec<_>, _>>()?;
-        let cpu_steps = placement
-            .iter()
-            .enumerate()
-            .map(|(i, p)| match p {
-                Placement::Cpu => CpuStep::new(&ctx.device, graph, i, io).map(Some),
-                Placement::Gpu => Ok(None),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let (shared, plans) = built?;
+        let mut bound = Vec::with_capacity(plans.len());
+        for (mem, slots, steps) in plans {
+            let io = |t: heimdall_ir::TensorId| -> Result<IoTensor, GpuError> {
+                let slot = mem.slot_of[t.index()].ok_or_else(|| {
+                    GpuError::Unsupported(format!(
+                        "tensor {} is a constant, not an activation",
+                        t.0
+                    ))
+                })?;
+                Ok(IoTensor {
+                    slot,
+                    geom: Phwc4::of(&graph.tensor(t).shape)?,
+                    precision: precisions[t.index()],
+                    shape: graph.tensor(t).shape.clone(),
+                })
+            };
+            let inputs = graph
+                .inputs
+                .iter()
+                .map(|&t| io(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let outputs = graph
+                .outputs
+                .iter()
+                .map(|&t| io(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let cpu_steps = placement
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match p {
+                    Placement::Cpu => CpuStep::new(&ctx.device, graph, i, io).map(Some),
+                    Placement::Gpu => Ok(None),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            bound.push(Bound {
+                steps,
+                slots,
+                inputs,
+                outputs,
+                cpu_steps,
+            });
+        }
         let readback = Readback::new(
             &ctx.device,
-            &outputs,
+            &bound[0].outputs,
             conv_cache.as_ref().map(ConvCache::counters_bytes),
         );
         if let (Some(cache), Some(path)) = (&cache, &options.pipeline_cache)
@@ -277,8 +324,8 @@ impl GpuModel {
         let report = CompileReport {
             compile_time: start.elapsed(),
             precision,
-            pipelines: pipelines.len(),
-            dispatches: steps.iter().map(Vec::len).sum(),
+            pipelines: shared.pipelines.len(),
+            dispatches: bound[0].steps.iter().map(Vec::len).sum(),
             free_concats: graph
                 .ops
                 .iter()
@@ -286,28 +333,27 @@ impl GpuModel {
                 .filter(|(op, free)| **free && matches!(op.kind, OpKind::Concatenation { .. }))
                 .count(),
             peak_bytes: mem.peak_bytes(),
+            plain_plan_bytes: twins.as_ref().map_or(0, |t| {
+                (t.plain.slot_bytes.iter().zip(&t.shared))
+                    .filter(|(_, s)| s.is_none())
+                    .map(|(b, _)| *b)
+                    .sum()
+            }),
             total_bytes: mem.total_bytes,
             weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
             pipeline_cache: cache_state,
             cached_ops: cached.iter().map(|c| c.step).collect(),
         };
-        let first_gpu_step = placement
-            .iter()
-            .position(|p| *p == Placement::Gpu)
-            .unwrap_or(0);
         Ok(GpuModel {
             ctx: ctx.clone(),
-            steps,
             names: graph.ops.iter().map(|o| o.kind.name()).collect(),
             placement,
-            pipelines,
-            slots,
-            _consts: const_buffers,
-            _uniforms: uniforms,
-            inputs,
-            outputs,
+            pipelines: shared.pipelines,
+            _consts: shared.consts,
+            _uniforms: shared.uniforms,
+            bound,
+            current: AtomicUsize::new(0),
             readback,
-            cpu_steps,
             report,
             cache,
             conv_cache,
@@ -315,9 +361,20 @@ impl GpuModel {
         })
     }
 
+    /// The plan of the current run.
+    fn plan(&self) -> &Bound {
+        let i = self.current.load(Ordering::Relaxed);
+        &self.bound[i.min(self.bound.len() - 1)]
+    }
+
+    /// The plan the model was compiled with (its input and output buffers are every plan's).
+    fn first_plan(&self) -> &Bound {
+        &self.bound[0]
+    }
+
     /// Number of steps (one per op of the graph, in graph order).
     pub fn num_steps(&self) -> usize {
-        self.steps.len()
+        self.names.len()
     }
 
     /// Where each step runs.
@@ -343,13 +400,14 @@ impl GpuModel {
 
     /// The slot, geometry and precision of input `index` (what preprocessing writes).
     pub(crate) fn input_target(&self, index: usize) -> Result<InputTarget, GpuError> {
-        let input = self.inputs.get(index).ok_or(GpuError::Input {
+        let plan = self.first_plan();
+        let input = plan.inputs.get(index).ok_or(GpuError::Input {
             index,
             expected: 0,
             got: 0,
         })?;
         Ok(InputTarget {
-            buffer: self.slots[input.slot].clone(),
+            buffer: plan.slots[input.slot].clone(),
             bytes: input.bytes(),
             geom: input.geom,
             precision: input.precision,
@@ -358,16 +416,17 @@ impl GpuModel {
 
     /// Output `index`'s slot, for kernels that read it in place (`tensor_to_rgba`).
     pub(crate) fn output_target(&self, index: usize) -> Result<InputTarget, GpuError> {
-        let output = self
+        let plan = self.first_plan();
+        let output = plan
             .outputs
             .get(index)
             .ok_or(GpuError::Unsupported(format!(
                 "the model has {} outputs, not {}",
-                self.outputs.len(),
+                plan.outputs.len(),
                 index + 1
             )))?;
         Ok(InputTarget {
-            buffer: self.slots[output.slot].clone(),
+            buffer: plan.slots[output.slot].clone(),
             bytes: output.bytes(),
             geom: output.geom,
             precision: output.precision,
@@ -381,18 +440,21 @@ impl GpuModel {
 
     /// Shapes of the model's inputs.
     pub fn input_shapes(&self) -> Vec<Vec<usize>> {
-        self.inputs.iter().map(|t| t.shape.clone()).collect()
+        let plan = self.first_plan();
+        plan.inputs.iter().map(|t| t.shape.clone()).collect()
     }
 
     /// Shapes of the model's outputs.
     pub fn output_shapes(&self) -> Vec<Vec<usize>> {
-        self.outputs.iter().map(|t| t.shape.clone()).collect()
+        let plan = self.first_plan();
+        plan.outputs.iter().map(|t| t.shape.clone()).collect()
     }
 
     /// Uploads input `index` (NHWC f32) with `queue.write_buffer`, packed to PHWC4 in the input's
     /// precision; the data is visible to the next command buffer submitted on the queue.
     pub fn set_input(&self, index: usize, data: &[f32]) -> Result<(), GpuError> {
-        let input = self.inputs.get(index).ok_or(GpuError::Input {
+        let plan = self.first_plan();
+        let input = plan.inputs.get(index).ok_or(GpuError::Input {
             index,
             expected: 0,
             got: data.len(),
@@ -408,7 +470,7 @@ impl GpuModel {
         let bytes = input.precision.encode(&input.geom.pack(data));
         self.ctx
             .queue
-            .write_buffer(&self.slots[input.slot], 0, &bytes);
+            .write_buffer(&plan.slots[input.slot], 0, &bytes);
         Ok(())
     }
 
@@ -421,11 +483,11 @@ impl GpuModel {
         encoder: &mut wgpu::CommandEncoder,
         steps: Range<usize>,
     ) -> Result<(), GpuError> {
-        if steps.start > steps.end || steps.end > self.steps.len() {
+        if steps.start > steps.end || steps.end > self.num_steps() {
             return Err(GpuError::Range {
                 start: steps.start,
                 end: steps.end,
-                message: format!("the model has {} steps", self.steps.len()),
+                message: format!("the model has {} steps", self.num_steps()),
             });
         }
         if let Some(i) = steps.clone().find(|&i| self.placement[i] != Placement::Gpu) {
@@ -463,7 +525,11 @@ impl GpuModel {
             return None;
         }
         c.run_starts();
-        c.is_active().then_some(c)
+        let active = c.is_active();
+        // The plain plan while the cache is off; the cached one (its kept values stale after
+        // plain runs: switching on invalidates them) while it is on.
+        self.current.store(usize::from(!active), Ordering::Relaxed);
+        active.then_some(c)
     }
 
     /// The convolution cache, if it is on and active.
@@ -471,9 +537,10 @@ impl GpuModel {
         self.conv_cache.as_ref().filter(|c| c.is_active())
     }
 
-    /// Switches the convolution cache on or off at run time (off: every op runs whole through
-    /// its plain kernel, as without the cache; the cache's memory stays). Switching it on again
-    /// starts with a full run. Does nothing when the model has no cache.
+    /// Switches the convolution cache on or off at run time (off: from the next run on, every op
+    /// runs whole through its plain kernel on the plain memory plan, as without the cache; the
+    /// cache's memory stays). Switching it on again starts with a full run. Does nothing when
+    /// the model has no cache.
     pub fn set_conv_cache_active(&self, active: bool) {
         if let Some(c) = &self.conv_cache {
             if active && !c.is_active() {
@@ -490,7 +557,7 @@ impl GpuModel {
 
     /// Records the dispatches of GPU step `i` into a compute pass.
     pub(crate) fn record_step(&self, pass: &mut wgpu::ComputePass<'_>, i: usize) {
-        for d in &self.steps[i] {
+        for d in &self.plan().steps[i] {
             if d.groups[0] == 0 {
                 continue;
             }
@@ -517,10 +584,11 @@ impl GpuModel {
     /// Records copies of every output into its staging buffer. Submit the encoder, then call
     /// [`GpuModel::request_readback`].
     pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
+        let plan = self.plan();
         self.readback.encode(
             encoder,
-            &self.slots,
-            &self.outputs,
+            &plan.slots,
+            &plan.outputs,
             self.conv_cache.as_ref().map(|c| &c.counters),
         )
     }
@@ -596,7 +664,7 @@ impl GpuModel {
     /// The outputs (NHWC f32, in the model's output order) if the readback is complete, else
     /// `None`. Never blocks.
     pub fn take_outputs(&self) -> Result<Option<Vec<Vec<f32>>>, GpuError> {
-        let taken = self.readback.take(&self.outputs)?;
+        let taken = self.readback.take(&self.plan().outputs)?;
         if taken.is_some()
             && let (Some(c), Some(counts)) = (self.active_cache(), self.conv_cache_counts())
         {
@@ -605,15 +673,9 @@ impl GpuModel {
         Ok(taken)
     }
 
-    /// Runs the whole model on `inputs` and waits for the outputs (tests and the CLI only: it
-    /// blocks on `device.poll`).
-    pub fn run(&self, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>, GpuError> {
-        let whole = 0..self.num_steps();
-        self.run_ranges(inputs, std::slice::from_ref(&whole))
-    }
-
     fn cpu_step(&self, step: usize) -> Result<&CpuStep, GpuError> {
-        self.cpu_steps
+        self.plan()
+            .cpu_steps
             .get(step)
             .and_then(Option::as_ref)
             .ok_or_else(|| GpuError::Range {
@@ -631,7 +693,8 @@ impl GpuModel {
         step: usize,
         encoder: &mut wgpu::CommandEncoder,
     ) -> Result<(), GpuError> {
-        self.cpu_step(step)?.encode_download(encoder, &self.slots)
+        self.cpu_step(step)?
+            .encode_download(encoder, &self.plan().slots)
     }
 
     /// Starts mapping CPU step `step`'s downloaded inputs (after the copies were submitted).
@@ -647,125 +710,7 @@ impl GpuModel {
     /// Runs CPU step `step` on this thread and uploads its output (visible to the next
     /// submission); `Ok(false)` if its inputs have not arrived yet. Never blocks on the GPU.
     pub fn run_cpu_step(&self, step: usize) -> Result<bool, GpuError> {
-        self.cpu_step(step)?.run(&self.ctx.queue, &self.slots)
-    }
-
-    pub(crate) fn wait(&self) -> Result<(), GpuError> {
-        self.ctx
-            .device
-            .poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: None,
-            })
-            .map(|_| ())
-            .map_err(|e| GpuError::Wgpu(e.to_string()))
-    }
-
-    /// Polls until `ready()` holds. One `poll(Wait)` is not enough when several threads poll
-    /// the same device: another thread's poll may be the one running our `map_async` callback,
-    /// and ours can return before that callback has finished.
-    pub(crate) fn wait_for(&self, ready: impl Fn() -> bool) -> Result<(), GpuError> {
-        let start = std::time::Instant::now();
-        loop {
-            self.wait()?;
-            if ready() {
-                return Ok(());
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                return Err(GpuError::Readback("no result after 60 s of waiting".into()));
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-
-    pub(crate) fn submit_gpu(&self, steps: Range<usize>) -> Result<(), GpuError> {
-        if steps.is_empty() {
-            return Ok(());
-        }
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("heimdall run"),
-            });
-        self.encode(&mut encoder, steps)?;
-        self.ctx.queue.submit([encoder.finish()]);
-        Ok(())
-    }
-
-    /// Runs CPU step `i` now: downloads its inputs, waits, computes, uploads.
-    pub(crate) fn run_cpu_step_blocking(&self, i: usize) -> Result<(), GpuError> {
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("heimdall CPU step inputs"),
-            });
-        self.encode_cpu_step_inputs(i, &mut encoder)?;
-        self.ctx.queue.submit([encoder.finish()]);
-        self.request_cpu_step_inputs(i)?;
-        self.wait_for(|| self.cpu_step_ready(i))?;
-        if self.run_cpu_step(i)? {
-            Ok(())
-        } else {
-            Err(GpuError::Readback(format!(
-                "inputs of CPU step {i} not ready after waiting"
-            )))
-        }
-    }
-
-    /// Like [`GpuModel::run`], encoding and submitting each range separately; CPU steps inside
-    /// a range run in place (download, wait, CPU, upload).
-    pub fn run_ranges(
-        &self,
-        inputs: &[&[f32]],
-        ranges: &[Range<usize>],
-    ) -> Result<Vec<Vec<f32>>, GpuError> {
-        if inputs.len() != self.inputs.len() {
-            return Err(GpuError::Input {
-                index: inputs.len(),
-                expected: self.inputs.len(),
-                got: inputs.len(),
-            });
-        }
-        for (i, x) in inputs.iter().enumerate() {
-            self.set_input(i, x)?;
-        }
-        self.run_ranges_preset(ranges)
-    }
-
-    /// Like [`GpuModel::run_ranges`] on the inputs already in place (set by
-    /// [`GpuModel::set_input`] or written by a preprocessing kernel submitted before).
-    pub fn run_ranges_preset(&self, ranges: &[Range<usize>]) -> Result<Vec<Vec<f32>>, GpuError> {
-        for r in ranges {
-            if r.start > r.end || r.end > self.steps.len() {
-                return Err(GpuError::Range {
-                    start: r.start,
-                    end: r.end,
-                    message: format!("the model has {} steps", self.steps.len()),
-                });
-            }
-            let mut gpu_start = r.start;
-            for i in r.clone() {
-                if self.placement[i] == Placement::Cpu {
-                    self.submit_gpu(gpu_start..i)?;
-                    gpu_start = i + 1;
-                    self.run_cpu_step_blocking(i)?;
-                }
-            }
-            self.submit_gpu(gpu_start..r.end)?;
-        }
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("heimdall readback"),
-            });
-        self.encode_readback(&mut encoder)?;
-        self.ctx.queue.submit([encoder.finish()]);
-        self.request_readback()?;
-        self.wait_for(|| self.readback_ready())?;
-        self.take_outputs()?
-            .ok_or_else(|| GpuError::Readback("outputs not ready after waiting".into()))
+        self.cpu_step(step)?
+            .run(&self.ctx.queue, &self.plan().slots)
     }
 }

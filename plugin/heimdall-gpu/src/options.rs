@@ -105,6 +105,9 @@ pub struct CompileReport {
     pub peak_bytes: u64,
     /// Sum of the bytes of every activation tensor (what no reuse would need).
     pub total_bytes: u64,
+    /// Bytes of the second set of activation slots a model with the convolution cache keeps to
+    /// run the plain memory plan while its cache is off (0 without the cache).
+    pub plain_plan_bytes: u64,
     /// Bytes of weights and other constants on the GPU.
     pub weight_bytes: u64,
     /// What the pipeline cache did (see [`GpuOptions::pipeline_cache`]).

@@ -1,6 +1,6 @@
-//! The wgpu resources of a compiled model: activation slots, constant buffers, the uniform
-//! buffer, pipelines (deduplicated by composed source, created through the pipeline cache) and
-//! bind groups.
+//! The wgpu resources of a compiled model: what every memory plan shares (constant buffers, the
+//! uniform buffer, pipelines deduplicated by composed source and created through the pipeline
+//! cache), and per plan its activation slots and bind groups.
 
 use std::collections::HashMap;
 
@@ -33,57 +33,40 @@ pub(crate) struct Listed {
     pub args_offset: u64,
 }
 
-/// The resources of a model.
-pub(crate) struct Resources {
-    /// One buffer per activation slot.
-    pub slots: Vec<wgpu::Buffer>,
+/// What every memory plan of a model shares: constants, parameters and pipelines.
+pub(crate) struct Shared {
     /// One buffer per constant.
     pub consts: Vec<wgpu::Buffer>,
     /// Every dispatch's uniform parameters.
     pub uniforms: wgpu::Buffer,
     /// The distinct pipelines.
     pub pipelines: Vec<wgpu::ComputePipeline>,
-    /// The dispatches of every step.
-    pub steps: Vec<Vec<EncodedDispatch>>,
+    /// Per step, per dispatch: its pipelines and where its parameters are.
+    kernels: Vec<Vec<Kernel>>,
 }
 
-/// Creates the resources of a model: a buffer per activation slot and constant, one uniform
-/// buffer of every dispatch's parameters, a pipeline per distinct composed source (validated by
-/// naga first) and a bind group per dispatch.
-pub(crate) fn create(
+/// One dispatch's pipelines and parameters.
+struct Kernel {
+    /// The plain kernel.
+    pipeline: usize,
+    /// The kernel wrapped to run a list of work groups (conv-cache dispatches).
+    wrapped: Option<usize>,
+    /// Offset of its parameters in the uniform buffer.
+    offset: u64,
+}
+
+/// Creates what every memory plan shares: a buffer per constant, one uniform buffer of every
+/// dispatch's parameters and a pipeline per distinct composed source (validated by naga first),
+/// with the wrapped twin of every dispatch the convolution cache lists.
+pub(crate) fn create_shared(
     ctx: &GpuContext,
-    graph: &Graph,
-    mem: &MemoryPlan,
     pipeline_cache: Option<&wgpu::PipelineCache>,
     consts: &[ConstBuffer],
     dispatches: &[Vec<Dispatch>],
     conv_cache: Option<&ConvCache>,
-) -> Result<Resources, GpuError> {
+) -> Result<Shared, GpuError> {
     let device = &ctx.device;
-    let max_binding = ctx
-        .limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size);
-    let slots: Vec<wgpu::Buffer> = mem
-        .slot_bytes
-        .iter()
-        .enumerate()
-        .map(|(i, &size)| {
-            if size > max_binding {
-                return Err(GpuError::Unsupported(format!(
-                    "activation slot {i} needs {size} bytes, the device binds at most {max_binding}"
-                )));
-            }
-            Ok(device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(&format!("heimdall slot {i}")),
-                size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }))
-        })
-        .collect::<Result<_, _>>()?;
+    let max_binding = max_binding(ctx);
     let const_buffers: Vec<wgpu::Buffer> = consts
         .iter()
         .map(|c| {
@@ -122,17 +105,11 @@ pub(crate) fn create(
     });
     let mut cache: HashMap<String, usize> = HashMap::new();
     let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::new();
-    let mut steps = Vec::with_capacity(dispatches.len());
-    let mut k = 0;
-    let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
+    let mut kernels = Vec::with_capacity(dispatches.len());
+    let mut offsets = offsets.into_iter();
     for (index, ds) in dispatches.iter().enumerate() {
-        let mut encoded = Vec::with_capacity(ds.len());
-        let list = conv_cache.and_then(|c| {
-            c.lists
-                .iter()
-                .find(|(step, _)| *step == index)
-                .map(|(_, l)| (c, *l))
-        });
+        let listed = conv_cache.is_some_and(|c| c.lists.iter().any(|(step, _)| *step == index));
+        let mut step = Vec::with_capacity(ds.len());
         for d in ds {
             let source = d.source.compose(space)?;
             let mut pipeline_for = |source: String| -> Result<usize, GpuError> {
@@ -158,21 +135,100 @@ pub(crate) fn create(
                 Ok(pipelines.len() - 1)
             };
             // A cached dispatch also gets the kernel wrapped to run a list of work groups.
-            let wrapped = match list {
-                Some(_) => Some(pipeline_for(tile_list_wrapper(&source).map_err(
+            let wrapped = match listed {
+                true => Some(pipeline_for(tile_list_wrapper(&source).map_err(
                     |message| GpuError::Shader {
                         name: d.source.name.into(),
                         message,
                     },
                 )?)?),
-                None => None,
+                false => None,
             };
-            let pipeline = pipeline_for(source)?;
+            step.push(Kernel {
+                pipeline: pipeline_for(source)?,
+                wrapped,
+                offset: offsets.next().unwrap_or(0),
+            });
+        }
+        kernels.push(step);
+    }
+    Ok(Shared {
+        consts: const_buffers,
+        uniforms,
+        pipelines,
+        kernels,
+    })
+}
+
+/// The largest buffer a binding may cover on this device.
+fn max_binding(ctx: &GpuContext) -> u64 {
+    ctx.limits
+        .max_storage_buffer_binding_size
+        .min(ctx.limits.max_buffer_size)
+}
+
+/// Creates a buffer per activation slot of `mem`, except where `reuse[slot]` names a buffer
+/// another plan already made (the model's inputs and outputs, which every plan shares).
+pub(crate) fn create_slots(
+    ctx: &GpuContext,
+    mem: &MemoryPlan,
+    reuse: &[Option<wgpu::Buffer>],
+    label: &str,
+) -> Result<Vec<wgpu::Buffer>, GpuError> {
+    let max_binding = max_binding(ctx);
+    mem.slot_bytes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| {
+            if let Some(Some(b)) = reuse.get(i) {
+                return Ok(b.clone());
+            }
+            if size > max_binding {
+                return Err(GpuError::Unsupported(format!(
+                    "activation slot {i} needs {size} bytes, the device binds at most {max_binding}"
+                )));
+            }
+            Ok(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("{label} {i}")),
+                size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }))
+        })
+        .collect()
+}
+
+/// Creates a bind group per dispatch over the slots of one memory plan; with `conv_cache`, the
+/// listed dispatches' wrapped forms too.
+pub(crate) fn bind(
+    ctx: &GpuContext,
+    graph: &Graph,
+    mem: &MemoryPlan,
+    slots: &[wgpu::Buffer],
+    shared: &Shared,
+    dispatches: &[Vec<Dispatch>],
+    conv_cache: Option<&ConvCache>,
+) -> Result<Vec<Vec<EncodedDispatch>>, GpuError> {
+    let device = &ctx.device;
+    let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
+    let pipelines = &shared.pipelines;
+    let mut steps = Vec::with_capacity(dispatches.len());
+    for (index, (ds, ks)) in dispatches.iter().zip(&shared.kernels).enumerate() {
+        let mut encoded = Vec::with_capacity(ds.len());
+        let list = conv_cache.and_then(|c| {
+            c.lists
+                .iter()
+                .find(|(step, _)| *step == index)
+                .map(|(_, l)| (c, *l))
+        });
+        for (d, k) in ds.iter().zip(ks) {
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
                 resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &uniforms,
-                    offset: offsets[k],
+                    buffer: &shared.uniforms,
+                    offset: k.offset,
                     size: wgpu::BufferSize::new(d.params.len() as u64),
                 }),
             }];
@@ -197,7 +253,7 @@ pub(crate) fn create(
                             None => slots[slot].as_entire_binding(),
                         }
                     }
-                    Operand::Const(c) => const_buffers[c].as_entire_binding(),
+                    Operand::Const(c) => shared.consts[c].as_entire_binding(),
                 };
                 entries.push(wgpu::BindGroupEntry {
                     binding: b as u32 + 1,
@@ -212,8 +268,7 @@ pub(crate) fn create(
                     entries: &entries,
                 })
             };
-            let bind_group = group(pipeline);
-            let listed = match (list, wrapped) {
+            let listed = match (list, k.wrapped) {
                 (Some((c, l)), Some(w)) => Some(Listed {
                     pipeline: w,
                     bind_group: group(w),
@@ -223,22 +278,15 @@ pub(crate) fn create(
                 _ => None,
             };
             encoded.push(EncodedDispatch {
-                pipeline,
-                bind_group,
+                pipeline: k.pipeline,
+                bind_group: group(k.pipeline),
                 groups: fold_groups(d.workgroups, max_groups),
                 listed,
             });
-            k += 1;
         }
         steps.push(encoded);
     }
-    Ok(Resources {
-        slots,
-        consts: const_buffers,
-        uniforms,
-        pipelines,
-        steps,
-    })
+    Ok(steps)
 }
 
 /// Splits `groups` work groups into a 2-D grid with no dimension above `max`.

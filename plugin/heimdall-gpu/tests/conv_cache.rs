@@ -415,13 +415,21 @@ fn the_cache_switches_off_at_run_time_and_its_worst_case_is_measured() {
     let x = image(h, w, 3);
     let y = quadrant(&x, &image(h, w, 4), h, w);
     m.cached.run(&[&x]).unwrap();
+    // The plain plan it runs while off: slots of its own besides the shared inputs and outputs.
+    let report = m.cached.report();
+    assert!(report.plain_plan_bytes > 0, "{report:?}");
+    assert!(report.plain_plan_bytes < report.peak_bytes, "{report:?}");
     m.cached.set_conv_cache_active(false);
     assert!(!m.cached.conv_cache_active());
-    // Off: the plain kernels, bit for bit the uncached model, and no counts.
+    // Off: the plain kernels on the plain plan, bit for bit the uncached model, and no counts;
+    // also in chunks (the plan is chosen as a run starts and kept to its end).
     let a = m.cached.run(&[&y]).unwrap();
     let b = m.plain.run(&[&y]).unwrap();
     assert!(a.iter().zip(&b).all(|(p, q)| p == q));
     assert!(m.cached.conv_cache_counts().is_none());
+    let n = m.cached.num_steps();
+    let a = m.cached.run_ranges(&[&y], &[0..n / 3, n / 3..n]).unwrap();
+    assert!(a.iter().zip(&b).all(|(p, q)| p == q));
     // On again: a full run first (the blocks' references are a run behind).
     m.cached.set_conv_cache_active(true);
     m.cached.run(&[&x]).unwrap();
@@ -470,4 +478,37 @@ fn the_automatic_switch_turns_the_cache_off_on_motion_and_back_on_when_still() {
     }
     assert!(m.cached.conv_cache_active(), "off although still");
     assert_eq!(m.cached.conv_cache_counts().unwrap().computed_tiles, 0);
+}
+
+#[test]
+fn a_device_that_validates_indirect_dispatches_skips_work_over_the_whole_grid() {
+    // On a GPU whose wgpu instance validates indirect dispatches, cached dispatches cover the
+    // grid and unlisted work groups return at once (on a CPU device they stay indirect): the
+    // same decisions and outputs as the indirect form.
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let ctx = gpu.ctx.clone().with_indirect_validation(true);
+    let g = graph("face_detection_short_range");
+    let shape = g.tensor(g.inputs[0]).shape.clone();
+    let (h, w) = (shape[1], shape[2]);
+    let plain = GpuModel::compile(&ctx, &g, GpuOptions::new(Precision::F32)).unwrap();
+    let cached = GpuModel::compile(
+        &ctx,
+        &g,
+        GpuOptions::new(Precision::F32).with_conv_cache(config()),
+    )
+    .unwrap();
+    let x = image(h, w, 1);
+    let y = quadrant(&x, &image(h, w, 2), h, w);
+    cached.run(&[&x]).unwrap();
+    let a = cached.run(&[&x]).unwrap();
+    assert_eq!(cached.conv_cache_counts().unwrap().computed_tiles, 0);
+    assert!(rel_l2(&a, &plain.run(&[&x]).unwrap()) <= 1e-6);
+    let a = cached.run(&[&y]).unwrap();
+    let c = cached.conv_cache_counts().unwrap();
+    assert!(c.computed_tiles > 0 && c.computed_tiles < c.tiles, "{c:?}");
+    // Everything the changed quadrant reaches was recomputed: the uncached outputs.
+    let b = plain.run(&[&y]).unwrap();
+    assert!(rel_l2(&a, &b) <= 1e-6, "{}", rel_l2(&a, &b));
 }

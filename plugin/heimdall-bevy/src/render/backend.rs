@@ -10,6 +10,31 @@ use super::timer::FrameTimer;
 use crate::results::{BackendKind, HeimdallBackend};
 use crate::settings::HeimdallSettings;
 
+/// Whether the render device's wgpu instance validates indirect dispatches (render world): read
+/// from the `RenderPlugin`'s `WgpuSettings::instance_flags` when the plugin is built; `true`
+/// where the device came from elsewhere (`RenderCreation::Manual`). The convolution cache
+/// launches only its listed work where wgpu adds no validation pass to an indirect dispatch.
+#[derive(Resource, Clone, Copy, Debug)]
+pub(crate) struct IndirectValidation(pub bool);
+
+impl IndirectValidation {
+    /// What `app`'s `RenderPlugin` asks of its instance.
+    pub fn of(app: &App) -> Self {
+        use bevy::render::RenderPlugin;
+        use bevy::render::settings::RenderCreation;
+        let validated = app
+            .get_added_plugins::<RenderPlugin>()
+            .first()
+            .is_none_or(|p| match &p.render_creation {
+                RenderCreation::Automatic(s) => s
+                    .instance_flags
+                    .contains(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL),
+                RenderCreation::Manual(_) => true,
+            });
+        IndirectValidation(validated)
+    }
+}
+
 /// Where inference runs (render world).
 #[derive(Resource)]
 pub(crate) struct InferenceBackend {
@@ -83,11 +108,15 @@ pub(crate) fn choose(
         warn!("heimdall: no render device; every model runs on the CPU backend");
         return cpu("no device", None);
     };
+    let validated = world
+        .get_resource::<IndirectValidation>()
+        .is_none_or(|v| v.0);
     let ctx = GpuContext::from_device(
         device.wgpu_device().clone(),
         (**queue.0).clone(),
         (*info).clone(),
-    );
+    )
+    .with_indirect_validation(validated);
     let adapter = Some(ctx.describe());
     if settings.force_cpu {
         warn!(

@@ -57,10 +57,12 @@ pub(crate) fn build(
     clock: HeimdallClock,
     outbox: Outbox,
 ) {
+    let indirect = backend::IndirectValidation::of(app);
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
     render_app
+        .insert_resource(indirect)
         .insert_resource(settings.clone())
         .insert_resource(clock)
         .insert_resource(outbox)
