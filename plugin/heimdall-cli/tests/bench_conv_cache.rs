@@ -245,27 +245,9 @@ fn errors_are_clear() {
 
 /// An ONNX model `y = Relu(x)` on a vector of 4.
 fn vector_model() -> Vec<u8> {
-    use heimdall::onnx::proto::{
-        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto,
-        ValueInfoProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension, type_proto,
-    };
+    use heimdall::onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
     use prost::Message;
-    let vi = |name: &str| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto {
-                    dim: vec![Dimension {
-                        denotation: None,
-                        value: Some(dimension::Value::DimValue(4)),
-                    }],
-                }),
-            })),
-        }),
-        ..Default::default()
-    };
+    let vi = |name: &str| common::onnx_f32_vector(name, 4);
     ModelProto {
         ir_version: Some(8),
         opset_import: vec![OperatorSetIdProto {

@@ -4,18 +4,13 @@
 //! the overflow shows in the output; a model that meets the bound is left as asked. Needs a GPU
 //! adapter (lavapipe in CI); `HEIMDALL_SKIP_GPU=1` skips.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
+use std::path::PathBuf;
+
+use common::heimdall;
 use heimdall::npy::{read_npy, write_npy};
 use serde_json::Value;
-
-fn heimdall(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_heimdall"))
-        .args(args)
-        .output()
-        .expect("run heimdall")
-}
 
 fn skip() -> bool {
     std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1")
@@ -47,27 +42,10 @@ const SCALES: [f32; 5] = [1024.0, 1024.0, 1.0 / 1024.0, 1.0 / 1024.0, 2.0];
 /// which overflows f16 for |x| > 1/16 (the last one's input is f32 in every precision).
 fn overflow_model() -> Vec<u8> {
     use heimdall::onnx::proto::{
-        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto,
-        TypeProto, ValueInfoProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension,
-        type_proto,
+        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
     };
     use prost::Message;
-    let vi = |name: &str| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto {
-                    dim: vec![Dimension {
-                        denotation: None,
-                        value: Some(dimension::Value::DimValue(16)),
-                    }],
-                }),
-            })),
-        }),
-        ..Default::default()
-    };
+    let vi = |name: &str| common::onnx_f32_vector(name, 16);
     let mut node = Vec::new();
     let mut initializer = Vec::new();
     for (k, s) in SCALES.into_iter().enumerate() {

@@ -2,17 +2,11 @@
 //! it; `run` reads and writes `.npy` in the model's own NCHW layout (transposed at the boundary
 //! only) and matches ONNX Runtime's golden; `inspect` lists ops and unsupported op types.
 
-use std::process::Command;
+mod common;
 
+use common::heimdall;
 use heimdall::npy::read_npy;
 use heimdall_testkit::{goldens_dir, onnx_model_path};
-
-fn heimdall(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_heimdall"))
-        .args(args)
-        .output()
-        .expect("run heimdall")
-}
 
 #[test]
 fn dynamic_input_needs_input_shape() {
@@ -72,27 +66,9 @@ fn run_uses_nchw_at_the_boundary() {
 /// import error.
 #[test]
 fn inspect_lists_unsupported_ops() {
-    use heimdall::onnx::proto::{
-        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto,
-        ValueInfoProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension, type_proto,
-    };
+    use heimdall::onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
     use prost::Message;
-    let vi = |name: &str| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            denotation: None,
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto {
-                    dim: vec![Dimension {
-                        denotation: None,
-                        value: Some(dimension::Value::DimValue(4)),
-                    }],
-                }),
-            })),
-        }),
-        ..Default::default()
-    };
+    let vi = |name: &str| common::onnx_f32_vector(name, 4);
     let node = |op: &str, i: &str, o: &str| NodeProto {
         op_type: Some(op.into()),
         input: vec![i.into()],

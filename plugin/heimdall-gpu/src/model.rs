@@ -528,7 +528,9 @@ impl GpuModel {
         let active = c.is_active();
         // The plain plan while the cache is off; the cached one (its kept values stale after
         // plain runs: switching on invalidates them) while it is on.
-        self.current.store(usize::from(!active), Ordering::Relaxed);
+        if self.bound.len() > 1 {
+            self.current.store(usize::from(!active), Ordering::Relaxed);
+        }
         active.then_some(c)
     }
 

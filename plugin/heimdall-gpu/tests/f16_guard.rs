@@ -65,22 +65,33 @@ fn mirror(x: &[f32], h: usize, w: usize, c: usize) -> Vec<f32> {
     out
 }
 
+/// The CPU reference on `input`, and `graph` compiled in f16 through the guard with the default
+/// settings, calibrated on `input` against that reference.
+fn guard_f16(
+    ctx: &heimdall_gpu::GpuContext,
+    graph: &Graph,
+    input: &[f32],
+) -> (Vec<Vec<f32>>, heimdall_gpu::guard::GuardedModel) {
+    let reference = cpu_reference(graph, &[input]).expect("reference");
+    let guarded = compile_guarded(
+        ctx,
+        graph,
+        GpuOptions::new(Precision::F16),
+        &[input],
+        &reference,
+        &GuardConfig::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (reference, guarded)
+}
+
 #[test]
 fn a_model_that_meets_the_f16_bound_stays_f16() {
     let Some(gpu) = common::gpu() else { return };
     let name = "selfie_segmentation";
     let graph = load(name);
     let input = golden_input(name, "astronaut");
-    let reference = cpu_reference(&graph, &[&input]).expect("reference");
-    let guarded = compile_guarded(
-        &gpu.ctx,
-        &graph,
-        GpuOptions::new(Precision::F16),
-        &[&input],
-        &reference,
-        &GuardConfig::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, guarded) = guard_f16(&gpu.ctx, &graph, &input);
     let d = &guarded.decision;
     println!("{}", d.log_line(name));
     assert!(d.passed && d.unchanged() && !d.whole_f32, "{d:#?}");
@@ -101,16 +112,7 @@ fn pose_landmark_full_meets_the_f16_bound_with_the_guard() {
     }
     let graph = load(name);
     let input = golden_input(name, "astronaut");
-    let reference = cpu_reference(&graph, &[&input]).expect("reference");
-    let guarded = compile_guarded(
-        &gpu.ctx,
-        &graph,
-        GpuOptions::new(Precision::F16),
-        &[&input],
-        &reference,
-        &GuardConfig::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (reference, guarded) = guard_f16(&gpu.ctx, &graph, &input);
     let d = &guarded.decision;
     println!("{}", d.log_line(name));
     println!("overrides: {:?}", d.overrides);

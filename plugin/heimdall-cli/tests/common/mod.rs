@@ -1,4 +1,5 @@
-//! Shared by the `detect` tests: running the binary, the references, the backends under test.
+//! Shared by the CLI tests: running the binary, the references, the backends under test, small
+//! ONNX models built in the test.
 
 #![allow(dead_code)]
 
@@ -69,4 +70,28 @@ pub fn box_iou(a: &[f32], b: &[f32]) -> f32 {
     let inter = iw * ih;
     let union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
     if union > 0.0 { inter / union } else { 0.0 }
+}
+
+/// An ONNX graph input or output `name`: a float vector of `len` values.
+pub fn onnx_f32_vector(name: &str, len: i64) -> heimdall::onnx::proto::ValueInfoProto {
+    use heimdall::onnx::proto::{
+        TensorShapeProto, TypeProto, ValueInfoProto, tensor_shape_proto::Dimension,
+        tensor_shape_proto::dimension, type_proto,
+    };
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            denotation: None,
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: vec![Dimension {
+                        denotation: None,
+                        value: Some(dimension::Value::DimValue(len)),
+                    }],
+                }),
+            })),
+        }),
+        ..Default::default()
+    }
 }
