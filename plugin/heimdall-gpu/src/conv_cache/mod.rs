@@ -22,9 +22,11 @@
 
 mod auto;
 mod cached;
+mod decide;
 
 pub use auto::{AutoPolicy, CacheCalibration};
 pub use cached::{CachedDispatch, dirty_workgroups};
+pub use decide::{CacheVerdict, CalibrationRuns, MIN_GAIN, calibration_runs, still_scene_hit_rate};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
