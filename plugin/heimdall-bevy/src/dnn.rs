@@ -43,20 +43,54 @@ pub struct RegionOfInterest {
 /// It pays on a still camera (a desk, a room: most blocks unchanged between frames) with a
 /// full-frame or letterbox crop; it cannot hit on a crop that moves every frame (a tracked
 /// region of interest: the plugin invalidates the cache whenever the crop changes). It costs
-/// persistent GPU memory (the cached layers' activations are kept between runs) and a little
-/// work per run (the histograms). The plugin calibrates it when the model compiles and switches
-/// it off by itself while the scene moves too much for it to pay (probing every 30 runs); while
-/// off, the model runs its plain memory plan, as without the cache. Add the plugin after
+/// persistent GPU memory (the cached layers' activations are kept between runs, and a second,
+/// plain memory plan for the runs without it) and a little work per run (the histograms). When
+/// the cache is used, the plugin calibrates it as the model compiles and switches it off by
+/// itself while the scene moves too much for it to pay (probing every 30 runs); while off, the
+/// model runs its plain memory plan, as without the cache. Add the plugin after
 /// `DefaultPlugins.set(crate::render_plugin())` so that skipped work launches nothing (about half
 /// the GPU time of a still scene on an H100 instead of a third). CPU inferences never use it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+///
+/// **The default is [`ConvCache::Auto`]**: the cache where it can pay, nothing where it cannot.
+/// A DNN with an [`InputCrop::Roi`] never gets it. Any other GPU DNN is compiled with it and
+/// calibrated (a plain run, a run that recomputes everything and one that reuses everything:
+/// the median of 9 of each on a GPU, a few milliseconds; the fastest of 2 of each on a CPU
+/// device such as lavapipe, about four runs of the model), and the calibration decides
+/// ([`heimdall_gpu::conv_cache::CacheVerdict`]): the cache is kept when a still scene, with
+/// the expiry it allows, saves at least 10 % of a plain run; otherwise the plugin compiles the
+/// model again without it (no kept memory, no histograms) and says why once, in an info line
+/// and in `stats.json` (`models.<name>.conv_cache.decision`). What the default costs: that
+/// calibration, a second compile where the cache is dropped, the kept memory where it is kept
+/// (palm detection: 23 MB of kept activations and 4.2 MB of plain plan), and while the scene
+/// moves a full run now and then to probe.
+///
+/// The decision is made once, as the model compiles, from the crop, the frame rate and the
+/// request period then: the calibration is what the automatic switch needs anyway, so one
+/// measurement serves both. Calibrating in the background while the model already ran uncached
+/// would compete with the frame on the same queue (on a CPU device, on the same cores) and keep
+/// two compiled models; deciding from the first real runs would need a still scene to see what
+/// a run that reuses everything costs, which an app may not show for a long time.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ConvCache {
-    /// Every run computes every layer (the default).
-    #[default]
+    /// Every run computes every layer, and the model keeps no cache memory.
     Off,
-    /// Cached with these settings; `range` is replaced by what the DNN's [`Normalization`]
-    /// makes of pixels (the plugin fills it in).
+    /// The cache where the calibration says it pays (see above), with these settings;
+    /// `range` is replaced by what the DNN's [`Normalization`] makes of pixels. Never on a
+    /// region of interest. The default, with DeepMon's settings ([`ConvCacheConfig::default`]).
+    Auto(ConvCacheConfig),
+    /// The cache whatever the calibration says (forced; the automatic switch still turns it off
+    /// while the scene moves), with these settings; `range` is replaced by what the DNN's
+    /// [`Normalization`] makes of pixels (the plugin fills it in). On a region of interest it
+    /// is invalidated at every run, so it never hits there.
     On(ConvCacheConfig),
+}
+
+impl Default for ConvCache {
+    /// [`ConvCache::auto`]. (`Auto` carries its settings, so this is not a `#[default]` unit
+    /// variant: an app may tune the expiry, the grid or the thresholds and keep the decision.)
+    fn default() -> Self {
+        ConvCache::auto()
+    }
 }
 
 impl ConvCache {
@@ -65,9 +99,22 @@ impl ConvCache {
         ConvCache::On(ConvCacheConfig::default())
     }
 
-    /// Whether it is on.
+    /// Where it pays (the default), with DeepMon's settings ([`ConvCacheConfig::default`]).
+    pub fn auto() -> Self {
+        ConvCache::Auto(ConvCacheConfig::default())
+    }
+
+    /// Whether it is forced on ([`ConvCache::On`]).
     pub fn is_on(&self) -> bool {
         matches!(self, ConvCache::On(_))
+    }
+
+    /// Its settings (`None` when off).
+    pub fn config(&self) -> Option<&ConvCacheConfig> {
+        match self {
+            ConvCache::Off => None,
+            ConvCache::Auto(c) | ConvCache::On(c) => Some(c),
+        }
     }
 }
 
@@ -128,13 +175,14 @@ pub struct Dnn {
     pub utility: UtilityParams,
     /// Post-processing on a CPU worker (none: raw outputs only).
     pub decoder: Option<DecoderHandle>,
-    /// The convolution cache on the GPU ([`ConvCache`]; off by default). Changing it while the
-    /// DNN runs recompiles the model, as a new model would.
+    /// The convolution cache on the GPU ([`ConvCache`]; [`ConvCache::Auto`] by default: where
+    /// it pays). Changing it while the DNN runs recompiles the model, as a new model would.
     pub conv_cache: ConvCache,
 }
 
 impl Dnn {
-    /// A continuous DNN on the whole frame with `[0, 1]` pixels, no deadline and raw outputs.
+    /// A continuous DNN on the whole frame with `[0, 1]` pixels, no deadline, raw outputs and
+    /// the convolution cache where it pays ([`ConvCache::Auto`]).
     pub fn new(model: Handle<DnnModel>, source: Entity) -> Self {
         Dnn {
             model,
@@ -145,7 +193,7 @@ impl Dnn {
             deadline: None,
             utility: UtilityParams::default(),
             decoder: None,
-            conv_cache: ConvCache::Off,
+            conv_cache: ConvCache::default(),
         }
     }
 
@@ -179,8 +227,8 @@ impl Dnn {
         self
     }
 
-    /// Sets the convolution cache (e.g. `ConvCache::on()` for a detector on a still camera with
-    /// a full-frame crop; see [`ConvCache`]).
+    /// Sets the convolution cache (the default is [`ConvCache::Auto`]; `ConvCache::Off` for a
+    /// DNN whose camera always moves, `ConvCache::on()` to force it; see [`ConvCache`]).
     pub fn with_conv_cache(mut self, c: ConvCache) -> Self {
         self.conv_cache = c;
         self

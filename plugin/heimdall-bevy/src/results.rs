@@ -93,6 +93,16 @@ pub(crate) enum RenderMessage {
     Backend(HeimdallBackend),
     /// A DNN instance's index (as in [`FrameRecord::chunks`]) and model name.
     Instance(u32, String),
+    /// What became of a DNN's convolution cache when its model compiled for the GPU (kept,
+    /// dropped and why; `ConvCache::Off` sends none).
+    ConvCacheDecision {
+        /// The DNN.
+        dnn: Entity,
+        /// One line: kept, dropped or off, and why.
+        decision: String,
+        /// How many ops the compiled model caches (0 when dropped).
+        cached_ops: usize,
+    },
     /// A DNN started an inference on a frame of its source.
     Started {
         /// The DNN.
@@ -163,6 +173,18 @@ pub(crate) fn receive(
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {
                 stats.instances.insert(index, name);
+            }
+            RenderMessage::ConvCacheDecision {
+                dnn,
+                decision,
+                cached_ops,
+            } => {
+                let name = dnns
+                    .get(dnn)
+                    .ok()
+                    .and_then(|d| models.get(&d.model))
+                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
+                stats.record_conv_cache_decision(&name, dnn, decision, cached_ops);
             }
             RenderMessage::Started {
                 dnn,

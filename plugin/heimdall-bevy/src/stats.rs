@@ -100,6 +100,10 @@ pub struct ModelStats {
     /// Mean GPU time a cached run saved, ms, by the model's calibration (negative: it cost);
     /// `None` without a calibration (no GPU timestamps).
     pub cache_saved_ms_mean: Option<f64>,
+    /// What became of the model's convolution cache when it compiled for the GPU, in one line
+    /// (`kept: …`, `dropped: …`, `off: …` for a region of interest, `on (forced); …`); `None`
+    /// when the cache is off as asked or the model runs on the CPU.
+    pub cache_decision: Option<String>,
 }
 
 impl Default for ModelStats {
@@ -118,6 +122,7 @@ impl Default for ModelStats {
             cache_hit_rate_last: 0.0,
             cached_ops: 0,
             cache_saved_ms_mean: None,
+            cache_decision: None,
         }
     }
 }
@@ -191,11 +196,24 @@ fn summary(v: &[f64]) -> Value {
 }
 
 impl HeimdallStats {
-    /// Forgets everything recorded so far (e.g. after warm-up), except the instance names.
+    /// Forgets everything recorded so far (e.g. after warm-up), except the instance names and
+    /// what became of each model's convolution cache (decided once, when it compiled).
     pub fn reset(&mut self) {
         let instances = std::mem::take(&mut self.instances);
+        let keys = std::mem::take(&mut self.keys);
+        let decisions: Vec<(String, String, usize)> = self
+            .models
+            .iter()
+            .filter_map(|(k, m)| Some((k.clone(), m.cache_decision.clone()?, m.cached_ops)))
+            .collect();
         *self = HeimdallStats::default();
         self.instances = instances;
+        self.keys = keys;
+        for (key, decision, cached_ops) in decisions {
+            let m = self.models.entry(key).or_default();
+            m.cache_decision = Some(decision);
+            m.cached_ops = cached_ops;
+        }
     }
 
     /// The stats key of a DNN entity: its model's name, with `#2`, `#3`... for further
@@ -291,6 +309,20 @@ impl HeimdallStats {
         }
     }
 
+    /// Records what became of a DNN's convolution cache when its model compiled for the GPU.
+    pub(crate) fn record_conv_cache_decision(
+        &mut self,
+        name: &str,
+        entity: Entity,
+        decision: String,
+        cached_ops: usize,
+    ) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.cache_decision = Some(decision);
+        m.cached_ops = cached_ops;
+    }
+
     /// The frame rate the run targets: the settings' rate, or the primary monitor's refresh
     /// rate for `FollowDisplay` once known.
     pub fn target_hz(&self, settings: &HeimdallSettings) -> f64 {
@@ -353,8 +385,10 @@ impl HeimdallStats {
                         "deadline_ms": m.deadline_ms,
                         "deadline_misses": m.deadline_misses,
                         "deadline_miss_rate": m.deadline_misses as f64 / m.results.max(1) as f64,
-                        // Null unless a GPU run used the convolution cache.
-                        "conv_cache": (m.cache_runs > 0).then(|| json!({
+                        // Null unless the cache was decided on (`ConvCache::Auto` or `On`) or
+                        // a GPU run used it.
+                        "conv_cache": (m.cache_runs > 0 || m.cache_decision.is_some()).then(|| json!({
+                            "decision": m.cache_decision,
                             "runs": m.cache_runs,
                             "hit_rate_mean": m.cache_hit_rate_mean,
                             "dirty_block_rate_mean": m.cache_dirty_block_rate_mean,
@@ -529,6 +563,24 @@ mod tests {
         assert_eq!(c["cached_ops"], 7);
         assert_eq!(c["hit_rate_last"], 1.0);
         assert!((c["saved_ms_mean"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+        assert!(c["decision"].is_null(), "no decision recorded");
+    }
+
+    #[test]
+    fn a_conv_cache_decision_shows_without_runs_and_outlives_a_reset() {
+        let mut s = HeimdallStats::default();
+        let e = Entity::from_raw_u32(3).expect("valid index");
+        s.record_conv_cache_decision("m", e, "dropped: too slow".into(), 0);
+        s.record_result("m", e, Duration::from_millis(5), None, 0, Backend::Gpu);
+        s.reset();
+        assert_eq!(s.models["m"].results, 0);
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        let c = &j["models"]["m"]["conv_cache"];
+        assert_eq!(c["decision"], "dropped: too slow");
+        assert_eq!(
+            (c["runs"].as_u64(), c["cached_ops"].as_u64()),
+            (Some(0), Some(0))
+        );
     }
 
     #[test]

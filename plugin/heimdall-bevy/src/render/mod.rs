@@ -15,6 +15,7 @@
 //! Nothing here waits on the GPU or on a worker.
 
 pub(crate) mod backend;
+pub(crate) mod cache;
 pub(crate) mod cpu;
 pub(crate) mod encode;
 pub(crate) mod extract;

@@ -13,14 +13,15 @@ use bevy::tasks::{AsyncComputeTaskPool, Task, futures::check_ready};
 use heimdall_coordinator::{ModelId, StepCost, UtilityParams};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::preprocess::{PreprocessBinding, Preprocessor};
-use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Placement, Precision};
+use heimdall_gpu::{GpuContext, GpuModel, Placement, Precision};
 use heimdall_vision::image::{Crop, Normalization};
 
 use super::backend::InferenceBackend;
+use super::cache::{GpuJob, compile_gpu};
 use super::finish::Finish;
 use crate::asset::DnnModel;
 use crate::decoder::DecoderHandle;
-use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus};
+use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, RequestMode};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
@@ -32,7 +33,12 @@ pub(crate) struct ExtractedDnn {
     pub graph: Option<Arc<heimdall_ir::Graph>>,
     pub source: Entity,
     pub normalization: Normalization,
+    /// The cache the DNN asks for.
     pub conv_cache: ConvCache,
+    /// Whether its crop is a region of interest ([`crate::dnn::InputCrop::Roi`]).
+    pub roi: bool,
+    /// The DNN's request period, ms (`RequestMode::Every`).
+    pub request_period_ms: Option<f64>,
     pub decoder: Option<DecoderHandle>,
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
@@ -59,6 +65,11 @@ pub(crate) fn extract_dnns(
                 source: d.source,
                 normalization: d.normalization,
                 conv_cache: d.conv_cache,
+                roi: matches!(d.crop, InputCrop::Roi(_)),
+                request_period_ms: match d.request {
+                    RequestMode::Every(p) => Some(p.as_secs_f64() * 1e3),
+                    RequestMode::Continuous | RequestMode::OnDemand => None,
+                },
                 decoder: d.decoder.clone(),
                 deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
                 utility: d.utility,
@@ -81,6 +92,9 @@ pub(crate) struct Compiled {
     pub placement: Vec<Placement>,
     /// The profile: each step's measured cost.
     pub costs: Vec<StepCost>,
+    /// What became of the convolution cache on the GPU, in one line (`None`: off as asked, or
+    /// no GPU).
+    pub cache_decision: Option<String>,
 }
 
 pub(crate) enum ModelState {
@@ -123,8 +137,9 @@ pub(crate) struct RenderDnn {
     pub source: Entity,
     pub decoder: Option<DecoderHandle>,
     pub normalization: Normalization,
-    /// The convolution cache it was compiled with (a change recompiles).
-    pub conv_cache: ConvCache,
+    /// The convolution cache it was compiled with, and whether for a region of interest (a
+    /// change recompiles).
+    pub conv_cache: (ConvCache, bool),
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
     pub state: ModelState,
@@ -193,16 +208,17 @@ impl RenderDnns {
     }
 }
 
-/// Runs with the convolution cache switched off between two probes of its automatic switch.
-const CACHE_PROBE_EVERY: u32 = 30;
-
-/// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs.
+/// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs; on the
+/// GPU with the convolution cache `conv_cache` asks for, the second member telling whether the
+/// crop is a region of interest (see [`compile_gpu`]), for runs at least `min_interval_ms`
+/// apart.
 fn compile(
     graph: Arc<heimdall_ir::Graph>,
     ctx: Option<GpuContext>,
     precision: Precision,
     norm: Normalization,
-    conv_cache: ConvCache,
+    (conv_cache, roi): (ConvCache, bool),
+    min_interval_ms: f64,
 ) -> Result<Compiled, DnnError> {
     let &input = graph
         .inputs
@@ -236,29 +252,21 @@ fn compile(
     cpu.run_range_timed(0..n, Some(&mut cpu_times))
         .map_err(|e| compile_err(&e))?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (gpu, pre, placement, costs) = match ctx {
+    let (gpu, pre, placement, costs, cache_decision) = match ctx {
         Some(ctx) => {
-            let mut options = GpuOptions::new(precision);
-            if let ConvCache::On(c) = conv_cache {
-                // The histograms span the normalised pixel values.
-                options = options.with_conv_cache(crate::dnn::cache_config(&c, &norm, input3[2]));
-            }
-            let model = GpuModel::compile(&ctx, &graph, options).map_err(|e| compile_err(&e))?;
-            let pre = Preprocessor::new(&model, 0, norm).map_err(|e| compile_err(&e))?;
             let refs: Vec<&[f32]> = zeros.iter().map(Vec::as_slice).collect();
-            // Warms every pipeline and measures the steps (median of 5 after 2 warm-ups).
-            let profile = model.profile(&refs, 2, 5).map_err(|e| compile_err(&e))?;
-            // The profile's zero inputs must not seed the cache.
-            model.invalidate_conv_cache();
-            // The automatic switch: off while the scene moves too much for the cache to pay
-            // (its break-even hit rate measured here: plain, full and all-hit runs).
-            if conv_cache.is_on()
-                && let Some(c) = model
-                    .calibrate_conv_cache(&refs, 3, 9)
-                    .map_err(|e| compile_err(&e))?
-            {
-                model.set_conv_cache_auto(Some(c.policy(CACHE_PROBE_EVERY)));
-            }
+            let compiled = compile_gpu(&GpuJob {
+                ctx: &ctx,
+                graph: &graph,
+                precision,
+                norm,
+                channels: input3[2],
+                cache: conv_cache,
+                roi,
+                min_interval_ms,
+                inputs: &refs,
+            })?;
+            let (model, pre, profile) = (compiled.model, compiled.pre, compiled.profile);
             let placement = model.placement().to_vec();
             let costs = (0..n)
                 .map(|i| match placement.get(i) {
@@ -268,7 +276,13 @@ fn compile(
                     _ => StepCost::cpu_only(ms(cpu_times[i])),
                 })
                 .collect();
-            (Some(Arc::new(model)), Some(pre), placement, costs)
+            (
+                Some(Arc::new(model)),
+                Some(pre),
+                placement,
+                costs,
+                compiled.decision,
+            )
         }
         None => (
             None,
@@ -278,6 +292,7 @@ fn compile(
                 .iter()
                 .map(|t| StepCost::cpu_only(ms(*t)))
                 .collect(),
+            None,
         ),
     };
     Ok(Compiled {
@@ -290,6 +305,7 @@ fn compile(
         output_shapes,
         placement,
         costs,
+        cache_decision,
     })
 }
 
@@ -304,7 +320,7 @@ pub(crate) fn prepare_models(
     let dnns = &mut *dnns;
     dnns.map.retain(|e, d| {
         ex.0.get(e).is_some_and(|x| {
-            x.model == d.model && x.source == d.source && x.conv_cache == d.conv_cache
+            x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
         })
     });
     for (e, d) in &ex.0 {
@@ -320,8 +336,13 @@ pub(crate) fn prepare_models(
         };
         let ctx = backend.gpu().cloned();
         let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
-        let task = AsyncComputeTaskPool::get()
-            .spawn(async move { compile(graph, ctx, precision, norm, cache) });
+        let roi = d.roi;
+        // Runs start a frame apart at the least, or a request period.
+        let frame_ms = 1e3 / settings.frame_rate_hz(None).max(1.0);
+        let min_interval_ms = d.request_period_ms.unwrap_or(0.0).max(frame_ms);
+        let task = AsyncComputeTaskPool::get().spawn(async move {
+            compile(graph, ctx, precision, norm, (cache, roi), min_interval_ms)
+        });
         let index = dnns.next_index;
         dnns.next_index += 1;
         outbox.send(RenderMessage::Status(*e, DnnStatus::Compiling));
@@ -335,7 +356,7 @@ pub(crate) fn prepare_models(
                 source: d.source,
                 decoder: d.decoder.clone(),
                 normalization: d.normalization,
-                conv_cache: d.conv_cache,
+                conv_cache: (d.conv_cache, d.roi),
                 deadline_ms: d.deadline_ms,
                 utility: d.utility,
                 state: ModelState::Compiling(task),
@@ -368,12 +389,14 @@ pub(crate) fn prepare_models(
                         g.report().compile_time.as_secs_f64() * 1e3,
                         compiled.steps
                     );
-                    if d.conv_cache.is_on() {
-                        info!(
-                            "heimdall: {}: convolution cache on {} ops",
-                            d.name,
-                            g.report().cached_ops.len()
-                        );
+                    if let Some(decision) = &compiled.cache_decision {
+                        let ops = g.report().cached_ops.len();
+                        info!("heimdall: {}: convolution cache {decision}", d.name);
+                        outbox.send(RenderMessage::ConvCacheDecision {
+                            dnn: *e,
+                            decision: decision.clone(),
+                            cached_ops: ops,
+                        });
                     }
                 }
                 d.state = ModelState::Ready(Box::new(compiled));

@@ -1,0 +1,196 @@
+//! A DNN's model compiled for the GPU with what its [`ConvCache`] asks for: off; forced on
+//! (calibrated for the automatic switch); or [`ConvCache::Auto`], compiled with the cache,
+//! calibrated and judged ([`CacheVerdict`]), and compiled again without it where it cannot pay.
+//! Blocking (it runs on the compile task).
+
+use heimdall_gpu::conv_cache::{CacheVerdict, MIN_GAIN};
+use heimdall_gpu::preprocess::Preprocessor;
+use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision, StepProfile};
+use heimdall_ir::Graph;
+use heimdall_vision::image::Normalization;
+
+use crate::dnn::{ConvCache, DnnError};
+
+/// Runs with the convolution cache switched off between two probes of its automatic switch.
+const CACHE_PROBE_EVERY: u32 = 30;
+
+/// The profile's warm-up and measured runs (median of 5 after 2 warm-ups).
+const PROFILE_RUNS: (usize, usize) = (2, 5);
+
+/// What to compile: the graph, for which device, and how its cache should be.
+pub(crate) struct GpuJob<'a> {
+    pub ctx: &'a GpuContext,
+    pub graph: &'a Graph,
+    pub precision: Precision,
+    /// The DNN's normalisation (the histograms span what it makes of pixels).
+    pub norm: Normalization,
+    /// Channels of the model's input.
+    pub channels: usize,
+    /// The cache as the DNN asks for it.
+    pub cache: ConvCache,
+    /// Whether the DNN's crop is a region of interest ([`crate::dnn::InputCrop::Roi`]).
+    pub roi: bool,
+    /// The least time between two runs' starts, ms (the frame period, or the request period
+    /// if longer): with the expiry, it bounds what a still scene can reuse.
+    pub min_interval_ms: f64,
+    /// The inputs of the profile and the calibration (zeros).
+    pub inputs: &'a [&'a [f32]],
+}
+
+/// The compiled model, warmed and profiled, and what became of its cache.
+pub(crate) struct GpuCompiled {
+    pub model: GpuModel,
+    /// The preprocessing into its input.
+    pub pre: Preprocessor,
+    /// Each step's measured time.
+    pub profile: StepProfile,
+    /// What became of the convolution cache, in one line (`None`: off, as asked).
+    pub decision: Option<String>,
+}
+
+fn compile_err(e: &dyn std::fmt::Display) -> DnnError {
+    DnnError::Compile(e.to_string())
+}
+
+/// Compiles, warms and profiles the model; with the cache, calibrates it and (for
+/// [`ConvCache::Auto`]) keeps it only where the calibration says it pays.
+pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
+    let (forced, settings) = match job.cache {
+        ConvCache::Off => return plain(job, PROFILE_RUNS, None),
+        ConvCache::Auto(_) if job.roi => {
+            let why = "off: the crop is a region of interest, which moves with what it tracks";
+            return plain(job, PROFILE_RUNS, Some(why.to_string()));
+        }
+        ConvCache::Auto(c) => (false, c),
+        ConvCache::On(c) => (true, c),
+    };
+    // The histograms span the normalised pixel values.
+    let config = crate::dnn::cache_config(&settings, &job.norm, job.channels);
+    let options = GpuOptions::new(job.precision).with_conv_cache(config);
+    let (model, pre) = match compile_model(job, options) {
+        Ok(m) => m,
+        Err(e) if forced => return Err(compile_err(&e)),
+        Err(e) => {
+            let why = format!("dropped: the model cannot be compiled with it ({e})");
+            return plain(job, PROFILE_RUNS, Some(why));
+        }
+    };
+    let (warmup, runs) = PROFILE_RUNS;
+    let profile = profile(&model, job.inputs, warmup, runs)?;
+    if model.conv_cache_config().is_none() {
+        // No op of this model depends on the input through a receptive field: compiled as
+        // without the cache.
+        let why = "no op of the model can be cached";
+        let decision = if forced {
+            format!("on, but {why}")
+        } else {
+            format!("dropped: {why}")
+        };
+        return Ok(GpuCompiled {
+            model,
+            pre,
+            profile,
+            decision: Some(decision),
+        });
+    }
+    // Plain, full and all-hit runs: the automatic switch's break-even, and the verdict (few
+    // runs on a CPU device: `heimdall_gpu::conv_cache::calibration_runs`).
+    let calibration = model
+        .calibrate_conv_cache_for_device(job.inputs)
+        .map_err(|e| compile_err(&e))?;
+    let verdict = calibration.map(|c| CacheVerdict::new(c, &config, job.min_interval_ms, MIN_GAIN));
+    let keep = forced || verdict.is_some_and(|v| v.pays());
+    if keep {
+        if let Some(c) = calibration {
+            model.set_conv_cache_auto(Some(c.policy(CACHE_PROBE_EVERY)));
+        }
+        let decision = match (forced, verdict) {
+            (true, Some(v)) => format!("on (forced); the calibration: {}", v.describe()),
+            (true, None) => {
+                "on (forced); no GPU timestamps to calibrate it: no automatic switch".to_string()
+            }
+            (false, v) => v.map(|v| v.describe()).unwrap_or_default(),
+        };
+        return Ok(GpuCompiled {
+            model,
+            pre,
+            profile,
+            decision: Some(decision),
+        });
+    }
+    let decision = verdict.map_or_else(
+        || "dropped: no GPU timestamps to calibrate it".to_string(),
+        |v| v.describe(),
+    );
+    // Its memory goes before the plain model takes its own.
+    drop((model, pre));
+    plain(
+        job,
+        reprofile_runs(job.ctx.info.device_type),
+        Some(decision),
+    )
+}
+
+/// The model compiled without the cache, profiled with `runs`.
+fn plain(
+    job: &GpuJob<'_>,
+    (warmup, runs): (usize, usize),
+    decision: Option<String>,
+) -> Result<GpuCompiled, DnnError> {
+    let (model, pre) =
+        compile_model(job, GpuOptions::new(job.precision)).map_err(|e| compile_err(&e))?;
+    let profile = profile(&model, job.inputs, warmup, runs)?;
+    Ok(GpuCompiled {
+        model,
+        pre,
+        profile,
+        decision,
+    })
+}
+
+/// The model and its preprocessing (made before the profile, as the plugin always did: the
+/// preprocessor's first uniform write goes out with the profile's submissions).
+fn compile_model(
+    job: &GpuJob<'_>,
+    options: GpuOptions,
+) -> Result<(GpuModel, Preprocessor), heimdall_gpu::GpuError> {
+    let model = GpuModel::compile(job.ctx, job.graph, options)?;
+    let pre = Preprocessor::new(&model, 0, job.norm)?;
+    Ok((model, pre))
+}
+
+/// Warms every pipeline and measures the steps; the profile's zero inputs must not seed the
+/// cache.
+fn profile(
+    model: &GpuModel,
+    inputs: &[&[f32]],
+    warmup: usize,
+    runs: usize,
+) -> Result<StepProfile, DnnError> {
+    let profile = model
+        .profile(inputs, warmup, runs)
+        .map_err(|e| compile_err(&e))?;
+    model.invalidate_conv_cache();
+    Ok(profile)
+}
+
+/// The profile of a model compiled again without the cache: as the first one on a GPU; one run
+/// on a CPU device, where one run of a detector takes up to seconds, its time is the work, and
+/// the same device has just run the same kernels (the calibration's plain runs).
+fn reprofile_runs(device_type: wgpu::DeviceType) -> (usize, usize) {
+    match device_type {
+        wgpu::DeviceType::Cpu => (0, 1),
+        _ => PROFILE_RUNS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_devices_profile_a_dropped_cache_once() {
+        assert_eq!(reprofile_runs(wgpu::DeviceType::Cpu), (0, 1));
+        assert_eq!(reprofile_runs(wgpu::DeviceType::DiscreteGpu), PROFILE_RUNS);
+    }
+}
