@@ -66,7 +66,9 @@ pub struct AppArgs {
     pub adaptive_margin: bool,
     /// Never move models to CPU workers (ablation).
     pub no_offload: bool,
-    /// Turn the convolution cache off where the app uses it (an ablation).
+    /// Turn the convolution cache off on every DNN (an ablation: the plugin's default,
+    /// `ConvCache::Auto`, gives it to full-frame DNNs where it pays, and the workspace forces it
+    /// on for its detectors).
     pub no_conv_cache: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,

@@ -113,6 +113,9 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         )
         .add_observer(on_dnn_failed)
         .add_observer(on_camera_failed);
+    if args.no_conv_cache {
+        app.add_observer(no_conv_cache);
+    }
     crate::soak::add(&mut app, args);
     if args.headless {
         crate::swapchain::add(&mut app);
@@ -179,6 +182,14 @@ fn start_camera(
         stats.reset();
         commands.entity(e).insert(source).remove::<PendingSource>();
         info!("every model is ready; the camera starts");
+    }
+}
+
+/// `--no-conv-cache`: no DNN gets the convolution cache, whatever the app asks for (the plugin's
+/// default, `ConvCache::Auto`, included).
+fn no_conv_cache(add: On<Add, Dnn>, mut dnns: Query<&mut Dnn>) {
+    if let Ok(mut dnn) = dnns.get_mut(add.entity) {
+        dnn.conv_cache = ConvCache::Off;
     }
 }
 
