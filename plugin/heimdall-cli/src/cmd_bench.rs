@@ -34,6 +34,11 @@ pub struct BenchArgs {
     /// benchmark's own input.
     #[arg(long, conflicts_with = "no_guard")]
     calibration: Option<PathBuf>,
+    /// GPU with a reduced precision: keep these op ranges in f32 instead of running the guard
+    /// (e.g. `1..15,20..22`: the `f32_ranges` a guard decided before, applied without its
+    /// search).
+    #[arg(long = "f32-ops", value_parser = parse_ranges, conflicts_with_all = ["no_guard", "calibration"])]
+    f32_ops: Option<OpRanges>,
     /// Timed runs (after warm-up).
     #[arg(long, default_value_t = 50)]
     runs: usize,
@@ -190,7 +195,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .map(|&t| crate::timing::pattern_input(graph.tensor(t).numel()))
         .collect();
     if args.backend == Backend::Gpu {
-        let guard = if args.no_guard {
+        let guard = if args.no_guard || args.f32_ops.is_some() {
             None
         } else {
             Some(crate::gpu_guard::calibration_inputs(
@@ -211,6 +216,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 json: args.json,
                 pipeline_cache: args.pipeline_cache.clone(),
                 guard,
+                f32_ops: args.f32_ops.clone().map(|r| r.0).unwrap_or_default(),
             },
         );
     }
@@ -274,4 +280,45 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Op index ranges (`--f32-ops`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpRanges(pub Vec<std::ops::Range<usize>>);
+
+/// Parses `A..B[,C..D...]` (op index ranges, end exclusive).
+fn parse_ranges(s: &str) -> Result<OpRanges, String> {
+    s.split(',')
+        .map(|r| {
+            let (a, b) = r
+                .trim()
+                .split_once("..")
+                .ok_or_else(|| format!("'{r}' is not a range A..B"))?;
+            let (a, b): (usize, usize) = (
+                a.parse().map_err(|e| format!("'{r}': {e}"))?,
+                b.parse().map_err(|e| format!("'{r}': {e}"))?,
+            );
+            if a >= b {
+                return Err(format!("'{r}' is empty"));
+            }
+            Ok(a..b)
+        })
+        .collect::<Result<_, _>>()
+        .map(OpRanges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OpRanges, parse_ranges};
+
+    #[test]
+    fn op_ranges_parse_and_bad_ones_are_refused() {
+        assert_eq!(
+            parse_ranges("1..15, 20..22"),
+            Ok(OpRanges(vec![1..15, 20..22]))
+        );
+        for bad in ["", "3", "5..5", "7..2", "a..3", "1..15,"] {
+            assert!(parse_ranges(bad).is_err(), "{bad}");
+        }
+    }
 }

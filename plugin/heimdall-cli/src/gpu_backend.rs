@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use heimdall_gpu::{
-    GpuContext, GpuModel, GpuOptions, PipelineCacheState, Placement, Precision, probe,
+    GpuContext, GpuModel, GpuOptions, PipelineCacheState, Placement, Precision, WallParts, probe,
 };
 use heimdall_ir::Graph;
 use serde_json::json;
@@ -79,6 +79,8 @@ pub struct GpuBench {
     /// The accuracy guard's calibration inputs (`None`: no guard). With a reduced precision the
     /// guard decides the f32 overrides first; the benchmarked compiles use them.
     pub guard: Option<Vec<Vec<f32>>>,
+    /// Op ranges kept in f32 without a guard (`--f32-ops`).
+    pub f32_ops: Vec<std::ops::Range<usize>>,
 }
 
 fn cache_label(s: &PipelineCacheState) -> String {
@@ -88,6 +90,23 @@ fn cache_label(s: &PipelineCacheState) -> String {
         PipelineCacheState::Warm(n) => format!("pipeline cache {n} bytes"),
         PipelineCacheState::Failed(e) => format!("pipeline cache failed: {e}"),
     }
+}
+
+/// How long whole runs warm the GPU up before anything is timed.
+const WARM_UP_TIME: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The median of each part of the whole runs' wall time ([`WallParts`]), in ms.
+fn wall_parts_medians(parts: &[WallParts]) -> serde_json::Value {
+    let median = |f: fn(&WallParts) -> std::time::Duration| {
+        crate::timing::summary(parts.iter().map(f).collect()).0
+    };
+    json!({
+        "upload": median(|p| p.upload),
+        "encode": median(|p| p.encode),
+        "submit": median(|p| p.submit),
+        "wait": median(|p| p.wait),
+        "take": median(|p| p.take),
+    })
 }
 
 /// Benchmarks the model: per-step GPU times (timestamps where the adapter has them) and the
@@ -120,6 +139,9 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
     if let Some(d) = &decision {
         options.overrides = d.overrides.clone();
     }
+    options
+        .overrides
+        .extend(b.f32_ops.iter().map(|r| (r.clone(), Precision::F32)));
     let first = GpuModel::compile(&ctx, graph, options.clone())?;
     let cold = first.report().clone();
     drop(first);
@@ -129,6 +151,13 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
         let _ = std::fs::remove_file(&cache_path);
     }
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
+    // Whole runs for at least WARM_UP_TIME first: a GPU left idle (the compiles, the guard's
+    // CPU reference) runs at its idle clock and takes a few hundred ms to reach its boost
+    // clock. After the guard, 5 warm-up runs left an H100 at 1.2–2× its steady time.
+    let start = Instant::now();
+    while start.elapsed() < WARM_UP_TIME {
+        model.run(&refs)?;
+    }
     let profile = model.profile(&refs, warmup, runs.max(1))?;
     let whole = model.profile_runs(&refs, warmup, runs.max(1))?;
     let run_ms = whole.as_ref().map(|w| w.gpu.as_secs_f64() * 1e3);
@@ -143,12 +172,15 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
         .as_secs_f64()
         * 1e3;
     let mut wall = Vec::with_capacity(runs);
+    let mut parts = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let t = Instant::now();
-        model.run(&refs)?;
+        let (_, p) = model.run_timed(&refs)?;
         wall.push(t.elapsed());
+        parts.push(p);
     }
     let (wall_median, wall_p90, wall_max) = crate::timing::summary(wall);
+    let wall_parts = wall_parts_medians(&parts);
     let report = model.report();
     let device = model.context().describe();
     let steps: Vec<_> = (0..model.num_steps())
@@ -160,6 +192,7 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
             "timing": format!("{:?}", profile.source), "runs": runs,
             "gpu_ms": gpu_ms, "gpu_run_ms": run_ms, "cpu_steps_ms": cpu_steps_ms,
             "wall_median_ms": wall_median, "wall_p90_ms": wall_p90, "wall_max_ms": wall_max,
+            "wall_parts_ms": wall_parts,
             "compile_ms": cold.compile_time.as_secs_f64() * 1e3,
             "compile_warm_ms": warm.compile_time.as_secs_f64() * 1e3,
             "pipeline_cache_cold": cache_label(&cold.pipeline_cache),
@@ -176,11 +209,14 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "{} on {device} ({:?}, {runs} runs): GPU time {gpu_ms:.3} ms (sum of per-step medians, {:?}), {} per run (one pass per GPU range), CPU steps {cpu_steps_ms:.3} ms; whole run wall median {wall_median:.3} ms, p90 {wall_p90:.3}, max {wall_max:.3}; compile {:.0} ms cold ({}), {:.0} ms warm ({}), {} pipelines, activations {:.2} of {:.2} MiB",
+            "{} on {device} ({:?}, {runs} runs): GPU time {gpu_ms:.3} ms (sum of per-step medians, {:?}), {} per run (one pass per GPU range), CPU steps {cpu_steps_ms:.3} ms; whole run wall median {wall_median:.3} ms, p90 {wall_p90:.3}, max {wall_max:.3} (median parts: {}); compile {:.0} ms cold ({}), {:.0} ms warm ({}), {} pipelines, activations {:.2} of {:.2} MiB",
             graph.name,
             report.precision,
             profile.source,
             run_ms.map_or_else(|| "no timestamps".into(), |m| format!("{m:.3} ms")),
+            ["upload", "encode", "submit", "wait", "take"]
+                .map(|k| format!("{k} {:.3}", wall_parts[k].as_f64().unwrap_or(0.0)))
+                .join(", "),
             cold.compile_time.as_secs_f64() * 1e3,
             cache_label(&cold.pipeline_cache),
             warm.compile_time.as_secs_f64() * 1e3,

@@ -95,7 +95,7 @@ impl CpuStep {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CpuStep {
             model: Mutex::new(model),
-            download: Readback::new(device, &inputs, None),
+            download: Readback::new(device, &inputs, &[], None),
             inputs,
             outputs,
         })
@@ -107,7 +107,8 @@ impl CpuStep {
         encoder: &mut wgpu::CommandEncoder,
         slots: &[wgpu::Buffer],
     ) -> Result<(), GpuError> {
-        self.download.encode(encoder, slots, &self.inputs, None)
+        let sources: Vec<&wgpu::Buffer> = self.inputs.iter().map(|t| &slots[t.slot]).collect();
+        self.download.encode(encoder, &sources, None)
     }
 
     /// Starts mapping the staging buffers (after the copies were submitted).

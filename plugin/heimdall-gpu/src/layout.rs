@@ -46,23 +46,62 @@ impl Phwc4 {
     /// Packs NHWC values (`h * w * c` of them) into PHWC4 order, zero-padded.
     pub fn pack(&self, nhwc: &[f32]) -> Vec<f32> {
         let mut out = vec![0.0; self.stored_values()];
-        for y in 0..self.h {
-            for x in 0..self.w {
-                for ch in 0..self.c {
-                    out[self.index(y, x, ch)] = nhwc[(y * self.w + x) * self.c + ch];
+        self.pack_with(nhwc, &mut out, 0.0, |v| v);
+        out
+    }
+
+    /// Packs NHWC values into PHWC4 order in `out` (`stored_values()` long), each converted by
+    /// `put`, padding lanes set to `zero`; writes `out` front to back in one pass (the upload
+    /// path: straight into the storage precision, no intermediate copy). Values beyond the
+    /// end of a short `nhwc` (or of `out`) are left out.
+    pub fn pack_with<T: Copy>(&self, nhwc: &[f32], out: &mut [T], zero: T, put: impl Fn(f32) -> T) {
+        let (hw, c) = (self.h * self.w, self.c);
+        for (s, dst) in out.chunks_mut(4 * hw).take(self.slices()).enumerate() {
+            let lanes = c.saturating_sub(4 * s).min(4);
+            if c == 4 {
+                for (d, &v) in dst.iter_mut().zip(nhwc) {
+                    *d = put(v);
+                }
+                continue;
+            }
+            for (p, d) in dst.chunks_exact_mut(4).enumerate() {
+                let src = nhwc.get(p * c + 4 * s..).unwrap_or(&[]);
+                for (l, d) in d.iter_mut().enumerate() {
+                    *d = match src.get(l) {
+                        Some(&v) if l < lanes => put(v),
+                        _ => zero,
+                    };
                 }
             }
         }
-        out
     }
 
     /// Unpacks PHWC4 values into NHWC order (dropping padding lanes).
     pub fn unpack(&self, phwc4: &[f32]) -> Vec<f32> {
-        let mut out = Vec::with_capacity(self.h * self.w * self.c);
-        for y in 0..self.h {
-            for x in 0..self.w {
-                for ch in 0..self.c {
-                    out.push(phwc4[self.index(y, x, ch)]);
+        self.unpack_with(phwc4, |v| v)
+    }
+
+    /// Unpacks PHWC4 values of any storage type into NHWC `f32`s, each converted by `get`, in
+    /// one pass (the readback path: straight from the mapped staging buffer). Values missing
+    /// from a short `phwc4` read as 0.
+    pub fn unpack_with<T: Copy>(&self, phwc4: &[T], get: impl Fn(T) -> f32) -> Vec<f32> {
+        let (hw, c) = (self.h * self.w, self.c);
+        let mut out = vec![0.0; hw * c];
+        if c == 0 {
+            return out;
+        }
+        if c == 4 {
+            for (d, &v) in out.iter_mut().zip(phwc4) {
+                *d = get(v);
+            }
+            return out;
+        }
+        for (s, src) in phwc4.chunks(4 * hw).take(self.slices()).enumerate() {
+            let lanes = c.saturating_sub(4 * s).min(4);
+            for (p, v) in src.chunks_exact(4).enumerate() {
+                let dst = &mut out[p * c + 4 * s..][..lanes];
+                for (d, &v) in dst.iter_mut().zip(v) {
+                    *d = get(v);
                 }
             }
         }
@@ -91,6 +130,36 @@ mod tests {
         // Padding lanes of slice 1 are zero.
         assert_eq!(&p[7 * 4 + 1..7 * 4 + 4], &[0.0, 0.0, 0.0]);
         assert_eq!(g.unpack(&p), v);
+    }
+
+    #[test]
+    fn pack_and_unpack_agree_with_the_index_formula_for_every_channel_count() {
+        for c in [1, 2, 3, 4, 5, 8, 9, 13] {
+            let g = Phwc4::of(&[1, 3, 5, c]).unwrap();
+            let v: Vec<f32> = (0..15 * c).map(|i| i as f32 + 0.5).collect();
+            let p = g.pack(&v);
+            assert_eq!(p.len(), g.stored_values());
+            for y in 0..3 {
+                for x in 0..5 {
+                    for ch in 0..g.slices() * 4 {
+                        let want = if ch < c { v[(y * 5 + x) * c + ch] } else { 0.0 };
+                        assert_eq!(p[g.index(y, x, ch)], want, "c={c} y={y} x={x} ch={ch}");
+                    }
+                }
+            }
+            assert_eq!(g.unpack(&p), v, "c={c}");
+            let halves = {
+                let mut h = vec![0u16; g.stored_values()];
+                g.pack_with(&v, &mut h, 0, |x| half::f16::from_f32(x).to_bits());
+                h
+            };
+            let back = g.unpack_with(&halves, |b| half::f16::from_bits(b).to_f32());
+            assert!(
+                back.iter()
+                    .zip(&v)
+                    .all(|(a, b)| (a - b).abs() <= 1e-3 * b.abs())
+            );
+        }
     }
 
     #[test]

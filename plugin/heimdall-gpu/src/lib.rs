@@ -36,6 +36,7 @@ pub mod device_profile;
 pub mod dispatch;
 pub mod error;
 pub mod guard;
+pub mod io_pack;
 pub mod kernels;
 pub mod layout;
 pub mod memory;
@@ -57,6 +58,7 @@ mod storage;
 pub mod tensor_to_rgba;
 pub mod wgsl;
 
+pub use blocking::WallParts;
 pub use context::{GpuContext, GpuFamily, Tuning};
 pub use device_profile::DeviceProfile;
 pub use error::GpuError;

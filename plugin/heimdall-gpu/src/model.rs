@@ -3,6 +3,7 @@
 //! a caller's command encoder.
 
 use std::ops::Range;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ use crate::conv_cache::{CachedDispatch, ConvCache};
 use crate::cpu_step::CpuStep;
 use crate::dispatch::{ConstBuffer, Dispatch, OpContext};
 use crate::error::GpuError;
+use crate::io_pack::{DenseInputs, DenseOutputs};
 use crate::layout::Phwc4;
 use crate::memory;
 use crate::options::{CompileReport, GpuOptions, PipelineCacheState};
@@ -56,7 +58,14 @@ pub struct GpuModel {
     bound: Vec<Bound>,
     /// The index in `bound` of the plan the current run uses (chosen as a run starts).
     current: AtomicUsize,
+    /// The inputs' dense buffers and packing kernels ([`crate::io_pack`]).
+    dense_inputs: DenseInputs,
+    /// The outputs' unpacking kernels.
+    dense_outputs: DenseOutputs,
     readback: Readback,
+    /// Host memory the inputs are packed into before `write_buffer` (kept: no allocation and no
+    /// page faults per run).
+    upload: Mutex<Vec<u32>>,
     report: CompileReport,
     cache: Option<wgpu::PipelineCache>,
     conv_cache: Option<ConvCache>,
@@ -310,9 +319,17 @@ impl GpuModel {
                 cpu_steps,
             });
         }
+        let dense_inputs =
+            DenseInputs::new(ctx, cache.as_ref(), &bound[0].inputs, &bound[0].slots)?;
+        let dense_outputs =
+            DenseOutputs::new(ctx, cache.as_ref(), &bound[0].outputs, &bound[0].slots)?;
+        let dense: Vec<bool> = (0..bound[0].outputs.len())
+            .map(|i| dense_outputs.has(i))
+            .collect();
         let readback = Readback::new(
             &ctx.device,
             &bound[0].outputs,
+            &dense,
             conv_cache.as_ref().map(ConvCache::counters_bytes),
         );
         if let (Some(cache), Some(path)) = (&cache, &options.pipeline_cache)
@@ -353,6 +370,9 @@ impl GpuModel {
             _uniforms: shared.uniforms,
             bound,
             current: AtomicUsize::new(0),
+            upload: Mutex::new(Vec::new()),
+            dense_inputs,
+            dense_outputs,
             readback,
             report,
             cache,
@@ -450,9 +470,29 @@ impl GpuModel {
         plan.outputs.iter().map(|t| t.shape.clone()).collect()
     }
 
-    /// Uploads input `index` (NHWC f32) with `queue.write_buffer`, packed to PHWC4 in the input's
-    /// precision; the data is visible to the next command buffer submitted on the queue.
+    /// Uploads input `index` (NHWC f32): as it is to its dense buffer, then packed into its
+    /// PHWC4 slot in its precision by a kernel submitted at once (inputs already dense in
+    /// their slot are written there directly); visible to everything submitted afterwards.
     pub fn set_input(&self, index: usize, data: &[f32]) -> Result<(), GpuError> {
+        if self.write_input(index, data)? {
+            // Packed at once, in a submission of its own, so that whatever writes the input's
+            // slot next (a preprocessing kernel) comes after it, as the calls came.
+            let mut encoder =
+                self.ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("heimdall pack input"),
+                    });
+            self.encode_staged_inputs(&mut encoder);
+            self.ctx.queue.submit([encoder.finish()]);
+        }
+        Ok(())
+    }
+
+    /// Checks and writes input `index`: to its dense buffer, staged for packing by the next
+    /// [`GpuModel::encode_staged_inputs`], which the caller must encode before anything reads
+    /// the input (`true`); or, for an input with no packing kernel, into its slot (`false`).
+    pub(crate) fn write_input(&self, index: usize, data: &[f32]) -> Result<bool, GpuError> {
         let plan = self.first_plan();
         let input = plan.inputs.get(index).ok_or(GpuError::Input {
             index,
@@ -467,11 +507,26 @@ impl GpuModel {
                 got: data.len(),
             });
         }
-        let bytes = input.precision.encode(&input.geom.pack(data));
+        if let Some(dense) = self.dense_inputs.buffer(index) {
+            self.ctx
+                .queue
+                .write_buffer(dense, 0, bytemuck::cast_slice(data));
+            self.dense_inputs.mark_written(index);
+            return Ok(true);
+        }
+        let mut scratch = self.upload.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = input
+            .precision
+            .encode_packed(&input.geom, data, &mut scratch);
         self.ctx
             .queue
-            .write_buffer(&plan.slots[input.slot], 0, &bytes);
-        Ok(())
+            .write_buffer(&plan.slots[input.slot], 0, bytes);
+        Ok(false)
+    }
+
+    /// Records the packing of the inputs staged since the last packing.
+    pub(crate) fn encode_staged_inputs(&self, encoder: &mut wgpu::CommandEncoder) {
+        self.dense_inputs.encode_pending(encoder);
     }
 
     /// Records steps `steps` (a contiguous range of GPU steps) into `encoder` as one compute
@@ -587,10 +642,13 @@ impl GpuModel {
     /// [`GpuModel::request_readback`].
     pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
         let plan = self.plan();
+        self.dense_outputs.encode(encoder);
+        let sources: Vec<&wgpu::Buffer> = (plan.outputs.iter().enumerate())
+            .map(|(i, o)| self.dense_outputs.source(i, o, &plan.slots))
+            .collect();
         self.readback.encode(
             encoder,
-            &plan.slots,
-            &plan.outputs,
+            &sources,
             self.conv_cache.as_ref().map(|c| &c.counters),
         )
     }

@@ -2,6 +2,8 @@
 
 use half::f16;
 
+use crate::layout::Phwc4;
+
 /// How a tensor's values are stored in GPU memory. Arithmetic is always f32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Precision {
@@ -51,6 +53,53 @@ impl Precision {
                 .collect(),
         }
     }
+
+    /// Packs NHWC values into PHWC4 order as this precision's bytes in one pass, in `scratch`
+    /// (kept by the caller between calls: no allocation once it has grown), and returns those
+    /// bytes (the same bytes as `encode(&geom.pack(nhwc))`).
+    pub(crate) fn encode_packed<'a>(
+        self,
+        geom: &Phwc4,
+        nhwc: &[f32],
+        scratch: &'a mut Vec<u32>,
+    ) -> &'a [u8] {
+        let n = geom.stored_values();
+        let words = match self {
+            Precision::F32 => n,
+            Precision::F16 | Precision::PackedF16 => n.div_ceil(2),
+        };
+        if scratch.len() < words {
+            scratch.resize(words, 0);
+        }
+        let words = &mut scratch[..words];
+        match self {
+            Precision::F32 => {
+                geom.pack_with(nhwc, bytemuck::cast_slice_mut(words), 0.0, |v| v);
+            }
+            Precision::F16 | Precision::PackedF16 => {
+                let halves: &mut [u16] = bytemuck::cast_slice_mut(words);
+                geom.pack_with(nhwc, &mut halves[..n], 0, |v| f16::from_f32(v).to_bits());
+            }
+        }
+        &bytemuck::cast_slice(words)[..n * self.bytes_per_value()]
+    }
+
+    /// Unpacks PHWC4 bytes of this precision into NHWC `f32`s in one pass (the same values as
+    /// `geom.unpack(&self.decode(bytes))`).
+    pub(crate) fn decode_unpacked(self, geom: &Phwc4, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Precision::F32 => match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+                Ok(v) => geom.unpack_with(v, |x| x),
+                Err(_) => geom.unpack(&self.decode(bytes)),
+            },
+            Precision::F16 | Precision::PackedF16 => {
+                match bytemuck::try_cast_slice::<u8, u16>(bytes) {
+                    Ok(v) => geom.unpack_with(v, |b| f16::from_bits(b).to_f32()),
+                    Err(_) => geom.unpack(&self.decode(bytes)),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -71,5 +120,21 @@ mod tests {
             }
         }
         assert_eq!(Precision::F16.encode(&[1.0]), vec![0x00, 0x3c]);
+    }
+
+    #[test]
+    fn one_pass_packing_gives_the_bytes_of_pack_then_encode() {
+        let g = Phwc4::of(&[1, 2, 3, 6]).unwrap();
+        let v: Vec<f32> = (0..36).map(|i| i as f32 * 0.37 - 4.0).collect();
+        let mut scratch = vec![7u32; 3]; // too short and dirty: must grow and be overwritten
+        for p in Precision::ALL {
+            let bytes = p.encode_packed(&g, &v, &mut scratch).to_vec();
+            assert_eq!(bytes, p.encode(&g.pack(&v)), "{p:?}");
+            assert_eq!(
+                p.decode_unpacked(&g, &bytes),
+                g.unpack(&p.decode(&bytes)),
+                "{p:?}"
+            );
+        }
     }
 }

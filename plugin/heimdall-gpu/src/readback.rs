@@ -39,6 +39,9 @@ enum State {
 /// Staging buffers and the state of one readback at a time.
 pub(crate) struct Readback {
     staging: Vec<wgpu::Buffer>,
+    /// Per output: whether it arrives dense (NHWC `f32`, no padding: copied from a dense
+    /// buffer, [`crate::io_pack`]) rather than as its slot's PHWC4 storage.
+    dense: Vec<bool>,
     /// A staging buffer for extra `u32`s read back with the outputs (the conv cache's counters),
     /// and the last values taken.
     extra: Option<(wgpu::Buffer, u64)>,
@@ -49,15 +52,29 @@ pub(crate) struct Readback {
 }
 
 impl Readback {
-    /// Staging buffers for `outputs`, and for `extra` bytes of `u32`s.
-    pub fn new(device: &wgpu::Device, outputs: &[IoTensor], extra: Option<u64>) -> Self {
+    /// Staging buffers for `outputs` (those marked in `dense` in their dense form), and for
+    /// `extra` bytes of `u32`s.
+    pub fn new(
+        device: &wgpu::Device,
+        outputs: &[IoTensor],
+        dense: &[bool],
+        extra: Option<u64>,
+    ) -> Self {
+        let dense: Vec<bool> = (0..outputs.len())
+            .map(|i| dense.get(i).copied().unwrap_or(false))
+            .collect();
         let staging = outputs
             .iter()
+            .zip(&dense)
             .enumerate()
-            .map(|(i, o)| {
+            .map(|(i, (o, &d))| {
                 device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(&format!("heimdall output {i} staging")),
-                    size: o.bytes(),
+                    size: if d {
+                        crate::io_pack::dense_bytes(&o.geom)
+                    } else {
+                        o.bytes()
+                    },
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 })
@@ -74,6 +91,7 @@ impl Readback {
         });
         Readback {
             staging,
+            dense,
             extra,
             extra_values: Mutex::new(None),
             state: Mutex::new(State::Idle),
@@ -86,12 +104,12 @@ impl Readback {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records copies of the outputs into the staging buffers.
+    /// Records copies of the outputs (from `sources`, one buffer per output: its dense buffer
+    /// or its slot) into the staging buffers.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        slots: &[wgpu::Buffer],
-        outputs: &[IoTensor],
+        sources: &[&wgpu::Buffer],
         extra: Option<&wgpu::Buffer>,
     ) -> Result<(), GpuError> {
         let mut state = self.state();
@@ -101,8 +119,8 @@ impl Readback {
                 *state
             )));
         }
-        for (o, staging) in outputs.iter().zip(&self.staging) {
-            encoder.copy_buffer_to_buffer(&slots[o.slot], 0, staging, 0, o.bytes());
+        for (src, staging) in sources.iter().zip(&self.staging) {
+            encoder.copy_buffer_to_buffer(src, 0, staging, 0, staging.size());
         }
         if let (Some(src), Some((dst, bytes))) = (extra, &self.extra) {
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, *bytes);
@@ -158,13 +176,19 @@ impl Readback {
             return Err(GpuError::Readback("mapping a staging buffer failed".into()));
         }
         let mut result = Vec::with_capacity(outputs.len());
-        for (o, b) in outputs.iter().zip(&self.staging) {
-            let values = {
-                let view = b.get_mapped_range(..);
-                o.precision.decode(&view)
+        for ((o, b), &dense) in outputs.iter().zip(&self.staging).zip(&self.dense) {
+            let view = b.get_mapped_range(..);
+            let values = if dense {
+                match bytemuck::try_cast_slice::<u8, f32>(&view) {
+                    Ok(v) => v.to_vec(),
+                    Err(_) => Precision::F32.decode(&view),
+                }
+            } else {
+                o.precision.decode_unpacked(&o.geom, &view)
             };
+            drop(view);
             b.unmap();
-            result.push(o.geom.unpack(&values));
+            result.push(values);
         }
         if let Some(b) = extra {
             let values: Vec<u32> = bytemuck::cast_slice(&b.get_mapped_range(..)).to_vec();

@@ -16,6 +16,8 @@ fn every_variant() -> Vec<KernelSource> {
             all.push(crate::preprocess::source(p, srgb));
         }
         all.push(crate::tensor_to_rgba::source(p));
+        all.push(crate::io_pack::pack_source(p));
+        all.push(crate::io_pack::unpack_source(p));
         all.extend(crate::conv_cache::sources(p));
     }
     all
