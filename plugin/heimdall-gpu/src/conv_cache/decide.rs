@@ -122,6 +122,28 @@ pub fn still_scene_hit_rate(
     rate.clamp(0.0, 1.0)
 }
 
+/// Why a still scene can reuse nothing, whatever a calibration would say: with `expiry_ms`,
+/// every run finds every block expired when a full run (`full_ms`, e.g. the sum of a profile's
+/// steps) or the interval between two runs' starts is as long as the expiry. `None` when the
+/// calibration has to decide. Lets a caller drop the cache without calibrating it: on a CPU
+/// device, where a detector's full run can take longer than DeepMon's second, that saves the
+/// calibration's runs of a cache that can only be dropped.
+pub fn expires_before_reuse(
+    config: &ConvCacheConfig,
+    full_ms: f64,
+    min_interval_ms: f64,
+) -> Option<String> {
+    let expiry = f64::from(config.expiry_ms);
+    (config.expiry_ms > 0 && full_ms.max(min_interval_ms) >= expiry).then(|| {
+        format!(
+            "dropped: with this expiry a still scene reuses nothing: a full run takes \
+             {full_ms:.1} ms and runs start at least {min_interval_ms:.1} ms apart, against an \
+             expiry of {} ms",
+            config.expiry_ms
+        )
+    })
+}
+
 /// What the calibration says about a model's cache: whether it pays, and the figures behind it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CacheVerdict {
@@ -298,6 +320,26 @@ mod tests {
         // A broken calibration never keeps it.
         let broken = CacheVerdict::new(cal(0.0, 1.0, 1.0), &config, 0.0, MIN_GAIN);
         assert!(!broken.pays());
+    }
+
+    #[test]
+    fn a_full_run_as_long_as_the_expiry_drops_the_cache_before_any_calibration() {
+        let timed = ConvCacheConfig::default();
+        let why = expires_before_reuse(&timed, 1500.0, 33.0).expect("1.5 s runs, 1 s expiry");
+        assert!(
+            why.starts_with("dropped: ") && why.contains("1500.0 ms"),
+            "{why}"
+        );
+        assert!(
+            expires_before_reuse(&timed, 10.0, 2000.0).is_some(),
+            "requested every 2 s"
+        );
+        assert_eq!(expires_before_reuse(&timed, 300.0, 33.0), None);
+        assert_eq!(
+            expires_before_reuse(&by_runs(30), 1e6, 1e6),
+            None,
+            "no time expiry"
+        );
     }
 
     #[test]

@@ -26,7 +26,10 @@ mod decide;
 
 pub use auto::{AutoPolicy, CacheCalibration};
 pub use cached::{CachedDispatch, dirty_workgroups};
-pub use decide::{CacheVerdict, CalibrationRuns, MIN_GAIN, calibration_runs, still_scene_hit_rate};
+pub use decide::{
+    CacheVerdict, CalibrationRuns, MIN_GAIN, calibration_runs, expires_before_reuse,
+    still_scene_hit_rate,
+};
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
