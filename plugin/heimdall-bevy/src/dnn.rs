@@ -57,9 +57,10 @@ pub struct RegionOfInterest {
 /// the median of 9 of each on a GPU, a few milliseconds; the fastest of 2 of each on a CPU
 /// device such as lavapipe, about four runs of the model), and the calibration decides
 /// ([`heimdall_gpu::conv_cache::CacheVerdict`]): the cache is kept when a still scene, with
-/// the expiry it allows, saves at least 10 % of a plain run; otherwise the plugin compiles the
-/// model again without it (no kept memory, no histograms) and says why once, in an info line
-/// and in `stats.json` (`models.<name>.conv_cache.decision`). What the default costs: that
+/// the expiry it allows, saves at least 10 % of a plain run (a model whose profiled full run
+/// already takes as long as the expiry is dropped without a calibration); otherwise the plugin
+/// compiles the model again without it (no kept memory, no histograms) and says why once, in an
+/// info line and in `stats.json` (`models.<name>.conv_cache.decision`). What the default costs: that
 /// calibration, a second compile where the cache is dropped, the kept memory where it is kept
 /// (palm detection: 23 MB of kept activations and 4.2 MB of plain plan), and while the scene
 /// moves a full run now and then to probe.

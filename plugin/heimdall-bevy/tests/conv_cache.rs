@@ -8,9 +8,9 @@
 //! - the default ([`ConvCache::Auto`]) on face detection with a full-frame crop: the calibration
 //!   keeps the cache (it saves ~95 % of a run on a CPU device), and the still frame hits it;
 //! - the default on a DNN whose crop is a region of interest: never a cache;
-//! - the default on face detection with an expiry of 1 ms: runs start a frame apart, so a still
-//!   scene can reuse nothing, and the calibrated decision drops the cache (the model is compiled
-//!   again without it).
+//! - the default on face detection with every block expiring after one run (`expiry_runs: 1`):
+//!   a still scene can reuse nothing, and the calibrated decision drops the cache (the model is
+//!   compiled again without it).
 
 mod common;
 mod decoders_support;
@@ -113,8 +113,8 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
         Dnn::new(dropped, face)
             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
             .with_conv_cache(ConvCache::Auto(ConvCacheConfig {
-                expiry_ms: 1,
-                ..default()
+                expiry_runs: 1,
+                ..by_runs
             })),
     );
 

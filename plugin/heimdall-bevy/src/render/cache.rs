@@ -3,7 +3,7 @@
 //! calibrated and judged ([`CacheVerdict`]), and compiled again without it where it cannot pay.
 //! Blocking (it runs on the compile task).
 
-use heimdall_gpu::conv_cache::{CacheVerdict, MIN_GAIN};
+use heimdall_gpu::conv_cache::{CacheVerdict, MIN_GAIN, expires_before_reuse};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision, StepProfile};
 use heimdall_ir::Graph;
@@ -56,10 +56,10 @@ fn compile_err(e: &dyn std::fmt::Display) -> DnnError {
 /// [`ConvCache::Auto`]) keeps it only where the calibration says it pays.
 pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
     let (forced, settings) = match job.cache {
-        ConvCache::Off => return plain(job, PROFILE_RUNS, None),
+        ConvCache::Off => return plain(job, None, None),
         ConvCache::Auto(_) if job.roi => {
             let why = "off: the crop is a region of interest, which moves with what it tracks";
-            return plain(job, PROFILE_RUNS, Some(why.to_string()));
+            return plain(job, None, Some(why.to_string()));
         }
         ConvCache::Auto(c) => (false, c),
         ConvCache::On(c) => (true, c),
@@ -72,11 +72,10 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
         Err(e) if forced => return Err(compile_err(&e)),
         Err(e) => {
             let why = format!("dropped: the model cannot be compiled with it ({e})");
-            return plain(job, PROFILE_RUNS, Some(why));
+            return plain(job, None, Some(why));
         }
     };
-    let (warmup, runs) = PROFILE_RUNS;
-    let profile = profile(&model, job.inputs, warmup, runs)?;
+    let profile = profile(&model, job.inputs, PROFILE_RUNS)?;
     if model.conv_cache_config().is_none() {
         // No op of this model depends on the input through a receptive field: compiled as
         // without the cache.
@@ -92,6 +91,12 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
             profile,
             decision: Some(decision),
         });
+    }
+    // A full run (the profile's, every step full) as long as the expiry: nothing to calibrate.
+    let full_ms = profile.gpu_total(model.placement()).as_secs_f64() * 1e3;
+    if !forced && let Some(why) = expires_before_reuse(&config, full_ms, job.min_interval_ms) {
+        drop((model, pre));
+        return plain(job, Some(profile), Some(why));
     }
     // Plain, full and all-hit runs: the automatic switch's break-even, and the verdict (few
     // runs on a CPU device: `heimdall_gpu::conv_cache::calibration_runs`).
@@ -124,22 +129,27 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
     );
     // Its memory goes before the plain model takes its own.
     drop((model, pre));
-    plain(
-        job,
-        reprofile_runs(job.ctx.info.device_type),
-        Some(decision),
-    )
+    plain(job, Some(profile), Some(decision))
 }
 
-/// The model compiled without the cache, profiled with `runs`.
+/// The model compiled without the cache, and profiled; `cached` is the profile of the same
+/// model compiled with the cache, where the cache was dropped. A GPU profiles the plain model
+/// again (a few milliseconds). A CPU device keeps `cached`: each of its steps was measured on
+/// full runs, which do a plain run's work plus the histograms (palm detection on lavapipe:
+/// 2446 ms against 2421 ms plain), and there a profile of the palm detector takes 7 runs of
+/// 1.5–2.5 s; the coordinator's profiles adapt to the measured chunks at run time anyway.
 fn plain(
     job: &GpuJob<'_>,
-    (warmup, runs): (usize, usize),
+    cached: Option<StepProfile>,
     decision: Option<String>,
 ) -> Result<GpuCompiled, DnnError> {
     let (model, pre) =
         compile_model(job, GpuOptions::new(job.precision)).map_err(|e| compile_err(&e))?;
-    let profile = profile(&model, job.inputs, warmup, runs)?;
+    let cpu_device = job.ctx.info.device_type == wgpu::DeviceType::Cpu;
+    let profile = match cached {
+        Some(p) if cpu_device && p.steps.len() == model.num_steps() => p,
+        _ => profile(&model, job.inputs, PROFILE_RUNS)?,
+    };
     Ok(GpuCompiled {
         model,
         pre,
@@ -148,8 +158,7 @@ fn plain(
     })
 }
 
-/// The model and its preprocessing (made before the profile, as the plugin always did: the
-/// preprocessor's first uniform write goes out with the profile's submissions).
+/// The model and its preprocessing.
 fn compile_model(
     job: &GpuJob<'_>,
     options: GpuOptions,
@@ -164,33 +173,11 @@ fn compile_model(
 fn profile(
     model: &GpuModel,
     inputs: &[&[f32]],
-    warmup: usize,
-    runs: usize,
+    (warmup, runs): (usize, usize),
 ) -> Result<StepProfile, DnnError> {
     let profile = model
         .profile(inputs, warmup, runs)
         .map_err(|e| compile_err(&e))?;
     model.invalidate_conv_cache();
     Ok(profile)
-}
-
-/// The profile of a model compiled again without the cache: as the first one on a GPU; one run
-/// on a CPU device, where one run of a detector takes up to seconds, its time is the work, and
-/// the same device has just run the same kernels (the calibration's plain runs).
-fn reprofile_runs(device_type: wgpu::DeviceType) -> (usize, usize) {
-    match device_type {
-        wgpu::DeviceType::Cpu => (0, 1),
-        _ => PROFILE_RUNS,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_devices_profile_a_dropped_cache_once() {
-        assert_eq!(reprofile_runs(wgpu::DeviceType::Cpu), (0, 1));
-        assert_eq!(reprofile_runs(wgpu::DeviceType::DiscreteGpu), PROFILE_RUNS);
-    }
 }
