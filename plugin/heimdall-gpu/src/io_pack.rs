@@ -47,7 +47,7 @@ pub fn is_dense(geom: &Phwc4, precision: Precision) -> bool {
 
 /// Bytes of a tensor's dense `f32` form.
 pub fn dense_bytes(geom: &Phwc4) -> u64 {
-    (geom.h * geom.w * geom.c * 4) as u64
+    (geom.values() * 4) as u64
 }
 
 /// One conversion kernel bound to one tensor: its dense buffer and its slot.

@@ -33,6 +33,11 @@ impl Phwc4 {
         self.c.div_ceil(4).max(1)
     }
 
+    /// Number of values of the tensor itself (`h * w * c`, no padding lanes).
+    pub fn values(&self) -> usize {
+        self.h * self.w * self.c
+    }
+
     /// Number of vec4 values stored.
     pub fn vec4s(&self) -> usize {
         self.slices() * self.h * self.w

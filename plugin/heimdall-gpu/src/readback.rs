@@ -71,7 +71,7 @@ impl Readback {
                 device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(&format!("heimdall output {i} staging")),
                     size: if d {
-                        crate::io_pack::dense_bytes(&o.geom)
+                        (o.geom.values() * 4) as u64
                     } else {
                         o.bytes()
                     },
