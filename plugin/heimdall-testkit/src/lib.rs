@@ -4,7 +4,8 @@
 //! `heimdall` CLI, a checkout tool, which finds its default models here.
 //!
 //! - [`goldens`]: the golden suite, written once and run per runtime (CPU, GPU f32, GPU f16,
-//!   GPU packed f16) with an explicit list of known exceptions; [`golden_suite!`] expands it.
+//!   GPU packed f16, the f16 ones through the accuracy guard) with one bound per runtime and
+//!   model format, no per-model exception; [`golden_suite!`] expands it.
 //! - [`metrics`]: `rel_l2` and its floored and scaled variants, the only copies in the
 //!   workspace.
 //! - [`paths`] and [`fetch`]: the workspace's assets and goldens, and the models, fetched on

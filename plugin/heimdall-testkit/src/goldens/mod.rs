@@ -10,9 +10,9 @@
 //! through the accuracy guard, calibrated on [`calibration_inputs`]).
 //!
 //! Each output is held to its runtime's bound ([`RuntimeKind::bound`]), the same for every
-//! model: there is no per-model exception list. One allowance applies everywhere: where the two reference engines themselves
-//! (TFLite's builtin kernels and XNNPACK) disagree by more than the bound,
-//! `scripts/xnnpack_crosscheck.py` stored XNNPACK's output beside the golden
+//! model: there is no per-model exception list. One allowance applies everywhere: where the two
+//! reference engines themselves (TFLite's builtin kernels and XNNPACK) disagree by more than the
+//! bound, `scripts/xnnpack_crosscheck.py` stored XNNPACK's output beside the golden
 //! (`xnnpack_output_<i>.npy`) and the output is allowed 1.5x the measured disagreement (only
 //! pose_landmark_full output 2; 1.2e-4 on the synthetic input, which widens only the CPU's 1e-4).
 //!
