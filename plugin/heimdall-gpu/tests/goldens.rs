@@ -3,7 +3,8 @@
 //! `gpu_f32`, `gpu_f16` (native `shader-f16` where the device has it, else packed) and
 //! `gpu_packed_f16`, and in f32 and f16 again on a second device held to a phone's limits and
 //! features (`gpu_mobile_f32`, `gpu_mobile_f16`: `heimdall_gpu::DeviceProfile::Mobile`, see
-//! docs/mobile-limits.md). Bounds are the suite's (`heimdall_testkit::goldens::RuntimeKind::bound`).
+//! docs/mobile-limits.md). Bounds are the suite's
+//! (`heimdall_testkit::goldens::RuntimeKind::bound`).
 //!
 //! The f16 runtimes compile as a user of f16 gets a model: through the accuracy guard
 //! (`heimdall_gpu::guard::compile_guarded`, default settings), calibrated against the CPU

@@ -4,8 +4,9 @@
 //! the same for every model: there is no per-model exception. The f16 runtimes meet theirs
 //! through the accuracy guard (`heimdall_gpu::guard`), which keeps in f32 the ops of a model
 //! that f16 storage cannot hold to the bound (pose_landmark_full, PP-OCRv6_det_small; see
-//! `docs/gpu.md`). The bounds are those the per-backend suites had before they were merged (CPU: `plugin/heimdall/tests/goldens.rs` and
-//! `onnx_goldens.rs`; GPU: `plugin/heimdall-gpu/tests/models.rs` and `onnx_models.rs`).
+//! `docs/gpu.md`). The bounds are those the per-backend suites had before they were merged
+//! (CPU: `plugin/heimdall/tests/goldens.rs` and `onnx_goldens.rs`; GPU:
+//! `plugin/heimdall-gpu/tests/models.rs` and `onnx_models.rs`).
 //!
 //! [`Runtime::bound`]: RuntimeKind::bound
 
