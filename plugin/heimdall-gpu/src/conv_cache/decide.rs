@@ -207,9 +207,9 @@ impl CacheVerdict {
             );
         }
         let why = if self.still_hit_rate <= 0.0 {
-            "with this expiry a still scene reuses nothing: runs start further apart than the \
-             expiry, or take longer"
-                .to_string()
+            "with this expiry a still scene reuses nothing: every block expires before the next \
+             run"
+            .to_string()
         } else if c.saving() < self.min_gain {
             format!(
                 "a run that reuses everything saves {:.0} %, under {:.0} %",
