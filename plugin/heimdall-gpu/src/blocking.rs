@@ -49,12 +49,7 @@ impl GpuModel {
         if steps.is_empty() {
             return Ok(());
         }
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("heimdall run"),
-            });
+        let mut encoder = self.encoder("heimdall run");
         self.encode(&mut encoder, steps)?;
         self.ctx.queue.submit([encoder.finish()]);
         Ok(())
@@ -116,6 +111,18 @@ impl GpuModel {
                 expected,
                 got: inputs.len(),
             });
+        }
+        // Every length is checked before anything is written: a refused call stages nothing
+        // that a later submission would pack over a preprocessed input.
+        for (i, (x, shape)) in inputs.iter().zip(self.input_shapes()).enumerate() {
+            let n: usize = shape.iter().product();
+            if x.len() != n {
+                return Err(GpuError::Input {
+                    index: i,
+                    expected: n,
+                    got: x.len(),
+                });
+            }
         }
         for (i, x) in inputs.iter().enumerate() {
             // Packed by the run's first submission (`run_ranges_preset_timed`).

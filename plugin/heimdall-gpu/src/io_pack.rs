@@ -170,6 +170,20 @@ impl DenseTensor {
         }))
     }
 
+    /// [`DenseTensor::new`] for each of `tensors` (in `slots`).
+    fn all(
+        ctx: &GpuContext,
+        cache: Option<&wgpu::PipelineCache>,
+        tensors: &[IoTensor],
+        slots: &[wgpu::Buffer],
+        input: bool,
+    ) -> Result<Vec<Option<Self>>, GpuError> {
+        tensors
+            .iter()
+            .map(|t| DenseTensor::new(ctx, cache, t, &slots[t.slot], input))
+            .collect()
+    }
+
     fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &self.bind_group, &[]);
@@ -193,10 +207,7 @@ impl DenseInputs {
         inputs: &[IoTensor],
         slots: &[wgpu::Buffer],
     ) -> Result<Self, GpuError> {
-        let tensors = inputs
-            .iter()
-            .map(|t| DenseTensor::new(ctx, cache, t, &slots[t.slot], true))
-            .collect::<Result<Vec<_>, _>>()?;
+        let tensors = DenseTensor::all(ctx, cache, inputs, slots, true)?;
         let pending = inputs.iter().map(|_| AtomicBool::new(false)).collect();
         Ok(DenseInputs { tensors, pending })
     }
@@ -252,10 +263,7 @@ impl DenseOutputs {
         outputs: &[IoTensor],
         slots: &[wgpu::Buffer],
     ) -> Result<Self, GpuError> {
-        let tensors = outputs
-            .iter()
-            .map(|t| DenseTensor::new(ctx, cache, t, &slots[t.slot], false))
-            .collect::<Result<Vec<_>, _>>()?;
+        let tensors = DenseTensor::all(ctx, cache, outputs, slots, false)?;
         Ok(DenseOutputs { tensors })
     }
 

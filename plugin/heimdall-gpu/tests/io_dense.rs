@@ -127,3 +127,28 @@ fn a_timed_run_returns_the_outputs_of_a_plain_run_and_its_parts_add_up() {
     assert!(parts.total() <= wall, "{parts:?} vs {wall:?}");
     assert!(parts.wait > std::time::Duration::ZERO, "{parts:?}");
 }
+
+#[test]
+fn a_run_with_a_wrong_input_length_is_a_typed_error_and_the_next_run_is_right() {
+    let Some(gpu) = gpu() else { return };
+    let shape = [1, 3, 4, 5];
+    let g = graph(&shape);
+    let n: usize = shape.iter().product();
+    let m = GpuModel::compile(&gpu.ctx, &g, GpuOptions::new(Precision::F32)).expect("compile");
+    let (x, z) = (data(11, n), data(12, n));
+    let want = m.run(&[&x, &z]).expect("run");
+    // Input 1 too short: refused, naming it, before input 0 is written anywhere.
+    let other = data(13, n);
+    match m.run(&[&other, &z[..n - 1]]) {
+        Err(heimdall_gpu::GpuError::Input {
+            index,
+            expected,
+            got,
+        }) => {
+            assert_eq!((index, expected, got), (1, n, n - 1));
+        }
+        r => panic!("expected an input error, got {r:?}"),
+    }
+    assert_eq!(m.run(&[&x, &z]).expect("run after the refusal"), want);
+    gpu.assert_no_errors();
+}
