@@ -104,7 +104,11 @@ pub fn add(app: &mut App) {
             .init_resource::<InFlight>()
             .add_systems(
                 RenderGraph,
-                wait_for_an_image.in_set(RenderGraphSystems::Finish),
+                // After the plugin's readback requests, so that the render thread's phases
+                // count the wait in presentation, as a display's swap chain would.
+                wait_for_an_image
+                    .in_set(RenderGraphSystems::Finish)
+                    .after(heimdall_bevy::render::HeimdallRenderSystems::Readback),
             );
     }
 }

@@ -85,8 +85,9 @@ pub(crate) enum RenderMessage {
     Result(Box<FinishedInference>),
     /// What the GPU did in a frame.
     Frame(FrameRecord),
-    /// The render world submitted and presented a frame at this instant.
-    Presented(std::time::Instant),
+    /// The render world submitted and presented a frame at this instant; the render thread's
+    /// phases since the previous one (none for the first frame).
+    Presented(std::time::Instant, Option<crate::render::phases::FramePhases>),
     /// The coordinator's Chrome trace, as asked by [`HeimdallTrace::request`].
     Trace(String),
     /// The backend (at start, and after a new render device).
@@ -168,7 +169,7 @@ pub(crate) fn receive(
         match m {
             RenderMessage::Status(e, status) => set_status(&mut commands, &mut statuses, e, status),
             RenderMessage::Frame(r) => stats.record_gpu_frame(r),
-            RenderMessage::Presented(t) => stats.record_presented(t),
+            RenderMessage::Presented(t, phases) => stats.record_presented(t, phases),
             RenderMessage::Trace(t) => trace.latest = Some(t),
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {

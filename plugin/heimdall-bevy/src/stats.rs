@@ -9,6 +9,7 @@ use std::time::Duration;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
+use crate::render::phases::{FramePhases, PHASES};
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::settings::HeimdallSettings;
@@ -140,6 +141,8 @@ pub struct HeimdallStats {
     /// loop's rate, a proxy of what reaches the screen (pipelined rendering and the render
     /// world's own work sit between the two).
     pub update_ms: Vec<f64>,
+    /// Where each interval of [`Self::frame_ms`] went on the render thread (same indices).
+    pub frame_phases: Vec<FramePhases>,
     /// What the GPU did per frame (timestamps; untimed frames have `timed: false`).
     pub gpu_frames: Vec<FrameRecord>,
     /// Per model name.
@@ -158,6 +161,7 @@ impl Default for HeimdallStats {
         HeimdallStats {
             frame_ms: history(-1.0),
             update_ms: history(-1.0),
+            frame_phases: history(FramePhases::default()),
             gpu_frames: history(FrameRecord::untimed(u64::MAX)),
             models: BTreeMap::new(),
             instances: BTreeMap::new(),
@@ -238,11 +242,17 @@ impl HeimdallStats {
 
     /// Records what the GPU did in a frame.
     /// A frame left for the screen at `at`.
-    pub(crate) fn record_presented(&mut self, at: std::time::Instant) {
+    pub(crate) fn record_presented(
+        &mut self,
+        at: std::time::Instant,
+        phases: Option<FramePhases>,
+    ) {
         if let Some(last) = self.last_presented {
             self.frame_ms
                 .push(at.saturating_duration_since(last).as_secs_f64() * 1e3);
             trim(&mut self.frame_ms);
+            self.frame_phases.push(phases.unwrap_or_default());
+            trim(&mut self.frame_phases);
         }
         self.last_presented = Some(at);
     }
@@ -420,6 +430,9 @@ impl HeimdallStats {
             // The late intervals themselves (at most 100): [frame after the warm-up, ms].
             "late_frames": wall.iter().enumerate().filter(|(_, d)| **d > period * 1.25).take(100)
                 .map(|(i, d)| json!([i, d])).collect::<Vec<_>>(),
+            "render_phases_ms": phase_summaries(self.frame_phases.get(skip..).unwrap_or(&[])),
+            "render_phases_definition": "wall clock per phase of the render thread, consecutive: together they make the frame interval",
+            "late_frame_phases": self.late_frame_phases(skip, period * 1.25),
             "gpu_frame_ms": summary(&gpu.iter().map(|r| r.gpu_total_ms).collect::<Vec<_>>()),
             "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
             "pacing_margin_ms": summary(&gpu.iter().map(|r| r.pacing_margin_ms).collect::<Vec<_>>()),
@@ -434,6 +447,52 @@ impl HeimdallStats {
             })).collect::<Vec<_>>(),
         })
     }
+}
+
+impl HeimdallStats {
+    /// The late intervals (at most 100) with the render thread's phases of each and the DNN
+    /// chunks the GPU ran in that frame.
+    fn late_frame_phases(&self, skip: usize, bound_ms: f64) -> Vec<Value> {
+        let wall = self.frame_ms.get(skip..).unwrap_or(&[]);
+        let phases = self.frame_phases.get(skip..).unwrap_or(&[]);
+        wall.iter()
+            .zip(phases)
+            .enumerate()
+            .filter(|(_, (d, _))| **d > bound_ms)
+            .take(100)
+            .map(|(i, (d, p))| {
+                let gpu = p
+                    .frame
+                    .and_then(|f| self.gpu_frames.iter().rev().find(|r| r.frame == f));
+                let named: serde_json::Map<String, Value> = PHASES
+                    .iter()
+                    .zip(p.ms)
+                    .map(|(n, ms)| (n.to_string(), json!(ms)))
+                    .collect();
+                json!({
+                    "index": i,
+                    "interval_ms": d,
+                    "frame": p.frame,
+                    "phases_ms": named,
+                    "gpu_total_ms": gpu.filter(|r| r.timed).map(|r| r.gpu_total_ms),
+                    "chunks": gpu.map(|r| r.chunks.clone()),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Each phase's summary (ms) over the given frames.
+fn phase_summaries(frames: &[FramePhases]) -> Value {
+    let map: serde_json::Map<String, Value> = PHASES
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let v: Vec<f64> = frames.iter().map(|p| f64::from(p.ms[i])).collect();
+            (n.to_string(), summary(&v))
+        })
+        .collect();
+    Value::Object(map)
 }
 
 /// Records the main world's update interval.
@@ -465,8 +524,13 @@ mod tests {
     fn presented_frames_give_the_intervals_between_them() {
         let mut s = HeimdallStats::default();
         let t0 = std::time::Instant::now();
-        for ms in [0, 10, 30, 45] {
-            s.record_presented(t0 + Duration::from_millis(ms));
+        for (i, ms) in [0, 10, 30, 45].into_iter().enumerate() {
+            let mut phases = FramePhases {
+                frame: Some(i as u64),
+                ..Default::default()
+            };
+            phases.ms[8] = i as f32;
+            s.record_presented(t0 + Duration::from_millis(ms), Some(phases));
         }
         let got: Vec<f64> = s.frame_ms.iter().map(|d| d.round()).collect();
         assert_eq!(got, vec![10.0, 20.0, 15.0]);
@@ -474,6 +538,15 @@ mod tests {
             s.update_ms.is_empty(),
             "the main loop's intervals are apart"
         );
+        // The phases line up with the intervals they explain; only the late one is listed.
+        let late = s.late_frame_phases(0, 12.5);
+        assert_eq!(late.len(), 2, "{late:?}");
+        assert_eq!(late[0]["index"], 1);
+        assert_eq!(late[0]["frame"], 2);
+        assert_eq!(late[0]["phases_ms"]["finish_and_present"], 2.0);
+        assert_eq!(late[1]["frame"], 3);
+        let summary = phase_summaries(&s.frame_phases);
+        assert_eq!(summary["finish_and_present"]["max"], 3.0);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! 5. [`HeimdallRenderSystems::Readback`]: after the submission, map what was copied
 //!    ([`readback`]).
 //! 6. after Bevy presented the frame, stamp it for the stats' frame interval
-//!    (`stamp_presented`).
+//!    (`stamp_presented`), with the render thread's phases of that frame ([`phases`]).
 //!
 //! Nothing here waits on the GPU or on a worker.
 
@@ -22,6 +22,7 @@ pub(crate) mod extract;
 pub(crate) mod finish;
 pub(crate) mod models;
 pub mod pacing;
+pub mod phases;
 pub(crate) mod readback;
 pub(crate) mod schedule;
 pub mod timer;
@@ -76,6 +77,7 @@ pub(crate) fn build(
         .init_resource::<extract::ExtractedDisplay>()
         .init_resource::<extract::ExtractedTraceRequest>()
         .init_resource::<schedule::FramePlan>()
+        .init_resource::<phases::PhaseClock>()
         .configure_sets(
             Render,
             (
@@ -92,10 +94,39 @@ pub(crate) fn build(
                 extract_frames,
                 extract_requests,
                 extract::extract_display_and_trace,
+                phases::stamp::<1>,
             ),
         )
         .add_systems(RenderStartup, on_render_startup)
         .add_systems(Render, stamp_presented.in_set(RenderSystems::Cleanup))
+        .add_systems(
+            Render,
+            (
+                phases::stamp::<2>.in_set(RenderSystems::ExtractCommands),
+                phases::stamp::<3>
+                    .in_set(RenderSystems::Prepare)
+                    .before(HeimdallRenderSystems::Prepare),
+                phases::stamp::<4>
+                    .in_set(RenderSystems::Prepare)
+                    .after(HeimdallRenderSystems::Schedule),
+            ),
+        )
+        .add_systems(
+            RenderGraph,
+            (
+                phases::stamp::<5>.in_set(RenderGraphSystems::Begin),
+                phases::stamp::<6>
+                    .after(camera_driver)
+                    .before(HeimdallRenderSystems::Encode)
+                    .in_set(RenderGraphSystems::Render),
+                phases::stamp::<7>
+                    .after(HeimdallRenderSystems::Encode)
+                    .in_set(RenderGraphSystems::Render),
+                phases::stamp::<8>
+                    .in_set(RenderGraphSystems::Finish)
+                    .before(HeimdallRenderSystems::Readback),
+            ),
+        )
         .add_systems(
             Render,
             (
@@ -126,9 +157,15 @@ pub(crate) fn build(
 
 /// Tells the main world when a frame left for the screen: after Bevy's `render_system`
 /// submitted it and presented the windows (`RenderSystems::Render`), so the stats' frame
-/// interval is the one the display gets, not the main loop's.
-fn stamp_presented(outbox: Res<Outbox>) {
-    outbox.send(RenderMessage::Presented(std::time::Instant::now()));
+/// interval is the one the display gets, not the main loop's; with the frame's phases.
+fn stamp_presented(
+    outbox: Res<Outbox>,
+    mut clock: ResMut<phases::PhaseClock>,
+    sched: Option<Res<schedule::Scheduler>>,
+) {
+    let now = std::time::Instant::now();
+    let phases = clock.presented(now, sched.map(|s| s.frame));
+    outbox.send(RenderMessage::Presented(now, phases));
 }
 
 /// Chooses the backend once the render device exists (`Plugin::finish`).
