@@ -87,7 +87,10 @@ pub(crate) enum RenderMessage {
     Frame(FrameRecord),
     /// The render world submitted and presented a frame at this instant; the render thread's
     /// phases since the previous one (none for the first frame).
-    Presented(std::time::Instant, Option<crate::render::phases::FramePhases>),
+    Presented(
+        std::time::Instant,
+        Option<crate::render::phases::FramePhases>,
+    ),
     /// The coordinator's Chrome trace, as asked by [`HeimdallTrace::request`].
     Trace(String),
     /// The backend (at start, and after a new render device).

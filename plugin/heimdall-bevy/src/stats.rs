@@ -9,9 +9,9 @@ use std::time::Duration;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
-use crate::render::phases::{FramePhases, PHASES};
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
+use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
 
 /// What the GPU did in one frame (from its timestamps).
@@ -242,11 +242,7 @@ impl HeimdallStats {
 
     /// Records what the GPU did in a frame.
     /// A frame left for the screen at `at`.
-    pub(crate) fn record_presented(
-        &mut self,
-        at: std::time::Instant,
-        phases: Option<FramePhases>,
-    ) {
+    pub(crate) fn record_presented(&mut self, at: std::time::Instant, phases: Option<FramePhases>) {
         if let Some(last) = self.last_presented {
             self.frame_ms
                 .push(at.saturating_duration_since(last).as_secs_f64() * 1e3);

@@ -125,7 +125,11 @@ mod tests {
         let t0 = Instant::now();
         let ms = |m: u64| t0 + Duration::from_millis(m);
         let mut c = PhaseClock::default();
-        assert_eq!(c.presented(t0, None), None, "the first frame has no interval");
+        assert_eq!(
+            c.presented(t0, None),
+            None,
+            "the first frame has no interval"
+        );
         c.stamp(Stamp::Extract, ms(4));
         c.stamp(Stamp::RenderBegin, ms(5));
         c.stamp(Stamp::RenderBegin, ms(6)); // a second stamp does not move it
