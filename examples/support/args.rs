@@ -74,6 +74,9 @@ pub struct AppArgs {
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
     pub no_overlay: bool,
+    /// Headless: the emulated display shows a frame as soon as it is submitted (`immediate`)
+    /// instead of at the next vertical blank (`vsync`, the default; see `swapchain.rs`).
+    pub display_immediate: bool,
     /// Headless: exit after this many seconds of camera frames instead of after `frames`.
     pub duration: Option<f64>,
     /// Append a sample (memory, GPU memory, frame intervals, DNN latency) to `OUT/soak.jsonl`
@@ -108,6 +111,7 @@ impl Default for AppArgs {
             no_conv_cache: false,
             text_side: 736,
             no_overlay: false,
+            display_immediate: false,
             duration: None,
             sample_every: 0.0,
         }
@@ -120,6 +124,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
     [--adaptive-margin] [--no-offload] [--no-conv-cache] [--text-side N] [--no-overlay]
+    [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
 
 impl AppArgs {
@@ -171,6 +176,13 @@ impl AppArgs {
                 "--no-conv-cache" => a.no_conv_cache = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
+                "--display" => {
+                    a.display_immediate = match value("--display")?.as_str() {
+                        "vsync" => false,
+                        "immediate" => true,
+                        other => return Err(format!("--display: vsync or immediate, not {other}")),
+                    }
+                }
                 "--duration" => a.duration = Some(num(&value("--duration")?)?),
                 "--sample-every" => a.sample_every = num(&value("--sample-every")?)?,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),

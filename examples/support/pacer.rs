@@ -4,6 +4,7 @@
 //! thread sleeps until shortly before the deadline and yields for the rest; a frame that starts
 //! more than a period late re-anchors the schedule instead of bursting to catch up.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bevy::app::{App, Plugin, PluginsState};
@@ -15,6 +16,46 @@ use crate::latency::LatencyLog;
 pub struct PacedRunnerPlugin {
     /// Time between update starts.
     pub period: Duration,
+    /// The schedule's slots, shared with the emulated display (`swapchain.rs`).
+    pub clock: VblankClock,
+}
+
+/// The pacer's schedule `anchor + k · period`, shared with the headless display emulation: its
+/// vertical blanks are the slots the updates start in, as an app driven by a display's vsync
+/// starts each frame at a blank and shows it at a later one.
+#[derive(Resource, Clone, Debug)]
+pub struct VblankClock(Arc<Mutex<(Instant, Duration)>>);
+
+impl VblankClock {
+    /// A schedule starting now.
+    pub fn new(period: Duration) -> Self {
+        VblankClock(Arc::new(Mutex::new((Instant::now(), period))))
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.0.lock().map(|g| g.1).unwrap_or(Duration::ZERO)
+    }
+
+    fn re_anchor(&self, anchor: Instant) {
+        if let Ok(mut g) = self.0.lock() {
+            g.0 = anchor;
+        }
+    }
+
+    /// The first blank at or after `now`.
+    pub fn next_blank(&self, now: Instant) -> Instant {
+        let Ok(&(anchor, period)) = self.0.lock().as_deref() else {
+            return now;
+        };
+        if period.is_zero() || now <= anchor {
+            return now.max(anchor);
+        }
+        let since = (now - anchor).as_nanos();
+        let p = period.as_nanos();
+        let k = since.div_ceil(p);
+        anchor + Duration::from_nanos((k * p).min(u64::MAX as u128) as u64)
+    }
 }
 
 /// What the pacer saw of each update from [`PacerLog::start`] on: how long the update took (the
@@ -75,7 +116,9 @@ const SPIN: Duration = Duration::from_micros(700);
 impl Plugin for PacedRunnerPlugin {
     fn build(&self, app: &mut App) {
         let period = self.period;
+        let clock = self.clock.clone();
         app.init_resource::<PacerLog>();
+        app.insert_resource(clock.clone());
         app.set_runner(move |mut app: App| {
             if app.plugins_state() != PluginsState::Cleaned {
                 while app.plugins_state() == PluginsState::Adding {
@@ -85,6 +128,7 @@ impl Plugin for PacedRunnerPlugin {
                 app.cleanup();
             }
             let mut anchor = Instant::now();
+            clock.re_anchor(anchor);
             let mut k: u32 = 0;
             let mut deadline = anchor;
             loop {
@@ -103,6 +147,7 @@ impl Plugin for PacedRunnerPlugin {
                 if now > deadline + period {
                     // Far behind (a stall): start a new schedule from now.
                     anchor = now;
+                    clock.re_anchor(anchor);
                     k = 0;
                     deadline = now;
                 }
@@ -131,6 +176,20 @@ pub fn wait_until(deadline: Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blanks_are_on_the_pacer_schedule() {
+        let clock = VblankClock::new(Duration::from_millis(10));
+        let anchor = Instant::now();
+        clock.re_anchor(anchor);
+        let ms = |m: u64| anchor + Duration::from_millis(m);
+        assert_eq!(clock.next_blank(ms(0)), ms(0));
+        assert_eq!(clock.next_blank(ms(1)), ms(10));
+        assert_eq!(clock.next_blank(ms(10)), ms(10));
+        assert_eq!(clock.next_blank(ms(25)), ms(30));
+        assert_eq!(clock.next_blank(anchor - Duration::from_millis(3)), anchor);
+        assert_eq!(clock.period(), Duration::from_millis(10));
+    }
 
     #[test]
     fn wait_until_is_not_early_and_rarely_late() {

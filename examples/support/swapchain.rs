@@ -13,6 +13,18 @@
 //!
 //! The waits are logged (`stats.json`'s `swapchain`): a frame that waited long was held up by
 //! the GPU, not by the CPU.
+//!
+//! **The display's vertical blank.** A display refreshing at the frame rate shows a frame at its
+//! next vertical blank (a FIFO swap chain, Bevy's default `AutoVsync`, and every phone), so how
+//! long a frame's CPU work took within its period does not show on screen; a frame not done by
+//! its blank shows the previous one twice. The emulation does the same: after the submission
+//! the render thread waits for the next blank, and the plugin's presentation stamp (the stats'
+//! frame interval) follows it. The blanks are the headless pacer's slots (`pacer::VblankClock`),
+//! so a frame whose update started at one blank is shown at the next if the main world's update
+//! and the render world's work fit in one period, and a period later otherwise. The interval
+//! between submissions, what an immediate-mode display would show, is reported beside it
+//! (`swapchain.submit_interval_ms`, `submit_on_time_rate`); `--display immediate` turns the
+//! blank off.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +36,7 @@ use bevy::render::RenderApp;
 use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems, RenderQueue};
 
 use crate::latency::LatencyLog;
+use crate::pacer::{VblankClock, wait_until};
 
 /// Swap-chain images emulated: frames in flight, plus the one being recorded.
 const IMAGES: usize = 3;
@@ -41,6 +54,13 @@ struct WaitLog {
     wait_ms: LatencyLog,
     /// Frames that waited longer than a millisecond.
     waited: usize,
+    /// Intervals between submissions (before the blank), ms.
+    submit_ms: LatencyLog,
+    /// Submissions within 1.25 periods of the one before.
+    submit_on_time: usize,
+    last_submit: Option<Instant>,
+    /// Whether frames wait for the blank, and its period.
+    vsync: Option<Duration>,
 }
 
 impl SwapchainWaits {
@@ -52,13 +72,21 @@ impl SwapchainWaits {
         }
     }
 
-    fn record(&self, wait: Duration) {
-        if let Ok(mut log) = self.0.lock()
-            && log.recording
-        {
+    fn record(&self, wait: Duration, submitted: Instant, period: Duration) {
+        if let Ok(mut log) = self.0.lock() {
+            let last = log.last_submit.replace(submitted);
+            if !log.recording {
+                return;
+            }
             let ms = wait.as_secs_f64() * 1e3;
             log.wait_ms.push(ms);
             log.waited += usize::from(ms > 1.0);
+            if let Some(last) = last {
+                let interval = submitted.saturating_duration_since(last);
+                log.submit_ms.push(interval.as_secs_f64() * 1e3);
+                log.submit_on_time +=
+                    usize::from(interval.as_secs_f64() <= 1.25 * period.as_secs_f64());
+            }
         }
     }
 
@@ -67,12 +95,26 @@ impl SwapchainWaits {
         let Ok(log) = self.0.lock() else {
             return serde_json::Value::Null;
         };
+        let submits = log.submit_ms.summary();
+        let count = submits.get("count").and_then(|c| c.as_u64()).unwrap_or(0);
         serde_json::json!({
             "images": IMAGES,
+            "display": if log.vsync.is_some() { "vsync" } else { "immediate" },
             "wait_ms": log.wait_ms.summary(),
             "frames_that_waited": log.waited,
+            "submit_interval_ms": submits,
+            "submit_on_time_rate": if count == 0 { serde_json::Value::Null } else {
+                serde_json::json!(log.submit_on_time as f64 / count as f64)
+            },
         })
     }
+}
+
+/// The emulated display (render world).
+#[derive(Resource)]
+struct Display {
+    clock: VblankClock,
+    vsync: bool,
 }
 
 /// The submissions of the frames in flight (render world). With `HEIMDALL_SWAPCHAIN_WAIT=all`,
@@ -94,13 +136,20 @@ impl Default for InFlight {
 }
 
 /// Adds the emulation to a headless app: the wait after each frame's submission in the render
-/// world, and [`SwapchainWaits`] in both worlds.
-pub fn add(app: &mut App) {
+/// world (and, with `vsync`, for the next blank of the pacer's [`VblankClock`]), and
+/// [`SwapchainWaits`] in both worlds.
+pub fn add(app: &mut App, vsync: bool) {
+    let clock = app.world().get_resource::<VblankClock>().cloned();
+    let clock = clock.unwrap_or_else(|| VblankClock::new(Duration::ZERO));
     let waits = SwapchainWaits::default();
+    if let Ok(mut log) = waits.0.lock() {
+        log.vsync = vsync.then(|| clock.period());
+    }
     app.insert_resource(waits.clone());
     if let Some(render_app) = app.get_sub_app_mut(RenderApp) {
         render_app
             .insert_resource(waits)
+            .insert_resource(Display { clock, vsync })
             .init_resource::<InFlight>()
             .add_systems(
                 RenderGraph,
@@ -118,8 +167,10 @@ fn wait_for_an_image(
     device: Res<RenderDevice>,
     mut in_flight: ResMut<InFlight>,
     waits: Res<SwapchainWaits>,
+    display: Res<Display>,
 ) {
     let start = Instant::now();
+    let period = display.clock.period();
     if let Some((submitted, done)) = &mut in_flight.all {
         // The earlier emulation: while 3 frames are unfinished, wait for all submitted work.
         *submitted += 1;
@@ -135,7 +186,8 @@ fn wait_for_an_image(
                 timeout: Some(Duration::from_millis(100)),
             });
         }
-        waits.record(start.elapsed());
+        waits.record(start.elapsed(), Instant::now(), period);
+        display.show();
         return;
     }
     // An empty submission right after the frame's: its index is reached when the frame is done.
@@ -151,5 +203,15 @@ fn wait_for_an_image(
             timeout: Some(left),
         });
     }
-    waits.record(start.elapsed());
+    waits.record(start.elapsed(), Instant::now(), period);
+    display.show();
+}
+
+impl Display {
+    /// Waits for the next vertical blank (with vsync).
+    fn show(&self) {
+        if self.vsync {
+            wait_until(self.clock.next_blank(Instant::now()));
+        }
+    }
 }
