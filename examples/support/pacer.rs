@@ -37,7 +37,8 @@ impl VblankClock {
         self.0.lock().map(|g| g.1).unwrap_or(Duration::ZERO)
     }
 
-    fn re_anchor(&self, anchor: Instant) {
+    /// Moves the schedule to start at `anchor`.
+    pub fn re_anchor(&self, anchor: Instant) {
         if let Ok(mut g) = self.0.lock() {
             g.0 = anchor;
         }

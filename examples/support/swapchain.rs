@@ -16,15 +16,18 @@
 //!
 //! **The display's vertical blank.** A display refreshing at the frame rate shows a frame at its
 //! next vertical blank (a FIFO swap chain, Bevy's default `AutoVsync`, and every phone), so how
-//! long a frame's CPU work took within its period does not show on screen; a frame not done by
-//! its blank shows the previous one twice. The emulation does the same: after the submission
-//! the render thread waits for the next blank, and the plugin's presentation stamp (the stats'
-//! frame interval) follows it. The blanks are the headless pacer's slots (`pacer::VblankClock`),
-//! so a frame whose update started at one blank is shown at the next if the main world's update
-//! and the render world's work fit in one period, and a period later otherwise. The interval
-//! between submissions, what an immediate-mode display would show, is reported beside it
-//! (`swapchain.submit_interval_ms`, `submit_on_time_rate`); `--display immediate` turns the
-//! blank off.
+//! long a frame's CPU work took within its period does not show on screen; a frame not
+//! submitted by its blank shows the previous one twice. The emulation keeps that book without
+//! changing what the app does (no extra wait, no added latency): a frame submitted at `t` is
+//! shown at the first blank at or after `t` that is at least a period after the frame before
+//! it was shown (a FIFO queue), and it tells the plugin so (`heimdall_bevy::render::
+//! PresentationTime`), whose stats' frame interval is then the one on screen. The blanks are the
+//! headless pacer's slots (`pacer::VblankClock`): a frame whose update started at one blank is
+//! shown at the next when the main world's update and the render world's work fit in a period.
+//! The GPU's side is the wait above and the GPU-timestamp proxy: a frame is taken as shown even
+//! if its GPU work ends after the blank. The interval between submissions, what an
+//! immediate-mode display would show, is reported beside it (`swapchain.submit_interval_ms`,
+//! `submit_on_time_rate`); `--display immediate` turns the blank off.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,9 +37,10 @@ use std::time::{Duration, Instant};
 use bevy::prelude::*;
 use bevy::render::RenderApp;
 use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems, RenderQueue};
+use heimdall_bevy::render::PresentationTime;
 
 use crate::latency::LatencyLog;
-use crate::pacer::{VblankClock, wait_until};
+use crate::pacer::VblankClock;
 
 /// Swap-chain images emulated: frames in flight, plus the one being recorded.
 const IMAGES: usize = 3;
@@ -115,6 +119,8 @@ impl SwapchainWaits {
 struct Display {
     clock: VblankClock,
     vsync: bool,
+    /// When the frame before was shown.
+    last_shown: Option<Instant>,
 }
 
 /// The submissions of the frames in flight (render world). With `HEIMDALL_SWAPCHAIN_WAIT=all`,
@@ -149,7 +155,11 @@ pub fn add(app: &mut App, vsync: bool) {
     if let Some(render_app) = app.get_sub_app_mut(RenderApp) {
         render_app
             .insert_resource(waits)
-            .insert_resource(Display { clock, vsync })
+            .insert_resource(Display {
+                clock,
+                vsync,
+                last_shown: None,
+            })
             .init_resource::<InFlight>()
             .add_systems(
                 RenderGraph,
@@ -167,7 +177,8 @@ fn wait_for_an_image(
     device: Res<RenderDevice>,
     mut in_flight: ResMut<InFlight>,
     waits: Res<SwapchainWaits>,
-    display: Res<Display>,
+    mut display: ResMut<Display>,
+    mut shown: ResMut<PresentationTime>,
 ) {
     let start = Instant::now();
     let period = display.clock.period();
@@ -186,8 +197,9 @@ fn wait_for_an_image(
                 timeout: Some(Duration::from_millis(100)),
             });
         }
-        waits.record(start.elapsed(), Instant::now(), period);
-        display.show();
+        let submitted = Instant::now();
+        waits.record(start.elapsed(), submitted, period);
+        shown.0 = display.show(submitted);
         return;
     }
     // An empty submission right after the frame's: its index is reached when the frame is done.
@@ -203,15 +215,52 @@ fn wait_for_an_image(
             timeout: Some(left),
         });
     }
-    waits.record(start.elapsed(), Instant::now(), period);
-    display.show();
+    let submitted = Instant::now();
+    waits.record(start.elapsed(), submitted, period);
+    shown.0 = display.show(submitted);
 }
 
 impl Display {
-    /// Waits for the next vertical blank (with vsync).
-    fn show(&self) {
-        if self.vsync {
-            wait_until(self.clock.next_blank(Instant::now()));
+    /// When a frame submitted at `submitted` is shown (with vsync; `None`: at once).
+    fn show(&mut self, submitted: Instant) -> Option<Instant> {
+        if !self.vsync {
+            return None;
         }
+        let period = self.clock.period();
+        let mut at = self.clock.next_blank(submitted);
+        if let Some(last) = self.last_shown {
+            // One frame per blank: a second frame ready before the next blank waits for it.
+            at = at.max(last + period);
+        }
+        self.last_shown = Some(at);
+        Some(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_shown_at_blanks_one_per_blank() {
+        let clock = VblankClock::new(Duration::from_millis(10));
+        let t0 = Instant::now();
+        clock.re_anchor(t0);
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let mut d = Display {
+            clock,
+            vsync: true,
+            last_shown: None,
+        };
+        // Submitted mid-period: shown at the next blank, whatever the jitter within it.
+        assert_eq!(d.show(ms(4)), Some(ms(10)));
+        assert_eq!(d.show(ms(19)), Some(ms(20)));
+        // Not submitted by its blank: shown a period later (the frame before shows twice).
+        assert_eq!(d.show(ms(31)), Some(ms(40)));
+        // Two frames before one blank: the second waits for the next one.
+        assert_eq!(d.show(ms(42)), Some(ms(50)));
+        assert_eq!(d.show(ms(45)), Some(ms(60)));
+        let mut immediate = Display { vsync: false, ..d };
+        assert_eq!(immediate.show(ms(70)), None);
     }
 }

@@ -78,6 +78,7 @@ pub(crate) fn build(
         .init_resource::<extract::ExtractedTraceRequest>()
         .init_resource::<schedule::FramePlan>()
         .init_resource::<phases::PhaseClock>()
+        .init_resource::<PresentationTime>()
         .configure_sets(
             Render,
             (
@@ -155,17 +156,28 @@ pub(crate) fn build(
         );
 }
 
+/// When the frame being rendered reaches the screen, where something knows better than "now,
+/// after `present`" (render world). A display layer that learns the real presentation time
+/// (a presentation-timing extension, Android's Choreographer, or the headless harness's
+/// emulated vertical blank) sets it during the frame, before `RenderSystems::Cleanup`; the
+/// plugin takes it for the stats' frame interval and clears it. Times must not go backwards.
+#[derive(Resource, Debug, Default, Clone, Copy)]
+pub struct PresentationTime(pub Option<std::time::Instant>);
+
 /// Tells the main world when a frame left for the screen: after Bevy's `render_system`
-/// submitted it and presented the windows (`RenderSystems::Render`), so the stats' frame
-/// interval is the one the display gets, not the main loop's; with the frame's phases.
+/// submitted it and presented the windows (`RenderSystems::Render`), or when
+/// [`PresentationTime`] says it will be shown, so the stats' frame interval is the one the
+/// display gets, not the main loop's; with the frame's phases (wall clock of the render thread).
 fn stamp_presented(
     outbox: Res<Outbox>,
     mut clock: ResMut<phases::PhaseClock>,
+    mut shown: ResMut<PresentationTime>,
     sched: Option<Res<schedule::Scheduler>>,
 ) {
     let now = std::time::Instant::now();
     let phases = clock.presented(now, sched.map(|s| s.frame));
-    outbox.send(RenderMessage::Presented(now, phases));
+    let at = shown.0.take().unwrap_or(now);
+    outbox.send(RenderMessage::Presented(at, phases));
 }
 
 /// Chooses the backend once the render device exists (`Plugin::finish`).
