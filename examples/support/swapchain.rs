@@ -63,6 +63,9 @@ struct WaitLog {
     /// Submissions within 1.25 periods of the one before.
     submit_on_time: usize,
     last_submit: Option<Instant>,
+    /// From submission to the blank the frame is shown at, ms (vsync): grows when frames
+    /// queue up behind a late one.
+    shown_after_ms: LatencyLog,
     /// Whether frames wait for the blank, and its period.
     vsync: Option<Duration>,
 }
@@ -73,14 +76,20 @@ impl SwapchainWaits {
         if let Ok(mut log) = self.0.lock() {
             log.recording = true;
             log.wait_ms = LatencyLog::preallocated();
+            log.submit_ms = LatencyLog::preallocated();
+            log.shown_after_ms = LatencyLog::preallocated();
         }
     }
 
-    fn record(&self, wait: Duration, submitted: Instant, period: Duration) {
+    fn record(&self, wait: Duration, submitted: Instant, shown: Option<Instant>, period: Duration) {
         if let Ok(mut log) = self.0.lock() {
             let last = log.last_submit.replace(submitted);
             if !log.recording {
                 return;
+            }
+            if let Some(shown) = shown {
+                let after = shown.saturating_duration_since(submitted);
+                log.shown_after_ms.push(after.as_secs_f64() * 1e3);
             }
             let ms = wait.as_secs_f64() * 1e3;
             log.wait_ms.push(ms);
@@ -107,6 +116,7 @@ impl SwapchainWaits {
             "wait_ms": log.wait_ms.summary(),
             "frames_that_waited": log.waited,
             "submit_interval_ms": submits,
+            "shown_after_submit_ms": log.shown_after_ms.summary(),
             "submit_on_time_rate": if count == 0 { serde_json::Value::Null } else {
                 serde_json::json!(log.submit_on_time as f64 / count as f64)
             },
@@ -198,8 +208,8 @@ fn wait_for_an_image(
             });
         }
         let submitted = Instant::now();
-        waits.record(start.elapsed(), submitted, period);
         shown.0 = display.show(submitted);
+        waits.record(start.elapsed(), submitted, shown.0, period);
         return;
     }
     // An empty submission right after the frame's: its index is reached when the frame is done.
@@ -216,8 +226,8 @@ fn wait_for_an_image(
         });
     }
     let submitted = Instant::now();
-    waits.record(start.elapsed(), submitted, period);
     shown.0 = display.show(submitted);
+    waits.record(start.elapsed(), submitted, shown.0, period);
 }
 
 impl Display {
