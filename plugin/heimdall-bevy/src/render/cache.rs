@@ -17,6 +17,21 @@ const CACHE_PROBE_EVERY: u32 = 30;
 /// The profile's warm-up and measured runs (median of 5 after 2 warm-ups).
 const PROFILE_RUNS: (usize, usize) = (2, 5);
 
+/// The profile's runs on a CPU device (a software rasteriser): one warm-up (the driver compiles
+/// the pipelines) and one measured run. There a run's time is its work, steady from run to run,
+/// and a large model's run takes tens of seconds (PP-OCR's detector on lavapipe: 14-29 s), so
+/// the 7 runs of a GPU's profile cost minutes per compile for no better estimate.
+const PROFILE_RUNS_CPU: (usize, usize) = (1, 1);
+
+/// The profile's runs on `ctx`'s device.
+fn profile_runs(ctx: &GpuContext) -> (usize, usize) {
+    if ctx.info.device_type == wgpu::DeviceType::Cpu {
+        PROFILE_RUNS_CPU
+    } else {
+        PROFILE_RUNS
+    }
+}
+
 /// What to compile: the graph, for which device, and how its cache should be.
 pub(crate) struct GpuJob<'a> {
     pub ctx: &'a GpuContext,
@@ -75,7 +90,7 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
             return plain(job, None, Some(why));
         }
     };
-    let profile = profile(&model, job.inputs, PROFILE_RUNS)?;
+    let profile = profile(&model, job.inputs, profile_runs(job.ctx))?;
     if model.conv_cache_config().is_none() {
         // No op of this model depends on the input through a receptive field: compiled as
         // without the cache.
@@ -148,7 +163,7 @@ fn plain(
     let cpu_device = job.ctx.info.device_type == wgpu::DeviceType::Cpu;
     let profile = match cached {
         Some(p) if cpu_device && p.steps.len() == model.num_steps() => p,
-        _ => profile(&model, job.inputs, PROFILE_RUNS)?,
+        _ => profile(&model, job.inputs, profile_runs(job.ctx))?,
     };
     Ok(GpuCompiled {
         model,
