@@ -53,6 +53,7 @@ pub mod clock;
 pub mod decoder;
 pub mod decoders;
 pub mod dnn;
+mod main_phases;
 #[cfg(feature = "overlay")]
 pub mod overlay;
 pub mod render;
@@ -155,7 +156,23 @@ impl Plugin for HeimdallPlugin {
                 PostUpdate,
                 requests::issue_requests.in_set(HeimdallSystems::Requests),
             )
-            .add_systems(Last, stats::record_frame);
+            .add_systems(Last, stats::record_frame)
+            .init_resource::<main_phases::MainClock>()
+            .add_systems(First, main_phases::update_started)
+            .add_systems(
+                PreUpdate,
+                (
+                    main_phases::ours_begin.before(HeimdallSystems::Camera),
+                    main_phases::ours_end.after(HeimdallSystems::Results),
+                ),
+            )
+            .add_systems(
+                PostUpdate,
+                (
+                    main_phases::ours_begin.before(HeimdallSystems::Requests),
+                    main_phases::ours_end.after(HeimdallSystems::Requests),
+                ),
+            );
         render::build(app, &self.settings, clock, results::Outbox(tx));
     }
 

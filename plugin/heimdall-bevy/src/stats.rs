@@ -133,14 +133,18 @@ impl Default for ModelStats {
 /// allocated up front, so its memory is constant however long the app runs.
 #[derive(Resource, Debug)]
 pub struct HeimdallStats {
-    /// Wall-clock interval between frames as they leave for the screen, ms: stamped in the
-    /// render world right after Bevy's `render_system` submitted the frame and presented it
+    /// Wall-clock interval between frames as they reach the screen, ms: the presentation time a
+    /// display layer gives ([`crate::render::PresentationTime`]), else stamped in the render
+    /// world right after Bevy's `render_system` submitted the frame and presented it
     /// (`RenderSystems::Cleanup`). The headline (`wall_on_time_rate`).
     pub frame_ms: Vec<f64>,
     /// Wall-clock interval between the main world's updates (stamped in `Last`), ms: the app
     /// loop's rate, a proxy of what reaches the screen (pipelined rendering and the render
     /// world's own work sit between the two).
     pub update_ms: Vec<f64>,
+    /// The main world's schedule per update (`First` to `Last`) and the plugin's systems in it,
+    /// ms.
+    pub main_world_ms: Vec<(f64, f64)>,
     /// Where each interval of [`Self::frame_ms`] went on the render thread (same indices).
     pub frame_phases: Vec<FramePhases>,
     /// What the GPU did per frame (timestamps; untimed frames have `timed: false`).
@@ -162,6 +166,7 @@ impl Default for HeimdallStats {
             frame_ms: history(-1.0),
             update_ms: history(-1.0),
             frame_phases: history(FramePhases::default()),
+            main_world_ms: history((0.0, 0.0)),
             gpu_frames: history(FrameRecord::untimed(u64::MAX)),
             models: BTreeMap::new(),
             instances: BTreeMap::new(),
@@ -416,7 +421,7 @@ impl HeimdallStats {
             "render_fps_mean": fps_mean,
             "render_fps_min_window": fps_min,
             "frame_interval_ms": summary(wall),
-            "frame_interval_definition": "wall clock between frames leaving the render world (after submission and present)",
+            "frame_interval_definition": "wall clock between frames reaching the screen: the presentation time a display layer gives (render::PresentationTime; headless, the emulated vsync blank), else when the frame left the render world (after submission and present)",
             "update_interval_ms": summary(updates),
             "update_on_time_rate": if updates.is_empty() { 0.0 } else { updates_on_time as f64 / updates.len() as f64 },
             "on_time_rate": if gpu.is_empty() { Value::Null } else { json!(on_time as f64 / gpu.len() as f64) },
@@ -426,6 +431,10 @@ impl HeimdallStats {
             // The late intervals themselves (at most 100): [frame after the warm-up, ms].
             "late_frames": wall.iter().enumerate().filter(|(_, d)| **d > period * 1.25).take(100)
                 .map(|(i, d)| json!([i, d])).collect::<Vec<_>>(),
+            "main_world_ms": {
+                "update": summary(&self.main_world_ms.iter().skip(skip).map(|m| m.0).collect::<Vec<_>>()),
+                "heimdall_systems": summary(&self.main_world_ms.iter().skip(skip).map(|m| m.1).collect::<Vec<_>>()),
+            },
             "render_phases_ms": phase_summaries(self.frame_phases.get(skip..).unwrap_or(&[])),
             "render_phases_definition": "wall clock per phase of the render thread, consecutive: together they make the frame interval",
             "late_frame_phases": self.late_frame_phases(skip, period * 1.25),
@@ -494,6 +503,7 @@ fn phase_summaries(frames: &[FramePhases]) -> Value {
 /// Records the main world's update interval.
 pub(crate) fn record_frame(
     mut stats: ResMut<HeimdallStats>,
+    mut main: ResMut<crate::main_phases::MainClock>,
     clock: Res<HeimdallClock>,
     settings: Res<HeimdallSettings>,
     monitors: Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>,
@@ -510,6 +520,10 @@ pub(crate) fn record_frame(
     stats.last_frame = Some(now);
     stats.now_ms = clock.now_ms();
     trim(&mut stats.update_ms);
+    if let Some(m) = main.end(now) {
+        stats.main_world_ms.push(m);
+        trim(&mut stats.main_world_ms);
+    }
 }
 
 #[cfg(test)]
