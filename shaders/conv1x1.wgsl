@@ -10,9 +10,13 @@
 //   The inner loop, `conv_tile`, is generated for BP x BS (src/ops/conv.rs): the BP * BS
 //   accumulators are named variables, not an array, so they stay in registers on drivers that
 //   would put a dynamically indexed array in local memory; each accumulates a chain of FMAs.
+//   With f16 arithmetic (src/arith.rs) the tile loads `vec4<f16>` (x_load_h, w_load_h) and
+//   accumulates in f16, adding f16 partial sums of 16 input slices into f32 where the reduction
+//   is long; it hands store_out f32 either way.
 // Bindings: 0 params (uniform), x (read), w (read), bias (read f32), y (write), then the
 //   generated epilogue bindings (res, alpha). Generated symbols used: BP, BS, TG, conv_tile,
-//   x_load, w_load, bias_load, y_store, epilogue, keep_lanes.
+//   x_load, w_load (x_load_h, w_load_h in f16 arithmetic), bias_load, y_store, epilogue,
+//   keep_lanes.
 // Params: `GpuConv1x1Params` (heimdall-gpu src/ops/conv.rs), declared by composition.
 
 // Writes one accumulated output vec4 (pixel p, output slice o) if it exists.

@@ -8,7 +8,9 @@
 //   slices; column blocks vary fastest, then rows, then slice blocks. The tile, `conv_tile`, is
 //   generated for BX x BS (src/ops/conv.rs) with named accumulators (registers, not a
 //   dynamically indexed array) and one FMA chain per accumulator and input slice; columns
-//   outside the input read zero (a clamped load, then a select).
+//   outside the input read zero (a clamped load, then a select). With f16 arithmetic
+//   (src/arith.rs) it loads `vec4<f16>` (x_load_h, w_load_h) and accumulates in f16, adding each
+//   tap's f16 partial sums (of at most 16 input slices) into f32 where the reduction is long.
 // Bindings: 0 params, x (read), w (read), bias (read f32), y (write), epilogue bindings.
 // Params: `GpuConv2dParams` (heimdall-gpu src/ops/conv.rs), declared by composition.
 

@@ -244,6 +244,7 @@ impl GpuContext {
             conv_blocks,
             split_k_threads,
             max_workgroup: max_wg,
+            f16_arithmetic: f16_arithmetic_default(),
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -293,6 +294,14 @@ fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
     o.as_ref().map(|(b, tg)| (&b[..], *tg))
 }
 
+/// Whether convolutions of f16 models compute in f16 ([`Tuning::f16_arithmetic`]): off by
+/// default, since on the H100 it was neither faster nor as accurate as f16 storage with f32
+/// arithmetic (docs/gpu.md, "f16 arithmetic"); `HEIMDALL_F16_ARITH=1` turns it on.
+fn f16_arithmetic_default() -> bool {
+    static OVERRIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OVERRIDE.get_or_init(|| std::env::var("HEIMDALL_F16_ARITH").is_ok_and(|v| v == "1"))
+}
+
 /// GPU families whose kernels are blocked differently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuFamily {
@@ -336,6 +345,9 @@ pub struct Tuning {
     /// x-size limit, whichever is lower): kernels that would like more (the large-window
     /// reduction's 256) take this many instead.
     pub max_workgroup: u32,
+    /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
+    /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
+    pub f16_arithmetic: bool,
 }
 
 impl Tuning {

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Layout of the crate, from the bottom: [`context`] (the device), [`layout`] (PHWC4),
-//! [`precision`] (storage types), [`sources`] (the WGSL files of `shaders/`), [`params`]
+//! [`precision`] (storage types), [`arith`] (f32 or f16 arithmetic of the convolutions), [`sources`] (the WGSL files of `shaders/`), [`params`]
 //! (uniform parameter structs, defined once for Rust and WGSL), [`wgsl`] (composition of a
 //! kernel's source with generated bindings and accessors), [`dispatch`] (what a kernel builder
 //! sees and produces), [`kernels`] (the shaders several families share) and [`ops`] (one file
@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod aliases;
+pub mod arith;
 mod blocking;
 pub mod context;
 pub mod conv_cache;

@@ -174,6 +174,10 @@ impl GpuModel {
             }
             dispatches.push(d);
         }
+        let f16_arith_ops: Vec<usize> = (dispatches.iter().enumerate())
+            .filter(|(_, ds)| ds.iter().any(|d| d.source.f16_arith))
+            .map(|(i, _)| i)
+            .collect();
         // The conv cache's dispatches: ops it may skip whose one dispatch has a known thread
         // order and a binding to spare for its work group list. Their outputs keep their slots.
         let params_binding = u32::from(ctx.params_space() == crate::params::ParamsSpace::Storage);
@@ -360,6 +364,7 @@ impl GpuModel {
             weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
             pipeline_cache: cache_state,
             cached_ops: cached.iter().map(|c| c.step).collect(),
+            f16_arith_ops,
         };
         Ok(GpuModel {
             ctx: ctx.clone(),

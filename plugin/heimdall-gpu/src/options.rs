@@ -114,4 +114,7 @@ pub struct CompileReport {
     pub pipeline_cache: PipelineCacheState,
     /// Ops whose work the convolution cache may skip (empty when it is off).
     pub cached_ops: Vec<usize>,
+    /// Ops whose kernels compute in f16 ([`crate::arith::Arith`]; empty in f32, packed f16, or
+    /// with [`crate::Tuning::f16_arithmetic`] off).
+    pub f16_arith_ops: Vec<usize>,
 }

@@ -4,7 +4,8 @@ use half::f16;
 
 use crate::layout::Phwc4;
 
-/// How a tensor's values are stored in GPU memory. Arithmetic is always f32.
+/// How a tensor's values are stored in GPU memory. Arithmetic is f32, except in the convolutions
+/// of f16 ops with [`crate::Tuning::f16_arithmetic`] on ([`crate::arith`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Precision {
     /// 32-bit floats (`array<vec4<f32>>`).

@@ -148,6 +148,9 @@ pub struct KernelSource {
     /// The uniform parameters' layout, declared into the source; `None` when the kernel file
     /// declares its own `params`.
     pub params: Option<ParamsLayout>,
+    /// The kernel computes in f16 ([`crate::arith::Arith`]): `enable f16;` whatever its
+    /// bindings store.
+    pub f16_arith: bool,
 }
 
 impl KernelSource {
@@ -160,6 +163,7 @@ impl KernelSource {
             epilogue: EpilogueDecl::NONE,
             extra: String::new(),
             params: None,
+            f16_arith: false,
         }
     }
 
@@ -182,9 +186,11 @@ impl KernelSource {
 
     /// Whether the source needs `enable f16;`.
     pub fn uses_f16(&self) -> bool {
-        self.bindings
-            .iter()
-            .any(|b| b.access != Access::Stub && b.precision == Precision::F16)
+        self.f16_arith
+            || self
+                .bindings
+                .iter()
+                .any(|b| b.access != Access::Stub && b.precision == Precision::F16)
             || self.epilogue.residual == Some(Precision::F16)
     }
 
@@ -210,8 +216,9 @@ impl KernelSource {
         }
         s.push_str(HELPERS);
         let mut binding = 1;
+        let f16 = self.uses_f16();
         for b in &self.bindings {
-            accessors(&mut s, b, &mut binding);
+            accessors(&mut s, b, &mut binding, f16);
         }
         epilogue(&mut s, &self.epilogue, &mut binding)?;
         s.push_str(&self.extra);
@@ -238,7 +245,9 @@ fn keep_lanes(v: vec4<f32>, slice: u32, channels: u32) -> vec4<f32> {
 }
 ";
 
-fn accessors(s: &mut String, b: &BindingDecl, binding: &mut u32) {
+/// Generates a binding's declaration and accessors; in a source with `enable f16;` (`f16`),
+/// also `NAME_load_h(i) -> vec4<f16>` for the kernels computing in f16.
+fn accessors(s: &mut String, b: &BindingDecl, binding: &mut u32, f16: bool) {
     let n = b.name;
     if b.access == Access::Stub {
         let _ = writeln!(
@@ -246,6 +255,12 @@ fn accessors(s: &mut String, b: &BindingDecl, binding: &mut u32) {
             "fn {n}_load(i: u32) -> vec4<f32> {{ return vec4<f32>(0.0); }}\n\
              fn {n}_load1(e: u32) -> f32 {{ return 0.0; }}"
         );
+        if f16 {
+            let _ = writeln!(
+                s,
+                "fn {n}_load_h(i: u32) -> vec4<f16> {{ return vec4<f16>(0.0); }}"
+            );
+        }
         return;
     }
     let mode = match b.access {
@@ -284,6 +299,13 @@ fn accessors(s: &mut String, b: &BindingDecl, binding: &mut u32) {
             "fn {n}_load(i: u32) -> vec4<f32> {{ {load} }}\n\
              fn {n}_load1(e: u32) -> f32 {{ {load1} }}"
         );
+        if f16 {
+            let load_h = match b.precision {
+                Precision::F16 => format!("return {n}_buf[i];"),
+                _ => format!("return vec4<f16>({n}_load(i));"),
+            };
+            let _ = writeln!(s, "fn {n}_load_h(i: u32) -> vec4<f16> {{ {load_h} }}");
+        }
     }
     if b.access != Access::Read {
         let store = match b.precision {
@@ -307,6 +329,7 @@ fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) -> Result<(), 
                 precision: p,
             },
             binding,
+            false,
         );
     }
     if ep.act == EpilogueAct::Prelu {
@@ -318,6 +341,7 @@ fn epilogue(s: &mut String, ep: &EpilogueDecl, binding: &mut u32) -> Result<(), 
                 precision: Precision::F32,
             },
             binding,
+            false,
         );
     }
     s.push_str("// Fused epilogue: act(v + residual); i = output vec4 index, slice = its slice.\n");

@@ -4,6 +4,7 @@
 
 use heimdall_ir::{ConvAttrs, Pad2d};
 
+use crate::arith::Arith;
 use crate::context::{GpuContext, Tuning};
 use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
 use crate::params::shader_params;
@@ -55,7 +56,14 @@ pub fn conv1x1_source(
     bs: u32,
     epilogue: EpilogueDecl,
 ) -> KernelSource {
-    conv1x1_source_tg(x, w, y, Conv1x1Blocking { bp, bs, tg: 64 }, epilogue)
+    conv1x1_source_tg(
+        x,
+        w,
+        y,
+        Conv1x1Blocking { bp, bs, tg: 64 },
+        epilogue,
+        Arith::F32,
+    )
 }
 
 /// How the 1x1 kernel is blocked: pixels and output slices per thread, threads per work group.
@@ -96,11 +104,24 @@ fn blocking_for(t: &Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking
     }
 }
 
+/// One input slice into accumulator `a` (weights `w_b_l`, input `x_j`, operands of type `v`):
+/// `a += w_b_0 * x_j.x + ... + w_b_3 * x_j.w` as a chain of four `fma`s.
+fn mad4(a: &str, b: u32, j: u32, v: &str) -> String {
+    format!(
+        "{a} = fma(w_{b}_3, {v}(x_{j}.w), fma(w_{b}_2, {v}(x_{j}.z), \
+         fma(w_{b}_1, {v}(x_{j}.y), fma(w_{b}_0, {v}(x_{j}.x), {a}))));"
+    )
+}
+
 /// The generated inner loop of `shaders/conv1x1.wgsl` for `bp` pixels x `bs` output slices:
 /// named accumulators `a_b_j` (slice `b`, pixel `j`), clamped pixel and weight offsets hoisted
-/// out of the loop, one FMA chain per accumulator and input slice, then the stores.
-fn conv1x1_tile(bp: u32, bs: u32) -> String {
+/// out of the loop, one FMA chain per accumulator and input slice, then the stores. In f16
+/// arithmetic the FMAs take `vec4<f16>` operands into accumulators `h_b_j`; chunked, the loop
+/// runs over chunks of input slices whose f16 sums are added into f32 accumulators `a_b_j`.
+fn conv1x1_tile(bp: u32, bs: u32, arith: Arith) -> String {
     use std::fmt::Write as _;
+    let (v, ld) = (arith.vec(), arith.load());
+    let acc = if arith.is_f16() { "h" } else { "a" };
     let mut s = String::from(
         "// Generated (src/ops/conv.rs): the BP x BS tile of one thread.\n\
          fn conv_tile(p0: u32, o0: u32) {\n",
@@ -117,40 +138,70 @@ fn conv1x1_tile(bp: u32, bs: u32) -> String {
             "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * params.in_slices * 4u;"
         );
         for j in 0..bp {
-            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+            let _ = match arith {
+                Arith::F16 => writeln!(s, "    var h_{b}_{j} = vec4<f16>(0.0);"),
+                _ => writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);"),
+            };
         }
     }
-    s.push_str("    for (var i = 0u; i < params.in_slices; i++) {\n");
-    s.push_str("        let xi = i * params.pixels;\n");
-    for j in 0..bp {
-        let _ = writeln!(s, "        let x_{j} = x_load(xi + pc_{j});");
-    }
-    for b in 0..bs {
-        let _ = writeln!(s, "        let wb_{b} = wo_{b} + i * 4u;");
-        for l in 0..4 {
-            let _ = writeln!(s, "        let w_{b}_{l} = w_load(wb_{b} + {l}u);");
-        }
-        for j in 0..bp {
+    let (ind, lo, hi) = match arith {
+        Arith::F16Chunked(ch) => {
             let _ = writeln!(
                 s,
-                "        a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
-                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
+                "    for (var i0 = 0u; i0 < params.in_slices; i0 += {ch}u) {{\n\
+                 \x20       let i1 = min(i0 + {ch}u, params.in_slices);"
             );
+            for b in 0..bs {
+                for j in 0..bp {
+                    let _ = writeln!(s, "        var h_{b}_{j} = vec4<f16>(0.0);");
+                }
+            }
+            ("        ", "i0", "i1")
+        }
+        _ => ("    ", "0u", "params.in_slices"),
+    };
+    let _ = writeln!(s, "{ind}for (var i = {lo}; i < {hi}; i++) {{");
+    let _ = writeln!(s, "{ind}    let xi = i * params.pixels;");
+    for j in 0..bp {
+        let _ = writeln!(s, "{ind}    let x_{j} = x{ld}(xi + pc_{j});");
+    }
+    for b in 0..bs {
+        let _ = writeln!(s, "{ind}    let wb_{b} = wo_{b} + i * 4u;");
+        for l in 0..4 {
+            let _ = writeln!(s, "{ind}    let w_{b}_{l} = w{ld}(wb_{b} + {l}u);");
+        }
+        for j in 0..bp {
+            let _ = writeln!(s, "{ind}    {}", mad4(&format!("{acc}_{b}_{j}"), b, j, v));
         }
     }
-    s.push_str("    }\n");
+    let _ = writeln!(s, "{ind}}}");
+    if let Arith::F16Chunked(_) = arith {
+        for b in 0..bs {
+            for j in 0..bp {
+                let _ = writeln!(s, "        a_{b}_{j} += vec4<f32>(h_{b}_{j});");
+            }
+        }
+        s.push_str("    }\n");
+    }
     for b in 0..bs {
         for j in 0..bp {
-            let _ = writeln!(s, "    store_out(p0 + {j}u * TG, o0 + {b}u, a_{b}_{j});");
+            let a = match arith {
+                Arith::F16 => format!("vec4<f32>(h_{b}_{j})"),
+                _ => format!("a_{b}_{j}"),
+            };
+            let _ = writeln!(s, "    store_out(p0 + {j}u * TG, o0 + {b}u, {a});");
         }
     }
     s.push_str("}\n");
     s
 }
 
-/// The generated tile of `shaders/conv2d.wgsl` for `bx` columns x `bs` output slices.
-fn conv2d_tile(bx: u32, bs: u32) -> String {
+/// The generated tile of `shaders/conv2d.wgsl` for `bx` columns x `bs` output slices, in
+/// `arith` (as [`conv1x1_tile`]; chunked, each tap's input slices are summed in chunks).
+fn conv2d_tile(bx: u32, bs: u32, arith: Arith) -> String {
     use std::fmt::Write as _;
+    let (v, ld) = (arith.vec(), arith.load());
+    let acc = if arith.is_f16() { "h" } else { "a" };
     let mut s = String::from(
         "// Generated (src/ops/conv.rs): the BX x BS tile of one thread.\n\
          fn conv_tile(ox0: u32, oy: u32, o0: u32) {\n\
@@ -163,7 +214,10 @@ fn conv2d_tile(bx: u32, bs: u32) -> String {
             "    let wo_{b} = min(o0 + {b}u, params.out_slices - 1u) * taps;"
         );
         for j in 0..bx {
-            let _ = writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);");
+            let _ = match arith {
+                Arith::F16 => writeln!(s, "    var h_{b}_{j} = vec4<f16>(0.0);"),
+                _ => writeln!(s, "    var a_{b}_{j} = vec4<f32>(0.0);"),
+            };
         }
     }
     s.push_str(
@@ -183,48 +237,77 @@ fn conv2d_tile(bx: u32, bs: u32) -> String {
              \x20           let xr_{j} = u32(iy) * params.in_w + u32(clamp(ix_{j}, 0, i32(params.in_w) - 1));"
         );
     }
-    s.push_str("            for (var i = 0u; i < params.in_slices; i++) {\n");
+    let ind = match arith {
+        Arith::F16Chunked(ch) => {
+            let _ = writeln!(
+                s,
+                "            for (var i0 = 0u; i0 < params.in_slices; i0 += {ch}u) {{\n\
+                 \x20               let i1 = min(i0 + {ch}u, params.in_slices);"
+            );
+            for b in 0..bs {
+                for j in 0..bx {
+                    let _ = writeln!(s, "                var h_{b}_{j} = vec4<f16>(0.0);");
+                }
+            }
+            s.push_str("                for (var i = i0; i < i1; i++) {\n");
+            "                    "
+        }
+        _ => {
+            s.push_str("            for (var i = 0u; i < params.in_slices; i++) {\n");
+            "                "
+        }
+    };
     for j in 0..bx {
         let _ = writeln!(
             s,
-            "                let x_{j} = select(vec4<f32>(0.0), x_load(i * plane + xr_{j}), ok_{j});"
+            "{ind}let x_{j} = select({v}(0.0), x{ld}(i * plane + xr_{j}), ok_{j});"
         );
     }
     for b in 0..bs {
-        let _ = writeln!(s, "                let wb_{b} = wo_{b} + wk + i * 4u;");
+        let _ = writeln!(s, "{ind}let wb_{b} = wo_{b} + wk + i * 4u;");
         for l in 0..4 {
-            let _ = writeln!(s, "                let w_{b}_{l} = w_load(wb_{b} + {l}u);");
+            let _ = writeln!(s, "{ind}let w_{b}_{l} = w{ld}(wb_{b} + {l}u);");
         }
         for j in 0..bx {
-            let _ = writeln!(
-                s,
-                "                a_{b}_{j} = fma(w_{b}_3, vec4<f32>(x_{j}.w), fma(w_{b}_2, vec4<f32>(x_{j}.z), \
-                 fma(w_{b}_1, vec4<f32>(x_{j}.y), fma(w_{b}_0, vec4<f32>(x_{j}.x), a_{b}_{j}))));"
-            );
+            let _ = writeln!(s, "{ind}{}", mad4(&format!("{acc}_{b}_{j}"), b, j, v));
+        }
+    }
+    if let Arith::F16Chunked(_) = arith {
+        s.push_str("                }\n");
+        for b in 0..bs {
+            for j in 0..bx {
+                let _ = writeln!(s, "                a_{b}_{j} += vec4<f32>(h_{b}_{j});");
+            }
         }
     }
     s.push_str("            }\n        }\n    }\n");
     for b in 0..bs {
         for j in 0..bx {
-            let _ = writeln!(s, "    store_out(ox0 + {j}u, oy, o0 + {b}u, a_{b}_{j});");
+            let a = match arith {
+                Arith::F16 => format!("vec4<f32>(h_{b}_{j})"),
+                _ => format!("a_{b}_{j}"),
+            };
+            let _ = writeln!(s, "    store_out(ox0 + {j}u, oy, o0 + {b}u, {a});");
         }
     }
     s.push_str("}\n");
     s
 }
 
-/// Source of the 1x1 kernel with the given blocking.
+/// Source of the 1x1 kernel with the given blocking, computing in `arith`.
 pub fn conv1x1_source_tg(
     x: Precision,
     w: Precision,
     y: Precision,
     b: Conv1x1Blocking,
     epilogue: EpilogueDecl,
+    arith: Arith,
 ) -> KernelSource {
     KernelSource {
         consts: vec![("BP", b.bp), ("BS", b.bs), ("TG", b.tg)],
         epilogue,
-        extra: conv1x1_tile(b.bp, b.bs),
+        extra: conv1x1_tile(b.bp, b.bs, arith),
+        f16_arith: arith.is_f16(),
         ..KernelSource::new(
             "conv1x1",
             vec![
@@ -264,19 +347,21 @@ pub fn conv1x1_splitk_source(
     .with_params::<GpuConv1x1Params>()
 }
 
-/// Source of the generic kernel with `bx` columns x `bs` output slices per thread.
+/// Source of the generic kernel with `bx` columns x `bs` output slices per thread, computing
+/// in `arith`.
 pub fn conv2d_source(
     x: Precision,
     w: Precision,
     y: Precision,
-    bx: u32,
-    bs: u32,
+    [bx, bs]: [u32; 2],
     epilogue: EpilogueDecl,
+    arith: Arith,
 ) -> KernelSource {
     KernelSource {
         consts: vec![("BX", bx), ("BS", bs)],
         epilogue,
-        extra: conv2d_tile(bx, bs),
+        extra: conv2d_tile(bx, bs, arith),
+        f16_arith: arith.is_f16(),
         ..KernelSource::new(
             "conv2d",
             vec![
@@ -344,6 +429,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         && a.pad == Pad2d::default()
         && (x.h, x.w) == (y.h, y.w);
     let tuning = ctx.tuning;
+    let arith = |terms, chunk| Arith::choose(tuning.f16_arithmetic, [xp, wp, yp], terms, chunk);
     if pointwise {
         let pixels = y.h * y.w;
         let tg = tuning.conv1x1_workgroup;
@@ -361,7 +447,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             None => {
                 let b = blocking_for(&tuning, pixels, os);
                 (
-                    conv1x1_source_tg(xp, wp, yp, b, ep),
+                    conv1x1_source_tg(xp, wp, yp, b, ep, arith(ci, 4)),
                     pixels.div_ceil((b.bp * b.tg) as usize),
                     os.div_ceil(b.bs as usize),
                     b.bp * b.tg,
@@ -410,7 +496,7 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     };
     Ok(vec![
         Dispatch::new(
-            conv2d_source(xp, wp, yp, bx, bs, ep),
+            conv2d_source(xp, wp, yp, [bx, bs], ep, arith(kh * kw * ci, 4)),
             &p,
             operands,
             groups_for(total),
@@ -431,7 +517,18 @@ pub fn catalogue(p: Precision) -> Vec<KernelSource> {
     for ep in EpilogueDecl::representative(p) {
         out.push(conv1x1_source(p, p, p, 4, 2, ep));
         out.push(conv1x1_splitk_source(p, p, p, 64, 16, ep));
-        out.push(conv2d_source(p, p, p, 2, 2, ep));
+        out.push(conv2d_source(p, p, p, [2, 2], ep, Arith::F32));
+    }
+    // f16 arithmetic, short and chunked, from f16 and from f32 storage.
+    let f16 = [Arith::F16, Arith::F16Chunked(4)];
+    for (arith, ep) in f16.into_iter().zip(EpilogueDecl::representative(p)) {
+        let b = Conv1x1Blocking {
+            bp: 4,
+            bs: 2,
+            tg: 64,
+        };
+        out.push(conv1x1_source_tg(p, p, p, b, ep, arith));
+        out.push(conv2d_source(p, p, p, [2, 2], ep, arith));
     }
     if p == Precision::F16 {
         out.push(conv1x1_source(
