@@ -197,7 +197,7 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
             "compile_warm_ms": warm.compile_time.as_secs_f64() * 1e3,
             "pipeline_cache_cold": cache_label(&cold.pipeline_cache),
             "pipeline_cache_warm": cache_label(&warm.pipeline_cache),
-            "pipelines": report.pipelines,
+            "pipelines": report.pipelines, "f16_arith_ops": report.f16_arith_ops.len(),
             "peak_activation_bytes": report.peak_bytes, "total_activation_bytes": report.total_bytes,
         });
         if per_op {
@@ -255,6 +255,7 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
                     "shape": c.shape, "precision": format!("{:?}", c.precision),
                     "time_ms": ms(c.time), "gflops": c.gflops,
                     "fraction_of_peak": r.fraction_of_peak(c), "blocking": c.blocking,
+                    "fraction_of_f16_peak": r.fraction_of_f16_peak(c), "f16_arith": c.f16_arith,
                     "timing": format!("{:?}", c.source),
                 })
             })
@@ -262,6 +263,7 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
         let doc = json!({
             "device": r.device,
             "fma_gflops": r.fma.value, "fma_ms": ms(r.fma.time), "fma_timing": format!("{:?}", r.fma.source),
+            "fma_f16_gflops": r.fma_f16.map(|f| f.value),
             "copy_gbps": r.copy.value, "copy_ms": ms(r.copy.time), "copy_timing": format!("{:?}", r.copy.source),
             "conv1x1": convs,
         });
@@ -275,6 +277,13 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
         ms(r.fma.time),
         r.fma.source
     );
+    if let Some(f) = r.fma_f16 {
+        println!(
+            "FP16 FMA peak: {:.1} GFLOP/s ({:.3} ms)",
+            f.value,
+            ms(f.time)
+        );
+    }
     println!(
         "copy bandwidth: {:.1} GB/s read+write ({:.3} ms, {:?})",
         r.copy.value,
@@ -283,8 +292,12 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
     );
     for c in &r.conv1x1 {
         let [h, w, ci, co] = c.shape;
+        let f16_peak = match (c.f16_arith, r.fraction_of_f16_peak(c)) {
+            (true, Some(f)) => format!(", {:.1}% of FP16 peak, f16 arithmetic", 100.0 * f),
+            _ => String::new(),
+        };
         println!(
-            "conv1x1 {h}x{w}x{ci}->{co} {:?}: {:.3} ms, {:.1} GFLOP/s, {:.1}% of FMA peak ({})",
+            "conv1x1 {h}x{w}x{ci}->{co} {:?}: {:.3} ms, {:.1} GFLOP/s, {:.1}% of FP32 FMA peak{f16_peak} ({})",
             c.precision,
             ms(c.time),
             c.gflops,

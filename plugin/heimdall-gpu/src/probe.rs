@@ -1,6 +1,6 @@
 //! Measured ceilings of the device, so kernel efficiency is reported against what the device
-//! does rather than a datasheet: the FP32 FMA rate (`shaders/probe_fma.wgsl`: long dependent
-//! FMA chains, several independent chains per thread, many threads), the copy bandwidth
+//! does rather than a datasheet: the FP32 and FP16 FMA rates (`shaders/probe_fma.wgsl`: long
+//! dependent FMA chains, several independent chains per thread, many threads), the copy bandwidth
 //! (`shaders/probe_copy.wgsl`: read + write of a 64 MiB buffer), and the efficiency of the 1x1
 //! convolution on a large layer compiled through the normal [`GpuModel`] path. Timed with
 //! timestamp queries (a compute pass with `timestamp_writes`), else the wall time of one
@@ -55,6 +55,8 @@ pub struct Conv1x1Bench {
     pub source: TimingSource,
     /// The blocking the kernel was compiled with (pixels x slices per thread, work group).
     pub blocking: String,
+    /// Whether the conv computed in f16 ([`crate::arith::Arith`]).
+    pub f16_arith: bool,
 }
 
 /// Everything the probe measured.
@@ -64,6 +66,8 @@ pub struct ProbeReport {
     pub device: String,
     /// FP32 FMA rate in GFLOP/s (2 flops per FMA).
     pub fma: Rate,
+    /// FP16 FMA rate in GFLOP/s (`vec4<f16>` chains), where the device has `SHADER_F16`.
+    pub fma_f16: Option<Rate>,
     /// Copy bandwidth in GB/s (bytes read + bytes written).
     pub copy: Rate,
     /// The 1x1 convolution benchmark, one per precision measured.
@@ -71,9 +75,15 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    /// A conv's throughput as a fraction of the measured FMA peak.
+    /// A conv's throughput as a fraction of the measured FP32 FMA peak.
     pub fn fraction_of_peak(&self, conv: &Conv1x1Bench) -> f64 {
         conv.gflops / self.fma.value.max(f64::MIN_POSITIVE)
+    }
+
+    /// A conv's throughput as a fraction of the measured FP16 FMA peak (`None` without one).
+    pub fn fraction_of_f16_peak(&self, conv: &Conv1x1Bench) -> Option<f64> {
+        self.fma_f16
+            .map(|r| conv.gflops / r.value.max(f64::MIN_POSITIVE))
     }
 }
 
@@ -96,6 +106,15 @@ shader_params! {
 /// A probe shader with its parameters declared from `P` in `space` (the kernels' own).
 fn probe_source<P: ShaderParams>(body: &str, space: ParamsSpace) -> String {
     format!("{}{body}", P::LAYOUT.wgsl(space))
+}
+
+/// The FMA probe computing in f32 or (`f16`) in f16.
+fn fma_source(space: ParamsSpace, f16: bool) -> String {
+    let head = match f16 {
+        true => "enable f16;\nalias V = vec4<f16>;\n",
+        false => "alias V = vec4<f32>;\n",
+    };
+    format!("{head}{}", probe_source::<GpuFmaParams>(FMA_SOURCE, space))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -123,13 +142,25 @@ struct Probe {
 }
 
 fn pipeline(ctx: &GpuContext, name: &str, source: &str) -> Result<wgpu::ComputePipeline, GpuError> {
-    crate::wgsl::validate(name, source, false)?;
-    let module = ctx
-        .device
-        .create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(name),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
+    crate::wgsl::validate(name, source, source.starts_with("enable f16;"))?;
+    let desc = wgpu::ShaderModuleDescriptor {
+        label: Some(name),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    };
+    // Without wgpu's loop bounding (a 64-bit counter added to every loop, which cost the FMA
+    // probe 8 % of its rate on an H100); `HEIMDALL_LOOP_BOUNDING=1` keeps it, to measure that.
+    let module = if std::env::var("HEIMDALL_LOOP_BOUNDING").is_ok_and(|v| v == "1") {
+        ctx.device.create_shader_module(desc)
+    } else {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        // SAFETY: wgpu asks that a module without loop bounding has no infinite loop: the FMA
+        // probe's one loop counts a u32 up to a parameter, the copy probe has none. Every other
+        // check stays on.
+        unsafe { ctx.device.create_shader_module_trusted(desc, checks) }
+    };
     Ok(ctx
         .device
         .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -264,20 +295,16 @@ fn scoped<T>(ctx: &GpuContext, f: impl FnOnce() -> Result<T, GpuError>) -> Resul
     r
 }
 
-/// The FP32 FMA rate in GFLOP/s (2 flops per FMA). The grid fills the device (512k threads on
-/// GPUs, 4k on a CPU rasteriser), the chain length is calibrated so that a run takes about
-/// 10 ms, and about 300 ms of warm-up precede the 7 timed runs (median).
-pub fn fma_rate(ctx: &GpuContext) -> Result<Rate, GpuError> {
+/// The FP32 (or, `f16`, FP16) FMA rate in GFLOP/s (2 flops per FMA). The grid fills the device
+/// (512k threads on GPUs, 4k on a CPU rasteriser), the chain length is calibrated so that a run
+/// takes about 10 ms, and about 300 ms of warm-up precede the 7 timed runs (median).
+pub fn fma_rate(ctx: &GpuContext, f16: bool) -> Result<Rate, GpuError> {
     let groups: u64 = match ctx.info.device_type {
         wgpu::DeviceType::Cpu => 64,
         _ => 8192,
     };
     scoped(ctx, || {
-        let pipeline = pipeline(
-            ctx,
-            "probe_fma",
-            &probe_source::<GpuFmaParams>(FMA_SOURCE, ctx.params_space()),
-        )?;
+        let pipeline = pipeline(ctx, "probe_fma", &fma_source(ctx.params_space(), f16))?;
         let sink = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("heimdall probe sink"),
             size: 16,
@@ -381,8 +408,9 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
 }
 
 /// A graph of one CONV_2D 1x1 `[1, h, w, ci] -> [1, h, w, co]` with bias, followed by a ReLU
-/// producing the output (so the conv itself stores in the model's precision: ops producing
-/// graph outputs store f32).
+/// and two copies (`Reshape` to the same shape) producing the output, so that the conv reads,
+/// stores and computes in the model's precision (ops producing graph outputs, and the inputs of
+/// those ops, are f32; the ReLU, which the conv may take as its epilogue, is two ops away).
 pub fn conv1x1_graph([h, w, ci, co]: [usize; 4]) -> Graph {
     let values = |n: usize, seed: u32| -> Vec<f32> {
         (0..n)
@@ -405,6 +433,8 @@ pub fn conv1x1_graph([h, w, ci, co]: [usize; 4]) -> Graph {
         tensor("w", vec![co, 1, 1, ci], Some(values(co * ci, 1))),
         tensor("b", vec![co], Some(values(co, 2))),
         tensor("conv", vec![1, h, w, co], None),
+        tensor("relu", vec![1, h, w, co], None),
+        tensor("copy", vec![1, h, w, co], None),
         tensor("y", vec![1, h, w, co], None),
     ];
     let conv = Op::new(
@@ -421,12 +451,19 @@ pub fn conv1x1_graph([h, w, ci, co]: [usize; 4]) -> Graph {
         vec![TensorId(3)],
         vec![TensorId(4)],
     );
+    let copy = |from: u32| {
+        Op::new(
+            OpKind::Reshape,
+            vec![TensorId(from)],
+            vec![TensorId(from + 1)],
+        )
+    };
     Graph {
         name: format!("conv1x1_{h}x{w}x{ci}_{co}"),
         tensors,
-        ops: vec![conv, relu],
+        ops: vec![conv, relu, copy(4), copy(5)],
         inputs: vec![TensorId(0)],
-        outputs: vec![TensorId(4)],
+        outputs: vec![TensorId(6)],
     }
 }
 
@@ -455,6 +492,7 @@ pub fn conv1x1(
         gflops: flops / time.as_secs_f64().max(1e-9) / 1e9,
         source: profile.source,
         blocking,
+        f16_arith: !model.report().f16_arith_ops.is_empty(),
     })
 }
 
@@ -464,7 +502,11 @@ pub const CONV1X1_SHAPE: [usize; 4] = [128, 128, 256, 256];
 /// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] in each
 /// of `precisions`.
 pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, GpuError> {
-    let fma = fma_rate(ctx)?;
+    let fma = fma_rate(ctx, false)?;
+    let fma_f16 = match ctx.has_f16() {
+        true => Some(fma_rate(ctx, true)?),
+        false => None,
+    };
     let copy = copy_bandwidth(ctx)?;
     let runs = match ctx.info.device_type {
         wgpu::DeviceType::Cpu => 3,
@@ -477,6 +519,7 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
     Ok(ProbeReport {
         device: ctx.describe(),
         fma,
+        fma_f16,
         copy,
         conv1x1,
     })
@@ -488,9 +531,11 @@ mod tests {
     fn probe_shaders_validate_with_naga() {
         use super::{GpuCopyParams, GpuFmaParams, ParamsSpace, ShaderParams, probe_source};
         for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
-            let fma = probe_source::<GpuFmaParams>(super::FMA_SOURCE, space);
-            crate::wgsl::validate("probe_fma", &fma, false).unwrap();
-            crate::shader_tests::assert_layout("probe_fma", &fma, &GpuFmaParams::LAYOUT);
+            for f16 in [false, true] {
+                let fma = super::fma_source(space, f16);
+                crate::wgsl::validate("probe_fma", &fma, f16).unwrap();
+                crate::shader_tests::assert_layout("probe_fma", &fma, &GpuFmaParams::LAYOUT);
+            }
             let copy = probe_source::<GpuCopyParams>(super::COPY_SOURCE, space);
             crate::wgsl::validate("probe_copy", &copy, false).unwrap();
             crate::shader_tests::assert_layout("probe_copy", &copy, &GpuCopyParams::LAYOUT);
@@ -501,6 +546,6 @@ mod tests {
     fn conv1x1_graph_is_valid() {
         let g = super::conv1x1_graph([5, 3, 7, 9]);
         g.validate().unwrap();
-        assert_eq!(g.ops.len(), 2);
+        assert_eq!(g.ops.len(), 4);
     }
 }
