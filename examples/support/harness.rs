@@ -18,7 +18,7 @@ use heimdall_bevy::overlay::OverlayPlugin;
 use heimdall_bevy::prelude::*;
 
 use crate::args::AppArgs;
-use crate::pacer::{PacedRunnerPlugin, PacerLog, VblankClock};
+use crate::pacer::{PacedRunnerPlugin, PacerLog};
 use crate::report::{self, AppReport};
 
 /// Where the app's camera renders: the window, or (headless) this image.
@@ -67,7 +67,6 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
                 .disable::<WinitPlugin>(),
             PacedRunnerPlugin {
                 period: Duration::from_secs_f64(1.0 / args.fps),
-                clock: VblankClock::new(Duration::from_secs_f64(1.0 / args.fps)),
             },
         ));
     } else {

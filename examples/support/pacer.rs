@@ -16,11 +16,9 @@ use crate::latency::LatencyLog;
 pub struct PacedRunnerPlugin {
     /// Time between update starts.
     pub period: Duration,
-    /// The schedule's slots, shared with the emulated display (`swapchain.rs`).
-    pub clock: VblankClock,
 }
 
-/// The pacer's schedule `anchor + k · period`, shared with the headless display emulation: its
+/// The pacer's schedule `anchor + k · period` (a resource the pacer inserts), shared with the headless display emulation: its
 /// vertical blanks are the slots the updates start in, as an app driven by a display's vsync
 /// starts each frame at a blank and shows it at a later one.
 #[derive(Resource, Clone, Debug)]
@@ -117,7 +115,7 @@ const SPIN: Duration = Duration::from_micros(700);
 impl Plugin for PacedRunnerPlugin {
     fn build(&self, app: &mut App) {
         let period = self.period;
-        let clock = self.clock.clone();
+        let clock = VblankClock::new(period);
         app.init_resource::<PacerLog>();
         app.insert_resource(clock.clone());
         app.set_runner(move |mut app: App| {

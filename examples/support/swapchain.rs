@@ -66,8 +66,8 @@ struct WaitLog {
     /// From submission to the blank the frame is shown at, ms (vsync): grows when frames
     /// queue up behind a late one.
     shown_after_ms: LatencyLog,
-    /// Whether frames wait for the blank, and its period.
-    vsync: Option<Duration>,
+    /// Whether frames are shown at the display's blanks.
+    vsync: bool,
 }
 
 impl SwapchainWaits {
@@ -112,7 +112,7 @@ impl SwapchainWaits {
         let count = submits.get("count").and_then(|c| c.as_u64()).unwrap_or(0);
         serde_json::json!({
             "images": IMAGES,
-            "display": if log.vsync.is_some() { "vsync" } else { "immediate" },
+            "display": if log.vsync { "vsync" } else { "immediate" },
             "wait_ms": log.wait_ms.summary(),
             "frames_that_waited": log.waited,
             "submit_interval_ms": submits,
@@ -152,14 +152,14 @@ impl Default for InFlight {
 }
 
 /// Adds the emulation to a headless app: the wait after each frame's submission in the render
-/// world (and, with `vsync`, for the next blank of the pacer's [`VblankClock`]), and
-/// [`SwapchainWaits`] in both worlds.
+/// world and, with `vsync`, the blank of the pacer's [`VblankClock`] each frame is shown at
+/// (given to the plugin as its presentation time); [`SwapchainWaits`] in both worlds.
 pub fn add(app: &mut App, vsync: bool) {
     let clock = app.world().get_resource::<VblankClock>().cloned();
     let clock = clock.unwrap_or_else(|| VblankClock::new(Duration::ZERO));
     let waits = SwapchainWaits::default();
     if let Ok(mut log) = waits.0.lock() {
-        log.vsync = vsync.then(|| clock.period());
+        log.vsync = vsync;
     }
     app.insert_resource(waits.clone());
     if let Some(render_app) = app.get_sub_app_mut(RenderApp) {

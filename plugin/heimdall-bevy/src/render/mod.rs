@@ -38,6 +38,7 @@ use crate::requests::{ExtractedRequests, extract_requests};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::workers::Workers;
+use phases::Stamp;
 
 /// The plugin's render-world system sets, in order.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,7 +96,7 @@ pub(crate) fn build(
                 extract_frames,
                 extract_requests,
                 extract::extract_display_and_trace,
-                phases::stamp::<1>,
+                phases::stamp::<{ Stamp::Extract as usize }>,
             ),
         )
         .add_systems(RenderStartup, on_render_startup)
@@ -103,11 +104,12 @@ pub(crate) fn build(
         .add_systems(
             Render,
             (
-                phases::stamp::<2>.in_set(RenderSystems::ExtractCommands),
-                phases::stamp::<3>
+                phases::stamp::<{ Stamp::RenderBegin as usize }>
+                    .in_set(RenderSystems::ExtractCommands),
+                phases::stamp::<{ Stamp::HeimdallPrepare as usize }>
                     .in_set(RenderSystems::Prepare)
                     .before(HeimdallRenderSystems::Prepare),
-                phases::stamp::<4>
+                phases::stamp::<{ Stamp::HeimdallScheduled as usize }>
                     .in_set(RenderSystems::Prepare)
                     .after(HeimdallRenderSystems::Schedule),
             ),
@@ -115,15 +117,15 @@ pub(crate) fn build(
         .add_systems(
             RenderGraph,
             (
-                phases::stamp::<5>.in_set(RenderGraphSystems::Begin),
-                phases::stamp::<6>
+                phases::stamp::<{ Stamp::GraphBegin as usize }>.in_set(RenderGraphSystems::Begin),
+                phases::stamp::<{ Stamp::EncodeBegin as usize }>
                     .after(camera_driver)
                     .before(HeimdallRenderSystems::Encode)
                     .in_set(RenderGraphSystems::Render),
-                phases::stamp::<7>
+                phases::stamp::<{ Stamp::EncodeEnd as usize }>
                     .after(HeimdallRenderSystems::Encode)
                     .in_set(RenderGraphSystems::Render),
-                phases::stamp::<8>
+                phases::stamp::<{ Stamp::Submitted as usize }>
                     .in_set(RenderGraphSystems::Finish)
                     .before(HeimdallRenderSystems::Readback),
             ),
