@@ -104,7 +104,12 @@ impl CpuModel {
             let loc = |t: TensorId| {
                 locs[t.index()].ok_or_else(|| err(format!("tensor {} has no storage", t.0)))
             };
-            let prepared = crate::ops::prepare(&PrepareCx { graph, op }).map_err(&err)?;
+            let prepared = crate::ops::prepare(&PrepareCx {
+                graph,
+                op,
+                threads: par.threads(),
+            })
+            .map_err(&err)?;
             scratch_len = scratch_len.max(prepared.scratch);
             if op.outputs.len() != 1 {
                 return Err(err(format!(

@@ -130,6 +130,9 @@ pub(crate) struct PrepareCx<'a> {
     pub graph: &'a Graph,
     /// The op.
     pub op: &'a Op,
+    /// Threads the model runs on ([`crate::kernels::Par::threads`]): per-thread scratch is
+    /// planned for this many.
+    pub threads: usize,
 }
 
 impl<'a> PrepareCx<'a> {

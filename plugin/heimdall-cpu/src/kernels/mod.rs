@@ -6,12 +6,14 @@
 //! through the `*_scratch_len` functions), and splits its work over the [`Par`] handle it is
 //! given.
 
+pub mod denormals;
 pub mod epilogue;
 pub(crate) mod gemm;
 pub(crate) mod nd;
 pub mod par;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod vmath;
 pub mod window;
 
 pub use epilogue::{Act, Epilogue};

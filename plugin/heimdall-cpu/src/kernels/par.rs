@@ -11,8 +11,9 @@
 use std::fmt;
 use std::ops::Range;
 
-/// Most threads the backend plans scratch memory for.
-pub const MAX_THREADS: usize = 8;
+/// Most threads a model runs on (more are clamped to this). Per-thread scratch is planned for
+/// the model's own thread count, so this only bounds what a caller can ask for.
+pub const MAX_THREADS: usize = 64;
 
 /// Thread-pool handle: inline execution for one thread, a dedicated `rayon` pool otherwise.
 pub struct Par {
@@ -47,6 +48,7 @@ impl Par {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("heimdall-cpu-{i}"))
+            .start_handler(|_| crate::kernels::denormals::flush_this_thread())
             .build()
             .ok();
         match pool {
@@ -67,11 +69,16 @@ impl Par {
     }
 
     /// Runs `f` inside the pool (on one of its threads), so that the kernels it calls fork and
-    /// join cheaply; runs it inline when there is no pool.
+    /// join cheaply; runs it inline when there is no pool. Either way `f` and the kernels it
+    /// forks run with subnormals flushed to zero ([`crate::kernels::denormals`]): the pool's
+    /// threads always, the caller's thread for the call (its mode is restored after).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
             Some(pool) => pool.install(f),
-            None => f(),
+            None => {
+                let _flush = crate::kernels::denormals::FlushGuard::new();
+                f()
+            }
         }
     }
 
@@ -132,6 +139,54 @@ impl Par {
         };
         pool.install(|| job.run(0..rows, &mut out[..rows * row_len], chunks));
     }
+}
+
+impl Par {
+    /// Splits `data` into chunks of `chunk_len` values (the last may be shorter) and calls
+    /// `f(index, chunk)` for each, spread over the pool in contiguous runs of at least
+    /// `min_chunks` chunks (inline when there is no pool). For per-block partial results of any
+    /// type; which thread computes a chunk never changes what it computes.
+    pub fn for_chunks<T, F>(&self, data: &mut [T], chunk_len: usize, min_chunks: usize, f: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        let chunk_len = chunk_len.max(1);
+        let count = data.len().div_ceil(chunk_len);
+        let parts = self.chunks(count, min_chunks);
+        let run = |first: usize, part: &mut [T]| {
+            for (i, c) in part.chunks_mut(chunk_len).enumerate() {
+                f(first + i, c);
+            }
+        };
+        match &self.pool {
+            Some(pool) if parts > 1 => {
+                pool.install(|| split_chunks(&run, 0..count, data, chunk_len, parts))
+            }
+            _ => run(0, data),
+        }
+    }
+}
+
+/// Recursive halving of chunks `range` (held in `data`) into `parts` runs for [`Par::for_chunks`].
+fn split_chunks<T: Send>(
+    run: &(impl Fn(usize, &mut [T]) + Sync),
+    range: Range<usize>,
+    data: &mut [T],
+    chunk_len: usize,
+    parts: usize,
+) {
+    if parts <= 1 {
+        run(range.start, data);
+        return;
+    }
+    let left = parts / 2;
+    let mid = range.start + range.len() * left / parts;
+    let (lo, hi) = data.split_at_mut(((mid - range.start) * chunk_len).min(data.len()));
+    rayon::join(
+        || split_chunks(run, range.start..mid, lo, chunk_len, left),
+        || split_chunks(run, mid..range.end, hi, chunk_len, parts - left),
+    );
 }
 
 /// Most chunks per thread a split makes (more balance the load when threads are shared).

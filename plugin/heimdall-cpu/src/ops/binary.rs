@@ -223,15 +223,30 @@ fn broadcast<F>(
     }
     let channels = if rank == 0 { 1 } else { out[3] };
     let (sa, sb) = (strides4(a_shape, &out), strides4(b_shape, &out));
-    // Flat cases (same shape, or a scalar operand) run as long contiguous pieces; the others
-    // one output row (innermost dimension) at a time.
+    // Flat cases (same shape, or a scalar operand) run as long contiguous pieces; so does a
+    // whole tensor with a per-channel vector (a bias, a scale), row by row inside the piece;
+    // the others one output row (innermost dimension) at a time.
     let flat = (a.len() == total || a.len() == 1) && (b.len() == total || b.len() == 1);
+    let per_channel = |s: &[usize; 4], len: usize| {
+        len == channels && s[3] == 1 && (0..3).all(|d| s[d] == 0 || out[d] == 1)
+    };
+    let row_vector = if rank > 0 && channels > 1 && !flat {
+        if a.len() == total && per_channel(&sb, b.len()) {
+            Some(false)
+        } else if b.len() == total && per_channel(&sa, a.len()) {
+            Some(true)
+        } else {
+            None
+        }
+    } else {
+        None
+    };
     let (ia, ib) = if flat {
         (usize::from(a.len() != 1), usize::from(b.len() != 1))
     } else {
         (sa[3], sb[3])
     };
-    let piece = if flat {
+    let piece = if flat || row_vector.is_some() {
         (4096 / channels).max(1) * channels
     } else {
         channels
@@ -241,6 +256,28 @@ fn broadcast<F>(
         let first = rows.start * channels;
         for (k, o) in out_part.chunks_mut(piece).enumerate() {
             let start = first + k * piece;
+            if let Some(a_is_vector) = row_vector {
+                let n = o.len();
+                for (r, o) in o.chunks_exact_mut(channels).enumerate() {
+                    let at = start + r * channels;
+                    if a_is_vector {
+                        o.iter_mut()
+                            .zip(a)
+                            .zip(&b[at..at + channels])
+                            .for_each(|((o, x), y)| *o = f(*x, *y));
+                    } else {
+                        o.iter_mut()
+                            .zip(&a[at..at + channels])
+                            .zip(b)
+                            .for_each(|((o, x), y)| *o = f(*x, *y));
+                    }
+                }
+                if !ep.is_identity() {
+                    ep.apply(o, start, channels);
+                }
+                debug_assert_eq!(n % channels, 0);
+                continue;
+            }
             let (a0, b0) = if flat {
                 (start * ia, start * ib)
             } else {
@@ -396,6 +433,47 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn per_channel_vector_in_long_pieces_matches_reference() {
+        // A whole [1, 50, 60, 24] tensor with a [24] vector on either side, split over threads,
+        // with a fused ReLU: the row-vector path (pieces of many rows).
+        let (full, vec_shape) = ([1usize, 50, 60, 24], [24usize]);
+        let x = data(11, 50 * 60 * 24);
+        let v = data(12, 24);
+        let ep = Epilogue::act(crate::kernels::Act::Relu);
+        let relu = |r: Vec<f32>| r.into_iter().map(|y| y.max(0.0)).collect::<Vec<_>>();
+        let mut out = vec![f32::NAN; x.len()];
+        binary(
+            &Par::new(3),
+            BinaryOp::Sub,
+            &x,
+            &full,
+            &v,
+            &vec_shape,
+            &mut out,
+            &ep,
+        );
+        assert_close(
+            &out,
+            &relu(reference(BinaryOp::Sub, &x, &full, &v, &vec_shape)),
+        );
+        let mut out = vec![f32::NAN; x.len()];
+        binary(
+            &Par::new(3),
+            BinaryOp::Sub,
+            &v,
+            &vec_shape,
+            &x,
+            &full,
+            &mut out,
+            &ep,
+        );
+        assert_close(
+            &out,
+            &relu(reference(BinaryOp::Sub, &v, &vec_shape, &x, &full)),
+        );
     }
 
     proptest! {

@@ -15,7 +15,6 @@
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
-use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Epilogue, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -290,7 +289,7 @@ impl Kernel for DynamicConv {
 pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
     let f = cx.shape(1);
     let w = cx.window([f[1], f[2]], a);
-    let scratch = conv_scratch_len(&w, MAX_THREADS);
+    let scratch = conv_scratch_len(&w, cx.threads);
     if cx.weights_dynamic() {
         return Ok(Prepared::with_scratch(DynamicConv(w), scratch));
     }

@@ -5,12 +5,18 @@
 
 use heimdall_ir::PadMode;
 
+use crate::kernels::Par;
 use crate::kernels::nd::{dims4, strides4};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
+/// Values a part must have at least before the rows are split over threads.
+const MIN_VALUES_PER_PART: usize = 1 << 15;
+
 /// Pads `input` (shape `in_shape`) with `value`: `pads[d] = (before, after)` along dimension
-/// `d`. The output shape is `in_shape[d] + before + after`.
+/// `d`. The output shape is `in_shape[d] + before + after`. Output rows (the innermost axis) are
+/// split over [`Par`].
 pub fn pad(
+    par: &Par,
     input: &[f32],
     in_shape: &[usize],
     pads: &[(usize, usize)],
@@ -28,20 +34,28 @@ pub fn pad(
         return;
     }
     let (left, inner) = (p[3].0, ind[3]);
-    for (r, out_row) in output.chunks_exact_mut(row).enumerate() {
-        let o2 = r % od[2];
-        let o1 = (r / od[2]) % od[1];
-        let o0 = r / (od[2] * od[1]);
-        let inside = |o: usize, d: usize| o >= p[d].0 && o - p[d].0 < ind[d];
-        if !(inside(o0, 0) && inside(o1, 1) && inside(o2, 2)) {
-            out_row.fill(value);
-            continue;
-        }
-        let src_row = (((o0 - p[0].0) * ind[1] + (o1 - p[1].0)) * ind[2]) + (o2 - p[2].0);
-        out_row[..left].fill(value);
-        out_row[left..left + inner].copy_from_slice(&input[src_row * inner..(src_row + 1) * inner]);
-        out_row[left + inner..].fill(value);
-    }
+    par.for_rows(
+        output,
+        row,
+        MIN_VALUES_PER_PART.div_ceil(row),
+        |rows, part| {
+            for (r, out_row) in rows.zip(part.chunks_exact_mut(row)) {
+                let o2 = r % od[2];
+                let o1 = (r / od[2]) % od[1];
+                let o0 = r / (od[2] * od[1]);
+                let inside = |o: usize, d: usize| o >= p[d].0 && o - p[d].0 < ind[d];
+                if !(inside(o0, 0) && inside(o1, 1) && inside(o2, 2)) {
+                    out_row.fill(value);
+                    continue;
+                }
+                let src_row = (((o0 - p[0].0) * ind[1] + (o1 - p[1].0)) * ind[2]) + (o2 - p[2].0);
+                out_row[..left].fill(value);
+                out_row[left..left + inner]
+                    .copy_from_slice(&input[src_row * inner..(src_row + 1) * inner]);
+                out_row[left + inner..].fill(value);
+            }
+        },
+    );
 }
 
 /// How padded positions are filled.
@@ -74,8 +88,10 @@ fn source(x: isize, n: isize, fill: Fill) -> Option<isize> {
 }
 
 /// Pads `input` of `shape` by `pads[d] = (before, after)` into `output`. Rows of the innermost
-/// axis are copied whole where that axis is not padded (NHWC images padded in H and W).
+/// axis are copied whole where that axis is not padded (NHWC images padded in H and W); output
+/// rows are split over [`Par`].
 pub fn pad_with(
+    par: &Par,
     input: &[f32],
     shape: &[usize],
     pads: &[(usize, usize)],
@@ -97,19 +113,20 @@ pub fn pad_with(
     };
     let inner_padded = od[3] != d[3];
     let row = od[3];
-    let mut o = 0;
-    for a in 0..od[0] {
-        for b in 0..od[1] {
-            for c in 0..od[2] {
-                let out = &mut output[o..o + row];
-                o += row;
-                let src = [a, b, c]
-                    .iter()
-                    .enumerate()
-                    .try_fold(0usize, |acc, (k, &x)| {
-                        source(x as isize - before[k] as isize, d[k] as isize, fill)
-                            .map(|i| acc + i as usize * s[k])
-                    });
+    if row == 0 {
+        return;
+    }
+    par.for_rows(
+        output,
+        row,
+        MIN_VALUES_PER_PART.div_ceil(row),
+        |rows, part| {
+            for (r, out) in rows.zip(part.chunks_exact_mut(row)) {
+                let abc = [r / (od[1] * od[2]), (r / od[2]) % od[1], r % od[2]];
+                let src = abc.iter().enumerate().try_fold(0usize, |acc, (k, &x)| {
+                    source(x as isize - before[k] as isize, d[k] as isize, fill)
+                        .map(|i| acc + i as usize * s[k])
+                });
                 let Some(base) = src else {
                     out.fill(value);
                     continue;
@@ -125,8 +142,8 @@ pub fn pad_with(
                     };
                 }
             }
-        }
-    }
+        },
+    );
 }
 
 /// A constant (zero) pad.
@@ -137,7 +154,14 @@ struct ZeroPad {
 
 impl Kernel for ZeroPad {
     fn run(&self, io: StepIo<'_>) {
-        pad(io.inputs.get(0), &self.shape, &self.pads, 0.0, io.out);
+        pad(
+            io.par,
+            io.inputs.get(0),
+            &self.shape,
+            &self.pads,
+            0.0,
+            io.out,
+        );
     }
 }
 
@@ -150,7 +174,14 @@ struct PadWith {
 
 impl Kernel for PadWith {
     fn run(&self, io: StepIo<'_>) {
-        pad_with(io.inputs.get(0), &self.shape, &self.pads, self.fill, io.out);
+        pad_with(
+            io.par,
+            io.inputs.get(0),
+            &self.shape,
+            &self.pads,
+            self.fill,
+            io.out,
+        );
     }
 }
 
@@ -192,7 +223,7 @@ mod zero_pad_tests {
                 src.map_or(0.5, |s| input[flat(&s, &shape)])
             }).collect();
             let mut out = vec![f32::NAN; total];
-            pad(&input, &shape, pads, 0.5, &mut out);
+            pad(&Par::new(1), &input, &shape, pads, 0.5, &mut out);
             prop_assert_eq!(out, reference);
         }
     }
@@ -206,11 +237,18 @@ mod fill_tests {
     fn reflect_edge_constant_on_a_row() {
         let x = [1.0, 2.0, 3.0];
         let mut out = [0.0; 7];
-        pad_with(&x, &[3], &[(2, 2)], Fill::Reflect, &mut out);
+        pad_with(&Par::new(1), &x, &[3], &[(2, 2)], Fill::Reflect, &mut out);
         assert_eq!(out, [3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]);
-        pad_with(&x, &[3], &[(2, 2)], Fill::Edge, &mut out);
+        pad_with(&Par::new(1), &x, &[3], &[(2, 2)], Fill::Edge, &mut out);
         assert_eq!(out, [1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 3.0]);
-        pad_with(&x, &[3], &[(1, 3)], Fill::Constant(-1.0), &mut out);
+        pad_with(
+            &Par::new(1),
+            &x,
+            &[3],
+            &[(1, 3)],
+            Fill::Constant(-1.0),
+            &mut out,
+        );
         assert_eq!(out, [-1.0, 1.0, 2.0, 3.0, -1.0, -1.0, -1.0]);
     }
 
@@ -222,7 +260,7 @@ mod fill_tests {
         let pads = [(0, 0), (2, 1), (1, 2), (0, 0)];
         for fill in [Fill::Reflect, Fill::Edge, Fill::Constant(7.0)] {
             let mut out = vec![0.0; 6 * 7 * 2];
-            pad_with(&x, &shape, &pads, fill, &mut out);
+            pad_with(&Par::new(1), &x, &shape, &pads, fill, &mut out);
             for y in 0..6isize {
                 for xx in 0..7isize {
                     for c in 0..2 {
@@ -240,11 +278,37 @@ mod fill_tests {
     }
 
     #[test]
+    fn rows_split_over_threads_match_one_thread() {
+        // Large enough to be split: 70 x 70 x 16 padded to 74 x 74 x 16 (87 616 values).
+        let shape = [1, 70, 70, 16];
+        let x = crate::kernels::testutil::data(7, 70 * 70 * 16);
+        let pads = [(0, 0), (2, 2), (2, 2), (0, 0)];
+        let len = 74 * 74 * 16;
+        for fill in [Fill::Reflect, Fill::Edge, Fill::Constant(-3.0)] {
+            let (mut one, mut three) = (vec![0.0; len], vec![f32::NAN; len]);
+            pad_with(&Par::new(1), &x, &shape, &pads, fill, &mut one);
+            pad_with(&Par::new(3), &x, &shape, &pads, fill, &mut three);
+            assert_eq!(one, three, "{fill:?}");
+        }
+        let (mut one, mut three) = (vec![0.0; len], vec![f32::NAN; len]);
+        pad(&Par::new(1), &x, &shape, &pads, 0.5, &mut one);
+        pad(&Par::new(3), &x, &shape, &pads, 0.5, &mut three);
+        assert_eq!(one, three);
+    }
+
+    #[test]
     fn reflect_2d_matches_numpy() {
         // np.pad(np.arange(6).reshape(2,3), ((1,1),(2,0)), 'reflect')
         let x: Vec<f32> = (0..6).map(|v| v as f32).collect();
         let mut out = vec![0.0; 4 * 5];
-        pad_with(&x, &[2, 3], &[(1, 1), (2, 0)], Fill::Reflect, &mut out);
+        pad_with(
+            &Par::new(1),
+            &x,
+            &[2, 3],
+            &[(1, 1), (2, 0)],
+            Fill::Reflect,
+            &mut out,
+        );
         let expect = [
             5., 4., 3., 4., 5., 2., 1., 0., 1., 2., 5., 4., 3., 4., 5., 2., 1., 0., 1., 2.,
         ];
@@ -263,6 +327,7 @@ mod tests {
         // Channel zero-extension of a residual: [1, 1, 2, 2] -> [1, 1, 2, 3].
         let mut out = [f32::NAN; 6];
         pad(
+            &Par::new(1),
             &[1.0, 2.0, 3.0, 4.0],
             &[1, 1, 2, 2],
             &[(0, 0), (0, 0), (0, 0), (0, 1)],

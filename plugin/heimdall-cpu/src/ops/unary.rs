@@ -7,7 +7,7 @@
 
 use heimdall_ir::UnaryKind;
 
-use crate::kernels::{Act, Epilogue, Par};
+use crate::kernels::{Act, Epilogue, Par, vmath};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_VALUES_PER_PART: usize = 1 << 15;
@@ -48,26 +48,6 @@ pub fn map(par: &Par, input: &[f32], output: &mut [f32], f: &SliceFn) {
     par.for_rows(output, 1, 1 << 15, |rows, out| f(&input[rows], out));
 }
 
-/// The Gauss error function, to about 2e-7 absolute (and 1e-6 relative near 0): a Taylor series
-/// for `|x| < 0.5`, Abramowitz & Stegun 7.1.26 (one `exp`) above.
-pub fn erf(x: f32) -> f32 {
-    let a = x.abs();
-    if a < 0.5 {
-        let x2 = x * x;
-        // 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
-        let p = 1.0
-            + x2 * (-1.0 / 3.0
-                + x2 * (1.0 / 10.0 + x2 * (-1.0 / 42.0 + x2 * (1.0 / 216.0 - x2 / 1320.0))));
-        return std::f32::consts::FRAC_2_SQRT_PI * x * p;
-    }
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let y = 1.0 - poly * (-a * a).exp();
-    y.copysign(x)
-}
-
 /// The function of an element-wise op, applied slice by slice.
 fn slice_fn_of(f: UnaryKind) -> Box<SliceFn> {
     match f {
@@ -79,7 +59,7 @@ fn slice_fn_of(f: UnaryKind) -> Box<SliceFn> {
         UnaryKind::Elu { alpha } => {
             slice_fn(move |x| if x >= 0.0 { x } else { alpha * x.exp_m1() })
         }
-        UnaryKind::Erf => slice_fn(erf),
+        UnaryKind::Erf => Box::new(vmath::erf_slice),
         UnaryKind::Sqrt => slice_fn(f32::sqrt),
         UnaryKind::Exp => slice_fn(f32::exp),
         UnaryKind::Log => slice_fn(f32::ln),
@@ -191,7 +171,7 @@ mod math_tests {
     fn map_and_erf_match_reference() {
         let x: Vec<f32> = data(3, 70_000).iter().map(|v| v * 4.0).collect();
         let mut out = vec![0.0; x.len()];
-        map(&Par::new(2), &x, &mut out, &*slice_fn(erf));
+        map(&Par::new(2), &x, &mut out, &vmath::erf_slice);
         for (o, v) in out.iter().zip(&x) {
             // Reference: the Abramowitz-Stegun series in f64 (converges for |x| <= 4).
             let v = *v as f64;
