@@ -10,16 +10,20 @@
 //! 4. [`fuse_activation`]: a following activation (ReLU, ReLU6, PReLU, hard-swish, logistic...)
 //!    becomes the producer's epilogue activation.
 //! 5. [`drop_reshapes`]: reshapes that change nothing their consumers can see disappear.
+//! 6. [`fold_norm_affine`]: a per-channel `MUL` (and `ADD`) after a plain `INSTANCE_NORM`
+//!    becomes its scale (and bias) input.
 
 mod fold_pad;
 mod fold_weights;
 mod fuse;
+mod norm_affine;
 mod reshape;
 mod rewrite;
 
 pub use fold_pad::fold_pad;
 pub use fold_weights::fold_weights;
 pub use fuse::{fuse_activation, fuse_residual};
+pub use norm_affine::fold_norm_affine;
 pub use reshape::drop_reshapes;
 
 use crate::IrError;
@@ -38,6 +42,8 @@ pub struct PassReport {
     pub activations_fused: usize,
     /// Reshapes dropped.
     pub reshapes_dropped: usize,
+    /// `MUL`/`ADD` ops folded into an instance normalisation's scale and bias.
+    pub norm_affine_folded: usize,
 }
 
 /// Runs every pass in order and re-validates the graph.
@@ -48,6 +54,7 @@ pub fn optimize(graph: &mut Graph) -> Result<PassReport, IrError> {
         residuals_fused: fuse_residual(graph),
         activations_fused: fuse_activation(graph),
         reshapes_dropped: drop_reshapes(graph),
+        norm_affine_folded: fold_norm_affine(graph),
     };
     graph.validate()?;
     Ok(report)
