@@ -164,7 +164,7 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         let doc = json!({
             "model": graph.name,
             "file_ops": { "total": counts.total(), "without_weight_decoding": counts.total() - decode, "by_name": counts.0.iter().map(|(n, c)| json!({"op": n, "count": c})).collect::<Vec<_>>() },
-            "passes": { "weights_folded": report.weights_folded, "pads_folded": report.pads_folded, "residuals_fused": report.residuals_fused, "activations_fused": report.activations_fused, "reshapes_dropped": report.reshapes_dropped, "norm_affine_folded": report.norm_affine_folded },
+            "passes": { "weights_folded": report.weights_folded, "pads_folded": report.pads_folded, "gelus_fused": report.gelus_fused, "residuals_fused": report.residuals_fused, "activations_fused": report.activations_fused, "reshapes_dropped": report.reshapes_dropped, "norm_affine_folded": report.norm_affine_folded },
             "inputs": graph.inputs.iter().map(|&t| json!({"name": graph.tensor(t).name, "shape": shape(t)})).collect::<Vec<_>>(),
             "outputs": graph.outputs.iter().map(|&t| json!({"name": graph.tensor(t).name, "shape": shape(t)})).collect::<Vec<_>>(),
             "ops": rows,
@@ -196,9 +196,10 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     }
     if !args.no_passes {
         println!(
-            "passes: {} weight ops folded, {} pads folded, {} residual adds and {} activations fused, {} reshapes dropped, {} scale/shift ops folded into instance norms",
+            "passes: {} weight ops folded, {} pads folded, {} GELUs fused, {} residual adds and {} activations fused, {} reshapes dropped, {} scale/shift ops folded into instance norms",
             report.weights_folded,
             report.pads_folded,
+            report.gelus_fused,
             report.residuals_fused,
             report.activations_fused,
             report.reshapes_dropped,

@@ -229,6 +229,7 @@ fn math_fn(code: u8) -> (UnaryKind, Domain) {
         13 => (UnaryKind::Ceil, Domain::Grid),
         14 => (UnaryKind::Softplus, Domain::Wide),
         15 => (UnaryKind::Softsign, Domain::Wide),
+        16 => (UnaryKind::Gelu, Domain::Wide),
         _ => (UnaryKind::Identity, Domain::Signed),
     }
 }
@@ -296,7 +297,7 @@ proptest! {
     #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(cases()) })]
 
     #[test]
-    fn math(rank in 1..5usize, dims in prop::array::uniform4(1..9usize), code in 0..17u8, seed in 0..1000u64) {
+    fn math(rank in 1..5usize, dims in prop::array::uniform4(1..9usize), code in 0..18u8, seed in 0..1000u64) {
         let (f, domain) = math_fn(code);
         let shape = shape_of(rank, dims);
         let mut b = GraphBuilder::default();

@@ -60,6 +60,7 @@ fn slice_fn_of(f: UnaryKind) -> Box<SliceFn> {
             slice_fn(move |x| if x >= 0.0 { x } else { alpha * x.exp_m1() })
         }
         UnaryKind::Erf => Box::new(vmath::erf_slice),
+        UnaryKind::Gelu => Box::new(vmath::gelu_slice),
         UnaryKind::Sqrt => slice_fn(f32::sqrt),
         UnaryKind::Exp => slice_fn(f32::exp),
         UnaryKind::Log => slice_fn(f32::ln),

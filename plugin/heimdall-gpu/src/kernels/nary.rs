@@ -46,6 +46,7 @@ impl NaryFn {
                     "select(params.f0 * (exp(a) - 1.0), a, a >= vec4<f32>(0.0))"
                 }
                 UnaryKind::Erf => "erf4(a)",
+                UnaryKind::Gelu => "0.5 * a * (1.0 + erf4(a * 0.70710678118654752))",
                 UnaryKind::Sqrt => "sqrt(a)",
                 UnaryKind::Exp => "exp(a)",
                 UnaryKind::Log => "log(a)",
@@ -156,6 +157,7 @@ pub fn catalogue(p: Precision) -> Vec<KernelSource> {
         },
         UnaryKind::Elu { alpha: 1.0 },
         UnaryKind::Erf,
+        UnaryKind::Gelu,
         UnaryKind::Sqrt,
         UnaryKind::Exp,
         UnaryKind::Log,

@@ -46,6 +46,9 @@ pub enum UnaryKind {
     },
     /// The Gauss error function.
     Erf,
+    /// The exact GELU, `x * (1 + erf(x / sqrt 2)) / 2` (made by the passes from its elementary
+    /// ops: [`crate::passes::fuse_gelu`]).
+    Gelu,
     /// Square root.
     Sqrt,
     /// `e^x`.
@@ -85,6 +88,7 @@ impl UnaryKind {
             UnaryKind::HardSigmoid { .. } => "HARD_SIGMOID",
             UnaryKind::Elu { .. } => "ELU",
             UnaryKind::Erf => "ERF",
+            UnaryKind::Gelu => "GELU",
             UnaryKind::Sqrt => "SQRT",
             UnaryKind::Exp => "EXP",
             UnaryKind::Log => "LOG",
