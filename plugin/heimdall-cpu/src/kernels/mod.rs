@@ -11,6 +11,7 @@ pub mod epilogue;
 pub(crate) mod gemm;
 pub(crate) mod nd;
 pub mod par;
+pub(crate) mod pool;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod vmath;

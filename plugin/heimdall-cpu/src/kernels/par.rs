@@ -1,23 +1,26 @@
 //! The thread pool handle kernels split their work over.
 //!
 //! A [`Par`] is created once per model. With one thread it runs everything inline; with more it
-//! owns a dedicated `rayon` pool, and kernels split their output rows into contiguous ranges
-//! (up to [`CHUNKS_PER_THREAD`] per thread, balanced by work-stealing `join`, no heap
-//! allocation). A reduction dimension is never split, so every output value is computed by the
-//! same sequence of operations whatever the thread count or the chunking: results are
-//! bit-identical for `Par::new(1)` and `Par::new(n)`. Wrap a whole model run in
-//! [`Par::install`] so that the forks of successive kernels stay on the pool's threads.
+//! owns a dedicated pool of worker threads ([`crate::kernels::pool`]: they spin between the ops
+//! of a run instead of sleeping), and kernels split their output rows into contiguous ranges (up
+//! to [`CHUNKS_PER_THREAD`] per thread, claimed dynamically by whichever thread is free, the
+//! caller included; no heap allocation). A reduction dimension is never split, so every output
+//! value is computed by the same sequence of operations whatever the thread count or the
+//! chunking: results are bit-identical for `Par::new(1)` and `Par::new(n)`. Wrap a whole model
+//! run in [`Par::install`] so that it runs with subnormals flushed.
 
 use std::fmt;
 use std::ops::Range;
+
+use crate::kernels::pool::Pool;
 
 /// Most threads a model runs on (more are clamped to this). Per-thread scratch is planned for
 /// the model's own thread count, so this only bounds what a caller can ask for.
 pub const MAX_THREADS: usize = 64;
 
-/// Thread-pool handle: inline execution for one thread, a dedicated `rayon` pool otherwise.
+/// Thread-pool handle: inline execution for one thread, a dedicated pool otherwise.
 pub struct Par {
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Pool>,
     threads: usize,
 }
 
@@ -37,20 +40,12 @@ impl Default for Par {
 
 impl Par {
     /// A handle running kernels on `threads` threads (`0` and `1`: inline on the caller's
-    /// thread, no pool). Falls back to inline execution if the pool cannot be created.
+    /// thread, no pool; the caller is one of the `threads`). Falls back to inline execution if
+    /// the pool cannot be created.
     pub fn new(threads: usize) -> Par {
-        if threads <= 1 {
-            return Par {
-                pool: None,
-                threads: 1,
-            };
-        }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("heimdall-cpu-{i}"))
-            .start_handler(|_| crate::kernels::denormals::flush_this_thread())
-            .build()
-            .ok();
+        let pool = (threads > 1)
+            .then(|| Pool::new(threads, crate::kernels::denormals::flush_this_thread))
+            .flatten();
         match pool {
             Some(pool) => Par {
                 pool: Some(pool),
@@ -68,18 +63,12 @@ impl Par {
         self.threads
     }
 
-    /// Runs `f` inside the pool (on one of its threads), so that the kernels it calls fork and
-    /// join cheaply; runs it inline when there is no pool. Either way `f` and the kernels it
-    /// forks run with subnormals flushed to zero ([`crate::kernels::denormals`]): the pool's
-    /// threads always, the caller's thread for the call (its mode is restored after).
+    /// Runs `f` on the calling thread with subnormals flushed to zero
+    /// ([`crate::kernels::denormals`]; the caller's mode is restored after). The pool's threads
+    /// always run with them flushed.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Some(pool) => pool.install(f),
-            None => {
-                let _flush = crate::kernels::denormals::FlushGuard::new();
-                f()
-            }
-        }
+        let _flush = crate::kernels::denormals::FlushGuard::new();
+        f()
     }
 
     /// Chunks `items` units of work are split into when each must hold at least `min_items`
@@ -129,19 +118,28 @@ impl Par {
             scratch.len() >= scratch_per_part * self.threads,
             "Par: scratch too short"
         );
-        let job = Job {
-            pool,
-            f: &f,
-            row_len,
-            scratch: SendPtr(scratch.as_mut_ptr()),
-            per_part: scratch_per_part,
-            slots: self.threads,
-        };
-        pool.install(|| job.run(0..rows, &mut out[..rows * row_len], chunks));
+        let (out, scratch) = (SendPtr(out.as_mut_ptr()), SendPtr(scratch.as_mut_ptr()));
+        pool.run(chunks, &|part, worker| {
+            let r = rows * part / chunks..rows * (part + 1) / chunks;
+            // SAFETY: parts cover disjoint row ranges of `out` (rows * row_len values); worker
+            // `worker` < threads owns scratch slot `worker` (no two parts run at once on one
+            // worker), inside `scratch` (asserted above).
+            let (o, sc) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(
+                        out.get().add(r.start * row_len),
+                        r.len() * row_len,
+                    ),
+                    std::slice::from_raw_parts_mut(
+                        scratch.get().add(worker * scratch_per_part),
+                        scratch_per_part,
+                    ),
+                )
+            };
+            f(r, o, sc);
+        });
     }
-}
 
-impl Par {
     /// Splits `data` into chunks of `chunk_len` values (the last may be shorter) and calls
     /// `f(index, chunk)` for each, spread over the pool in contiguous runs of at least
     /// `min_chunks` chunks (inline when there is no pool). For per-block partial results of any
@@ -159,88 +157,37 @@ impl Par {
                 f(first + i, c);
             }
         };
-        match &self.pool {
-            Some(pool) if parts > 1 => {
-                pool.install(|| split_chunks(&run, 0..count, data, chunk_len, parts))
-            }
-            _ => run(0, data),
-        }
+        let pool = match &self.pool {
+            Some(pool) if parts > 1 => pool,
+            _ => return run(0, data),
+        };
+        let len = data.len();
+        let ptr = SendPtr(data.as_mut_ptr());
+        pool.run(parts, &|part, _| {
+            let (c0, c1) = (count * part / parts, count * (part + 1) / parts);
+            let (a, b) = ((c0 * chunk_len).min(len), (c1 * chunk_len).min(len));
+            // SAFETY: parts cover disjoint ranges of chunks of `data` (`len` values).
+            run(c0, unsafe {
+                std::slice::from_raw_parts_mut(ptr.get().add(a), b - a)
+            });
+        });
     }
-}
-
-/// Recursive halving of chunks `range` (held in `data`) into `parts` runs for [`Par::for_chunks`].
-fn split_chunks<T: Send>(
-    run: &(impl Fn(usize, &mut [T]) + Sync),
-    range: Range<usize>,
-    data: &mut [T],
-    chunk_len: usize,
-    parts: usize,
-) {
-    if parts <= 1 {
-        run(range.start, data);
-        return;
-    }
-    let left = parts / 2;
-    let mid = range.start + range.len() * left / parts;
-    let (lo, hi) = data.split_at_mut(((mid - range.start) * chunk_len).min(data.len()));
-    rayon::join(
-        || split_chunks(run, range.start..mid, lo, chunk_len, left),
-        || split_chunks(run, mid..range.end, hi, chunk_len, parts - left),
-    );
 }
 
 /// Most chunks per thread a split makes (more balance the load when threads are shared).
 pub const CHUNKS_PER_THREAD: usize = 4;
 
-/// A raw pointer to the scratch slots, shared by the fork-join tree.
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: the pointer is only dereferenced as disjoint per-thread slots (see `Job::run`).
-unsafe impl Send for SendPtr {}
-// SAFETY: as above.
-unsafe impl Sync for SendPtr {}
+/// A raw pointer shared by the parts of one job, each dereferencing a disjoint range.
+struct SendPtr<T>(*mut T);
 
-/// One `for_rows_scratch` call being split by recursive `join`.
-struct Job<'a, F> {
-    pool: &'a rayon::ThreadPool,
-    f: &'a F,
-    row_len: usize,
-    scratch: SendPtr,
-    per_part: usize,
-    slots: usize,
-}
-
-impl<F> Job<'_, F>
-where
-    F: Fn(Range<usize>, &mut [f32], &mut [f32]) + Sync,
-{
-    fn run(&self, rows: Range<usize>, out: &mut [f32], chunks: usize) {
-        if chunks <= 1 {
-            // Runs on a pool thread (inside `install`), whose index picks its scratch slot.
-            let slot = self
-                .pool
-                .current_thread_index()
-                .unwrap_or(0)
-                .min(self.slots - 1);
-            // SAFETY: slot `slot` lies inside the scratch (asserted by the caller). A thread
-            // runs one leaf at a time (leaves never fork, so a thread waiting in `join` can
-            // only start another leaf after this one returns), hence no two live leaves share
-            // a slot.
-            let sc = unsafe {
-                std::slice::from_raw_parts_mut(
-                    self.scratch.0.add(slot * self.per_part),
-                    self.per_part,
-                )
-            };
-            (self.f)(rows, out, sc);
-            return;
-        }
-        let left = chunks / 2;
-        let mid = rows.start + rows.len() * left / chunks;
-        let (lo, hi) = out.split_at_mut((mid - rows.start) * self.row_len);
-        rayon::join(
-            || self.run(rows.start..mid, lo, left),
-            || self.run(mid..rows.end, hi, chunks - left),
-        );
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so that closures capture the whole `SendPtr`).
+    fn get(&self) -> *mut T {
+        self.0
     }
 }
+
+// SAFETY: only dereferenced as disjoint ranges by the parts of one job (see the callers).
+unsafe impl<T: Send> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SendPtr<T> {}
