@@ -131,8 +131,9 @@ mod tests {
     fn every_isa_gives_the_scalar_bits() {
         let x: Vec<f32> = (0..10_007).map(|i| (i as f32 - 5000.0) * 1.9e-3).collect();
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        let slices: [(fn(f32) -> f32, fn(&[f32], &mut [f32])); 2] =
-            [(erf, erf_slice), (gelu, gelu_slice)];
+        type Scalar = fn(f32) -> f32;
+        type Slice = fn(&[f32], &mut [f32]);
+        let slices: [(Scalar, Slice); 2] = [(erf, erf_slice), (gelu, gelu_slice)];
         for (f, slice) in slices {
             let mut scalar = vec![0.0; x.len()];
             map_loop(&x, &mut scalar, f);
