@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
+use crate::ops::conv1x1_tiled::{Conv1x1Tile, TILES};
 use crate::params::ParamsSpace;
 
 /// Devices created by [`GpuContext::create`] in this process.
@@ -237,6 +238,15 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => 0,
             _ => 2 * self.min_threads(),
         };
+        // The shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`), for layers whose grid of
+        // tiles keeps `min_threads` threads and whose reduction has at least 8 input slices:
+        // on NVIDIA only, where it was measured (H100, docs/gpu.md "The tiled 1x1
+        // convolution"). The other families keep the blocked kernel: AMD's and Intel's desktop
+        // GPUs are unmeasured, and mobile GPUs have too few registers for 8 x 8 tiles.
+        let conv1x1_tiles: &'static [Conv1x1Tile] = match family {
+            GpuFamily::Nvidia => &TILES,
+            _ => &[],
+        };
         let mut t = Tuning {
             family,
             min_threads: self.min_threads(),
@@ -244,6 +254,9 @@ impl GpuContext {
             conv_blocks,
             split_k_threads,
             max_workgroup: max_wg,
+            max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
+            conv1x1_tiles,
+            conv1x1_tiled_min_slices: 8,
             f16_arithmetic: f16_arithmetic_default(),
         };
         if let Some((blocks, tg)) = block_override() {
@@ -251,6 +264,10 @@ impl GpuContext {
             t.conv1x1_workgroup = tg.min(max_wg).max(1);
             t.min_threads = 0;
             t.split_k_threads = 0;
+            t.conv1x1_tiles = &[];
+        }
+        if let Some(tiles) = tiled_override() {
+            t.conv1x1_tiles = tiles;
         }
         t
     }
@@ -292,6 +309,23 @@ fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
         }
     });
     o.as_ref().map(|(b, tg)| (&b[..], *tg))
+}
+
+/// `HEIMDALL_CONV1X1_TILED=0` (never tile the 1x1 convolution, for A/B measurements),
+/// `=all` (every tile of [`TILES`], on any family) or `=128x128`, `128x64`, `64x64` (that tile
+/// only, on any family); the size rule of [`crate::ops::conv1x1_tiled::choose_tile`] still
+/// applies. Anything else is ignored.
+fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
+    static OVERRIDE: std::sync::OnceLock<Option<Vec<Conv1x1Tile>>> = std::sync::OnceLock::new();
+    OVERRIDE
+        .get_or_init(
+            || match std::env::var("HEIMDALL_CONV1X1_TILED").ok()?.as_str() {
+                "0" => Some(Vec::new()),
+                "all" => Some(TILES.to_vec()),
+                name => Conv1x1Tile::parse(name).map(|t| vec![t]),
+            },
+        )
+        .as_deref()
 }
 
 /// Whether convolutions of f16 models compute in f16 ([`Tuning::f16_arithmetic`]): off by
@@ -345,6 +379,14 @@ pub struct Tuning {
     /// x-size limit, whichever is lower): kernels that would like more (the large-window
     /// reduction's 256) take this many instead.
     pub max_workgroup: u32,
+    /// The most work-group memory a kernel may declare, in bytes (the device's limit).
+    pub max_workgroup_storage: u32,
+    /// Tiles of the shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`), largest first; the
+    /// first that suits a layer is used ([`crate::ops::conv1x1_tiled::choose_tile`]); empty:
+    /// never (the blocked kernel).
+    pub conv1x1_tiles: &'static [Conv1x1Tile],
+    /// The fewest input slices (4 channels each) a 1x1 convolution needs for the tiled kernel.
+    pub conv1x1_tiled_min_slices: usize,
     /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,
@@ -381,6 +423,22 @@ impl Tuning {
             return Err(format!(
                 "work groups of up to {} threads: must be in 1..={max}",
                 self.max_workgroup
+            ));
+        }
+        if self.max_workgroup_storage > limits.max_compute_workgroup_storage_size {
+            return Err(format!(
+                "{} bytes of work-group memory: the device has {}",
+                self.max_workgroup_storage, limits.max_compute_workgroup_storage_size
+            ));
+        }
+        if let Some(t) = self
+            .conv1x1_tiles
+            .iter()
+            .find(|t| !t.fits(u32::MAX, u32::MAX))
+        {
+            // A tile that is well formed but too large for the device is skipped, not an error.
+            return Err(format!(
+                "1x1 tile {t}: counts must be positive, at most 8 x 8 per thread, whole loads per thread"
             ));
         }
         if let Some(&(a, b)) = self

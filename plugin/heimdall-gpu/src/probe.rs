@@ -53,7 +53,8 @@ pub struct Conv1x1Bench {
     pub gflops: f64,
     /// How it was timed.
     pub source: TimingSource,
-    /// The blocking the kernel was compiled with (pixels x slices per thread, work group).
+    /// The kernel and blocking it was compiled with (the tiled kernel's tile, or pixels x
+    /// slices per thread and work group of the blocked one).
     pub blocking: String,
     /// Whether the conv computed in f16 ([`crate::arith::Arith`]).
     pub f16_arith: bool,
@@ -484,7 +485,11 @@ pub fn conv1x1(
     let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
     let time = profile.steps[0];
     let flops = 2.0 * (h * w * ci * co) as f64;
-    let blocking = crate::ops::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
+    let tuning = ctx.tuning();
+    let arith = crate::arith::Arith::choose(tuning.f16_arithmetic, [precision; 3], ci, 4);
+    let blocking =
+        crate::ops::conv::conv1x1_kernel(&tuning, h * w, ci.div_ceil(4), co.div_ceil(4), arith)
+            .to_string();
     Ok(Conv1x1Bench {
         shape,
         precision: model.report().precision,
