@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # #18 item 6 on the device: the tiled 1x1 kernel (conv1x1_tiled.wgsl) against the blocked one,
 # one binary, switched by HEIMDALL_CONV1X1_TILED (0: old kernels; unset: the default rule;
-# a tile name: that tile). Carried: .devgemm/{debs,bin,models}. PHASE=test|probe|models|all.
+# a tile name: that tile). Carried: .devgemm/{debs,bin,models}. PHASE: words test, probe, models, or all.
 set -u
 for d in .devgemm/debs/*.deb; do dpkg -x $d /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp HEIMDALL_ROOT=$PWD
@@ -16,7 +16,7 @@ probe() { # name, env...
   python3 - $D/probe_$n.json $n <<'PY' || tail -3 $D/probe_$n.err
 import json,sys
 d=json.load(open(sys.argv[1]))
-c=' | '.join('%s %.4f ms %.0f GF %.1f%% [%s]' % (x['precision'], x['time_ms'], x['gflops'], 100*x['fraction_of_peak'], x['blocking'].split(',')[0]) for x in d['conv1x1'])
+c=' | '.join('%s %.4f ms %.0f GF %.1f%% [%s]' % (x['precision'], x['time_ms'], x['gflops'], 100*x['fraction_of_peak'], x['blocking'].replace(' per work group','').replace(' per thread','')) for x in d['conv1x1'])
 print('%-12s fma32 %.0f GF | %s' % (sys.argv[2], d['fma_gflops'], c))
 PY
 }
@@ -27,18 +27,21 @@ bench() { # name, env (TENV), model args...
 import json,sys; d=json.load(open(sys.argv[1]))
 print('%-26s run %.3f steps %.3f wall %.3f' % (sys.argv[2], d.get('gpu_run_ms') or -1, d.get('gpu_ms') or -1, d['wall_median_ms']))" $D/b_$n.json $n || tail -3 $D/b_$n.err
 }
-if [ $P = test ] || [ $P = all ]; then
+if [[ $P == *test* || $P == all ]]; then
   # The tiled kernel against the CPU on the real GPU (forced tiles, every precision), 40 cases.
   HEIMDALL_KERNEL_CASES=40 timeout 200 /tmp/conv1x1_tiled --test-threads 4 2>&1 | tail -15 | tee $D/test.txt
 fi
-if [ $P = probe ] || [ $P = all ]; then
+if [[ $P == *probe* || $P == all ]]; then
   for r in 1 2 3; do
     probe old_$r HEIMDALL_CONV1X1_TILED=0
     probe new_$r
   done
-  for t in 128x64 64x64; do probe t$t HEIMDALL_CONV1X1_TILED=$t; done
+  # Tiles TM,TN,GX,GY,BKS beside the default 8,2,16,16,2 (128 px x 128 ch).
+  for t in 128x64 64x64 8,2,16,16,1 8,4,16,8,2 8,4,16,8,1 4,4,16,16,1 8,2,8,16,2 4,2,32,16,1; do
+    probe t$t HEIMDALL_CONV1X1_TILED=$t
+  done
 fi
-if [ $P = models ] || [ $P = all ]; then
+if [[ $P == *models* || $P == all ]]; then
   MS="assets/models/multistyle26.onnx --input-shape image=1x3x256x256"
   PO=".cache/models/PP-OCRv6_det_small.onnx --input-shape x=1x3x320x640"
   for r in 1 2 3; do
@@ -53,4 +56,4 @@ if [ $P = models ] || [ $P = all ]; then
     done
   done
 fi
-cd $OUT && tar czf gemm.tgz gemm && rm -rf gemm
+cd $OUT && tar czf gemm_${P// /_}.tgz gemm && rm -rf gemm

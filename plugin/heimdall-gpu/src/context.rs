@@ -312,8 +312,8 @@ fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
 }
 
 /// `HEIMDALL_CONV1X1_TILED=0` (never tile the 1x1 convolution, for A/B measurements),
-/// `=all` (every tile of [`TILES`], on any family) or `=128x128`, `128x64`, `64x64` (that tile
-/// only, on any family); the size rule of [`crate::ops::conv1x1_tiled::choose_tile`] still
+/// `=all` (every tile of [`TILES`], on any family), `=128x128`, `128x64`, `64x64` (that tile
+/// only, on any family) or `=TM,TN,GX,GY,BKS` (any well-formed tile, for sweeps); the size rule of [`crate::ops::conv1x1_tiled::choose_tile`] still
 /// applies. Anything else is ignored.
 fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
     static OVERRIDE: std::sync::OnceLock<Option<Vec<Conv1x1Tile>>> = std::sync::OnceLock::new();
@@ -322,7 +322,9 @@ fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
             || match std::env::var("HEIMDALL_CONV1X1_TILED").ok()?.as_str() {
                 "0" => Some(Vec::new()),
                 "all" => Some(TILES.to_vec()),
-                name => Conv1x1Tile::parse(name).map(|t| vec![t]),
+                name => Conv1x1Tile::parse(name)
+                    .or_else(|| Conv1x1Tile::parse_counts(name))
+                    .map(|t| vec![t]),
             },
         )
         .as_deref()

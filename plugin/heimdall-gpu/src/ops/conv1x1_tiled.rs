@@ -99,6 +99,25 @@ impl Conv1x1Tile {
         TILES.into_iter().find(|t| t.name() == name)
     }
 
+    /// A tile from its counts `TM,TN,GX,GY,BKS` (for tuning sweeps), if well formed.
+    pub fn parse_counts(counts: &str) -> Option<Conv1x1Tile> {
+        let n: Vec<u32> = counts
+            .split(',')
+            .map(|v| v.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let [tm, tn, gx, gy, bks] = n[..] else {
+            return None;
+        };
+        let t = Conv1x1Tile {
+            tm,
+            tn,
+            gx,
+            gy,
+            bks,
+        };
+        (gx <= 1024 && gy <= 1024 && bks <= 64 && t.fits(u32::MAX, u32::MAX)).then_some(t)
+    }
+
     /// The tile's name, `PIXELSxCHANNELS`.
     pub fn name(&self) -> String {
         format!("{}x{}", self.pixels(), 4 * self.slices())
@@ -360,9 +379,13 @@ mod tests {
                 "{t}"
             );
             assert_eq!(Conv1x1Tile::parse(&t.name()), Some(t));
+            let counts = format!("{},{},{},{},{}", t.tm, t.tn, t.gx, t.gy, t.bks);
+            assert_eq!(Conv1x1Tile::parse_counts(&counts), Some(t));
         }
         assert_eq!(TILE_128X128.storage_bytes(), 16384);
         assert!(!TILE_128X128.fits(128, 16384));
+        assert_eq!(Conv1x1Tile::parse_counts("8,2,16,16"), None);
+        assert_eq!(Conv1x1Tile::parse_counts("9,2,16,16,2"), None);
     }
 
     #[test]
