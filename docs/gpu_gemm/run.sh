@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # #18 item 6 on the device: the tiled 1x1 kernel (conv1x1_tiled.wgsl) against the blocked one,
 # one binary, switched by HEIMDALL_CONV1X1_TILED (0: old kernels; unset: the default rule;
-# a tile name: that tile). Carried: .devgemm/{debs,bin,models}. PHASE: words test, probe, models, or all.
+# a tile name or TM,TN,GX,GY,BKS: that tile). Carried: .devgemm/{debs,bin,models}.
+# PHASE: words test, probe, models, tiles, sweep, variants, xt, or all (= test probe models).
+# The phases sweep (deeper K tiles with 48 KiB), variants and xt need the binary of branch
+# experiment/gemm-variants (HEIMDALL_TILED_PIPE, _SLICE_LOOP, _XT, _ZERO_INIT,
+# HEIMDALL_WORKGROUP_MEMORY); the others run on gemm-tiled's.
 set -u
 for d in .devgemm/debs/*.deb; do dpkg -x $d /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp HEIMDALL_ROOT=$PWD
@@ -17,7 +21,7 @@ probe() { # name, env...
 import json,sys
 d=json.load(open(sys.argv[1]))
 c=' | '.join('%s %.4f ms %.0f GF %.1f%% [%s]' % (x['precision'], x['time_ms'], x['gflops'], 100*x['fraction_of_peak'], x['blocking'].replace(' per work group','').replace(' per thread','')) for x in d['conv1x1'])
-print('%-12s fma32 %.0f GF | %s' % (sys.argv[2], d['fma_gflops'], c))
+print('%-22s fma32 %.0f GF | %s' % (sys.argv[2], d['fma_gflops'], c))
 PY
 }
 bench() { # name, env (TENV), model args...
@@ -36,10 +40,59 @@ if [[ $P == *probe* || $P == all ]]; then
     probe old_$r HEIMDALL_CONV1X1_TILED=0
     probe new_$r
   done
+  probe tiny_old HEIMDALL_PROBE_SHAPE=8,8,4,4 HEIMDALL_CONV1X1_TILED=0
   # Tiles TM,TN,GX,GY,BKS beside the default 8,2,16,16,2 (128 px x 128 ch).
   for t in 128x64 64x64 8,2,16,16,1 8,4,16,8,2 8,4,16,8,1 4,4,16,16,1 8,2,8,16,2 4,2,32,16,1; do
     probe t$t HEIMDALL_CONV1X1_TILED=$t
   done
+fi
+if [[ $P == *tiles* ]]; then
+  # TILES="TM,TN,GX,GY,BKS ...": one probe each, the default before and after.
+  probe t_default
+  for t in ${TILES:-}; do probe t$t HEIMDALL_CONV1X1_TILED=$t; done
+  for sh in ${SHAPES:-}; do probe sh$sh HEIMDALL_PROBE_SHAPE=$sh; done
+  probe t_default2
+fi
+if [[ $P == *variants* ]]; then
+  # Generator variants: PIPE=2 stores tile t+1 at the start of turn t and loads tile t+2;
+  # SLICE_LOOP=1 keeps the slices of a K tile in a loop instead of unrolling them.
+  probe v_old HEIMDALL_CONV1X1_TILED=0
+  for v in HEIMDALL_NONE=1 HEIMDALL_TILED_PIPE=2 HEIMDALL_TILED_SLICE_LOOP=1 "HEIMDALL_TILED_PIPE=2 HEIMDALL_TILED_SLICE_LOOP=1"; do
+    for t in 8,2,16,16,2 8,2,16,16,4 8,4,16,8,2; do
+      probe "v${v// /+}_$t" $v HEIMDALL_CONV1X1_TILED=$t
+    done
+  done
+  # A tiny layer: what a timed pass costs beside the kernel.
+  probe tiny_old HEIMDALL_PROBE_SHAPE=8,8,4,4 HEIMDALL_CONV1X1_TILED=0
+  probe tiny_new HEIMDALL_PROBE_SHAPE=8,8,32,64 HEIMDALL_CONV1X1_TILED=64x64
+  HEIMDALL_TILED_PIPE=2 HEIMDALL_KERNEL_CASES=20 timeout 200 /tmp/conv1x1_tiled --test-threads 4 2>&1 | grep "test result" | tee $D/test_pipe2.txt
+fi
+if [[ $P == *xt* ]]; then
+  # XT=1: x staged transposed (one row per input channel, 4 pixels per vec4).
+  probe x_default
+  for v in HEIMDALL_TILED_XT=1 "HEIMDALL_TILED_XT=1 HEIMDALL_TILED_PIPE=2"; do
+    for t in 8,2,16,16,2 8,2,16,16,4 8,4,16,8,2 8,4,16,8,4 8,2,8,32,4 4,4,16,16,4; do
+      probe "x${v// /+}_$t" $v HEIMDALL_CONV1X1_TILED=$t
+    done
+  done
+  probe x_k1024 HEIMDALL_TILED_XT=1 HEIMDALL_PROBE_SHAPE=128,128,1024,256
+  probe x_default2
+  HEIMDALL_TILED_XT=1 HEIMDALL_KERNEL_CASES=20 timeout 200 /tmp/conv1x1_tiled --test-threads 4 2>&1 | grep "test result" | tee $D/test_xt.txt
+fi
+if [[ $P == *sweep* ]]; then
+  # Deeper K tiles (32 and 48 KiB of work-group memory), work-group zeroing, longer reductions.
+  probe s_default
+  probe s_zero HEIMDALL_TILED_ZERO_INIT=1
+  probe s_wg16k HEIMDALL_WORKGROUP_MEMORY=default
+  for t in 8,2,16,16,4 8,2,16,16,6 8,4,16,8,2 8,4,16,8,4 8,4,16,8,6 8,2,8,16,4 8,2,16,8,4; do
+    probe s$t HEIMDALL_CONV1X1_TILED=$t
+  done
+  for sh in 128,128,1024,256 256,256,256,256; do
+    probe k${sh}_old HEIMDALL_PROBE_SHAPE=$sh HEIMDALL_CONV1X1_TILED=0
+    probe k${sh}_new HEIMDALL_PROBE_SHAPE=$sh
+    probe k${sh}_t4 HEIMDALL_PROBE_SHAPE=$sh HEIMDALL_CONV1X1_TILED=8,2,16,16,4
+  done
+  probe s_default2
 fi
 if [[ $P == *models* || $P == all ]]; then
   MS="assets/models/multistyle26.onnx --input-shape image=1x3x256x256"
@@ -48,10 +101,11 @@ if [[ $P == *models* || $P == all ]]; then
     for m in ms po palm selfie hand; do
       case $m in ms) M=$MS;; po) M=$PO;; palm) M=assets/models/palm_detection_lite.tflite;;
         selfie) M=assets/models/selfie_segmentation.tflite;; hand) M=assets/models/hand_landmark_lite.tflite;; esac
-      for k in old new; do
-        [ $k = old ] && TENV=HEIMDALL_CONV1X1_TILED=0 || TENV=HEIMDALL_NONE=1
+      # old: no tiled kernel; new: the default rule; big: the 128x128 tile only.
+      for k in old new big; do
+        case $k in old) TENV=HEIMDALL_CONV1X1_TILED=0;; new) TENV=HEIMDALL_NONE=1;; big) TENV=HEIMDALL_CONV1X1_TILED=128x128;; esac
         bench ${m}_f32_${k}_$r $M --precision f32
-        [ $r = 1 ] && bench ${m}_f16_${k}_$r $M --precision f16 --no-guard
+        [ $r = 1 ] && [ $k != big ] && bench ${m}_f16_${k}_$r $M --precision f16 --no-guard
       done
     done
   done

@@ -504,8 +504,20 @@ pub fn conv1x1(
 /// The large layer of the efficiency target.
 pub const CONV1X1_SHAPE: [usize; 4] = [128, 128, 256, 256];
 
-/// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] in each
-/// of `precisions`.
+/// `HEIMDALL_PROBE_SHAPE=H,W,CI,CO`: the 1x1 layer the probe measures instead of
+/// [`CONV1X1_SHAPE`] (to separate a kernel's fixed costs from its inner loop).
+fn probe_shape() -> Option<[usize; 4]> {
+    let v = std::env::var("HEIMDALL_PROBE_SHAPE").ok()?;
+    let n: Vec<usize> = v
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    let shape: [usize; 4] = n.try_into().ok()?;
+    shape.iter().all(|&d| d > 0).then_some(shape)
+}
+
+/// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] (or
+/// `HEIMDALL_PROBE_SHAPE`) in each of `precisions`.
 pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, GpuError> {
     let fma = fma_rate(ctx, false)?;
     let fma_f16 = match ctx.has_f16() {
@@ -517,9 +529,10 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
         wgpu::DeviceType::Cpu => 3,
         _ => 20,
     };
+    let shape = probe_shape().unwrap_or(CONV1X1_SHAPE);
     let conv1x1 = precisions
         .iter()
-        .map(|&p| conv1x1(ctx, CONV1X1_SHAPE, p, runs))
+        .map(|&p| conv1x1(ctx, shape, p, runs))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ProbeReport {
         device: ctx.describe(),

@@ -330,6 +330,9 @@ pub fn source(
         ],
         epilogue,
         extra: tile_loop(tile),
+        // Every element of both buffers is stored before the barrier that precedes its reads:
+        // the pipeline need not zero them (H100: 0.0650 vs 0.0657 ms on the probe's layer).
+        zero_init_workgroup: false,
         ..KernelSource::new(
             "conv1x1_tiled",
             vec![
