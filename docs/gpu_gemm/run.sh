@@ -2,7 +2,7 @@
 # #18 item 6 on the device: the tiled 1x1 kernel (conv1x1_tiled.wgsl) against the blocked one,
 # one binary, switched by HEIMDALL_CONV1X1_TILED (0: old kernels; unset: the default rule;
 # a tile name or TM,TN,GX,GY,BKS: that tile). Carried: .devgemm/{debs,bin,models}.
-# PHASE: words test, probe, models, tiles, sweep, variants, xt, or all (= test probe models).
+# PHASE: words test, probe, models, tiles, envs, relax, sweep, variants, xt, or all (= test probe models).
 # The phases sweep (deeper K tiles with 48 KiB), variants and xt need the binary of branch
 # experiment/gemm-variants (HEIMDALL_TILED_PIPE, _SLICE_LOOP, _XT, _ZERO_INIT,
 # HEIMDALL_WORKGROUP_MEMORY); the others run on gemm-tiled's.
@@ -78,6 +78,31 @@ if [[ $P == *xt* ]]; then
   probe x_k1024 HEIMDALL_TILED_XT=1 HEIMDALL_PROBE_SHAPE=128,128,1024,256
   probe x_default2
   HEIMDALL_TILED_XT=1 HEIMDALL_KERNEL_CASES=20 timeout 200 /tmp/conv1x1_tiled --test-threads 4 2>&1 | grep "test result" | tee $D/test_xt.txt
+fi
+if [[ $P == *envs* ]]; then
+  # ENVS="A=1 B=2;C=3": one probe per ;-separated set of variables, the default before and after.
+  probe e_default
+  IFS=';' read -ra SETS <<< "${ENVS:-}"
+  for v in "${SETS[@]}"; do probe "e${v// /+}" $v; done
+  probe e_default2
+fi
+if [[ $P == *relax* ]]; then
+  # Mid-size layers of PP-OCR (grids below the rule's 32768 threads): old kernel vs forced tiles,
+  # then whole models with the rule relaxed (HEIMDALL_TILED_MIN_THREADS).
+  for sh in 80,160,48,96 40,80,96,192 20,40,192,384; do
+    probe r${sh}_old HEIMDALL_PROBE_SHAPE=$sh
+    for t in 64x64 128x64; do probe r${sh}_$t HEIMDALL_PROBE_SHAPE=$sh HEIMDALL_CONV1X1_TILED=$t HEIMDALL_TILED_MIN_THREADS=1; done
+  done
+  PO=".cache/models/PP-OCRv6_det_small.onnx --input-shape x=1x3x320x640"
+  for r in 1 2; do
+    for m in po; do
+      [ $m = po ] && M=$PO || M=assets/models/palm_detection_lite.tflite
+      for k in old 4096 16384; do
+        [ $k = old ] && TENV=HEIMDALL_CONV1X1_TILED=0 || TENV=HEIMDALL_TILED_MIN_THREADS=$k
+        bench ${m}_f32_mt${k}_$r $M --precision f32
+      done
+    done
+  done
 fi
 if [[ $P == *sweep* ]]; then
   # Deeper K tiles (32 and 48 KiB of work-group memory), work-group zeroing, longer reductions.

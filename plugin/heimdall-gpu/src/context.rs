@@ -238,11 +238,15 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => 0,
             _ => 2 * self.min_threads(),
         };
-        // The shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`), for layers whose grid of
-        // tiles keeps `min_threads` threads and whose reduction has at least 8 input slices:
-        // on NVIDIA only, where it was measured (H100, docs/gpu.md "The tiled 1x1
-        // convolution"). The other families keep the blocked kernel: AMD's and Intel's desktop
-        // GPUs are unmeasured, and mobile GPUs have too few registers for 8 x 8 tiles.
+        // The shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`): on NVIDIA only, where it was
+        // measured (H100, docs/gpu.md "The tiled 1x1 convolution": the 128x128x256->256 probe
+        // layer 0.086 -> 0.065 ms, PP-OCRv6_det_small 1.91 -> 1.81 ms per run), for layers of at
+        // least 12 input slices (48 channels: PP-OCR's tiled layers have 48-384) whose grid of
+        // tiles keeps 4096 threads (PP-OCR's 80x160x48->96 with 200 work groups of 256 threads
+        // ran 0.0148 -> 0.0133 ms, 40x80x96->192 0.0238 -> 0.0147, 20x40x192->384 0.0251 ->
+        // 0.0209; with 16384 threads PP-OCR kept 3 of its 16 such layers, 1.90 ms). The other
+        // families keep the blocked kernel: AMD's and Intel's desktop GPUs are unmeasured, and
+        // mobile GPUs have too few registers for 8 x 8 tiles.
         let conv1x1_tiles: &'static [Conv1x1Tile] = match family {
             GpuFamily::Nvidia => &TILES,
             _ => &[],
@@ -256,7 +260,8 @@ impl GpuContext {
             max_workgroup: max_wg,
             max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
             conv1x1_tiles,
-            conv1x1_tiled_min_slices: 8,
+            conv1x1_tiled_min_slices: 12,
+            conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
         };
         if let Some((blocks, tg)) = block_override() {
@@ -330,6 +335,17 @@ fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
         .as_deref()
 }
 
+/// `HEIMDALL_TILED_MIN_THREADS=N`: [`Tuning::conv1x1_tiled_min_threads`] (for measurements).
+fn tiled_min_threads() -> Option<usize> {
+    static OVERRIDE: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *OVERRIDE.get_or_init(|| {
+        std::env::var("HEIMDALL_TILED_MIN_THREADS")
+            .ok()?
+            .parse()
+            .ok()
+    })
+}
+
 /// Whether convolutions of f16 models compute in f16 ([`Tuning::f16_arithmetic`]): off by
 /// default, since on the H100 it was neither faster nor as accurate as f16 storage with f32
 /// arithmetic (docs/gpu.md, "f16 arithmetic"); `HEIMDALL_F16_ARITH=1` turns it on.
@@ -389,6 +405,9 @@ pub struct Tuning {
     pub conv1x1_tiles: &'static [Conv1x1Tile],
     /// The fewest input slices (4 channels each) a 1x1 convolution needs for the tiled kernel.
     pub conv1x1_tiled_min_slices: usize,
+    /// The fewest threads the tiled kernel's grid must keep for a 1x1 convolution to take it
+    /// (4096; `HEIMDALL_TILED_MIN_THREADS=N` replaces it).
+    pub conv1x1_tiled_min_threads: usize,
     /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,

@@ -25,6 +25,7 @@ fn forced(i: usize) -> Tuning {
     t.conv1x1_tiles = &ONE_TILE[i];
     t.conv1x1_tiled_min_slices = 1;
     t.min_threads = 0;
+    t.conv1x1_tiled_min_threads = 0;
     t.split_k_threads = 0;
     t
 }
@@ -136,6 +137,20 @@ fn nvidia_picks_the_tiled_kernel_for_large_layers() {
         kernel(256 * 256, 256, 64, Arith::F32),
         Conv1x1Kernel::Tiled(TILE_128X64)
     );
+    // PP-OCRv6_det_small's mid-size layers (grids of 4096 threads or more, 48 input channels
+    // or more): tiled; palm_detection_lite's 96x96x32 -> 32 (8 input slices): not.
+    assert_eq!(
+        kernel(80 * 160, 48, 96, Arith::F32),
+        Conv1x1Kernel::Tiled(TILE_128X128)
+    );
+    assert_eq!(
+        kernel(40 * 80, 96, 192, Arith::F32),
+        Conv1x1Kernel::Tiled(TILE_128X64)
+    );
+    assert!(!matches!(
+        kernel(96 * 96, 32, 32, Arith::F32),
+        Conv1x1Kernel::Tiled(..)
+    ));
     // A small grid with a long reduction (pose_detection's 7x7x1152 -> 192): split.
     assert!(matches!(
         kernel(7 * 7, 1152, 192, Arith::F32),

@@ -142,8 +142,8 @@ impl std::fmt::Display for Conv1x1Tile {
 /// The tile a 1x1 conv of `pixels` pixels, `in_slices` input and `out_slices` output slices
 /// takes under `t`, or `None` to keep the other kernels. A tile of [`Tuning::conv1x1_tiles`]
 /// qualifies if it fits the device's work groups, its output slices are at least half used
-/// (`2 * out_slices >= tile slices`) and its grid keeps at least [`Tuning::min_threads`]
-/// threads; of those, the one that pads the output slices least, the first (largest) on a tie.
+/// (`2 * out_slices >= tile slices`) and its grid keeps at least
+/// [`Tuning::conv1x1_tiled_min_threads`] threads; of those, the one that pads the output slices least, the first (largest) on a tie.
 /// The reduction needs at least [`Tuning::conv1x1_tiled_min_slices`] input slices.
 pub fn choose_tile(
     t: &Tuning,
@@ -163,7 +163,7 @@ pub fn choose_tile(
                 * out_slices.div_ceil(tile.slices() as usize);
             tile.fits(t.max_workgroup, t.max_workgroup_storage)
                 && 2 * out_slices >= tile.slices() as usize
-                && groups * tile.threads() as usize >= t.min_threads
+                && groups * tile.threads() as usize >= t.conv1x1_tiled_min_threads
         })
         .min_by_key(padded)
 }
