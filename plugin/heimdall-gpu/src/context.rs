@@ -295,9 +295,9 @@ impl GpuContext {
 
 /// `HEIMDALL_CONV_BLOCK=BP,BS,TG` (for tuning experiments such as `heimdall bench --probe`):
 /// every convolution uses `BP` pixels (columns) x `BS` output slices per thread and the 1x1
-/// convolution `TG` threads per work group (no split reductions; `min_threads` is 0, so the
-/// depthwise kernel takes its widest column block too). Values outside 1..=8 (blocks) or
-/// 1..=1024 (work group) are ignored.
+/// convolution `TG` threads per work group (no split reductions and no tiled 1x1 kernel unless
+/// `HEIMDALL_CONV1X1_TILED` asks for it; `min_threads` is 0, so the depthwise kernel takes its
+/// widest column block too). Values outside 1..=8 (blocks) or 1..=1024 (work group) are ignored.
 fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
     /// One block and the 1x1 work group.
     type Override = ([(u32, u32); 1], u32);
