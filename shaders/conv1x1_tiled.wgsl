@@ -1,5 +1,5 @@
 // conv1x1_tiled: 1x1 convolution (stride 1, no padding) as a GEMM with both operands staged in
-//   work-group memory, for large layers on desktop GPUs.
+//   work-group memory, for large enough layers (on NVIDIA: src/context.rs, Tuning).
 //   y[p, o] = epilogue(bias[o] + sum_i x[p, i] * w[o, i])
 // Layout: x, y, res in PHWC4 (vec4 index = slice * H * W + pixel); w is pre-transformed to
 //   [in_slice][in_lane][out_slice] vec4 (lanes = 4 output channels: one row of the K x N matrix
@@ -18,7 +18,7 @@
 //   The tile loop, `conv_tile`, is generated for TM, TN, GX, GY, BKS (src/ops/conv1x1_tiled.rs).
 // Bindings: 0 params (uniform), x (read), w (read), bias (read f32), y (write), then the
 //   generated epilogue bindings (res, alpha). Generated symbols used: TG, GX, GY, TM, TN, BKS,
-//   BM, BNS, conv_tile, x_load, w_load, bias_load, y_store, epilogue, keep_lanes.
+//   BKR (= 4 * BKS), BM, BNS, conv_tile, x_load, w_load, bias_load, y_store, epilogue, keep_lanes.
 // Params: `GpuConv1x1Params` (heimdall-gpu src/ops/conv.rs), declared by composition.
 
 // Staged tiles, two buffers each: x as [buffer][slice][j][tx] (pixel j * GX + tx of the tile),

@@ -3,7 +3,8 @@
 //! not a multiple of the tile (and smaller than it), channel counts that are not a multiple of
 //! 4, of the K tile (8) or of the tile's output channels, every fused epilogue; f32, f16 and
 //! packed f16 storage (f32 arithmetic), within the kernel tests' bounds (rel-L2 ≤ 1e-5 in f32,
-//! ≤ 3e-3 in f16: `common::kernel_tolerance`). Also which kernel the NVIDIA tuning picks.
+//! ≤ 3e-3 in f16: `common::kernel_tolerance`). Also which kernel the NVIDIA tuning picks, and
+//! the convolution cache running tiled work groups from its lists.
 
 mod common;
 
@@ -185,4 +186,93 @@ fn nvidia_picks_the_tiled_kernel_for_large_layers() {
     {
         assert!(gpu.ctx.tuning().conv1x1_tiles.is_empty());
     }
+}
+
+/// The convolution cache runs the tiled kernel's work groups from its lists (its pixel tiles are
+/// a `TileMap::PixelTiles` map): palm_detection_lite with every 1x1 convolution of at least 32
+/// output channels forced onto the 128 x 64 tile, one quadrant of the input changed, matches
+/// the uncached run (rel-L2 ≤ 1e-6) and runs exactly the work groups whose pixel tiles read a
+/// changed block; the tiled model matches the blocked one within the f32 kernel bound.
+#[test]
+fn the_convolution_cache_runs_tiled_work_groups() {
+    use heimdall_gpu::conv_cache::dirty_workgroups;
+    use heimdall_gpu::{GpuModel, GpuOptions, Precision};
+    use heimdall_ir::conv_cache::{BlockGrid, ConvCacheConfig};
+
+    let Some(gpu) = gpu() else { return };
+    let path = heimdall_testkit::model_path("palm_detection_lite").expect("model");
+    let g = heimdall::load_model(&path, heimdall::LoadOptions::default()).expect("load");
+    let shape = g.tensor(g.inputs[0]).shape.clone();
+    let (h, w) = (shape[1], shape[2]);
+    let image = |seed: usize| -> Vec<f32> {
+        (0..h * w * 3)
+            .map(|i| ((i * (seed + 3) + i / (3 * w) * 7) % 97) as f32 / 48.0 - 1.0)
+            .collect()
+    };
+    let x = image(1);
+    let mut y = x.clone();
+    let other = image(5);
+    for r in h / 2..h {
+        let row = (r * w + w / 2) * 3..(r * w + w) * 3;
+        y[row.clone()].copy_from_slice(&other[row]);
+    }
+    // The forced tuning does tile some of the model's 1x1 convolutions.
+    let t = forced(1);
+    let tiled_ops = g
+        .ops
+        .iter()
+        .filter(|op| matches!(op.kind, OpKind::Conv2d(a) if a.stride == [1, 1]))
+        .filter(|op| {
+            let (f, o) = (
+                &g.tensor(op.inputs[1]).shape,
+                &g.tensor(op.outputs[0]).shape,
+            );
+            f.len() == 4
+                && f[1..3] == [1, 1]
+                && matches!(
+                    conv1x1_kernel(
+                        &t,
+                        o[1] * o[2],
+                        f[3].div_ceil(4),
+                        f[0].div_ceil(4),
+                        Arith::F32
+                    ),
+                    Conv1x1Kernel::Tiled(_)
+                )
+        })
+        .count();
+    assert!(tiled_ops >= 3, "{tiled_ops} tiled 1x1 convolutions");
+    let config = ConvCacheConfig {
+        range: [-1.0, 1.0],
+        expiry_ms: 0,
+        ..ConvCacheConfig::default()
+    };
+    let tiled = GpuOptions::new(Precision::F32).with_tuning(t);
+    let plain = GpuModel::compile(&gpu.ctx, &g, tiled.clone()).expect("compile");
+    let cached =
+        GpuModel::compile(&gpu.ctx, &g, tiled.with_conv_cache(config)).expect("compile cached");
+    let blocked =
+        GpuModel::compile(&gpu.ctx, &g, GpuOptions::new(Precision::F32)).expect("blocked");
+    cached.run(&[&x]).expect("run");
+    let a = cached.run(&[&y]).expect("cached run");
+    let b = plain.run(&[&y]).expect("run");
+    let c = blocked.run(&[&y]).expect("blocked run");
+    let counts = cached.conv_cache_counts().expect("counts");
+    for (i, ((a, b), c)) in a.iter().zip(&b).zip(&c).enumerate() {
+        let e = heimdall_testkit::rel_l2(a, b);
+        assert!(e <= 1e-6, "output {i}: cached vs uncached rel-L2 {e}");
+        let e = heimdall_testkit::rel_l2(b, c);
+        assert!(e <= 1e-5, "output {i}: tiled vs blocked rel-L2 {e}");
+    }
+    let grid = BlockGrid::new([h, w], [8, 8]);
+    let mask: Vec<bool> = (0..64).map(|b| b / 8 >= 4 && b % 8 >= 4).collect();
+    let want: u64 = cached
+        .conv_cache_dispatches()
+        .iter()
+        .map(|d| u64::from(dirty_workgroups(d, &grid, [h, w], &mask)))
+        .sum();
+    assert_eq!(counts.dirty_blocks, 16, "{counts:?}");
+    assert_eq!(counts.computed_tiles, want, "work groups run: {counts:?}");
+    assert!(counts.computed_tiles < counts.tiles, "{counts:?}");
+    gpu.assert_no_errors();
 }

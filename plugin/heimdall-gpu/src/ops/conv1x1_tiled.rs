@@ -1,8 +1,9 @@
 //! The tiled 1x1 convolution (`shaders/conv1x1_tiled.wgsl`): a GEMM whose work groups stage
 //! K tiles of both operands in work-group memory (double-buffered) and give each thread a
-//! register tile of `TM` pixels x `TN` output slices. Used for large layers on desktop GPUs
-//! ([`choose_tile`], [`crate::context::Tuning::conv1x1_tiles`]); small grids keep the blocked
-//! and split-reduction kernels of [`super::conv`].
+//! register tile of `TM` pixels x `TN` output slices. Used on NVIDIA GPUs for layers large
+//! enough ([`choose_tile`], [`crate::context::Tuning::conv1x1_tiles`]); small grids keep the
+//! blocked and split-reduction kernels of [`super::conv`]. Measurements: `docs/gpu.md`, "The
+//! tiled 1x1 convolution".
 
 use std::fmt::Write as _;
 
@@ -143,8 +144,9 @@ impl std::fmt::Display for Conv1x1Tile {
 /// takes under `t`, or `None` to keep the other kernels. A tile of [`Tuning::conv1x1_tiles`]
 /// qualifies if it fits the device's work groups, its output slices are at least half used
 /// (`2 * out_slices >= tile slices`) and its grid keeps at least
-/// [`Tuning::conv1x1_tiled_min_threads`] threads; of those, the one that pads the output slices least, the first (largest) on a tie.
-/// The reduction needs at least [`Tuning::conv1x1_tiled_min_slices`] input slices.
+/// [`Tuning::conv1x1_tiled_min_threads`] threads; of those, the one that pads the output slices
+/// least, the first (largest) on a tie. The reduction needs at least
+/// [`Tuning::conv1x1_tiled_min_slices`] input slices.
 pub fn choose_tile(
     t: &Tuning,
     pixels: usize,
