@@ -242,9 +242,9 @@ impl GpuContext {
         // measured (H100, docs/gpu.md "The tiled 1x1 convolution": the 128x128x256->256 probe
         // layer 0.086 -> 0.065 ms, PP-OCRv6_det_small 1.91 -> 1.81 ms per run), for layers of at
         // least 12 input slices (48 channels: PP-OCR's tiled layers have 48-384) whose grid of
-        // tiles keeps 4096 threads (PP-OCR's 80x160x48->96 with 200 work groups of 256 threads
-        // ran 0.0148 -> 0.0133 ms, 40x80x96->192 0.0238 -> 0.0147, 20x40x192->384 0.0251 ->
-        // 0.0209; with 16384 threads PP-OCR kept 3 of its 16 such layers, 1.90 ms). The other
+        // tiles keeps 4096 threads (PP-OCR's layers alone, one tile forced: 80x160x48->96
+        // 0.0148 -> 0.0133 ms, 40x80x96->192 0.0238 -> 0.0147, 20x40x192->384 0.0251 -> 0.0209;
+        // with 16384 threads PP-OCR kept 3 of its 16 such layers, 1.90 ms). The other
         // families keep the blocked kernel: AMD's and Intel's desktop GPUs are unmeasured, and
         // mobile GPUs have too few registers for 8 x 8 tiles.
         let conv1x1_tiles: &'static [Conv1x1Tile] = match family {
@@ -318,8 +318,8 @@ fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
 
 /// `HEIMDALL_CONV1X1_TILED=0` (never tile the 1x1 convolution, for A/B measurements),
 /// `=all` (every tile of [`TILES`], on any family), `=128x128`, `128x64`, `64x64` (that tile
-/// only, on any family) or `=TM,TN,GX,GY,BKS` (any well-formed tile, for sweeps); the size rule of [`crate::ops::conv1x1_tiled::choose_tile`] still
-/// applies. Anything else is ignored.
+/// only, on any family) or `=TM,TN,GX,GY,BKS` (any well-formed tile, for sweeps); the size
+/// rule of [`crate::ops::conv1x1_tiled::choose_tile`] still applies. Anything else is ignored.
 fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
     static OVERRIDE: std::sync::OnceLock<Option<Vec<Conv1x1Tile>>> = std::sync::OnceLock::new();
     OVERRIDE
@@ -400,10 +400,11 @@ pub struct Tuning {
     /// The most work-group memory a kernel may declare, in bytes (the device's limit).
     pub max_workgroup_storage: u32,
     /// Tiles of the shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`), largest first; the
-    /// first that suits a layer is used ([`crate::ops::conv1x1_tiled::choose_tile`]); empty:
-    /// never (the blocked kernel).
+    /// one that suits a layer best is used ([`crate::ops::conv1x1_tiled::choose_tile`]); empty:
+    /// never (the blocked and split-reduction kernels).
     pub conv1x1_tiles: &'static [Conv1x1Tile],
-    /// The fewest input slices (4 channels each) a 1x1 convolution needs for the tiled kernel.
+    /// The fewest input slices (4 channels each) a 1x1 convolution needs for the tiled kernel
+    /// (12: 48 channels).
     pub conv1x1_tiled_min_slices: usize,
     /// The fewest threads the tiled kernel's grid must keep for a 1x1 convolution to take it
     /// (4096; `HEIMDALL_TILED_MIN_THREADS=N` replaces it).
