@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
+use crate::ops::conv1x1_tiled::{Conv1x1Tile, TILES};
 use crate::params::ParamsSpace;
 
 /// Devices created by [`GpuContext::create`] in this process.
@@ -237,6 +238,19 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => 0,
             _ => 2 * self.min_threads(),
         };
+        // The shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`): on NVIDIA only, where it was
+        // measured (H100, docs/gpu.md "The tiled 1x1 convolution": the 128x128x256->256 probe
+        // layer 0.086 -> 0.065 ms, PP-OCRv6_det_small 1.91 -> 1.81 ms per run), for layers of at
+        // least 12 input slices (48 channels: PP-OCR's tiled layers have 48-384) whose grid of
+        // tiles keeps 4096 threads (PP-OCR's layers alone, one tile forced: 80x160x48->96
+        // 0.0148 -> 0.0133 ms, 40x80x96->192 0.0238 -> 0.0147, 20x40x192->384 0.0251 -> 0.0209;
+        // with 16384 threads PP-OCR kept 3 of its 16 such layers, 1.90 ms). The other
+        // families keep the blocked kernel: AMD's and Intel's desktop GPUs are unmeasured, and
+        // mobile GPUs have too few registers for 8 x 8 tiles.
+        let conv1x1_tiles: &'static [Conv1x1Tile] = match family {
+            GpuFamily::Nvidia => &TILES,
+            _ => &[],
+        };
         let mut t = Tuning {
             family,
             min_threads: self.min_threads(),
@@ -244,6 +258,10 @@ impl GpuContext {
             conv_blocks,
             split_k_threads,
             max_workgroup: max_wg,
+            max_workgroup_storage: self.limits.max_compute_workgroup_storage_size,
+            conv1x1_tiles,
+            conv1x1_tiled_min_slices: 12,
+            conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
         };
         if let Some((blocks, tg)) = block_override() {
@@ -251,6 +269,10 @@ impl GpuContext {
             t.conv1x1_workgroup = tg.min(max_wg).max(1);
             t.min_threads = 0;
             t.split_k_threads = 0;
+            t.conv1x1_tiles = &[];
+        }
+        if let Some(tiles) = tiled_override() {
+            t.conv1x1_tiles = tiles;
         }
         t
     }
@@ -273,9 +295,9 @@ impl GpuContext {
 
 /// `HEIMDALL_CONV_BLOCK=BP,BS,TG` (for tuning experiments such as `heimdall bench --probe`):
 /// every convolution uses `BP` pixels (columns) x `BS` output slices per thread and the 1x1
-/// convolution `TG` threads per work group (no split reductions; `min_threads` is 0, so the
-/// depthwise kernel takes its widest column block too). Values outside 1..=8 (blocks) or
-/// 1..=1024 (work group) are ignored.
+/// convolution `TG` threads per work group (no split reductions and no tiled 1x1 kernel unless
+/// `HEIMDALL_CONV1X1_TILED` asks for it; `min_threads` is 0, so the depthwise kernel takes its
+/// widest column block too). Values outside 1..=8 (blocks) or 1..=1024 (work group) are ignored.
 fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
     /// One block and the 1x1 work group.
     type Override = ([(u32, u32); 1], u32);
@@ -292,6 +314,36 @@ fn block_override() -> Option<(&'static [(u32, u32)], u32)> {
         }
     });
     o.as_ref().map(|(b, tg)| (&b[..], *tg))
+}
+
+/// `HEIMDALL_CONV1X1_TILED=0` (never tile the 1x1 convolution, for A/B measurements),
+/// `=all` (every tile of [`TILES`], on any family), `=128x128`, `128x64`, `64x64` (that tile
+/// only, on any family) or `=TM,TN,GX,GY,BKS` (any well-formed tile, for sweeps); the size
+/// rule of [`crate::ops::conv1x1_tiled::choose_tile`] still applies. Anything else is ignored.
+fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
+    static OVERRIDE: std::sync::OnceLock<Option<Vec<Conv1x1Tile>>> = std::sync::OnceLock::new();
+    OVERRIDE
+        .get_or_init(
+            || match std::env::var("HEIMDALL_CONV1X1_TILED").ok()?.as_str() {
+                "0" => Some(Vec::new()),
+                "all" => Some(TILES.to_vec()),
+                name => Conv1x1Tile::parse(name)
+                    .or_else(|| Conv1x1Tile::parse_counts(name))
+                    .map(|t| vec![t]),
+            },
+        )
+        .as_deref()
+}
+
+/// `HEIMDALL_TILED_MIN_THREADS=N`: [`Tuning::conv1x1_tiled_min_threads`] (for measurements).
+fn tiled_min_threads() -> Option<usize> {
+    static OVERRIDE: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *OVERRIDE.get_or_init(|| {
+        std::env::var("HEIMDALL_TILED_MIN_THREADS")
+            .ok()?
+            .parse()
+            .ok()
+    })
 }
 
 /// Whether convolutions of f16 models compute in f16 ([`Tuning::f16_arithmetic`]): off by
@@ -345,6 +397,18 @@ pub struct Tuning {
     /// x-size limit, whichever is lower): kernels that would like more (the large-window
     /// reduction's 256) take this many instead.
     pub max_workgroup: u32,
+    /// The most work-group memory a kernel may declare, in bytes (the device's limit).
+    pub max_workgroup_storage: u32,
+    /// Tiles of the shared-memory tiled 1x1 kernel (`conv1x1_tiled.wgsl`), largest first; the
+    /// one that suits a layer best is used ([`crate::ops::conv1x1_tiled::choose_tile`]); empty:
+    /// never (the blocked and split-reduction kernels).
+    pub conv1x1_tiles: &'static [Conv1x1Tile],
+    /// The fewest input slices (4 channels each) a 1x1 convolution needs for the tiled kernel
+    /// (12: 48 channels).
+    pub conv1x1_tiled_min_slices: usize,
+    /// The fewest threads the tiled kernel's grid must keep for a 1x1 convolution to take it
+    /// (4096; `HEIMDALL_TILED_MIN_THREADS=N` replaces it).
+    pub conv1x1_tiled_min_threads: usize,
     /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,
@@ -381,6 +445,22 @@ impl Tuning {
             return Err(format!(
                 "work groups of up to {} threads: must be in 1..={max}",
                 self.max_workgroup
+            ));
+        }
+        if self.max_workgroup_storage > limits.max_compute_workgroup_storage_size {
+            return Err(format!(
+                "{} bytes of work-group memory: the device has {}",
+                self.max_workgroup_storage, limits.max_compute_workgroup_storage_size
+            ));
+        }
+        if let Some(t) = self
+            .conv1x1_tiles
+            .iter()
+            .find(|t| !t.fits(u32::MAX, u32::MAX))
+        {
+            // A tile that is well formed but too large for the device is skipped, not an error.
+            return Err(format!(
+                "1x1 tile {t}: counts must be positive, at most 8 x 8 per thread, whole loads per thread"
             ));
         }
         if let Some(&(a, b)) = self

@@ -53,7 +53,8 @@ pub struct Conv1x1Bench {
     pub gflops: f64,
     /// How it was timed.
     pub source: TimingSource,
-    /// The blocking the kernel was compiled with (pixels x slices per thread, work group).
+    /// The kernel and blocking it was compiled with (the tiled kernel's tile, or pixels x
+    /// slices per thread and work group of the blocked one).
     pub blocking: String,
     /// Whether the conv computed in f16 ([`crate::arith::Arith`]).
     pub f16_arith: bool,
@@ -484,7 +485,11 @@ pub fn conv1x1(
     let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
     let time = profile.steps[0];
     let flops = 2.0 * (h * w * ci * co) as f64;
-    let blocking = crate::ops::conv::conv1x1_blocking(ctx, h * w, co.div_ceil(4)).to_string();
+    let tuning = ctx.tuning();
+    let arith = crate::arith::Arith::choose(tuning.f16_arithmetic, [precision; 3], ci, 4);
+    let blocking =
+        crate::ops::conv::conv1x1_kernel(&tuning, h * w, ci.div_ceil(4), co.div_ceil(4), arith)
+            .to_string();
     Ok(Conv1x1Bench {
         shape,
         precision: model.report().precision,
@@ -499,8 +504,20 @@ pub fn conv1x1(
 /// The large layer of the efficiency target.
 pub const CONV1X1_SHAPE: [usize; 4] = [128, 128, 256, 256];
 
-/// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] in each
-/// of `precisions`.
+/// `HEIMDALL_PROBE_SHAPE=H,W,CI,CO`: the 1x1 layer the probe measures instead of
+/// [`CONV1X1_SHAPE`] (to separate a kernel's fixed costs from its inner loop).
+fn probe_shape() -> Option<[usize; 4]> {
+    let v = std::env::var("HEIMDALL_PROBE_SHAPE").ok()?;
+    let n: Vec<usize> = v
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    let shape: [usize; 4] = n.try_into().ok()?;
+    shape.iter().all(|&d| d > 0).then_some(shape)
+}
+
+/// Measures the FMA rate, the copy bandwidth and the 1x1 convolution [`CONV1X1_SHAPE`] (or
+/// `HEIMDALL_PROBE_SHAPE`) in each of `precisions`.
 pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, GpuError> {
     let fma = fma_rate(ctx, false)?;
     let fma_f16 = match ctx.has_f16() {
@@ -512,9 +529,10 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
         wgpu::DeviceType::Cpu => 3,
         _ => 20,
     };
+    let shape = probe_shape().unwrap_or(CONV1X1_SHAPE);
     let conv1x1 = precisions
         .iter()
-        .map(|&p| conv1x1(ctx, CONV1X1_SHAPE, p, runs))
+        .map(|&p| conv1x1(ctx, shape, p, runs))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ProbeReport {
         device: ctx.describe(),

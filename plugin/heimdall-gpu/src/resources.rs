@@ -127,7 +127,10 @@ pub(crate) fn create_shared(
                         layout: None,
                         module: &module,
                         entry_point: Some("main"),
-                        compilation_options: Default::default(),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            zero_initialize_workgroup_memory: d.source.zero_init_workgroup,
+                            ..Default::default()
+                        },
                         cache: pipeline_cache,
                     }),
                 );

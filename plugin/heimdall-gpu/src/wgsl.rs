@@ -151,6 +151,10 @@ pub struct KernelSource {
     /// The kernel computes in f16 ([`crate::arith::Arith`]): `enable f16;` whatever its
     /// bindings store.
     pub f16_arith: bool,
+    /// Whether its pipeline zeroes work-group memory at the start of every work group (WebGPU's
+    /// default, wgpu's `zero_initialize_workgroup_memory`); `false` only for kernels that write
+    /// every work-group element before a barrier and read it after.
+    pub zero_init_workgroup: bool,
 }
 
 impl KernelSource {
@@ -164,6 +168,7 @@ impl KernelSource {
             extra: String::new(),
             params: None,
             f16_arith: false,
+            zero_init_workgroup: true,
         }
     }
 

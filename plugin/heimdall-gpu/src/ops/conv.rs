@@ -1,12 +1,16 @@
-//! CONV_2D: `shaders/conv1x1.wgsl` (1x1, stride 1, no padding: a blocked matrix product) and
-//! `shaders/conv2d.wgsl` (any window). Weights are pre-transformed to
-//! `[out_slice][ky][kx][in_slice][in_lane]` vec4 over 4 output channels.
+//! CONV_2D: `shaders/conv1x1.wgsl` (1x1, stride 1, no padding: a blocked matrix product),
+//! `shaders/conv1x1_splitk.wgsl` (1x1 with the reduction split over a work group, for small
+//! grids), `shaders/conv1x1_tiled.wgsl` (1x1 as a GEMM tiled through work-group memory, for
+//! large layers: [`super::conv1x1_tiled`]; [`conv1x1_kernel`] chooses) and `shaders/conv2d.wgsl`
+//! (any window). Weights are pre-transformed to `[out_slice][ky][kx][in_slice][in_lane]` vec4
+//! over 4 output channels (the tiled kernel's K-major: [`super::conv1x1_tiled::transform_filter`]).
 
 use heimdall_ir::{ConvAttrs, Pad2d};
 
 use crate::arith::Arith;
 use crate::context::{GpuContext, Tuning};
 use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
+use crate::ops::conv1x1_tiled::{self, Conv1x1Tile};
 use crate::params::shader_params;
 use crate::precision::Precision;
 use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource, WORKGROUP_SIZE};
@@ -102,6 +106,63 @@ fn blocking_for(t: &Tuning, pixels: usize, out_slices: usize) -> Conv1x1Blocking
         bs,
         tg: t.conv1x1_workgroup,
     }
+}
+
+/// Which kernel a 1x1 convolution runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv1x1Kernel {
+    /// `conv1x1_splitk.wgsl`: work groups of `tg` threads, the reduction split in `ks` parts.
+    SplitK {
+        /// Threads per work group.
+        tg: u32,
+        /// Parts of the reduction.
+        ks: u32,
+    },
+    /// `conv1x1.wgsl` with this blocking, computing in this arithmetic.
+    Blocked(Conv1x1Blocking, Arith),
+    /// `conv1x1_tiled.wgsl` with this tile (f32 arithmetic).
+    Tiled(Conv1x1Tile),
+}
+
+impl std::fmt::Display for Conv1x1Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Conv1x1Kernel::SplitK { tg, ks } => {
+                write!(
+                    f,
+                    "split reduction, {ks} parts, {tg} threads per work group"
+                )
+            }
+            Conv1x1Kernel::Blocked(b, _) => write!(f, "{b}"),
+            Conv1x1Kernel::Tiled(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+/// The kernel of a 1x1 conv of `pixels` pixels, `in_slices` input and `out_slices` output
+/// slices under `t`, were it to compute in `arith`: the split reduction for small grids with
+/// long reductions ([`Tuning::split_k`]), else the tiled kernel where a tile suits the layer
+/// ([`conv1x1_tiled::choose_tile`]; f32 arithmetic only), else the blocked kernel.
+pub fn conv1x1_kernel(
+    t: &Tuning,
+    pixels: usize,
+    in_slices: usize,
+    out_slices: usize,
+    arith: Arith,
+) -> Conv1x1Kernel {
+    let tg = t.conv1x1_workgroup;
+    if let Some(ks) = t
+        .split_k(pixels * out_slices, in_slices)
+        .filter(|&ks| tg.is_multiple_of(ks))
+    {
+        return Conv1x1Kernel::SplitK { tg, ks };
+    }
+    if arith == Arith::F32
+        && let Some(tile) = conv1x1_tiled::choose_tile(t, pixels, in_slices, out_slices)
+    {
+        return Conv1x1Kernel::Tiled(tile);
+    }
+    Conv1x1Kernel::Blocked(blocking_for(t, pixels, out_slices), arith)
 }
 
 /// One input slice into accumulator `a` (weights `w_b_l`, input `x_j`, operands of type `v`):
@@ -412,16 +473,6 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         let f = ctx.constant(1)?.to_vec();
         return super::fully_connected::build_with(ctx, &f, co, kh * kw * ci);
     }
-    let w = transform_filter(ctx.constant(1)?, co, kh, kw, ci);
-    let wp = ctx.weights;
-    let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
-    let bias = ctx.bias(2, co)?;
-    let x_op = Operand::Tensor(ctx.op.inputs[0]);
-    let xp = ctx.precisions[ctx.op.inputs[0].index()];
-    let yp = ctx.out_precision()?;
-    let (ep, ep_ops) = ctx.epilogue()?;
-    let mut operands = vec![x_op, w_op, bias, Operand::Tensor(ctx.output()?)];
-    operands.extend(ep_ops);
     let (is, os) = (x.slices(), y.slices());
     let pointwise = kh == 1
         && kw == 1
@@ -429,30 +480,43 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
         && a.pad == Pad2d::default()
         && (x.h, x.w) == (y.h, y.w);
     let tuning = ctx.tuning;
+    let xp = ctx.precisions[ctx.op.inputs[0].index()];
+    let wp = ctx.weights;
+    let yp = ctx.out_precision()?;
     let arith = |terms, chunk| Arith::choose(tuning.f16_arithmetic, [xp, wp, yp], terms, chunk);
-    if pointwise {
+    let kernel1x1 = pointwise.then(|| conv1x1_kernel(&tuning, y.h * y.w, is, os, arith(ci, 4)));
+    // The tiled kernel reads its weights K-major, the others `[out_slice][ky][kx][in_slice]`.
+    let w = match kernel1x1 {
+        Some(Conv1x1Kernel::Tiled(_)) => conv1x1_tiled::transform_filter(ctx.constant(1)?, co, ci),
+        _ => transform_filter(ctx.constant(1)?, co, kh, kw, ci),
+    };
+    let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
+    let bias = ctx.bias(2, co)?;
+    let x_op = Operand::Tensor(ctx.op.inputs[0]);
+    let (ep, ep_ops) = ctx.epilogue()?;
+    let mut operands = vec![x_op, w_op, bias, Operand::Tensor(ctx.output()?)];
+    operands.extend(ep_ops);
+    if let Some(kernel) = kernel1x1 {
         let pixels = y.h * y.w;
-        let tg = tuning.conv1x1_workgroup;
-        // Split reduction (one output slice per work group) or blocked product.
-        let (source, pixel_tiles, slice_tiles, tile_pixels) = match tuning
-            .split_k(pixels * os, is)
-            .filter(|&ks| tg.is_multiple_of(ks))
-        {
-            Some(ks) => (
+        let (source, pixel_tiles, slice_tiles, tile_pixels) = match kernel {
+            Conv1x1Kernel::SplitK { tg, ks } => (
                 conv1x1_splitk_source(xp, wp, yp, tg, ks, ep),
                 pixels.div_ceil((tg / ks) as usize),
                 os,
                 tg / ks,
             ),
-            None => {
-                let b = blocking_for(&tuning, pixels, os);
-                (
-                    conv1x1_source_tg(xp, wp, yp, b, ep, arith(ci, 4)),
-                    pixels.div_ceil((b.bp * b.tg) as usize),
-                    os.div_ceil(b.bs as usize),
-                    b.bp * b.tg,
-                )
-            }
+            Conv1x1Kernel::Blocked(b, arith) => (
+                conv1x1_source_tg(xp, wp, yp, b, ep, arith),
+                pixels.div_ceil((b.bp * b.tg) as usize),
+                os.div_ceil(b.bs as usize),
+                b.bp * b.tg,
+            ),
+            Conv1x1Kernel::Tiled(t) => (
+                conv1x1_tiled::source(xp, wp, yp, t, ep),
+                pixels.div_ceil(t.pixels() as usize),
+                os.div_ceil(t.slices() as usize),
+                t.pixels(),
+            ),
         };
         let tiles = pixel_tiles * slice_tiles;
         let p = GpuConv1x1Params {

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod concat;
 pub mod conv;
+pub mod conv1x1_tiled;
 pub mod depthwise;
 pub mod fully_connected;
 pub mod instance_norm;
@@ -87,6 +88,7 @@ pub fn catalogue() -> Vec<KernelSource> {
             nary::catalogue,
             gather::catalogue,
             conv::catalogue,
+            conv1x1_tiled::catalogue,
             depthwise::catalogue,
             transpose_conv::catalogue,
             fully_connected::catalogue,
