@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
-use crate::ops::conv1x1_tiled::{Conv1x1Tile, TILES};
 use crate::params::ParamsSpace;
+use crate::tiles::{Conv1x1Tile, TILES};
 
 /// Devices created by [`GpuContext::create`] in this process.
 static DEVICES_CREATED: AtomicUsize = AtomicUsize::new(0);

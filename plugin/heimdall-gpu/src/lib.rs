@@ -57,6 +57,7 @@ mod shader_tests;
 pub mod sources;
 mod storage;
 pub mod tensor_to_rgba;
+pub mod tiles;
 pub mod wgsl;
 
 pub use blocking::WallParts;

@@ -10,22 +10,11 @@ use heimdall_ir::{ConvAttrs, Pad2d};
 use crate::arith::Arith;
 use crate::context::{GpuContext, Tuning};
 use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
+pub(crate) use crate::ops::conv1x1_params::GpuConv1x1Params;
 use crate::ops::conv1x1_tiled::{self, Conv1x1Tile};
 use crate::params::shader_params;
 use crate::precision::Precision;
 use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource, WORKGROUP_SIZE};
-
-shader_params! {
-    /// Uniform parameters of `shaders/conv1x1.wgsl` and `shaders/conv1x1_splitk.wgsl`.
-    struct GpuConv1x1Params {
-        pixels: u32,
-        in_slices: u32,
-        out_slices: u32,
-        out_channels: u32,
-        pixel_tiles: u32,
-        tiles: u32,
-    }
-}
 
 shader_params! {
     /// Uniform parameters of `shaders/conv2d.wgsl`.

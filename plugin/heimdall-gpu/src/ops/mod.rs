@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod concat;
 pub mod conv;
+pub(crate) mod conv1x1_params;
 pub mod conv1x1_tiled;
 pub mod depthwise;
 pub mod fully_connected;
