@@ -51,7 +51,7 @@ fn graph_bytes(graph: &Graph) -> Vec<u8> {
         b.push(b'\n');
     }
     for op in &graph.ops {
-        b.extend_from_slice(format!("{:?}\n", op).as_bytes());
+        b.extend_from_slice(format!("{op:?}\n").as_bytes());
     }
     b.extend_from_slice(format!("{:?}{:?}", graph.inputs, graph.outputs).as_bytes());
     b
