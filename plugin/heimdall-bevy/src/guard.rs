@@ -12,9 +12,10 @@
 //!    the convolution cache) and runs like any DNN, so no result it delivers depends on
 //!    f16; its results are f32 results.
 //! 3. **Calibration input** ([`Calibration`]): by default the DNN's first real input, the
-//!    first camera frame it runs on after its own preprocessing (its crop or region of
-//!    interest, the resize, its [`Normalization`](heimdall_vision::image::Normalization)), made
-//!    again by the same GPU kernel into a buffer of its own and read back
+//!    first camera frame with content (not uniform) it runs on, after its own preprocessing
+//!    (its crop or region of interest, the resize, its
+//!    [`Normalization`](heimdall_vision::image::Normalization)), made again by the same GPU
+//!    kernel into a buffer of its own and read back
 //!    (`heimdall_gpu::preprocess::preprocess_to_host`); or an image the app gives.
 //! 4. **The check**, on the compile task (a background thread; the render and main threads
 //!    never wait for it): the CPU backend's f32 outputs on that input, then
@@ -44,7 +45,8 @@ pub use heimdall_gpu::guard::{GuardConfig, GuardDecision};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Calibration {
     /// The DNN's first real input: the first camera frame it runs on, after its own crop (or
-    /// region of interest), resize and normalisation (the default).
+    /// region of interest), resize and normalisation (the default). Uniform frames (the black
+    /// or grey frames a webcam gives while it starts) are skipped: the first frame with content.
     #[default]
     FirstFrame,
     /// An image (e.g. `assets.load("images/person.png")`), preprocessed as the model's input:

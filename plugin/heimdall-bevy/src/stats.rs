@@ -719,7 +719,7 @@ mod tests {
         let decision = GuardDecision {
             precision: Precision::F16,
             overrides: vec![(1..2, Precision::F32)],
-            f32_ranges: vec![1..2],
+            f32_ranges: std::iter::once(1..2).collect(),
             ops: 6,
             bounds: vec![1e-2],
             errors_before: vec![f64::INFINITY],

@@ -73,6 +73,25 @@ pub(crate) struct CalibrationFrame {
     pub crop: Crop,
 }
 
+/// Whether a camera frame (RGBA8) shows something to calibrate on: not a uniform frame (the black
+/// or grey frames a webcam often gives while it starts), judged on up to 4096 pixels spread over
+/// it: some channel spans at least 16 levels.
+pub(crate) fn has_content(rgba: &[u8]) -> bool {
+    let pixels = rgba.len() / 4;
+    if pixels == 0 {
+        return false;
+    }
+    let step = pixels.div_ceil(4096).max(1);
+    let (mut lo, mut hi) = ([u8::MAX; 3], [0u8; 3]);
+    for p in rgba.chunks_exact(4).step_by(step) {
+        for c in 0..3 {
+            lo[c] = lo[c].min(p[c]);
+            hi[c] = hi[c].max(p[c]);
+        }
+    }
+    (0..3).any(|c| hi[c].saturating_sub(lo[c]) >= 16)
+}
+
 /// Where a render-world DNN's guard stands.
 pub(crate) enum GuardPhase {
     /// No guard, or no more (off, f32, CPU, decided, failed).
@@ -319,5 +338,32 @@ pub(crate) fn swap_when_idle(dnns: &mut RenderDnns, outbox: &Outbox) {
                 reused: false,
             }),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_content;
+
+    #[test]
+    fn uniform_frames_are_no_calibration_input() {
+        let black = vec![0u8; 64 * 48 * 4];
+        assert!(!has_content(&black));
+        let grey: Vec<u8> = (0..64 * 48)
+            .flat_map(|i| [128, 128, 128 + (i % 7) as u8, 255])
+            .collect();
+        assert!(!has_content(&grey), "a little noise is still uniform");
+        let mut edge = black.clone();
+        for p in edge.chunks_exact_mut(4).skip(64 * 24) {
+            p[1] = 200;
+        }
+        assert!(has_content(&edge));
+        assert!(!has_content(&[]));
+        // A large frame is sampled, not read whole: content anywhere in it is seen.
+        let mut big = vec![0u8; 1920 * 1080 * 4];
+        for p in big.chunks_exact_mut(4).skip(1920 * 540) {
+            p[0] = 255;
+        }
+        assert!(has_content(&big));
     }
 }

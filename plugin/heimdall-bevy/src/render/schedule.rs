@@ -275,8 +275,10 @@ pub(crate) fn plan_frame(
         d.pending = None;
         if d.calibrate_on_frame
             && let GuardPhase::AwaitingInput { key } = &d.guard
+            && super::guard::has_content(&frame.pixels)
         {
-            // The guard's calibration input: this first inference's frame and crop.
+            // The guard's calibration input: this first inference's frame and crop (the first
+            // one with content: not a camera's black start-up frames).
             d.guard = GuardPhase::Input {
                 frame: CalibrationFrame {
                     rgba: frame.pixels.clone(),
