@@ -8,6 +8,8 @@
 //!   results are within the f16 bound of the f32 result, which the model as asked misses
 //!   (infinite error);
 //! - the same graph calibrated on an image asset ([`Calibration::Image`]): the same decision;
+//! - the same graph calibrated on an image that does not exist: the guard fails (with the
+//!   reason, in its status and `stats.json`) and the DNN keeps running in f32;
 //! - a model f16 holds (`common::scale_graph` with ×4, ×4, ×¼, ×¼: the identity in f32, stored
 //!   in f16 within its rounding): it stays f16 as asked (no trial compile: one compile and one
 //!   run of the guard), and its results are within the bound;
@@ -57,6 +59,19 @@ fn the_guard_repairs_an_overflowing_model_keeps_one_that_passes_and_without_it_f
         .spawn(Dnn::new(on_image, camera).with_calibration(Calibration::Image(image)))
         .id();
     let holds = app.world_mut().spawn(Dnn::new(holds, camera)).id();
+    // A calibration image that does not exist: the guard fails, the DNN keeps running in f32.
+    let missing = common::add_model(
+        &mut app,
+        common::overflow_graph("overflow_missing", g::SIDE, g::SIDE),
+    );
+    let no_image = app
+        .world()
+        .resource::<AssetServer>()
+        .load("images/no_such_image.png");
+    let missing = app
+        .world_mut()
+        .spawn(Dnn::new(missing, camera).with_calibration(Calibration::Image(no_image)))
+        .id();
     assert_eq!(
         app.world()
             .get::<Dnn>(overflow)
@@ -144,6 +159,24 @@ fn the_guard_repairs_an_overflowing_model_keeps_one_that_passes_and_without_it_f
     );
     assert!(d.errors_before[0] <= g::BOUND);
 
+    // The missing calibration image: failed, with the reason; the DNN runs on in f32, within
+    // the bound, and keeps delivering.
+    let before = common::results_of(&app, missing);
+    common::run_until(&mut app, TIMEOUT, |app| {
+        matches!(g::guard_of(app, missing), GuardStatus::Failed(_))
+            && common::results_of(app, missing) > before
+    });
+    let status = g::guard_of(&app, missing);
+    println!("overflow_missing: {status:?}");
+    let GuardStatus::Failed(why) = status else {
+        panic!("the missing image did not fail the guard: {status:?}");
+    };
+    assert!(why.contains("no_such_image.png"), "{why}");
+    assert_eq!(g::precision_of(&mut app, missing), Some(Precision::F32));
+    let out = app.world().get::<DnnOutput>(missing).expect("a result");
+    let err = g::error(&out.tensors[0]);
+    assert!(err <= g::BOUND, "the f32 model: error {err:.3e}");
+
     // `stats.json`'s per-DNN section has the decision.
     let json =
         app.world()
@@ -154,6 +187,9 @@ fn the_guard_repairs_an_overflowing_model_keeps_one_that_passes_and_without_it_f
     assert_eq!(guard["state"], "decided");
     assert_eq!(guard["reused"], false);
     assert_eq!(guard["decision"]["f32_ranges"], serde_json::json!([[1, 2]]));
+    let failed = &json["models"]["overflow_missing"]["guard"];
+    assert_eq!(failed["state"], "failed");
+    assert!(failed["error"].as_str().is_some_and(|e| !e.is_empty()));
     assert_eq!(
         json["models"]["holds"]["guard"]["decision"]["summary"],
         serde_json::json!(d.summary())

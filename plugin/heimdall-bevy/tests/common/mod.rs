@@ -153,6 +153,16 @@ pub fn add_model(app: &mut App, graph: Graph) -> Handle<DnnModel> {
         })
 }
 
+/// How many results `dnn` has delivered so far (in [`Results`]).
+pub fn results_of(app: &App, dnn: Entity) -> usize {
+    app.world()
+        .resource::<Results>()
+        .0
+        .iter()
+        .filter(|r| r.entity == dnn)
+        .count()
+}
+
 /// Every `DnnResult` so far (filled by an observer of every app made by [`headless_app`]).
 #[derive(Resource, Default)]
 pub struct Results(pub Vec<DnnResult>);
