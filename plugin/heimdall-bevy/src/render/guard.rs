@@ -9,7 +9,8 @@ use std::sync::Arc;
 use bevy::prelude::*;
 use bevy::tasks::{AsyncComputeTaskPool, Task, futures::check_ready};
 use heimdall_coordinator::ProfileKey;
-use heimdall_gpu::guard::{GuardConfig, GuardDecision, compile_guarded, cpu_reference};
+use heimdall_cpu::CpuOptions;
+use heimdall_gpu::guard::{GuardConfig, GuardDecision, compile_guarded, cpu_reference_with};
 use heimdall_gpu::preprocess::preprocess_to_host;
 use heimdall_gpu::{GpuContext, GpuOptions, Precision};
 use heimdall_ir::Graph;
@@ -158,7 +159,9 @@ pub(crate) fn run(job: GuardJob) -> Result<Box<Guarded>, String> {
         *first = x;
     }
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
-    let reference = cpu_reference(&job.graph, &refs).map_err(|e| e.to_string())?;
+    // One thread: the other cores are the frame's (the main and render threads, the workers).
+    let reference = cpu_reference_with(&job.graph, &refs, CpuOptions { threads: 1 })
+        .map_err(|e| e.to_string())?;
     let guarded = compile_guarded(
         &job.ctx,
         &job.graph,
