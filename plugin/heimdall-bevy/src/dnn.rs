@@ -12,6 +12,7 @@ use heimdall_vision::image::{Crop, Normalization};
 
 use crate::asset::DnnModel;
 use crate::decoder::{DecoderHandle, DnnDecoder};
+use crate::guard::{Calibration, GuardStatus};
 
 /// Which part of the camera frame feeds the model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -158,7 +159,7 @@ pub enum RequestMode {
 /// A DNN of the app: put this on an entity. It gets a [`DnnStatus`], then a [`DnnOutput`] and
 /// its decoder's components with every result.
 #[derive(Component, Clone, Debug)]
-#[require(DnnStatus, LastRequest)]
+#[require(DnnStatus, LastRequest, GuardStatus)]
 pub struct Dnn {
     /// The model (`asset_server.load("models/x.tflite")`).
     pub model: Handle<DnnModel>,
@@ -179,6 +180,9 @@ pub struct Dnn {
     /// The convolution cache on the GPU ([`ConvCache`]; [`ConvCache::Auto`] by default: where
     /// it pays). Changing it while the DNN runs recompiles the model, as a new model would.
     pub conv_cache: ConvCache,
+    /// The calibration input of the accuracy guard in reduced precision ([`Calibration`]; the
+    /// DNN's first real input by default; see [`crate::guard`]).
+    pub calibration: Calibration,
 }
 
 impl Dnn {
@@ -195,6 +199,7 @@ impl Dnn {
             utility: UtilityParams::default(),
             decoder: None,
             conv_cache: ConvCache::default(),
+            calibration: Calibration::FirstFrame,
         }
     }
 
@@ -232,6 +237,14 @@ impl Dnn {
     /// DNN whose camera always moves, `ConvCache::on()` to force it; see [`ConvCache`]).
     pub fn with_conv_cache(mut self, c: ConvCache) -> Self {
         self.conv_cache = c;
+        self
+    }
+
+    /// Sets the accuracy guard's calibration input (the default is the DNN's first real input,
+    /// [`Calibration::FirstFrame`]): e.g. `Calibration::Image(assets.load("images/x.png"))`.
+    /// The guard runs once per model compile (see [`crate::guard`]).
+    pub fn with_calibration(mut self, c: Calibration) -> Self {
+        self.calibration = c;
         self
     }
 

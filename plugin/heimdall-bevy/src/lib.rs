@@ -53,6 +53,7 @@ pub mod clock;
 pub mod decoder;
 pub mod decoders;
 pub mod dnn;
+pub mod guard;
 mod main_phases;
 #[cfg(feature = "overlay")]
 pub mod overlay;
@@ -90,6 +91,7 @@ pub mod prelude {
         Backend, ConvCache, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
         RegionOfInterest, RequestInference, RequestMode,
     };
+    pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
     pub use crate::results::{BackendKind, HeimdallBackend, HeimdallTrace};
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
     pub use crate::stats::HeimdallStats;

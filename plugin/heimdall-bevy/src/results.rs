@@ -18,6 +18,7 @@ use crate::camera::CameraFrame;
 use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
+use crate::guard::GuardStatus;
 use crate::stats::{FrameRecord, HeimdallStats};
 
 /// Where inference runs in this app, and why.
@@ -107,6 +108,8 @@ pub(crate) enum RenderMessage {
         /// How many ops the compiled model caches (0 when dropped).
         cached_ops: usize,
     },
+    /// Where a DNN's accuracy guard stands (see [`crate::guard`]).
+    Guard(Entity, GuardStatus),
     /// A DNN started an inference on a frame of its source.
     Started {
         /// The DNN.
@@ -163,6 +166,7 @@ pub(crate) fn receive(
     mut trace: ResMut<HeimdallTrace>,
     mut backend: ResMut<HeimdallBackend>,
     mut statuses: Query<&mut DnnStatus>,
+    mut guards: Query<&mut GuardStatus>,
     dnns: Query<&Dnn>,
     models: Res<Assets<DnnModel>>,
     mut frames: Query<&mut CameraFrame>,
@@ -189,6 +193,19 @@ pub(crate) fn receive(
                     .and_then(|d| models.get(&d.model))
                     .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
                 stats.record_conv_cache_decision(&name, dnn, decision, cached_ops);
+            }
+            RenderMessage::Guard(dnn, status) => {
+                let name = dnns
+                    .get(dnn)
+                    .ok()
+                    .and_then(|d| models.get(&d.model))
+                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
+                stats.record_guard(&name, dnn, &status);
+                if let Ok(mut current) = guards.get_mut(dnn)
+                    && *current != status
+                {
+                    *current = status;
+                }
             }
             RenderMessage::Started {
                 dnn,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use bevy::prelude::*;
 use heimdall_gpu::Precision;
+use heimdall_gpu::guard::GuardConfig;
 
 /// How DNN work is fitted around the scene.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -73,8 +74,25 @@ pub struct HeimdallSettings {
     pub adaptive_margin: bool,
     /// Relaxation of the last chunk, ms (Heimdall sec. 5.3).
     pub relaxation_ms: f64,
-    /// Storage precision on the GPU.
+    /// Storage precision on the GPU (f16 by default; in reduced precision each DNN is held to
+    /// its accuracy by [`HeimdallSettings::guard`]).
     pub precision: Precision,
+    /// The accuracy guard of reduced precision ([`crate::guard`]): a GPU DNN compiled in f16 or
+    /// packed f16 runs in f32 until the guard has checked it on a calibration input against
+    /// the CPU backend in f32 and switched to f32 the ops that break these bounds; then the
+    /// guarded model replaces the f32 one. `None`: off (every DNN in `precision` as it is, no
+    /// check). On by default, with [`GuardConfig::default`] (floored relative L2 ≤ 1e-2 per
+    /// output, the golden suites' f16 bound).
+    pub guard: Option<GuardConfig>,
+    /// Where the guard's decisions are kept between runs (one JSON file per model and
+    /// adapter, keyed as [`heimdall_coordinator::ProfileStore`] keys profiles: a content hash
+    /// of the imported model and the adapter's description). A DNN whose decision is stored
+    /// there is compiled with it at once (no f32 period, no search); delete the file to check
+    /// again. `None` (the default): nothing is written, every start checks again (a few
+    /// compiles and runs of the model on the compile task). An app that starts often sets a
+    /// cache directory of its own, e.g. `Some("heimdall-cache".into())` (relative paths are
+    /// relative to the working directory).
+    pub guard_store: Option<PathBuf>,
     /// Run every model on the CPU backend even when the GPU could (the no-compute path).
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
@@ -95,6 +113,8 @@ impl Default for HeimdallSettings {
             adaptive_margin: false,
             relaxation_ms: 0.5,
             precision: Precision::F16,
+            guard: Some(GuardConfig::default()),
+            guard_store: None,
             force_cpu: false,
             offload: true,
             trace_path: None,

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
+use crate::guard::GuardStatus;
 use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
 
@@ -105,6 +106,8 @@ pub struct ModelStats {
     /// (`kept: …`, `dropped: …`, `off: …` for a region of interest, `on (forced); …`); `None`
     /// when the cache is off as asked or the model runs on the CPU.
     pub cache_decision: Option<String>,
+    /// Where the model's accuracy guard stands ([`crate::guard`]): its decision once decided.
+    pub guard: GuardStatus,
 }
 
 impl Default for ModelStats {
@@ -124,6 +127,7 @@ impl Default for ModelStats {
             cached_ops: 0,
             cache_saved_ms_mean: None,
             cache_decision: None,
+            guard: GuardStatus::Off,
         }
     }
 }
@@ -204,24 +208,46 @@ fn summary(v: &[f64]) -> Value {
     })
 }
 
+/// A model's guard in `stats.json`: `{"state": "pending" | "decided" | "failed", "reused",
+/// "error", "decision": {...}}`, null when off.
+fn guard_json(g: &GuardStatus) -> Value {
+    match g {
+        GuardStatus::Off => Value::Null,
+        GuardStatus::Pending => json!({"state": g.state_name()}),
+        GuardStatus::Failed(why) => json!({"state": g.state_name(), "error": why}),
+        GuardStatus::Decided(o) => json!({
+            "state": g.state_name(),
+            "reused": o.reused,
+            "decision": crate::render::guard_store::decision_json(&o.decision),
+        }),
+    }
+}
+
 impl HeimdallStats {
-    /// Forgets everything recorded so far (e.g. after warm-up), except the instance names and
-    /// what became of each model's convolution cache (decided once, when it compiled).
+    /// Forgets everything recorded so far (e.g. after warm-up), except the instance names, what
+    /// became of each model's convolution cache (decided once, when it compiled) and its
+    /// accuracy guard.
     pub fn reset(&mut self) {
         let instances = std::mem::take(&mut self.instances);
         let keys = std::mem::take(&mut self.keys);
-        let decisions: Vec<(String, String, usize)> = self
+        type Kept = (String, Option<String>, usize, GuardStatus);
+        let decisions: Vec<Kept> = self
             .models
             .iter()
-            .filter_map(|(k, m)| Some((k.clone(), m.cache_decision.clone()?, m.cached_ops)))
+            .filter(|(_, m)| m.cache_decision.is_some() || m.guard != GuardStatus::Off)
+            .map(|(k, m)| {
+                let cache = m.cache_decision.clone();
+                (k.clone(), cache, m.cached_ops, m.guard.clone())
+            })
             .collect();
         *self = HeimdallStats::default();
         self.instances = instances;
         self.keys = keys;
-        for (key, decision, cached_ops) in decisions {
+        for (key, decision, cached_ops, guard) in decisions {
             let m = self.models.entry(key).or_default();
-            m.cache_decision = Some(decision);
+            m.cache_decision = decision;
             m.cached_ops = cached_ops;
+            m.guard = guard;
         }
     }
 
@@ -334,6 +360,12 @@ impl HeimdallStats {
         m.cached_ops = cached_ops;
     }
 
+    /// Records where a DNN's accuracy guard stands.
+    pub(crate) fn record_guard(&mut self, name: &str, entity: Entity, status: &GuardStatus) {
+        let key = self.key_of(name, entity);
+        self.models.entry(key).or_default().guard = status.clone();
+    }
+
     /// The frame rate the run targets: the settings' rate, or the primary monitor's refresh
     /// rate for `FollowDisplay` once known.
     pub fn target_hz(&self, settings: &HeimdallSettings) -> f64 {
@@ -407,6 +439,8 @@ impl HeimdallStats {
                             "cached_ops": m.cached_ops,
                             "saved_ms_mean": m.cache_saved_ms_mean,
                         })),
+                        // Null while the guard is off for this model (f32, CPU, settings).
+                        "guard": guard_json(&m.guard),
                     }),
                 )
             })
@@ -671,5 +705,54 @@ mod tests {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
         assert_eq!(percentile(&v, 0.99), 99.0);
         assert_eq!(percentile(&v, 0.5), 51.0);
+    }
+
+    #[test]
+    fn a_guard_decision_shows_in_the_json_and_outlives_a_reset() {
+        use crate::guard::{GuardDecision, GuardOutcome};
+        use heimdall_gpu::Precision;
+        let mut s = HeimdallStats::default();
+        let (a, b) = (
+            Entity::from_raw_u32(3).expect("valid index"),
+            Entity::from_raw_u32(4).expect("valid index"),
+        );
+        let decision = GuardDecision {
+            precision: Precision::F16,
+            overrides: vec![(1..2, Precision::F32)],
+            f32_ranges: std::iter::once(1..2).collect(),
+            ops: 6,
+            bounds: vec![1e-2],
+            errors_before: vec![f64::INFINITY],
+            errors_after: vec![2e-4],
+            whole_f32: false,
+            passed: true,
+            trials: 5,
+            cap_reached: false,
+            time: Duration::from_millis(40),
+        };
+        s.record_guard("m", a, &GuardStatus::Pending);
+        s.record_guard("n", b, &GuardStatus::Failed("no reference".into()));
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        assert_eq!(j["models"]["m"]["guard"]["state"], "pending");
+        assert_eq!(j["models"]["n"]["guard"]["error"], "no reference");
+        let decided = GuardStatus::Decided(GuardOutcome {
+            decision: std::sync::Arc::new(decision),
+            reused: false,
+        });
+        s.record_guard("m", a, &decided);
+        s.reset();
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        let g = &j["models"]["m"]["guard"];
+        assert_eq!(g["state"], "decided");
+        assert_eq!(g["reused"], false);
+        assert_eq!(g["decision"]["f32_ranges"], json!([[1, 2]]));
+        assert_eq!(g["decision"]["errors_before"], json!([null]));
+        assert_eq!(
+            g["decision"]["summary"],
+            "f16 with ops 1..2 in f32 (1 of 6 ops)"
+        );
+        s.record_guard("m", a, &GuardStatus::Off);
+        let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+        assert!(j["models"]["m"]["guard"].is_null());
     }
 }

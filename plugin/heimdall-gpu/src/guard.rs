@@ -293,6 +293,17 @@ pub fn output_error(out: &[f32], reference: &[f32], floor_rms: f64) -> f64 {
 /// The reference outputs of `graph` on `inputs`: the CPU backend in f32 (all cores up to its
 /// default).
 pub fn cpu_reference(graph: &Graph, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>, GuardError> {
+    cpu_reference_with(graph, inputs, CpuOptions::default())
+}
+
+/// [`cpu_reference`] with the CPU backend's `options`: e.g. one thread, for a check in the
+/// background of a real-time app (the Bevy plugin's), which must leave the other cores to the
+/// frame. The outputs do not depend on the thread count.
+pub fn cpu_reference_with(
+    graph: &Graph,
+    inputs: &[&[f32]],
+    options: CpuOptions,
+) -> Result<Vec<Vec<f32>>, GuardError> {
     if inputs.len() != graph.inputs.len() {
         return Err(GuardError::Calibration(format!(
             "the model has {} inputs, {} given",
@@ -300,7 +311,7 @@ pub fn cpu_reference(graph: &Graph, inputs: &[&[f32]]) -> Result<Vec<Vec<f32>>, 
             inputs.len()
         )));
     }
-    let mut m = CpuModel::compile(graph, CpuOptions::default())?;
+    let mut m = CpuModel::compile(graph, options)?;
     for (i, x) in inputs.iter().enumerate() {
         m.set_input(i, x)?;
     }
@@ -555,6 +566,58 @@ mod tests {
         assert!((e - 0.5e-4).abs() < 1e-9, "{e}");
         assert_eq!(output_error(&[f32::NAN], &[1.0], 0.0), f64::INFINITY);
         assert_eq!(output_error(&[f32::INFINITY], &[1.0], 0.0), f64::INFINITY);
+    }
+
+    /// A `[1, 8, 8, 16]` input through two multiplications by constants and a copy.
+    fn small_graph() -> Graph {
+        use heimdall_ir::{BinaryFn, Constant, DType, Op, OpKind, TensorId, TensorInfo};
+        let shape = vec![1, 8, 8, 16];
+        let t = |name: &str, shape: &[usize], c: Option<f32>| TensorInfo {
+            name: name.into(),
+            shape: shape.to_vec(),
+            dtype: DType::F32,
+            constant: c.map(|v| Constant::dense(vec![v])),
+        };
+        let mul = |a: u32, b: u32, y: u32| {
+            Op::new(
+                OpKind::Binary(BinaryFn::Mul),
+                vec![TensorId(a), TensorId(b)],
+                vec![TensorId(y)],
+            )
+        };
+        Graph {
+            name: "small".into(),
+            tensors: vec![
+                t("x", &shape, None),
+                t("a", &[1], Some(3.0)),
+                t("y", &shape, None),
+                t("b", &[1], Some(-0.25)),
+                t("z", &shape, None),
+                t("out", &shape, None),
+            ],
+            ops: vec![
+                mul(0, 1, 2),
+                mul(2, 3, 4),
+                Op::new(OpKind::Reshape, vec![TensorId(4)], vec![TensorId(5)]),
+            ],
+            inputs: vec![TensorId(0)],
+            outputs: vec![TensorId(5)],
+        }
+    }
+
+    #[test]
+    fn the_reference_does_not_depend_on_the_thread_count() {
+        let g = small_graph();
+        let x: Vec<f32> = (0..8 * 8 * 16).map(|i| (i as f32 * 0.37).sin()).collect();
+        let all = cpu_reference(&g, &[&x]).expect("reference");
+        let one = cpu_reference_with(&g, &[&x], CpuOptions { threads: 1 }).expect("one thread");
+        assert_eq!(all, one);
+        let want: Vec<f32> = x.iter().map(|v| v * 3.0 * -0.25).collect();
+        assert_eq!(one[0], want);
+        assert!(matches!(
+            cpu_reference_with(&g, &[], CpuOptions { threads: 1 }),
+            Err(GuardError::Calibration(_))
+        ));
     }
 
     #[test]

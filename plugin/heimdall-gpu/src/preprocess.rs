@@ -25,8 +25,10 @@
 use bytemuck::{Pod, Zeroable};
 use heimdall_vision::image::{Border, Crop, Normalization};
 
+use crate::context::GpuContext;
 use crate::error::GpuError;
-use crate::model::GpuModel;
+use crate::layout::Phwc4;
+use crate::model::{GpuModel, InputTarget};
 use crate::precision::Precision;
 use crate::wgsl::{BindingDecl, KernelSource};
 
@@ -108,8 +110,20 @@ impl Preprocessor {
     /// channel `c` is the texture's channel `c` in RGBA order), with normalisation `norm`, and
     /// the full-frame crop until [`Preprocessor::set_crop`] is called.
     pub fn new(model: &GpuModel, input: usize, norm: Normalization) -> Result<Self, GpuError> {
-        check(&Crop::FULL, &norm)?;
         let target = model.input_target(input)?;
+        Self::with_target(model.context(), target, model.pipeline_cache(), norm, input)
+    }
+
+    /// The preprocessing into `target` (an input slot, or a buffer of its own), its pipelines
+    /// created through `cache`; `input` names the target in messages.
+    fn with_target(
+        ctx: &GpuContext,
+        target: InputTarget,
+        cache: Option<&wgpu::PipelineCache>,
+        norm: Normalization,
+        input: usize,
+    ) -> Result<Self, GpuError> {
+        check(&Crop::FULL, &norm)?;
         let g = target.geom;
         if g.c == 0 || g.c > 4 {
             return Err(GpuError::Unsupported(format!(
@@ -117,7 +131,6 @@ impl Preprocessor {
                 g.c
             )));
         }
-        let ctx = model.context();
         let device = &ctx.device;
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension as usize;
         if g.w.div_ceil(8) > max_groups || g.h.div_ceil(8) > max_groups {
@@ -143,7 +156,7 @@ impl Preprocessor {
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
-                    cache: model.pipeline_cache(),
+                    cache,
                 }),
             )
         };
@@ -322,4 +335,100 @@ pub fn upload_rgba8(
         size,
     );
     Ok(texture)
+}
+
+/// A model input as the preprocessing makes it, brought back to the host: `rgba` (tightly
+/// packed RGBA8 rows, `width` × `height`) cropped with `crop`, resampled to `[H, W, C]`
+/// (`shape`, `C ≤ 4`) and normalised with `norm` by the same kernel a [`Preprocessor`] runs
+/// before a model, written in f32 to a buffer of its own and read back (NHWC `f32`). Blocking
+/// (it waits for the device): for calibration off the frame path, e.g. the accuracy guard's
+/// input ([`crate::guard`]) taken from a camera frame exactly as the model would see it.
+pub fn preprocess_to_host(
+    ctx: &GpuContext,
+    rgba: &[u8],
+    (width, height): (u32, u32),
+    crop: &Crop,
+    norm: Normalization,
+    shape: [usize; 3],
+) -> Result<Vec<f32>, GpuError> {
+    let [h, w, c] = shape;
+    let geom = Phwc4::of(&[1, h, w, c])?;
+    let bytes = (geom.stored_values() * Precision::F32.bytes_per_value()) as u64;
+    if bytes == 0 {
+        return Err(GpuError::Unsupported(format!("an empty input {shape:?}")));
+    }
+    let texture = upload_rgba8(
+        ctx,
+        "heimdall calibration frame",
+        rgba,
+        (width, height),
+        &[],
+    )?;
+    let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
+    let device = &ctx.device;
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("heimdall preprocessed input"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("heimdall preprocessed input staging"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let target = InputTarget {
+        buffer: buffer.clone(),
+        bytes,
+        geom,
+        precision: Precision::F32,
+    };
+    let pre = Preprocessor::with_target(ctx, target, None, norm, 0)?;
+    let binding = pre.bind(&view)?;
+    pre.set_crop(&ctx.queue, crop)?;
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("heimdall preprocess to host"),
+    });
+    pre.encode(&mut encoder, &binding);
+    encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, bytes);
+    ctx.queue.submit([encoder.finish()]);
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(GpuError::Wgpu(e.to_string()));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    let start = std::time::Instant::now();
+    let mapped = loop {
+        device
+            .poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .map_err(|e| GpuError::Wgpu(e.to_string()))?;
+        // Another thread's poll may be the one that runs the callback: wait for it too.
+        match rx.try_recv() {
+            Ok(r) => break r,
+            Err(std::sync::mpsc::TryRecvError::Empty)
+                if start.elapsed() < std::time::Duration::from_secs(60) =>
+            {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            Err(_) => {
+                return Err(GpuError::Readback(
+                    "the preprocessed input did not come back".into(),
+                ));
+            }
+        }
+    };
+    mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
+    let values = {
+        let data = staging.slice(..).get_mapped_range();
+        Precision::F32.decode_unpacked(&geom, &data)
+    };
+    staging.unmap();
+    Ok(values)
 }

@@ -266,6 +266,42 @@ fn srgb_views_give_the_stored_bytes() {
     gpu.assert_no_errors();
 }
 
+/// `preprocess_to_host` (the accuracy guard's calibration input) gives what the kernel writes
+/// into an f32 input slot: the reference, to f32 rounding, for every crop and channel count; bad
+/// arguments are errors.
+#[test]
+fn preprocessing_to_the_host_matches_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    let (w, h) = (37, 23);
+    let rgba = bytes(13, w * h * 4);
+    let norm = Normalization::mean_std([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]);
+    for (name, crop) in crops() {
+        for shape in [[19, 29, 3], [8, 5, 4], [3, 7, 1]] {
+            let got = heimdall_gpu::preprocess::preprocess_to_host(
+                &gpu.ctx,
+                &rgba,
+                (w as u32, h as u32),
+                &crop,
+                norm,
+                shape,
+            )
+            .expect("preprocess to host");
+            let want = reference(&rgba, (w, h), &crop, &norm, shape);
+            assert_eq!(got.len(), want.len(), "{name} {shape:?}");
+            let err = rel_l2(&got, &want);
+            println!("to host {name} {shape:?}: rel-L2 {err:.2e}");
+            assert!(err <= 1e-5, "to host {name} {shape:?}: rel-L2 {err:.3e}");
+        }
+    }
+    use heimdall_gpu::preprocess::preprocess_to_host;
+    let full = Crop::FULL;
+    let short = preprocess_to_host(&gpu.ctx, &rgba[..10], (37, 23), &full, norm, [4, 4, 3]);
+    assert!(matches!(short, Err(heimdall_gpu::GpuError::Input { .. })));
+    let five = preprocess_to_host(&gpu.ctx, &rgba, (37, 23), &full, norm, [4, 4, 5]);
+    assert!(five.is_err());
+    gpu.assert_no_errors();
+}
+
 #[test]
 fn bad_arguments_are_errors() {
     let Some(gpu) = gpu() else { return };

@@ -3,6 +3,8 @@
 //! calibrated and judged ([`CacheVerdict`]), and compiled again without it where it cannot pay.
 //! Blocking (it runs on the compile task).
 
+use std::ops::Range;
+
 use heimdall_gpu::conv_cache::{CacheVerdict, MIN_GAIN, expires_before_reuse};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision, StepProfile};
@@ -37,6 +39,8 @@ pub(crate) struct GpuJob<'a> {
     pub ctx: &'a GpuContext,
     pub graph: &'a Graph,
     pub precision: Precision,
+    /// Op ranges in another precision (the accuracy guard's f32 ranges).
+    pub overrides: Vec<(Range<usize>, Precision)>,
     /// The DNN's normalisation (the histograms span what it makes of pixels).
     pub norm: Normalization,
     /// Channels of the model's input.
@@ -50,6 +54,15 @@ pub(crate) struct GpuJob<'a> {
     pub min_interval_ms: f64,
     /// The inputs of the profile and the calibration (zeros).
     pub inputs: &'a [&'a [f32]],
+}
+
+impl GpuJob<'_> {
+    /// The options of the model without the cache: the precision and its overrides.
+    fn options(&self) -> GpuOptions {
+        let mut o = GpuOptions::new(self.precision);
+        o.overrides = self.overrides.clone();
+        o
+    }
 }
 
 /// The compiled model, warmed and profiled, and what became of its cache.
@@ -67,21 +80,49 @@ fn compile_err(e: &dyn std::fmt::Display) -> DnnError {
     DnnError::Compile(e.to_string())
 }
 
+/// Why [`ConvCache::Auto`] compiles no cache for a region of interest.
+const ROI_OFF: &str = "off: the crop is a region of interest, which moves with what it tracks";
+
+/// [`compile_gpu`] given `model`, compiled with the job's precision and overrides and no cache
+/// (the accuracy guard's): where the job compiles no cache ([`ConvCache::Off`], or
+/// [`ConvCache::Auto`] on a region of interest) that model is warmed and profiled instead of
+/// compiled again; otherwise it is dropped first.
+pub(crate) fn compile_gpu_reusing(
+    job: &GpuJob<'_>,
+    model: GpuModel,
+) -> Result<GpuCompiled, DnnError> {
+    let decision = match job.cache {
+        ConvCache::Off => None,
+        ConvCache::Auto(_) if job.roi => Some(ROI_OFF.to_string()),
+        _ => {
+            drop(model);
+            return compile_gpu(job);
+        }
+    };
+    let pre = Preprocessor::new(&model, 0, job.norm).map_err(|e| compile_err(&e))?;
+    let profile = profile(&model, job.inputs, profile_runs(job.ctx))?;
+    Ok(GpuCompiled {
+        model,
+        pre,
+        profile,
+        decision,
+    })
+}
+
 /// Compiles, warms and profiles the model; with the cache, calibrates it and (for
 /// [`ConvCache::Auto`]) keeps it only where the calibration says it pays.
 pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
     let (forced, settings) = match job.cache {
         ConvCache::Off => return plain(job, None, None),
         ConvCache::Auto(_) if job.roi => {
-            let why = "off: the crop is a region of interest, which moves with what it tracks";
-            return plain(job, None, Some(why.to_string()));
+            return plain(job, None, Some(ROI_OFF.to_string()));
         }
         ConvCache::Auto(c) => (false, c),
         ConvCache::On(c) => (true, c),
     };
     // The histograms span the normalised pixel values.
     let config = crate::dnn::cache_config(&settings, &job.norm, job.channels);
-    let options = GpuOptions::new(job.precision).with_conv_cache(config);
+    let options = job.options().with_conv_cache(config);
     let (model, pre) = match compile_model(job, options) {
         Ok(m) => m,
         Err(e) if forced => return Err(compile_err(&e)),
@@ -158,8 +199,7 @@ fn plain(
     cached: Option<StepProfile>,
     decision: Option<String>,
 ) -> Result<GpuCompiled, DnnError> {
-    let (model, pre) =
-        compile_model(job, GpuOptions::new(job.precision)).map_err(|e| compile_err(&e))?;
+    let (model, pre) = compile_model(job, job.options()).map_err(|e| compile_err(&e))?;
     let cpu_device = job.ctx.info.device_type == wgpu::DeviceType::Cpu;
     let profile = match cached {
         Some(p) if cpu_device && p.steps.len() == model.num_steps() => p,

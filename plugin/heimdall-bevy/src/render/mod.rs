@@ -20,6 +20,8 @@ pub(crate) mod cpu;
 pub(crate) mod encode;
 pub(crate) mod extract;
 pub(crate) mod finish;
+pub(crate) mod guard;
+pub(crate) mod guard_store;
 pub(crate) mod models;
 pub mod pacing;
 pub mod phases;
@@ -234,4 +236,14 @@ pub fn compiled_devices(render_world: &World) -> Vec<wgpu::Device> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The storage precision of the GPU model `dnn` runs now, as compiled (`None`: not compiled
+/// yet, or on the CPU); read from the render world, for diagnostics and tests. A DNN checked by
+/// the accuracy guard runs `F32` until its guarded model replaces that one
+/// ([`crate::guard::GuardStatus`]); its f32 op ranges are in the guard's decision.
+pub fn compiled_precision(render_world: &World, dnn: Entity) -> Option<heimdall_gpu::Precision> {
+    let dnns = render_world.get_resource::<models::RenderDnns>()?;
+    let gpu = dnns.map.get(&dnn)?.compiled()?.gpu.as_ref()?;
+    Some(gpu.report().precision)
 }

@@ -17,11 +17,13 @@ use heimdall_gpu::{GpuContext, GpuModel, Placement, Precision};
 use heimdall_vision::image::{Crop, Normalization};
 
 use super::backend::InferenceBackend;
-use super::cache::{GpuJob, compile_gpu};
+use super::cache::{GpuCompiled, GpuJob, compile_gpu};
 use super::finish::Finish;
+use super::guard::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
 use crate::asset::DnnModel;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, RequestMode};
+use crate::guard::{Calibration, GuardOutcome, GuardStatus};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
@@ -42,6 +44,11 @@ pub(crate) struct ExtractedDnn {
     pub decoder: Option<DecoderHandle>,
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
+    /// The guard calibrates on the DNN's first inference ([`Calibration::FirstFrame`]).
+    pub calibrate_on_frame: bool,
+    /// The app's calibration image ([`Calibration::Image`]), extracted while the DNN's guard
+    /// waits for it: `None` until it is loaded, an error if it cannot be used.
+    pub calibration_image: Option<Result<CalibrationFrame, String>>,
 }
 
 /// Every [`Dnn`] of the main world (render world).
@@ -52,10 +59,23 @@ pub(crate) fn extract_dnns(
     mut ex: ResMut<ExtractedDnns>,
     dnns: Extract<Query<(Entity, &Dnn)>>,
     models: Extract<Res<Assets<DnnModel>>>,
+    images: Extract<Option<Res<Assets<Image>>>>,
+    server: Extract<Res<AssetServer>>,
+    render: Res<RenderDnns>,
 ) {
     ex.0.clear();
     for (e, d) in &dnns {
         let model = models.get(&d.model);
+        let awaiting = render
+            .map
+            .get(&e)
+            .is_some_and(|r| matches!(r.guard, GuardPhase::AwaitingInput { .. }));
+        let calibration_image = match &d.calibration {
+            Calibration::Image(handle) if awaiting => {
+                calibration_frame(handle, d, model, images.as_deref(), &server)
+            }
+            _ => None,
+        };
         ex.0.insert(
             e,
             ExtractedDnn {
@@ -73,9 +93,64 @@ pub(crate) fn extract_dnns(
                 decoder: d.decoder.clone(),
                 deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
                 utility: d.utility,
+                calibrate_on_frame: d.calibration == Calibration::FirstFrame,
+                calibration_image,
             },
         );
     }
+}
+
+/// The app's calibration image as RGBA8 pixels with the DNN's crop ([`Calibration::Image`]):
+/// `None` while it loads.
+fn calibration_frame(
+    handle: &Handle<Image>,
+    dnn: &Dnn,
+    model: Option<&DnnModel>,
+    images: Option<&Assets<Image>>,
+    server: &AssetServer,
+) -> Option<Result<CalibrationFrame, String>> {
+    let shown = || {
+        handle
+            .path()
+            .map_or_else(|| format!("{:?}", handle.id()), |p| p.to_string())
+    };
+    if let Some(bevy::asset::LoadState::Failed(err)) = server.get_load_state(handle) {
+        return Some(Err(format!("the calibration image {}: {err}", shown())));
+    }
+    let image = images?.get(handle)?;
+    let (w, h) = (image.width(), image.height());
+    let rgba8 = matches!(
+        image.texture_descriptor.format,
+        wgpu::TextureFormat::Rgba8Unorm | wgpu::TextureFormat::Rgba8UnormSrgb
+    );
+    let data = match &image.data {
+        Some(d) if rgba8 => Some(d.clone()),
+        Some(_) => image
+            .convert(wgpu::TextureFormat::Rgba8UnormSrgb)
+            .and_then(|i| i.data),
+        None => None,
+    };
+    let Some(rgba) = data.filter(|d| d.len() == 4 * w as usize * h as usize && w > 0 && h > 0)
+    else {
+        return Some(Err(format!(
+            "the calibration image {} ({:?}, {w}x{h}) has no 8-bit RGBA pixels in the main world",
+            shown(),
+            image.texture_descriptor.format
+        )));
+    };
+    let crop = match dnn.crop {
+        InputCrop::Letterbox => {
+            let shape = model?.input_shape(0)?;
+            let (mh, mw) = (*shape.get(1)? as u32, *shape.get(2)? as u32);
+            Crop::letterbox(w, h, mw, mh)
+        }
+        InputCrop::Full | InputCrop::Roi(_) => Crop::FULL,
+    };
+    Some(Ok(CalibrationFrame {
+        rgba: Arc::new(rgba),
+        size: UVec2::new(w, h),
+        crop,
+    }))
 }
 
 /// A model compiled for the backends.
@@ -95,10 +170,12 @@ pub(crate) struct Compiled {
     /// What became of the convolution cache on the GPU, in one line (`None`: off as asked, or
     /// no GPU).
     pub cache_decision: Option<String>,
+    /// Each step's measured time on the CPU, ms.
+    pub cpu_ms: Arc<Vec<f64>>,
 }
 
 pub(crate) enum ModelState {
-    Compiling(Task<Result<Compiled, DnnError>>),
+    Compiling(Task<Result<(Compiled, GuardStart), DnnError>>),
     Ready(Box<Compiled>),
     Failed,
 }
@@ -151,6 +228,10 @@ pub(crate) struct RenderDnn {
     /// The crop of its last GPU preprocessing: a different one invalidates the convolution
     /// cache (its blocks would compare pixels of another region).
     pub last_crop: Option<Crop>,
+    /// Its accuracy guard ([`crate::guard`]).
+    pub guard: GuardPhase,
+    /// The guard calibrates on its first inference ([`Calibration::FirstFrame`]).
+    pub calibrate_on_frame: bool,
 }
 
 impl RenderDnn {
@@ -208,18 +289,96 @@ impl RenderDnns {
     }
 }
 
-/// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs; on the
-/// GPU with the convolution cache `conv_cache` asks for, the second member telling whether the
-/// crop is a region of interest (see [`compile_gpu`]), for runs at least `min_interval_ms`
-/// apart.
-fn compile(
-    graph: Arc<heimdall_ir::Graph>,
-    ctx: Option<GpuContext>,
-    precision: Precision,
-    norm: Normalization,
-    (conv_cache, roi): (ConvCache, bool),
-    min_interval_ms: f64,
-) -> Result<Compiled, DnnError> {
+/// The CPU model of a DNN and what was measured on it: the fallback and offload target of every
+/// model compiled for the GPU from the same graph (the f32 model the guard replaces hands it
+/// to the guarded one).
+#[derive(Clone)]
+pub(crate) struct CpuPart {
+    pub cpu: Arc<Mutex<CpuModel>>,
+    pub steps: usize,
+    /// Input `[H, W, C]`.
+    pub input: [usize; 3],
+    pub output_shapes: Arc<Vec<Vec<usize>>>,
+    /// Each step's measured time on the CPU, ms.
+    pub cpu_ms: Arc<Vec<f64>>,
+}
+
+impl CpuPart {
+    /// Zeros for every input of the model (the profile's inputs).
+    pub fn zeros(&self) -> Vec<Vec<f32>> {
+        self.cpu
+            .lock()
+            .map(|m| {
+                m.input_shapes()
+                    .iter()
+                    .map(|s| vec![0.0; s.iter().product()])
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Compiled {
+    /// Its CPU model and measurements.
+    pub fn cpu_part(&self) -> CpuPart {
+        CpuPart {
+            cpu: self.cpu.clone(),
+            steps: self.steps,
+            input: self.input,
+            output_shapes: self.output_shapes.clone(),
+            cpu_ms: self.cpu_ms.clone(),
+        }
+    }
+
+    /// `cpu` with `gpu` (none: CPU only): the placement and each step's cost.
+    pub fn assemble(cpu: CpuPart, gpu: Option<GpuCompiled>) -> Compiled {
+        let (gpu, pre, placement, costs, cache_decision) = match gpu {
+            Some(compiled) => {
+                let (model, profile) = (compiled.model, compiled.profile);
+                let placement = model.placement().to_vec();
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                let costs = (0..cpu.steps)
+                    .map(|i| match placement.get(i) {
+                        Some(Placement::Gpu) => {
+                            StepCost::gpu_and_cpu(ms(profile.steps[i]), cpu.cpu_ms[i])
+                        }
+                        _ => StepCost::cpu_only(cpu.cpu_ms[i]),
+                    })
+                    .collect();
+                (
+                    Some(Arc::new(model)),
+                    Some(compiled.pre),
+                    placement,
+                    costs,
+                    compiled.decision,
+                )
+            }
+            None => (
+                None,
+                None,
+                vec![Placement::Cpu; cpu.steps],
+                cpu.cpu_ms.iter().map(|&t| StepCost::cpu_only(t)).collect(),
+                None,
+            ),
+        };
+        Compiled {
+            gpu,
+            pre,
+            bindings: HashMap::new(),
+            cpu: cpu.cpu,
+            steps: cpu.steps,
+            input: cpu.input,
+            output_shapes: cpu.output_shapes,
+            cpu_ms: cpu.cpu_ms,
+            placement,
+            costs,
+            cache_decision,
+        }
+    }
+}
+
+/// Compiles `graph` for the CPU and measures its steps (one warm-up run, then one timed run).
+fn compile_cpu(graph: &heimdall_ir::Graph) -> Result<CpuPart, DnnError> {
     let &input = graph
         .inputs
         .first()
@@ -235,10 +394,9 @@ fn compile(
     };
     let compile_err = |e: &dyn std::fmt::Display| DnnError::Compile(e.to_string());
     let mut cpu =
-        CpuModel::compile(&graph, CpuOptions { threads: 1 }).map_err(|e| compile_err(&e))?;
+        CpuModel::compile(graph, CpuOptions { threads: 1 }).map_err(|e| compile_err(&e))?;
     let n = cpu.num_ops();
     let output_shapes = Arc::new(cpu.output_shapes().to_vec());
-    // CPU step costs: one warm-up run, then one timed run.
     let zeros: Vec<Vec<f32>> = cpu
         .input_shapes()
         .iter()
@@ -251,62 +409,58 @@ fn compile(
     let mut cpu_times = vec![Duration::ZERO; n];
     cpu.run_range_timed(0..n, Some(&mut cpu_times))
         .map_err(|e| compile_err(&e))?;
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (gpu, pre, placement, costs, cache_decision) = match ctx {
-        Some(ctx) => {
-            let refs: Vec<&[f32]> = zeros.iter().map(Vec::as_slice).collect();
-            let compiled = compile_gpu(&GpuJob {
-                ctx: &ctx,
-                graph: &graph,
-                precision,
-                norm,
-                channels: input3[2],
-                cache: conv_cache,
-                roi,
-                min_interval_ms,
-                inputs: &refs,
-            })?;
-            let (model, pre, profile) = (compiled.model, compiled.pre, compiled.profile);
-            let placement = model.placement().to_vec();
-            let costs = (0..n)
-                .map(|i| match placement.get(i) {
-                    Some(Placement::Gpu) => {
-                        StepCost::gpu_and_cpu(ms(profile.steps[i]), ms(cpu_times[i]))
-                    }
-                    _ => StepCost::cpu_only(ms(cpu_times[i])),
-                })
-                .collect();
-            (
-                Some(Arc::new(model)),
-                Some(pre),
-                placement,
-                costs,
-                compiled.decision,
-            )
-        }
-        None => (
-            None,
-            None,
-            vec![Placement::Cpu; n],
-            cpu_times
-                .iter()
-                .map(|t| StepCost::cpu_only(ms(*t)))
-                .collect(),
-            None,
-        ),
-    };
-    Ok(Compiled {
-        gpu,
-        pre,
-        bindings: HashMap::new(),
+    Ok(CpuPart {
         cpu: Arc::new(Mutex::new(cpu)),
         steps: n,
         input: input3,
         output_shapes,
-        placement,
-        costs,
-        cache_decision,
+        cpu_ms: Arc::new(cpu_times.iter().map(|d| d.as_secs_f64() * 1e3).collect()),
     })
+}
+
+/// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs; on the
+/// GPU with the convolution cache `conv_cache` asks for, the second member telling whether the
+/// crop is a region of interest (see [`compile_gpu`]), for runs at least `min_interval_ms`
+/// apart. In reduced precision with `guard`, the GPU model is the one of a stored decision, or
+/// f32 until the guard decides ([`GuardStart`]).
+fn compile(
+    graph: Arc<heimdall_ir::Graph>,
+    ctx: Option<GpuContext>,
+    precision: Precision,
+    norm: Normalization,
+    (conv_cache, roi): (ConvCache, bool),
+    min_interval_ms: f64,
+    guard: Option<GuardPlan>,
+) -> Result<(Compiled, GuardStart), DnnError> {
+    let cpu = compile_cpu(&graph)?;
+    let Some(ctx) = ctx else {
+        return Ok((Compiled::assemble(cpu, None), GuardStart::Off));
+    };
+    let start = match guard.filter(|_| precision != Precision::F32) {
+        Some(plan) => super::guard::start(&ctx, &graph, precision, &plan),
+        None => GuardStart::Off,
+    };
+    let (precision, overrides, cache) = match &start {
+        GuardStart::Off => (precision, Vec::new(), conv_cache),
+        GuardStart::Reused(d) => (precision, d.overrides.clone(), conv_cache),
+        // The f32 model only runs until the guarded one replaces it: no cache to calibrate.
+        GuardStart::Pending { .. } => (Precision::F32, Vec::new(), ConvCache::Off),
+    };
+    let zeros = cpu.zeros();
+    let refs: Vec<&[f32]> = zeros.iter().map(Vec::as_slice).collect();
+    let gpu = compile_gpu(&GpuJob {
+        ctx: &ctx,
+        graph: &graph,
+        precision,
+        overrides,
+        norm,
+        channels: cpu.input[2],
+        cache,
+        roi,
+        min_interval_ms,
+        inputs: &refs,
+    })?;
+    Ok((Compiled::assemble(cpu, Some(gpu)), start))
 }
 
 /// Starts compiling new DNN entities, picks up finished compilations, drops removed ones.
@@ -337,11 +491,21 @@ pub(crate) fn prepare_models(
         let ctx = backend.gpu().cloned();
         let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
         let roi = d.roi;
-        // Runs start a frame apart at the least, or a request period.
-        let frame_ms = 1e3 / settings.frame_rate_hz(None).max(1.0);
-        let min_interval_ms = d.request_period_ms.unwrap_or(0.0).max(frame_ms);
+        let min_interval_ms = min_interval_ms(&settings, d.request_period_ms);
+        let guard = settings.guard.clone().map(|config| GuardPlan {
+            config,
+            store: settings.guard_store.clone(),
+        });
         let task = AsyncComputeTaskPool::get().spawn(async move {
-            compile(graph, ctx, precision, norm, (cache, roi), min_interval_ms)
+            compile(
+                graph,
+                ctx,
+                precision,
+                norm,
+                (cache, roi),
+                min_interval_ms,
+                guard,
+            )
         });
         let index = dnns.next_index;
         dnns.next_index += 1;
@@ -364,6 +528,8 @@ pub(crate) fn prepare_models(
                 job: None,
                 pending: None,
                 last_crop: None,
+                guard: GuardPhase::Idle,
+                calibrate_on_frame: d.calibrate_on_frame,
             },
         );
     }
@@ -375,7 +541,7 @@ pub(crate) fn prepare_models(
             continue;
         };
         match result {
-            Ok(compiled) => {
+            Ok((compiled, start)) => {
                 let on = if compiled.gpu.is_some() {
                     Backend::Gpu
                 } else {
@@ -402,6 +568,30 @@ pub(crate) fn prepare_models(
                 d.state = ModelState::Ready(Box::new(compiled));
                 dnns.newly_ready.push(*e);
                 outbox.send(RenderMessage::Status(*e, DnnStatus::Ready(on)));
+                let status = match start {
+                    GuardStart::Off => GuardStatus::Off,
+                    GuardStart::Pending { key } => {
+                        info!(
+                            "heimdall: {}: f16 guard: runs in f32 until checked on its {}",
+                            d.name,
+                            if d.calibrate_on_frame {
+                                "first input"
+                            } else {
+                                "calibration image"
+                            }
+                        );
+                        d.guard = GuardPhase::AwaitingInput { key };
+                        GuardStatus::Pending
+                    }
+                    GuardStart::Reused(decision) => {
+                        info!("{} (stored: no check)", decision.log_line(&d.name));
+                        GuardStatus::Decided(GuardOutcome {
+                            decision: Arc::new(*decision),
+                            reused: true,
+                        })
+                    }
+                };
+                outbox.send(RenderMessage::Guard(*e, status));
             }
             Err(error) => {
                 error!("heimdall: {} cannot run: {error}", d.name);
@@ -410,4 +600,11 @@ pub(crate) fn prepare_models(
             }
         }
     }
+    super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox);
+}
+
+/// The least time between two runs' starts of a DNN, ms: a frame, or its request period.
+pub(crate) fn min_interval_ms(settings: &HeimdallSettings, request_period_ms: Option<f64>) -> f64 {
+    let frame_ms = 1e3 / settings.frame_rate_hz(None).max(1.0);
+    request_period_ms.unwrap_or(0.0).max(frame_ms)
 }

@@ -17,6 +17,7 @@ use heimdall_coordinator::{
 
 use super::backend::InferenceBackend;
 use super::extract::{ExtractedDisplay, ExtractedTraceRequest};
+use super::guard::{CalibrationFrame, GuardPhase};
 use super::models::{Job, ReadbackState, RenderDnns};
 use super::pacing::PacingMargin;
 use super::timer::{FrameMarks, FrameTimer, Mark};
@@ -170,6 +171,8 @@ pub(crate) fn plan_frame(
     let sched = &mut *sched;
     let dnns = &mut *dnns;
     let now = clock.now_ms();
+    // Guarded models replace the f32 ones of idle DNNs (registered below, as new models are).
+    super::guard::swap_when_idle(dnns, &outbox);
     for e in std::mem::take(&mut dnns.newly_ready) {
         let Some(d) = dnns.map.get_mut(&e) else {
             continue;
@@ -225,7 +228,8 @@ pub(crate) fn plan_frame(
         let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
             continue;
         };
-        if d.job.is_some() || sched.coordinator.busy(id) {
+        // A guarded model waiting to replace this one: no new inference until the swap.
+        if d.job.is_some() || sched.coordinator.busy(id) || d.guard.swap_waiting() {
             continue;
         }
         let Some(frame) = frames.0.get(&d.source) else {
@@ -269,6 +273,21 @@ pub(crate) fn plan_frame(
             preprocess = Some(key);
         }
         d.pending = None;
+        if d.calibrate_on_frame
+            && let GuardPhase::AwaitingInput { key } = &d.guard
+            && super::guard::has_content(&frame.pixels)
+        {
+            // The guard's calibration input: this first inference's frame and crop (the first
+            // one with content: not a camera's black start-up frames).
+            d.guard = GuardPhase::Input {
+                frame: CalibrationFrame {
+                    rgba: frame.pixels.clone(),
+                    size: frame.size,
+                    crop,
+                },
+                key: key.clone(),
+            };
+        }
         outbox.send(RenderMessage::Started {
             dnn,
             source: d.source,

@@ -13,7 +13,7 @@ use bevy::render::settings::{Backends, RenderCreation, WgpuSettings};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
 use heimdall_bevy::prelude::*;
-use heimdall_ir::{DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
+use heimdall_ir::{BinaryFn, Constant, DType, Graph, Op, OpKind, TensorId, TensorInfo, UnaryKind};
 use heimdall_testkit::SyntheticSource;
 
 /// Whether GPU tests are skipped (`HEIMDALL_SKIP_GPU=1`).
@@ -92,6 +92,57 @@ pub fn identity_graph(h: usize, w: usize) -> Graph {
     }
 }
 
+/// A model whose f16 storage overflows: [`scale_graph`] with ×1024, ×1024, ×2⁻¹⁰, ×2⁻¹⁰. Its
+/// second op's output exceeds 65504, f16's largest value, wherever the input exceeds 1/16, as
+/// camera pixels in [0, 1] do: in f16 storage its output is infinite there, unless op 1 stores
+/// f32. In f32 it is the identity, exactly (powers of two).
+pub fn overflow_graph(name: &str, h: usize, w: usize) -> Graph {
+    scale_graph(name, h, w, &[1024.0, 1024.0, 1.0 / 1024.0, 1.0 / 1024.0])
+}
+
+/// `[1, h, w, 3]` → one multiplication per scale of `scales` → two copies (a graph output's
+/// producer and the tensor it reads are f32 in every precision, so the products are stored in
+/// the model's precision). With scales whose product is 1 and powers of two, the identity in
+/// f32, exactly; in f16 storage, within f16's rounding where no product exceeds its range.
+pub fn scale_graph(name: &str, h: usize, w: usize, scales: &[f32]) -> Graph {
+    let shape = vec![1, h, w, 3];
+    let mut tensors = Vec::new();
+    let mut tensor = |name: &str, shape: &[usize], constant: Option<f32>| {
+        tensors.push(TensorInfo {
+            name: name.into(),
+            shape: shape.to_vec(),
+            dtype: DType::F32,
+            constant: constant.map(|v| Constant::dense(vec![v])),
+        });
+        TensorId(tensors.len() as u32 - 1)
+    };
+    let x = tensor("x", &shape, None);
+    let mut ops = Vec::new();
+    let mut last = x;
+    for (k, &s) in scales.iter().enumerate() {
+        let c = tensor(&format!("scale{k}"), &[1], Some(s));
+        let y = tensor(&format!("y{k}"), &shape, None);
+        ops.push(Op::new(
+            OpKind::Binary(BinaryFn::Mul),
+            vec![last, c],
+            vec![y],
+        ));
+        last = y;
+    }
+    for k in 0..2 {
+        let y = tensor(&format!("copy{k}"), &shape, None);
+        ops.push(Op::new(OpKind::Reshape, vec![last], vec![y]));
+        last = y;
+    }
+    Graph {
+        name: name.into(),
+        tensors,
+        ops,
+        inputs: vec![x],
+        outputs: vec![last],
+    }
+}
+
 /// Adds `graph` as a model asset.
 pub fn add_model(app: &mut App, graph: Graph) -> Handle<DnnModel> {
     app.world_mut()
@@ -100,6 +151,16 @@ pub fn add_model(app: &mut App, graph: Graph) -> Handle<DnnModel> {
             name: graph.name.clone(),
             graph: Arc::new(graph),
         })
+}
+
+/// How many results `dnn` has delivered so far (in [`Results`]).
+pub fn results_of(app: &App, dnn: Entity) -> usize {
+    app.world()
+        .resource::<Results>()
+        .0
+        .iter()
+        .filter(|r| r.entity == dnn)
+        .count()
 }
 
 /// Every `DnnResult` so far (filled by an observer of every app made by [`headless_app`]).
