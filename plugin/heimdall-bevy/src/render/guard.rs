@@ -3,44 +3,25 @@
 //! from the DNN's first inference or the app's image, the check on the compile task ([`run`]),
 //! and the guarded model swapped in once the DNN is idle ([`swap_when_idle`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use bevy::prelude::*;
-use bevy::tasks::{AsyncComputeTaskPool, Task, futures::check_ready};
-use heimdall_coordinator::ProfileKey;
+use bevy::tasks::{AsyncComputeTaskPool, futures::check_ready};
 use heimdall_cpu::CpuOptions;
-use heimdall_gpu::guard::{GuardConfig, GuardDecision, compile_guarded, cpu_reference_with};
+use heimdall_gpu::guard::{compile_guarded, cpu_reference_with};
 use heimdall_gpu::preprocess::preprocess_to_host;
 use heimdall_gpu::{GpuContext, GpuOptions, Precision};
 use heimdall_ir::Graph;
-use heimdall_vision::image::{Crop, Normalization};
 
 use super::cache::{GpuJob, compile_gpu_reusing};
 use super::guard_store;
-use super::models::{Compiled, CpuPart, ExtractedDnns, ModelState, RenderDnns, min_interval_ms};
-use crate::dnn::ConvCache;
+pub(crate) use super::state::{
+    CalibrationFrame, GuardJob, GuardPhase, GuardPlan, GuardStart, Guarded,
+};
+use super::state::{Compiled, ExtractedDnns, ModelState, RenderDnns, min_interval_ms};
 use crate::guard::{GuardOutcome, GuardStatus};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
-
-/// What the guard needs from the settings.
-#[derive(Clone, Debug)]
-pub(crate) struct GuardPlan {
-    pub config: GuardConfig,
-    /// [`crate::HeimdallSettings::guard_store`].
-    pub store: Option<PathBuf>,
-}
-
-/// How a model compiled for the GPU starts, as to the guard.
-pub(crate) enum GuardStart {
-    /// No guard: compiled as asked.
-    Off,
-    /// Compiled in f32 until the guard decides; `key` is the store's key (with a store).
-    Pending { key: Option<ProfileKey> },
-    /// Compiled with a stored decision.
-    Reused(Box<GuardDecision>),
-}
 
 /// The guard's start for `graph` compiled in `precision` on `ctx`: the stored decision if the
 /// store has one for this model, adapter, precision and settings, else pending.
@@ -65,15 +46,6 @@ pub(crate) fn start(
     GuardStart::Pending { key: Some(key) }
 }
 
-/// The pixels and the crop the guard calibrates on.
-#[derive(Clone)]
-pub(crate) struct CalibrationFrame {
-    /// RGBA8, tightly packed rows.
-    pub rgba: Arc<Vec<u8>>,
-    pub size: UVec2,
-    pub crop: Crop,
-}
-
 /// Whether a camera frame (RGBA8) shows something to calibrate on: not a uniform frame (the black
 /// or grey frames a webcam often gives while it starts), judged on up to 4096 pixels spread over
 /// it: some channel spans at least 16 levels.
@@ -91,52 +63,6 @@ pub(crate) fn has_content(rgba: &[u8]) -> bool {
         }
     }
     (0..3).any(|c| hi[c].saturating_sub(lo[c]) >= 16)
-}
-
-/// Where a render-world DNN's guard stands.
-pub(crate) enum GuardPhase {
-    /// No guard, or no more (off, f32, CPU, decided, failed).
-    Idle,
-    /// The f32 model runs; waiting for the calibration input.
-    AwaitingInput { key: Option<ProfileKey> },
-    /// The calibration input arrived; the check starts at the next `prepare_models`.
-    Input {
-        frame: CalibrationFrame,
-        key: Option<ProfileKey>,
-    },
-    /// The check runs on the compile task.
-    Running(Task<Result<Box<Guarded>, String>>),
-    /// The guarded model waits for the DNN to be idle.
-    Ready(Box<Guarded>),
-}
-
-impl GuardPhase {
-    /// Whether the guarded model is ready to replace the running one (no new inference starts).
-    pub fn swap_waiting(&self) -> bool {
-        matches!(self, GuardPhase::Ready(_))
-    }
-}
-
-/// The guarded model, ready to run, and the decision.
-pub(crate) struct Guarded {
-    pub compiled: Compiled,
-    pub decision: GuardDecision,
-}
-
-/// Everything the check needs, moved to the compile task.
-pub(crate) struct GuardJob {
-    pub name: String,
-    pub graph: Arc<Graph>,
-    pub ctx: GpuContext,
-    pub precision: Precision,
-    pub norm: Normalization,
-    pub cache: (ConvCache, bool),
-    pub min_interval_ms: f64,
-    pub plan: GuardPlan,
-    pub key: Option<ProfileKey>,
-    pub frame: CalibrationFrame,
-    /// The running model's CPU part (shared with the guarded one).
-    pub cpu: CpuPart,
 }
 
 /// The check (blocking; on the compile task): the calibration input made by the GPU

@@ -27,6 +27,7 @@ pub mod pacing;
 pub mod phases;
 pub(crate) mod readback;
 pub(crate) mod schedule;
+pub(crate) mod state;
 pub mod timer;
 
 use bevy::core_pipeline::schedule::camera_driver;

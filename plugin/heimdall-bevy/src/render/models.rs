@@ -2,58 +2,28 @@
 //! `RenderDevice` (and always for the CPU, the fallback and offload target) on a background
 //! task, warmed and profiled before its first inference, and the inference it has in flight.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::render::Extract;
-use bevy::render::render_resource::TextureId;
-use bevy::tasks::{AsyncComputeTaskPool, Task, futures::check_ready};
-use heimdall_coordinator::{ModelId, StepCost, UtilityParams};
+use bevy::tasks::{AsyncComputeTaskPool, futures::check_ready};
 use heimdall_cpu::{CpuModel, CpuOptions};
-use heimdall_gpu::preprocess::{PreprocessBinding, Preprocessor};
-use heimdall_gpu::{GpuContext, GpuModel, Placement, Precision};
+use heimdall_gpu::{GpuContext, Precision};
 use heimdall_vision::image::{Crop, Normalization};
 
 use super::backend::InferenceBackend;
-use super::cache::{GpuCompiled, GpuJob, compile_gpu};
-use super::finish::Finish;
-use super::guard::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
+use super::cache::{GpuJob, compile_gpu};
+use super::state::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
+pub(crate) use super::state::{
+    Compiled, CpuPart, ExtractedDnn, ExtractedDnns, Job, ModelState, ReadbackState, RenderDnn,
+    RenderDnns, min_interval_ms,
+};
 use crate::asset::DnnModel;
-use crate::decoder::DecoderHandle;
 use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, RequestMode};
 use crate::guard::{Calibration, GuardOutcome, GuardStatus};
 use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
-
-/// A [`Dnn`] as the render world sees it.
-#[derive(Clone)]
-pub(crate) struct ExtractedDnn {
-    pub name: String,
-    pub model: AssetId<DnnModel>,
-    pub graph: Option<Arc<heimdall_ir::Graph>>,
-    pub source: Entity,
-    pub normalization: Normalization,
-    /// The cache the DNN asks for.
-    pub conv_cache: ConvCache,
-    /// Whether its crop is a region of interest ([`crate::dnn::InputCrop::Roi`]).
-    pub roi: bool,
-    /// The DNN's request period, ms (`RequestMode::Every`).
-    pub request_period_ms: Option<f64>,
-    pub decoder: Option<DecoderHandle>,
-    pub deadline_ms: Option<f64>,
-    pub utility: UtilityParams,
-    /// The guard calibrates on the DNN's first inference ([`Calibration::FirstFrame`]).
-    pub calibrate_on_frame: bool,
-    /// The app's calibration image ([`Calibration::Image`]), extracted while the DNN's guard
-    /// waits for it: `None` until it is loaded, an error if it cannot be used.
-    pub calibration_image: Option<Result<CalibrationFrame, String>>,
-}
-
-/// Every [`Dnn`] of the main world (render world).
-#[derive(Resource, Default)]
-pub(crate) struct ExtractedDnns(pub HashMap<Entity, ExtractedDnn>);
 
 pub(crate) fn extract_dnns(
     mut ex: ResMut<ExtractedDnns>,
@@ -151,230 +121,6 @@ fn calibration_frame(
         size: UVec2::new(w, h),
         crop,
     }))
-}
-
-/// A model compiled for the backends.
-pub(crate) struct Compiled {
-    pub gpu: Option<Arc<GpuModel>>,
-    pub pre: Option<Preprocessor>,
-    /// Bind groups of the preprocessing, per source texture.
-    pub bindings: HashMap<TextureId, PreprocessBinding>,
-    pub cpu: Arc<Mutex<CpuModel>>,
-    pub steps: usize,
-    /// Input `[H, W, C]`.
-    pub input: [usize; 3],
-    pub output_shapes: Arc<Vec<Vec<usize>>>,
-    pub placement: Vec<Placement>,
-    /// The profile: each step's measured cost.
-    pub costs: Vec<StepCost>,
-    /// What became of the convolution cache on the GPU, in one line (`None`: off as asked, or
-    /// no GPU).
-    pub cache_decision: Option<String>,
-    /// Each step's measured time on the CPU, ms.
-    pub cpu_ms: Arc<Vec<f64>>,
-}
-
-pub(crate) enum ModelState {
-    Compiling(Task<Result<(Compiled, GuardStart), DnnError>>),
-    Ready(Box<Compiled>),
-    Failed,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ReadbackState {
-    None,
-    /// Copies encoded in this frame's encoder.
-    Encoded,
-    /// Mapping requested.
-    Requested,
-}
-
-/// The inference a DNN has in flight.
-pub(crate) struct Job {
-    pub frame_index: u64,
-    pub capture_ms: f64,
-    pub crop: Crop,
-    pub pixels: Arc<Vec<u8>>,
-    pub frame_size: UVec2,
-    /// Preprocessed on the GPU in this frame's encoder (before its first chunk).
-    pub preprocess: Option<TextureId>,
-    /// The rest of the inference runs on the CPU model.
-    pub on_cpu: bool,
-    pub need_readback: bool,
-    pub readback: ReadbackState,
-    /// CPU fallback step whose inputs are being downloaded: (work, step, requested).
-    pub cpu_step: Option<(heimdall_coordinator::WorkId, usize, bool)>,
-}
-
-/// One DNN entity in the render world.
-pub(crate) struct RenderDnn {
-    pub index: u32,
-    pub name: String,
-    pub model: AssetId<DnnModel>,
-    pub source: Entity,
-    pub decoder: Option<DecoderHandle>,
-    pub normalization: Normalization,
-    /// The convolution cache it was compiled with, and whether for a region of interest (a
-    /// change recompiles).
-    pub conv_cache: (ConvCache, bool),
-    pub deadline_ms: Option<f64>,
-    pub utility: UtilityParams,
-    pub state: ModelState,
-    /// Set once the coordinator knows the model.
-    pub model_id: Option<ModelId>,
-    pub job: Option<Job>,
-    /// A request waiting for the DNN to be idle.
-    pub pending: Option<Crop>,
-    /// The crop of its last GPU preprocessing: a different one invalidates the convolution
-    /// cache (its blocks would compare pixels of another region).
-    pub last_crop: Option<Crop>,
-    /// Its accuracy guard ([`crate::guard`]).
-    pub guard: GuardPhase,
-    /// The guard calibrates on its first inference ([`Calibration::FirstFrame`]).
-    pub calibrate_on_frame: bool,
-}
-
-impl RenderDnn {
-    /// How to finish its current inference away from the render world.
-    pub fn finish(&self, dnn: Entity, outbox: &Outbox) -> Option<Finish> {
-        let job = self.job.as_ref()?;
-        Some(Finish {
-            dnn,
-            name: self.name.clone(),
-            frame_index: job.frame_index,
-            capture_ms: job.capture_ms,
-            crop: job.crop,
-            frame_size: job.frame_size,
-            decoder: self.decoder.clone(),
-            shapes: self
-                .compiled()
-                .map(|c| c.output_shapes.clone())
-                .unwrap_or_default(),
-            outbox: outbox.clone(),
-        })
-    }
-
-    /// The compiled model, once ready.
-    pub fn compiled(&self) -> Option<&Compiled> {
-        match &self.state {
-            ModelState::Ready(c) => Some(c),
-            _ => None,
-        }
-    }
-}
-
-/// The render world's DNNs.
-#[derive(Resource, Default)]
-pub(crate) struct RenderDnns {
-    pub map: HashMap<Entity, RenderDnn>,
-    next_index: u32,
-    /// Compiled this frame: to register with the coordinator.
-    pub newly_ready: Vec<Entity>,
-}
-
-impl RenderDnns {
-    /// The entity of the DNN the coordinator knows as `model`.
-    pub fn entity_of(&self, model: ModelId) -> Option<Entity> {
-        self.map
-            .iter()
-            .find(|(_, d)| d.model_id == Some(model))
-            .map(|(e, _)| *e)
-    }
-
-    /// A DNN's name for logs.
-    pub fn name_of(&self, e: Entity) -> String {
-        self.map
-            .get(&e)
-            .map_or_else(|| format!("{e}"), |d| d.name.clone())
-    }
-}
-
-/// The CPU model of a DNN and what was measured on it: the fallback and offload target of every
-/// model compiled for the GPU from the same graph (the f32 model the guard replaces hands it
-/// to the guarded one).
-#[derive(Clone)]
-pub(crate) struct CpuPart {
-    pub cpu: Arc<Mutex<CpuModel>>,
-    pub steps: usize,
-    /// Input `[H, W, C]`.
-    pub input: [usize; 3],
-    pub output_shapes: Arc<Vec<Vec<usize>>>,
-    /// Each step's measured time on the CPU, ms.
-    pub cpu_ms: Arc<Vec<f64>>,
-}
-
-impl CpuPart {
-    /// Zeros for every input of the model (the profile's inputs).
-    pub fn zeros(&self) -> Vec<Vec<f32>> {
-        self.cpu
-            .lock()
-            .map(|m| {
-                m.input_shapes()
-                    .iter()
-                    .map(|s| vec![0.0; s.iter().product()])
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Compiled {
-    /// Its CPU model and measurements.
-    pub fn cpu_part(&self) -> CpuPart {
-        CpuPart {
-            cpu: self.cpu.clone(),
-            steps: self.steps,
-            input: self.input,
-            output_shapes: self.output_shapes.clone(),
-            cpu_ms: self.cpu_ms.clone(),
-        }
-    }
-
-    /// `cpu` with `gpu` (none: CPU only): the placement and each step's cost.
-    pub fn assemble(cpu: CpuPart, gpu: Option<GpuCompiled>) -> Compiled {
-        let (gpu, pre, placement, costs, cache_decision) = match gpu {
-            Some(compiled) => {
-                let (model, profile) = (compiled.model, compiled.profile);
-                let placement = model.placement().to_vec();
-                let ms = |d: Duration| d.as_secs_f64() * 1e3;
-                let costs = (0..cpu.steps)
-                    .map(|i| match placement.get(i) {
-                        Some(Placement::Gpu) => {
-                            StepCost::gpu_and_cpu(ms(profile.steps[i]), cpu.cpu_ms[i])
-                        }
-                        _ => StepCost::cpu_only(cpu.cpu_ms[i]),
-                    })
-                    .collect();
-                (
-                    Some(Arc::new(model)),
-                    Some(compiled.pre),
-                    placement,
-                    costs,
-                    compiled.decision,
-                )
-            }
-            None => (
-                None,
-                None,
-                vec![Placement::Cpu; cpu.steps],
-                cpu.cpu_ms.iter().map(|&t| StepCost::cpu_only(t)).collect(),
-                None,
-            ),
-        };
-        Compiled {
-            gpu,
-            pre,
-            bindings: HashMap::new(),
-            cpu: cpu.cpu,
-            steps: cpu.steps,
-            input: cpu.input,
-            output_shapes: cpu.output_shapes,
-            cpu_ms: cpu.cpu_ms,
-            placement,
-            costs,
-            cache_decision,
-        }
-    }
 }
 
 /// Compiles `graph` for the CPU and measures its steps (one warm-up run, then one timed run).
@@ -601,10 +347,4 @@ pub(crate) fn prepare_models(
         }
     }
     super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox);
-}
-
-/// The least time between two runs' starts of a DNN, ms: a frame, or its request period.
-pub(crate) fn min_interval_ms(settings: &HeimdallSettings, request_period_ms: Option<f64>) -> f64 {
-    let frame_ms = 1e3 / settings.frame_rate_hz(None).max(1.0);
-    request_period_ms.unwrap_or(0.0).max(frame_ms)
 }

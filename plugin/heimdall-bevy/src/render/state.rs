@@ -1,0 +1,360 @@
+//! The render world's state of its DNNs, shared by the systems that compile them
+//! ([`super::models`]), guard them ([`super::guard`]), schedule, encode and read them back: each
+//! DNN as extracted, its compiled model and inference in flight, and where its accuracy guard
+//! stands.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bevy::prelude::*;
+use bevy::render::render_resource::TextureId;
+use bevy::tasks::Task;
+use heimdall_coordinator::{ModelId, ProfileKey, StepCost, UtilityParams};
+use heimdall_cpu::CpuModel;
+use heimdall_gpu::guard::{GuardConfig, GuardDecision};
+use heimdall_gpu::preprocess::{PreprocessBinding, Preprocessor};
+use heimdall_gpu::{GpuContext, GpuModel, Placement, Precision};
+use heimdall_ir::Graph;
+use heimdall_vision::image::{Crop, Normalization};
+
+use super::cache::GpuCompiled;
+use super::finish::Finish;
+use crate::asset::DnnModel;
+use crate::decoder::DecoderHandle;
+use crate::dnn::{ConvCache, DnnError};
+use crate::results::Outbox;
+use crate::settings::HeimdallSettings;
+
+/// A [`Dnn`] as the render world sees it.
+#[derive(Clone)]
+pub(crate) struct ExtractedDnn {
+    pub name: String,
+    pub model: AssetId<DnnModel>,
+    pub graph: Option<Arc<heimdall_ir::Graph>>,
+    pub source: Entity,
+    pub normalization: Normalization,
+    /// The cache the DNN asks for.
+    pub conv_cache: ConvCache,
+    /// Whether its crop is a region of interest ([`crate::dnn::InputCrop::Roi`]).
+    pub roi: bool,
+    /// The DNN's request period, ms (`RequestMode::Every`).
+    pub request_period_ms: Option<f64>,
+    pub decoder: Option<DecoderHandle>,
+    pub deadline_ms: Option<f64>,
+    pub utility: UtilityParams,
+    /// The guard calibrates on the DNN's first inference ([`Calibration::FirstFrame`]).
+    pub calibrate_on_frame: bool,
+    /// The app's calibration image ([`Calibration::Image`]), extracted while the DNN's guard
+    /// waits for it: `None` until it is loaded, an error if it cannot be used.
+    pub calibration_image: Option<Result<CalibrationFrame, String>>,
+}
+
+/// Every [`Dnn`] of the main world (render world).
+#[derive(Resource, Default)]
+pub(crate) struct ExtractedDnns(pub HashMap<Entity, ExtractedDnn>);
+
+/// A model compiled for the backends.
+pub(crate) struct Compiled {
+    pub gpu: Option<Arc<GpuModel>>,
+    pub pre: Option<Preprocessor>,
+    /// Bind groups of the preprocessing, per source texture.
+    pub bindings: HashMap<TextureId, PreprocessBinding>,
+    pub cpu: Arc<Mutex<CpuModel>>,
+    pub steps: usize,
+    /// Input `[H, W, C]`.
+    pub input: [usize; 3],
+    pub output_shapes: Arc<Vec<Vec<usize>>>,
+    pub placement: Vec<Placement>,
+    /// The profile: each step's measured cost.
+    pub costs: Vec<StepCost>,
+    /// What became of the convolution cache on the GPU, in one line (`None`: off as asked, or
+    /// no GPU).
+    pub cache_decision: Option<String>,
+    /// Each step's measured time on the CPU, ms.
+    pub cpu_ms: Arc<Vec<f64>>,
+}
+
+pub(crate) enum ModelState {
+    Compiling(Task<Result<(Compiled, GuardStart), DnnError>>),
+    Ready(Box<Compiled>),
+    Failed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadbackState {
+    None,
+    /// Copies encoded in this frame's encoder.
+    Encoded,
+    /// Mapping requested.
+    Requested,
+}
+
+/// The inference a DNN has in flight.
+pub(crate) struct Job {
+    pub frame_index: u64,
+    pub capture_ms: f64,
+    pub crop: Crop,
+    pub pixels: Arc<Vec<u8>>,
+    pub frame_size: UVec2,
+    /// Preprocessed on the GPU in this frame's encoder (before its first chunk).
+    pub preprocess: Option<TextureId>,
+    /// The rest of the inference runs on the CPU model.
+    pub on_cpu: bool,
+    pub need_readback: bool,
+    pub readback: ReadbackState,
+    /// CPU fallback step whose inputs are being downloaded: (work, step, requested).
+    pub cpu_step: Option<(heimdall_coordinator::WorkId, usize, bool)>,
+}
+
+/// One DNN entity in the render world.
+pub(crate) struct RenderDnn {
+    pub index: u32,
+    pub name: String,
+    pub model: AssetId<DnnModel>,
+    pub source: Entity,
+    pub decoder: Option<DecoderHandle>,
+    pub normalization: Normalization,
+    /// The convolution cache it was compiled with, and whether for a region of interest (a
+    /// change recompiles).
+    pub conv_cache: (ConvCache, bool),
+    pub deadline_ms: Option<f64>,
+    pub utility: UtilityParams,
+    pub state: ModelState,
+    /// Set once the coordinator knows the model.
+    pub model_id: Option<ModelId>,
+    pub job: Option<Job>,
+    /// A request waiting for the DNN to be idle.
+    pub pending: Option<Crop>,
+    /// The crop of its last GPU preprocessing: a different one invalidates the convolution
+    /// cache (its blocks would compare pixels of another region).
+    pub last_crop: Option<Crop>,
+    /// Its accuracy guard ([`crate::guard`]).
+    pub guard: GuardPhase,
+    /// The guard calibrates on its first inference ([`Calibration::FirstFrame`]).
+    pub calibrate_on_frame: bool,
+}
+
+impl RenderDnn {
+    /// How to finish its current inference away from the render world.
+    pub fn finish(&self, dnn: Entity, outbox: &Outbox) -> Option<Finish> {
+        let job = self.job.as_ref()?;
+        Some(Finish {
+            dnn,
+            name: self.name.clone(),
+            frame_index: job.frame_index,
+            capture_ms: job.capture_ms,
+            crop: job.crop,
+            frame_size: job.frame_size,
+            decoder: self.decoder.clone(),
+            shapes: self
+                .compiled()
+                .map(|c| c.output_shapes.clone())
+                .unwrap_or_default(),
+            outbox: outbox.clone(),
+        })
+    }
+
+    /// The compiled model, once ready.
+    pub fn compiled(&self) -> Option<&Compiled> {
+        match &self.state {
+            ModelState::Ready(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The render world's DNNs.
+#[derive(Resource, Default)]
+pub(crate) struct RenderDnns {
+    pub map: HashMap<Entity, RenderDnn>,
+    /// The coordinator index the next DNN gets.
+    pub next_index: u32,
+    /// Compiled this frame: to register with the coordinator.
+    pub newly_ready: Vec<Entity>,
+}
+
+impl RenderDnns {
+    /// The entity of the DNN the coordinator knows as `model`.
+    pub fn entity_of(&self, model: ModelId) -> Option<Entity> {
+        self.map
+            .iter()
+            .find(|(_, d)| d.model_id == Some(model))
+            .map(|(e, _)| *e)
+    }
+
+    /// A DNN's name for logs.
+    pub fn name_of(&self, e: Entity) -> String {
+        self.map
+            .get(&e)
+            .map_or_else(|| format!("{e}"), |d| d.name.clone())
+    }
+}
+
+/// The CPU model of a DNN and what was measured on it: the fallback and offload target of every
+/// model compiled for the GPU from the same graph (the f32 model the guard replaces hands it
+/// to the guarded one).
+#[derive(Clone)]
+pub(crate) struct CpuPart {
+    pub cpu: Arc<Mutex<CpuModel>>,
+    pub steps: usize,
+    /// Input `[H, W, C]`.
+    pub input: [usize; 3],
+    pub output_shapes: Arc<Vec<Vec<usize>>>,
+    /// Each step's measured time on the CPU, ms.
+    pub cpu_ms: Arc<Vec<f64>>,
+}
+
+impl CpuPart {
+    /// Zeros for every input of the model (the profile's inputs).
+    pub fn zeros(&self) -> Vec<Vec<f32>> {
+        self.cpu
+            .lock()
+            .map(|m| {
+                m.input_shapes()
+                    .iter()
+                    .map(|s| vec![0.0; s.iter().product()])
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Compiled {
+    /// Its CPU model and measurements.
+    pub fn cpu_part(&self) -> CpuPart {
+        CpuPart {
+            cpu: self.cpu.clone(),
+            steps: self.steps,
+            input: self.input,
+            output_shapes: self.output_shapes.clone(),
+            cpu_ms: self.cpu_ms.clone(),
+        }
+    }
+
+    /// `cpu` with `gpu` (none: CPU only): the placement and each step's cost.
+    pub fn assemble(cpu: CpuPart, gpu: Option<GpuCompiled>) -> Compiled {
+        let (gpu, pre, placement, costs, cache_decision) = match gpu {
+            Some(compiled) => {
+                let (model, profile) = (compiled.model, compiled.profile);
+                let placement = model.placement().to_vec();
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                let costs = (0..cpu.steps)
+                    .map(|i| match placement.get(i) {
+                        Some(Placement::Gpu) => {
+                            StepCost::gpu_and_cpu(ms(profile.steps[i]), cpu.cpu_ms[i])
+                        }
+                        _ => StepCost::cpu_only(cpu.cpu_ms[i]),
+                    })
+                    .collect();
+                (
+                    Some(Arc::new(model)),
+                    Some(compiled.pre),
+                    placement,
+                    costs,
+                    compiled.decision,
+                )
+            }
+            None => (
+                None,
+                None,
+                vec![Placement::Cpu; cpu.steps],
+                cpu.cpu_ms.iter().map(|&t| StepCost::cpu_only(t)).collect(),
+                None,
+            ),
+        };
+        Compiled {
+            gpu,
+            pre,
+            bindings: HashMap::new(),
+            cpu: cpu.cpu,
+            steps: cpu.steps,
+            input: cpu.input,
+            output_shapes: cpu.output_shapes,
+            cpu_ms: cpu.cpu_ms,
+            placement,
+            costs,
+            cache_decision,
+        }
+    }
+}
+
+/// The least time between two runs' starts of a DNN, ms: a frame, or its request period.
+pub(crate) fn min_interval_ms(settings: &HeimdallSettings, request_period_ms: Option<f64>) -> f64 {
+    let frame_ms = 1e3 / settings.frame_rate_hz(None).max(1.0);
+    request_period_ms.unwrap_or(0.0).max(frame_ms)
+}
+
+/// What the guard needs from the settings.
+#[derive(Clone, Debug)]
+pub(crate) struct GuardPlan {
+    pub config: GuardConfig,
+    /// [`crate::HeimdallSettings::guard_store`].
+    pub store: Option<PathBuf>,
+}
+
+/// How a model compiled for the GPU starts, as to the guard.
+pub(crate) enum GuardStart {
+    /// No guard: compiled as asked.
+    Off,
+    /// Compiled in f32 until the guard decides; `key` is the store's key (with a store).
+    Pending { key: Option<ProfileKey> },
+    /// Compiled with a stored decision.
+    Reused(Box<GuardDecision>),
+}
+
+/// The pixels and the crop the guard calibrates on.
+#[derive(Clone)]
+pub(crate) struct CalibrationFrame {
+    /// RGBA8, tightly packed rows.
+    pub rgba: Arc<Vec<u8>>,
+    pub size: UVec2,
+    pub crop: Crop,
+}
+
+/// Where a render-world DNN's guard stands.
+pub(crate) enum GuardPhase {
+    /// No guard, or no more (off, f32, CPU, decided, failed).
+    Idle,
+    /// The f32 model runs; waiting for the calibration input.
+    AwaitingInput { key: Option<ProfileKey> },
+    /// The calibration input arrived; the check starts at the next `prepare_models`.
+    Input {
+        frame: CalibrationFrame,
+        key: Option<ProfileKey>,
+    },
+    /// The check runs on the compile task.
+    Running(Task<Result<Box<Guarded>, String>>),
+    /// The guarded model waits for the DNN to be idle.
+    Ready(Box<Guarded>),
+}
+
+impl GuardPhase {
+    /// Whether the guarded model is ready to replace the running one (no new inference starts).
+    pub fn swap_waiting(&self) -> bool {
+        matches!(self, GuardPhase::Ready(_))
+    }
+}
+
+/// The guarded model, ready to run, and the decision.
+pub(crate) struct Guarded {
+    pub compiled: Compiled,
+    pub decision: GuardDecision,
+}
+
+/// Everything the check needs, moved to the compile task.
+pub(crate) struct GuardJob {
+    pub name: String,
+    pub graph: Arc<Graph>,
+    pub ctx: GpuContext,
+    pub precision: Precision,
+    pub norm: Normalization,
+    pub cache: (ConvCache, bool),
+    pub min_interval_ms: f64,
+    pub plan: GuardPlan,
+    pub key: Option<ProfileKey>,
+    pub frame: CalibrationFrame,
+    /// The running model's CPU part (shared with the guarded one).
+    pub cpu: CpuPart,
+}
