@@ -100,16 +100,19 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
     app.insert_resource(ClearColor(Color::BLACK))
         .insert_resource(args.clone())
         .init_resource::<AppReport>()
+        .init_resource::<RunStart>()
         .add_message::<ScriptedEvent>()
         .add_systems(PreStartup, make_target)
         .add_systems(
             Update,
             (
                 start_camera,
+                mark_run_start,
                 scripted_events,
                 save_frames,
                 finish_after_frames,
-            ),
+            )
+                .chain(),
         )
         .add_observer(on_dnn_failed)
         .add_observer(on_camera_failed);
@@ -235,11 +238,49 @@ fn scripted_events(
     }
 }
 
+/// The camera frame from which the run counts (`--frames`, `--warmup`, `--save-every`): the
+/// first one at which every DNN is compiled and no f16 accuracy guard is still checking its
+/// model. Until then the DNNs run their f32 stand-ins and the guards' checks share the device:
+/// start-up, not the run.
+#[derive(Resource, Default)]
+pub struct RunStart(pub Option<u64>);
+
+impl RunStart {
+    /// Frame `index` counted from the run's start, if the run has started.
+    pub fn frame(&self, index: u64) -> Option<u64> {
+        self.0.map(|s| index.saturating_sub(s))
+    }
+}
+
+fn mark_run_start(
+    camera: Option<Res<HarnessCamera>>,
+    frames: Query<&CameraFrame>,
+    dnns: Query<&DnnStatus>,
+    guards: Query<&GuardStatus>,
+    mut start: ResMut<RunStart>,
+) {
+    let Some(camera) = camera else { return };
+    let Ok(f) = frames.get(camera.0) else { return };
+    if start.0.is_none()
+        && !dnns.iter().any(DnnStatus::is_pending)
+        && !guards.iter().any(|g| matches!(g, GuardStatus::Pending))
+    {
+        start.0 = Some(f.index);
+        if f.index > 0 {
+            info!(
+                "every f16 guard has decided; the run counts from camera frame {}",
+                f.index
+            );
+        }
+    }
+}
+
 fn save_frames(
     args: Res<AppArgs>,
     camera: Option<Res<HarnessCamera>>,
     target: Option<Res<HarnessTarget>>,
     frames: Query<&CameraFrame>,
+    start: Res<RunStart>,
     mut commands: Commands,
     mut last: Local<Option<u64>>,
 ) {
@@ -247,13 +288,16 @@ fn save_frames(
         return;
     };
     let Ok(f) = frames.get(camera.0) else { return };
+    let Some(i) = start.frame(f.index) else {
+        return;
+    };
     // Not on the last frame: the app exits before a screenshot of it could arrive.
-    let end = args.frames.is_some_and(|n| f.index + 1 >= n);
-    if k == 0 || f.index % k != 0 || end || *last == Some(f.index) {
+    let end = args.frames.is_some_and(|n| i + 1 >= n);
+    if k == 0 || i % k != 0 || end || *last == Some(i) {
         return;
     }
-    *last = Some(f.index);
-    let path: PathBuf = out.join(format!("frame_{:05}.png", f.index));
+    *last = Some(i);
+    let path: PathBuf = out.join(format!("frame_{i:05}.png"));
     let shot = match target.and_then(|t| t.0.clone()) {
         Some(t) => Screenshot::image(t),
         None => Screenshot::primary_window(),
@@ -272,6 +316,7 @@ fn finish_after_frames(
     mut app_report: ResMut<AppReport>,
     mut pacer: Option<ResMut<PacerLog>>,
     swapchain: Option<Res<crate::swapchain::SwapchainWaits>>,
+    start: Res<RunStart>,
     mut trace: ResMut<HeimdallTrace>,
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
@@ -280,20 +325,29 @@ fn finish_after_frames(
 ) {
     let Some(camera) = camera else { return };
     let Ok(f) = frames.get(camera.0) else { return };
+    let (Some(i), Some(offset)) = (start.frame(f.index), start.0) else {
+        return;
+    };
+    // The statistics skip the warm-up counted from the run's start.
+    let run_args = AppArgs {
+        warmup: args.warmup + offset,
+        ..(*args).clone()
+    };
+    let args = &run_args;
     // `--duration`: the run ends a few frames after that much time from the first camera frame
     // (the statistics end five frames before the exit, as with `--frames`).
     if let Some(d) = args.duration {
         let start = *timed_end.0.get_or_insert_with(std::time::Instant::now);
         if timed_end.1.is_none() && start.elapsed().as_secs_f64() >= d {
-            timed_end.1 = Some(f.index + 6);
+            timed_end.1 = Some(i + 6);
         }
     }
-    if f.index == args.warmup
+    if i == args.warmup - offset
         && let Some(p) = pacer.as_mut()
     {
         p.start();
     }
-    if f.index == args.warmup
+    if i == args.warmup - offset
         && let Some(s) = &swapchain
     {
         s.start();
@@ -303,7 +357,7 @@ fn finish_after_frames(
     };
     // The statistics end before the trace is asked for: writing the coordinator's timeline out
     // takes the render thread a few milliseconds, which would show as a late frame of the app.
-    if args.out.is_some() && f.index + 5 == n {
+    if args.out.is_some() && i + 5 == n {
         if let Some(p) = &pacer {
             app_report.0.insert("pacer".into(), p.to_json());
         }
@@ -314,19 +368,19 @@ fn finish_after_frames(
             &stats,
             &settings,
             &backend,
-            &args,
+            args,
             &app_report,
         ));
         trace.request();
     }
-    if *done || f.index + 1 < n {
+    if *done || i + 1 < n {
         return;
     }
     *done = true;
     if let Some(out) = &args.out {
         let r = report
             .take()
-            .unwrap_or_else(|| report::report(&stats, &settings, &backend, &args, &app_report));
+            .unwrap_or_else(|| report::report(&stats, &settings, &backend, args, &app_report));
         if let Err(e) = report::write(out, &r) {
             error!("writing stats.json: {e}");
             exit.write(AppExit::error());
