@@ -328,12 +328,11 @@ fn finish_after_frames(
     let (Some(i), Some(offset)) = (start.frame(f.index), start.0) else {
         return;
     };
-    // The statistics skip the warm-up counted from the run's start.
-    let run_args = AppArgs {
+    // The statistics skip the warm-up counted from the run's start (only built for the report).
+    let run_args = || AppArgs {
         warmup: args.warmup + offset,
         ..(*args).clone()
     };
-    let args = &run_args;
     // `--duration`: the run ends a few frames after that much time from the first camera frame
     // (the statistics end five frames before the exit, as with `--frames`).
     if let Some(d) = args.duration {
@@ -342,12 +341,12 @@ fn finish_after_frames(
             timed_end.1 = Some(i + 6);
         }
     }
-    if i == args.warmup - offset
+    if i == args.warmup
         && let Some(p) = pacer.as_mut()
     {
         p.start();
     }
-    if i == args.warmup - offset
+    if i == args.warmup
         && let Some(s) = &swapchain
     {
         s.start();
@@ -368,7 +367,7 @@ fn finish_after_frames(
             &stats,
             &settings,
             &backend,
-            args,
+            &run_args(),
             &app_report,
         ));
         trace.request();
@@ -378,9 +377,9 @@ fn finish_after_frames(
     }
     *done = true;
     if let Some(out) = &args.out {
-        let r = report
-            .take()
-            .unwrap_or_else(|| report::report(&stats, &settings, &backend, args, &app_report));
+        let r = report.take().unwrap_or_else(|| {
+            report::report(&stats, &settings, &backend, &run_args(), &app_report)
+        });
         if let Err(e) = report::write(out, &r) {
             error!("writing stats.json: {e}");
             exit.write(AppExit::error());

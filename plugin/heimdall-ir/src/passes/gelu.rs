@@ -124,34 +124,18 @@ pub fn fuse_gelu(graph: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::{Constant, DType, TensorInfo};
-
-    fn tensor(g: &mut Graph, shape: &[usize], constant: Option<f32>) -> TensorId {
-        g.tensors.push(TensorInfo {
-            name: format!("t{}", g.tensors.len()),
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-            constant: constant.map(|v| Constant::dense(vec![v])),
-        });
-        TensorId((g.tensors.len() - 1) as u32)
-    }
+    use crate::passes::test_graph::{empty, tensor};
 
     /// `x -> RELU -> GELU chain -> out`; `half_first`: `x * (p * 0.5)` instead of
     /// `(x * p) * 0.5`; `scale`: the constant `x` is divided by.
     fn graph(half_first: bool, scale: f32) -> Graph {
-        let mut g = Graph {
-            name: "t".into(),
-            tensors: vec![],
-            ops: vec![],
-            inputs: vec![],
-            outputs: vec![],
-        };
+        let mut g = empty();
         let shape = [1, 2, 2, 8];
         let input = tensor(&mut g, &shape, None);
         let x = tensor(&mut g, &shape, None);
-        let c = tensor(&mut g, &[], Some(scale));
-        let one = tensor(&mut g, &[1], Some(1.0));
-        let half = tensor(&mut g, &[], Some(0.5));
+        let c = tensor(&mut g, &[], Some(vec![scale]));
+        let one = tensor(&mut g, &[1], Some(vec![1.0]));
+        let half = tensor(&mut g, &[], Some(vec![0.5]));
         let [d, e, p, q, out] = [0; 5].map(|_| tensor(&mut g, &shape, None));
         g.inputs = vec![input];
         g.outputs = vec![out];

@@ -21,6 +21,8 @@ mod gelu;
 mod norm_affine;
 mod reshape;
 mod rewrite;
+#[cfg(test)]
+mod test_graph;
 
 pub use fold_pad::fold_pad;
 pub use fold_weights::fold_weights;

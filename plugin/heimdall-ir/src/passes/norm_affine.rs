@@ -81,28 +81,12 @@ pub fn fold_norm_affine(graph: &mut Graph) -> usize {
 mod tests {
     use super::*;
     use crate::op::Op;
-    use crate::tensor::{Constant, DType, TensorInfo};
-
-    fn tensor(g: &mut Graph, shape: &[usize], constant: Option<Vec<f32>>) -> TensorId {
-        g.tensors.push(TensorInfo {
-            name: format!("t{}", g.tensors.len()),
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-            constant: constant.map(Constant::dense),
-        });
-        TensorId((g.tensors.len() - 1) as u32)
-    }
+    use crate::passes::test_graph::{empty, tensor};
 
     /// `x -> INSTANCE_NORM -> MUL g -> ADD h (activation act) -> out`, `g` computed by a `MUL`
     /// of the graph's second input before the normalisation.
     fn graph(g_shape: &[usize], relu_on_add: bool) -> Graph {
-        let mut g = Graph {
-            name: "t".into(),
-            tensors: vec![],
-            ops: vec![],
-            inputs: vec![],
-            outputs: vec![],
-        };
+        let mut g = empty();
         let x = tensor(&mut g, &[1, 4, 4, 3], None);
         let s = tensor(&mut g, g_shape, None);
         let two = tensor(&mut g, &[1], Some(vec![2.0]));
