@@ -58,15 +58,11 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import json
 import math
-import re
-import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -78,6 +74,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from ncnn_convert import ncnn_convert  # noqa: E402
 from benchlib import (  # noqa: E402
     default_exe, gpu_label, heimdall_bench, heimdall_run, heimdall_version, is_software,
     nearest_rank, ort_session, tflite_interpreter, time_calls,
@@ -241,73 +238,6 @@ def load_case(name: str, args: argparse.Namespace) -> Case:
 
 
 # ---------------------------------------------------------------------------------------------
-# ncnn conversion (pnnx), cached
-
-
-def fix_empty_reductions(param: str) -> tuple[str, list[str]]:
-    """Give every ncnn Reduction that reduces nothing (reduce_all 1=0 and an empty axes array
-    -23303=0) the axes [0]: pnnx dropped ONNX axis 0 as if it were a batch axis."""
-    out, fixed = [], []
-    for line in param.splitlines():
-        t = line.split()
-        if t and t[0] == "Reduction":
-            nb, nt = int(t[2]), int(t[3])
-            params = dict(p.split("=", 1) for p in t[4 + nb + nt:])
-            if params.get("1", "1") == "0" and params.get("-23303") == "0":
-                line = re.sub(r"(?<=\s)-23303=0(?=\s|$)", "-23303=1,0", line)
-                fixed.append(t[1])
-        out.append(line)
-    return "\n".join(out) + "\n", fixed
-
-
-def parse_ncnn_py(text: str) -> tuple[list[dict], list[str]]:
-    """Input names with pnnx's batch_index, and output names, from pnnx's <model>_ncnn.py."""
-    ins = [{"name": m[1], "batch_index": int(m[2] or 233)} for m in re.finditer(
-        r'ex\.input\("([^"]+)",\s*ncnn\.Mat\(\w+\.numpy\(\)(?:,\s*batch_index=(\d+))?\)', text)]
-    outs = re.findall(r'ex\.extract\("([^"]+)"\)', text)
-    return ins, outs
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def ncnn_convert(case: Case, cache: Path) -> tuple[Path | None, str]:
-    """The folder with model.ncnn.param/.bin and meta.json for this model and input shapes
-    (converting with pnnx when missing), or (None, why not)."""
-    shapes = "-".join("x".join(map(str, x.shape)) for x in case.inputs)
-    d = cache / f"{case.name}-{shapes}"
-    digest = sha256(case.path)
-    meta_file = d / "meta.json"
-    if meta_file.is_file() and json.loads(meta_file.read_text()).get("onnx_sha256") == digest:
-        return d, ""
-    try:
-        import pnnx
-    except ImportError:
-        return None, f"no conversion in {d} and pnnx is not installed"
-    with tempfile.TemporaryDirectory(prefix="pnnx-") as tmp:
-        t = Path(tmp)
-        shutil.copy(case.path, t / "model.onnx")
-        inputshape = ",".join("[" + ",".join(map(str, x.shape)) + "]" for x in case.inputs)
-        cmd = [pnnx.EXEC_PATH, "model.onnx", f"inputshape={inputshape}", "fp16=0"]
-        proc = subprocess.run(cmd, cwd=t, capture_output=True, text=True)
-        if proc.returncode != 0 or not (t / "model.ncnn.param").is_file():
-            return None, f"pnnx failed: {(proc.stderr or proc.stdout).strip()[-300:]}"
-        param, fixed = fix_empty_reductions((t / "model.ncnn.param").read_text())
-        ins, outs = parse_ncnn_py((t / "model_ncnn.py").read_text())
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "model.ncnn.param").write_text(param)
-        shutil.copy(t / "model.ncnn.bin", d / "model.ncnn.bin")
-    meta = {"model": case.name, "onnx_sha256": digest, "pnnx": importlib.metadata.version("pnnx"),
-            "command": " ".join(["pnnx", *cmd[1:]]), "inputs": ins, "outputs": outs,
-            "fixed_reductions": fixed}
-    meta_file.write_text(json.dumps(meta, indent=2) + "\n")
-    if fixed:
-        print(f"  {case.name}: pnnx wrote {len(fixed)} Reductions without axes, set to axis 0", file=sys.stderr)
-    return d, ""
-
-
-# ---------------------------------------------------------------------------------------------
 # Engines
 
 
@@ -452,7 +382,7 @@ class NcnnRunner(Runner):
 
         self.device, self.precision = ("gpu" if vulkan else "cpu"), precision
         meta = json.loads((folder / "meta.json").read_text())
-        super().__init__(case, threads, f"ncnn {ncnn.__version__} (pnnx {meta['pnnx']})")
+        super().__init__(case, threads, ncnn_version(ncnn.__version__, meta))
         net = ncnn.Net()
         net.opt.use_vulkan_compute = vulkan
         net.opt.num_threads = threads
@@ -463,14 +393,18 @@ class NcnnRunner(Runner):
         if vulkan:
             net.set_vulkan_device(0)
             self.rows[0].extra["device_name"] = ncnn.get_gpu_info(0).device_name()
-        if meta["fixed_reductions"]:
-            self.rows[0].extra["conversion_fix"] = f"{len(meta['fixed_reductions'])} Reductions given axis 0"
+        fixes = conversion_fixes(meta)
+        if fixes:
+            self.rows[0].extra["conversion_fix"] = fixes
         t0 = time.perf_counter()
         if net.load_param(str(folder / "model.ncnn.param")) != 0 or net.load_model(str(folder / "model.ncnn.bin")) != 0:
             raise RuntimeError(f"ncnn could not load {folder}")
         self.rows[0].extra["load_s"] = round(time.perf_counter() - t0, 2)
         self.net = net
-        self.mats = [(i["name"], ncnn.Mat(np.ascontiguousarray(x), batch_index=i["batch_index"]).clone())
+        # A .tflite model's image inputs were converted as NCHW: the same arrays, transposed
+        # (once, here, as ncnn.Mat's own copy is; not in the timed calls).
+        self.mats = [(i["name"], ncnn.Mat(np.ascontiguousarray(x.transpose(0, 3, 1, 2) if i.get("nchw") else x),
+                                          batch_index=i["batch_index"]).clone())
                      for i, x in zip(meta["inputs"], case.inputs)]
         self.out_names = meta["outputs"]
 
@@ -494,6 +428,29 @@ class NcnnRunner(Runner):
 
     def close(self) -> None:
         self.net.clear()
+
+
+def ncnn_version(version: str, meta: dict) -> str:
+    """ncnn's version with the converters that made its model."""
+    conv = f"pnnx {meta['pnnx']}"
+    if meta.get("tf2onnx"):
+        conv = f"tf2onnx {meta['tf2onnx']}, tensorflow {meta['tensorflow']}, {conv}"
+    return f"ncnn {version} ({conv})"
+
+
+def conversion_fixes(meta: dict) -> str:
+    """The hand-fixes of the conversion (ncnn_convert.py), in a few words; "" if none."""
+    parts = [*meta.get("onnx_fixes", [])]
+    if meta.get("fixed_reductions"):
+        parts.append(f"{len(meta['fixed_reductions'])} Reductions given axis 0")
+    if meta.get("fixed_pads"):
+        parts.append(f"{len(meta['fixed_pads'])} ONNX Pads as ncnn Padding")
+    return "; ".join(parts)
+
+
+def convert(case: Case, args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The case's ncnn conversion (cached in --ncnn-dir), or (None, why not)."""
+    return ncnn_convert(case.name, case.fmt, case.path, case.inputs, args.ncnn_dir, args.tf2onnx_python)
 
 
 class HeimdallRunner(Runner):
@@ -548,8 +505,8 @@ def make_runners(case: Case, args: argparse.Namespace, tmp: Path) -> list[Runner
         plans.append(("xnnpack", "cpu", "f32", lambda: XnnpackRunner(case, t)))
     for p in gpu_precisions:
         plans.append(("heimdall", "gpu", p, lambda p=p: HeimdallRunner(case, t, args.exe, True, p, tmp)))
-    if case.fmt == "onnx" and "ncnn" in args.engines:
-        folder, why = ncnn_convert(case, args.ncnn_dir)
+    if "ncnn" in args.engines:
+        folder, why = convert(case, args)
         for vulkan, p in [(False, "f32")] + [(True, p) for p in gpu_precisions]:
             plans.append(("ncnn", "gpu" if vulkan else "cpu", p,
                           lambda v=vulkan, p=p: ncnn_runner(case, t, folder, why, v, p)))
@@ -672,6 +629,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="image input shape of an ONNX model with dynamic dims (defaults: "
                    + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in ONNX_SHAPES.items()) + ")")
     p.add_argument("--convert-only", action="store_true", help="make the ncnn conversions and stop")
+    p.add_argument("--tf2onnx-python", default=sys.executable, help="the Python with tf2onnx and "
+                   "TensorFlow, to convert .tflite models for ncnn (default: this one)")
     p.add_argument("--table-from", type=Path, metavar="JSON", help="print the table of a --json file and stop")
     args = p.parse_args(argv)
     args.models = ALL_MODELS if args.models == "all" else [m for m in args.models.split(",") if m]
@@ -706,9 +665,8 @@ def main(argv: list[str] | None = None) -> int:
             case = load_case(name, args)
             refs[name] = f"{case.input_desc}, reference {case.reference_desc}"
             if args.convert_only:
-                if case.fmt == "onnx":
-                    folder, why = ncnn_convert(case, args.ncnn_dir)
-                    print(f"{name}: {folder or why}")
+                folder, why = convert(case, args)
+                print(f"{name}: {folder or why}")
                 continue
             print(f"{name} ({case.input_desc}; reference {case.reference_desc})", file=sys.stderr)
             runners = make_runners(case, args, Path(tmp))
