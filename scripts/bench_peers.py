@@ -11,7 +11,8 @@ Engines (rows), for each model:
   xnnpack      ai-edge-litert's Interpreter(num_threads=N), default resolver = XNNPACK (.tflite)
   ncnn         PyPI ncnn on the CPU (N threads, fp16/bf16 storage and arithmetic off: "f32"), and
                with --gpu on Vulkan in f32 (fp16 storage/arithmetic off) and f16 (ncnn's
-               default fp16 storage + arithmetic) (.onnx, converted with PyPI pnnx, see below)
+               default fp16 storage + arithmetic) (.onnx converted with PyPI pnnx; .tflite
+               first to ONNX with tf2onnx, see below)
 Every row but heimdall's GPU "gpu_run" rows is a host wall time around one call.
 
 Inputs: the repository's golden inputs where they have the shape used (assets/goldens/<model>/
@@ -37,11 +38,16 @@ median of its round medians and p90_ms the median of its round p90s. Ratios: a r
 heimdall's on the same model and device (CPU: same threads; GPU: heimdall f32 wall); > 1 means
 heimdall is faster.
 
-ncnn conversion: `pnnx model.onnx inputshape=... fp16=0` (f32 weights), cached in --ncnn-dir
-(default .cache/ncnn/<model>-<shape>/ with meta.json). pnnx 20261020 writes ONNX ReduceSum over
-axis 0 of a tensor without batch axis (multistyle26's style weights, [26,32] -> [32]) as a
-Reduction that reduces nothing (reduce_all=0, empty axes: it dropped axis 0 as the batch axis);
-`fix_empty_reductions` sets such layers' axes to [0], and the output check proves the fix.
+ncnn conversion (scripts/ncnn_convert.py): `pnnx model.onnx inputshape=... fp16=0` (f32
+weights), cached in --ncnn-dir (default .cache/ncnn/<model>-<shape>/ with meta.json); a .tflite
+model is first converted to ONNX by scripts/tflite_onnx.py (tf2onnx's TFLite front end, run with
+--tf2onnx-python), its NHWC image inputs made NCHW (ncnn is fed the same arrays transposed, before
+the timed calls) and its outputs kept in TFLite's layout, so that every engine is compared with
+the same reference. The hand-fixes each converter needs are automated there and listed in
+meta.json and in the row's conversion_fix (multistyle26: Reductions without axes; the palm, face
+detection and face landmark models: channel Pads that pnnx leaves for ncnn as an unknown layer;
+selfie_segmentation: MediaPipe's custom transposed convolution, HardSwish kept in NHWC); the
+output check proves each fix. A machine with the conversions needs neither pnnx nor tf2onnx.
 
 Writes --json OUT as {"rows": [{"model", "engine", "device", "threads", "precision",
 "median_ms", "p90_ms", "correct", "rel_l2", "timing", "bound", "input", "version", ...}]}
@@ -51,7 +57,8 @@ Usage:
   python3 -m pip install -r scripts/requirements-peers.txt
   python3 scripts/bench_peers.py --models multistyle26,selfie_segmentation --threads 2 \\
       --json out/peers.json [--gpu] [--rounds 5 --runs 10 --warmup 3] [--exe PATH]
-  python3 scripts/bench_peers.py --models all --convert-only      # ncnn conversions only
+  python3 scripts/bench_peers.py --models all --convert-only \\
+      [--tf2onnx-python VENV/bin/python]                          # ncnn conversions only
   python3 scripts/bench_peers.py --table-from docs/peers/this_machine.json   # a saved table
 """
 
