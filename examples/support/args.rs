@@ -70,6 +70,9 @@ pub struct AppArgs {
     /// `ConvCache::Auto`, gives it to full-frame DNNs where it pays, and the workspace forces it
     /// on for its detectors).
     pub no_conv_cache: bool,
+    /// Record the DNN work after the scene in the frame's own submission instead of submitting
+    /// it ahead of the scene (an ablation of `HeimdallSettings::dnn_work_first`).
+    pub dnn_after_scene: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -109,6 +112,7 @@ impl Default for AppArgs {
             adaptive_margin: false,
             no_offload: false,
             no_conv_cache: false,
+            dnn_after_scene: false,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -123,8 +127,8 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--text-side N] [--no-overlay]
-    [--display vsync|immediate]
+    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--text-side N]
+    [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
 
 impl AppArgs {
@@ -174,6 +178,7 @@ impl AppArgs {
                 "--adaptive-margin" => a.adaptive_margin = true,
                 "--no-offload" => a.no_offload = true,
                 "--no-conv-cache" => a.no_conv_cache = true,
+                "--dnn-after-scene" => a.dnn_after_scene = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {

@@ -91,6 +91,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         force_cpu: args.force_cpu,
         adaptive_margin: args.adaptive_margin,
         offload: !args.no_offload,
+        dnn_work_first: !args.dnn_after_scene,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

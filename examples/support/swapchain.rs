@@ -28,6 +28,13 @@
 //! if its GPU work ends after the blank. The interval between submissions, what an
 //! immediate-mode display would show, is reported beside it (`swapchain.submit_interval_ms`,
 //! `submit_on_time_rate`); `--display immediate` turns the blank off.
+//!
+//! **A full queue blocks the producer.** wgpu's default maximum frame latency is 2 (3 images:
+//! one on screen, two queued), so acquiring the image for frame N + 1 waits until the image of
+//! frame N − 2 leaves the screen, at the blank that shows frame N − 1. The emulation waits for
+//! that blank after submitting frame N (`swapchain.queue_full_wait_ms`), so a burst of frames
+//! after a late one cannot queue more than two frames, and the app's next updates are held back
+//! as a window's would be.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +75,10 @@ struct WaitLog {
     shown_after_ms: LatencyLog,
     /// Whether frames are shown at the display's blanks.
     vsync: bool,
+    /// How long the render thread waited for a queued frame to reach the screen (vsync), ms.
+    queue_wait_ms: LatencyLog,
+    /// Frames that found the queue full.
+    queue_full: usize,
 }
 
 impl SwapchainWaits {
@@ -78,6 +89,17 @@ impl SwapchainWaits {
             log.wait_ms = LatencyLog::preallocated();
             log.submit_ms = LatencyLog::preallocated();
             log.shown_after_ms = LatencyLog::preallocated();
+            log.queue_wait_ms = LatencyLog::preallocated();
+            log.queue_full = 0;
+        }
+    }
+
+    fn record_queue_wait(&self, wait: Duration) {
+        if let Ok(mut log) = self.0.lock()
+            && log.recording
+        {
+            log.queue_wait_ms.push(wait.as_secs_f64() * 1e3);
+            log.queue_full += usize::from(!wait.is_zero());
         }
     }
 
@@ -117,6 +139,8 @@ impl SwapchainWaits {
             "frames_that_waited": log.waited,
             "submit_interval_ms": submits,
             "shown_after_submit_ms": log.shown_after_ms.summary(),
+            "queue_full_wait_ms": log.queue_wait_ms.summary(),
+            "frames_that_found_the_queue_full": log.queue_full,
             "submit_on_time_rate": if count == 0 { serde_json::Value::Null } else {
                 serde_json::json!(log.submit_on_time as f64 / count as f64)
             },
@@ -131,6 +155,8 @@ struct Display {
     vsync: bool,
     /// When the frame before was shown.
     last_shown: Option<Instant>,
+    /// When the frame before that one was shown.
+    before_last_shown: Option<Instant>,
 }
 
 /// The submissions of the frames in flight (render world). With `HEIMDALL_SWAPCHAIN_WAIT=all`,
@@ -169,6 +195,7 @@ pub fn add(app: &mut App, vsync: bool) {
                 clock,
                 vsync,
                 last_shown: None,
+                before_last_shown: None,
             })
             .init_resource::<InFlight>()
             .add_systems(
@@ -228,6 +255,13 @@ fn wait_for_an_image(
     let submitted = Instant::now();
     shown.0 = display.show(submitted);
     waits.record(start.elapsed(), submitted, shown.0, period);
+    if let Some(free) = display.image_free_at() {
+        let wait = free.saturating_duration_since(Instant::now()).min(MAX_WAIT);
+        if !wait.is_zero() {
+            crate::pacer::wait_until(Instant::now() + wait);
+        }
+        waits.record_queue_wait(wait);
+    }
 }
 
 impl Display {
@@ -242,8 +276,19 @@ impl Display {
             // One frame per blank: a second frame ready before the next blank waits for it.
             at = at.max(last + period);
         }
-        self.last_shown = Some(at);
+        self.before_last_shown = self.last_shown.replace(at);
         Some(at)
+    }
+
+    /// When the next frame can have a swap-chain image (vsync): the blank that shows the frame
+    /// before the one just submitted, which takes the image of the frame before it off the
+    /// screen. `None` without vsync or before two frames were shown.
+    fn image_free_at(&self) -> Option<Instant> {
+        if self.vsync {
+            self.before_last_shown
+        } else {
+            None
+        }
     }
 }
 
@@ -261,6 +306,7 @@ mod tests {
             clock,
             vsync: true,
             last_shown: None,
+            before_last_shown: None,
         };
         // Submitted mid-period: shown at the next blank, whatever the jitter within it.
         assert_eq!(d.show(ms(4)), Some(ms(10)));
@@ -270,7 +316,10 @@ mod tests {
         // Two frames before one blank: the second waits for the next one.
         assert_eq!(d.show(ms(42)), Some(ms(50)));
         assert_eq!(d.show(ms(45)), Some(ms(60)));
+        // Frame 60 is queued behind frame 50: the next image is free when 50 is shown.
+        assert_eq!(d.image_free_at(), Some(ms(50)));
         let mut immediate = Display { vsync: false, ..d };
+        assert_eq!(immediate.image_free_at(), None);
         assert_eq!(immediate.show(ms(70)), None);
     }
 }

@@ -104,10 +104,13 @@ pub mod prelude {
 /// The plugin's main-world system sets, for ordering app systems against it.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HeimdallSystems {
-    /// New camera frames are written (`PreUpdate`).
-    Camera,
-    /// Statuses and results arrive as components and events (`PreUpdate`, after `Camera`).
+    /// Statuses and results arrive as components and events (`PreUpdate`). They come first, so
+    /// that a result finished by the GPU reaches the world before anything else of the frame
+    /// (the next camera frame's decode and copy included) and the frames it pinned are released
+    /// before the camera takes a texture.
     Results,
+    /// New camera frames are written (`PreUpdate`, after `Results`).
+    Camera,
     /// Requests are issued (`PostUpdate`).
     Requests,
 }
@@ -142,7 +145,7 @@ impl Plugin for HeimdallPlugin {
             .add_message::<dnn::RequestInference>()
             .configure_sets(
                 PreUpdate,
-                (HeimdallSystems::Camera, HeimdallSystems::Results).chain(),
+                (HeimdallSystems::Results, HeimdallSystems::Camera).chain(),
             )
             .add_systems(First, requests::clear_requests)
             .add_systems(
@@ -164,8 +167,8 @@ impl Plugin for HeimdallPlugin {
             .add_systems(
                 PreUpdate,
                 (
-                    main_phases::ours_begin.before(HeimdallSystems::Camera),
-                    main_phases::ours_end.after(HeimdallSystems::Results),
+                    main_phases::ours_begin.before(HeimdallSystems::Results),
+                    main_phases::ours_end.after(HeimdallSystems::Camera),
                 ),
             )
             .add_systems(

@@ -97,6 +97,12 @@ pub struct HeimdallSettings {
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
     pub offload: bool,
+    /// Submit each frame's DNN work ahead of the scene's passes (the default): the GPU runs it
+    /// first and its outputs are read back as soon as it is done, so a result reaches the world
+    /// one frame after its last chunk even while the scene's GPU time fills most of the period.
+    /// `false` records it after the scene in the frame's own submission, whose buffers map only
+    /// once the whole frame has finished (for comparison).
+    pub dnn_work_first: bool,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -117,6 +123,7 @@ impl Default for HeimdallSettings {
             guard_store: None,
             force_cpu: false,
             offload: true,
+            dnn_work_first: true,
             trace_path: None,
         }
     }

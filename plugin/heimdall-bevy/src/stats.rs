@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::guard::GuardStatus;
+#[cfg(test)]
+use crate::render::phases::PHASE_COUNT;
 use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
 
@@ -573,7 +575,7 @@ mod tests {
                 frame: Some(i as u64),
                 ..Default::default()
             };
-            phases.ms[8] = i as f32;
+            phases.ms[PHASE_COUNT - 1] = i as f32;
             s.record_presented(t0 + Duration::from_millis(ms), Some(phases));
         }
         let got: Vec<f64> = s.frame_ms.iter().map(|d| d.round()).collect();

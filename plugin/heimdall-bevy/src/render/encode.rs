@@ -1,33 +1,105 @@
-//! The frame's DNN work recorded into the frame's own command encoder on Bevy's queue, after the
-//! scene passes (`camera_driver`): the preprocessing of the inferences started this frame, the
-//! chunks of the [`FramePlan`], the downloads of CPU steps' inputs and the output copies, with
-//! GPU timestamps after the scene and after each chunk.
+//! The frame's DNN work on Bevy's queue: the preprocessing of the inferences started this frame,
+//! the chunks of the [`FramePlan`], the downloads of CPU steps' inputs and the output copies,
+//! with GPU timestamps around them and around the scene passes.
+//!
+//! By default ([`HeimdallSettings::dnn_work_first`]) the work is recorded into an encoder of its
+//! own and submitted at the end of our `Prepare` systems, ahead of the scene: the GPU runs it
+//! first, and the outputs' copies complete (and are read back) as soon as the chunks are done,
+//! not when the whole frame is. A submission's buffers map only when all of it has finished, so
+//! work recorded after the scene in the frame's own submission came back a frame later whenever
+//! the scene's GPU time and its recording outlasted what was left of the period. Otherwise the
+//! work is recorded into the frame's own encoder after the scene passes (`camera_driver`).
 
 use bevy::prelude::*;
-use bevy::render::renderer::RenderContext;
+use bevy::render::renderer::{RenderContext, RenderDevice, RenderQueue};
 
 use super::backend::InferenceBackend;
 use super::cpu::dispatch_cpu;
 use super::models::{ModelState, ReadbackState, RenderDnns};
+use super::readback::{ReadbackWaiter, map_outputs};
 use super::schedule::{FramePlan, Scheduler};
 use super::timer::Mark;
 use crate::clock::HeimdallClock;
 use crate::results::{Outbox, RenderMessage};
+use crate::settings::HeimdallSettings;
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
 
-/// Starts the frame's timestamps (before the scene passes).
+/// Whether the frame's DNN work goes ahead of the scene (a run condition).
+pub(crate) fn work_first(settings: Res<HeimdallSettings>) -> bool {
+    settings.dnn_work_first
+}
+
+/// Whether the frame's DNN work goes after the scene (a run condition).
+pub(crate) fn work_after_scene(settings: Res<HeimdallSettings>) -> bool {
+    !settings.dnn_work_first
+}
+
+/// Records and submits the frame's DNN work ahead of the scene (`Render`, after the schedule),
+/// then maps the copies of the outputs and of CPU steps' inputs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn submit_dnn_work_first(
+    device: Res<RenderDevice>,
+    queue: Res<RenderQueue>,
+    mut backend: ResMut<InferenceBackend>,
+    mut dnns: ResMut<RenderDnns>,
+    mut sched: ResMut<Scheduler>,
+    mut plan: ResMut<FramePlan>,
+    workers: Res<Workers>,
+    clock: Res<HeimdallClock>,
+    outbox: Res<Outbox>,
+    waiter: Res<ReadbackWaiter>,
+) {
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("heimdall DNN work"),
+    });
+    if let Some(t) = backend.timer.as_mut() {
+        t.begin(&mut encoder, sched.frame);
+    }
+    let recorded = record(
+        &mut encoder,
+        &mut backend,
+        &mut dnns,
+        &mut sched,
+        &mut plan,
+        &workers,
+        &clock,
+        &outbox,
+    );
+    if recorded || backend.timer.as_ref().is_some_and(|t| t.active()) {
+        queue.submit([encoder.finish()]);
+        map_outputs(&mut dnns, &backend, &waiter, &outbox);
+    }
+}
+
+/// Starts the frame's timestamps before the scene passes: the frame's first mark when the DNN
+/// work goes after the scene, else the scene's own start.
 pub(crate) fn begin_frame_timer(
     mut ctx: RenderContext,
     mut backend: ResMut<InferenceBackend>,
     sched: Res<Scheduler>,
+    settings: Res<HeimdallSettings>,
 ) {
     if let Some(t) = backend.timer.as_mut() {
-        t.begin(ctx.command_encoder(), sched.frame);
+        if settings.dnn_work_first {
+            t.mark(ctx.command_encoder(), Mark::SceneBegin);
+        } else {
+            t.begin(ctx.command_encoder(), sched.frame);
+        }
     }
 }
 
-/// Records this frame's DNN work after the scene.
+/// Ends the scene's timestamps after its passes and resolves the frame's marks (DNN work
+/// first).
+pub(crate) fn end_frame_timer(mut ctx: RenderContext, mut backend: ResMut<InferenceBackend>) {
+    if let Some(t) = backend.timer.as_mut() {
+        let encoder = ctx.command_encoder();
+        t.mark(encoder, Mark::SceneEnd);
+        t.finish(encoder);
+    }
+}
+
+/// Records this frame's DNN work after the scene, into the frame's own encoder.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_dnn_work(
     mut ctx: RenderContext,
@@ -39,14 +111,41 @@ pub(crate) fn encode_dnn_work(
     clock: Res<HeimdallClock>,
     outbox: Res<Outbox>,
 ) {
-    let (dnns, sched) = (&mut *dnns, &mut *sched);
     let encoder = ctx.command_encoder();
-    let timer = &mut backend.timer;
-    if let Some(t) = timer.as_mut() {
+    if let Some(t) = backend.timer.as_mut() {
         t.mark(encoder, Mark::SceneEnd);
     }
-    let now = plan.now_ms;
+    record(
+        encoder,
+        &mut backend,
+        &mut dnns,
+        &mut sched,
+        &mut plan,
+        &workers,
+        &clock,
+        &outbox,
+    );
+    if let Some(t) = backend.timer.as_mut() {
+        t.finish(encoder);
+    }
+}
 
+/// Records the frame's DNN work into `encoder` and ends the scheduler's frame; whether
+/// anything was recorded.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    encoder: &mut wgpu::CommandEncoder,
+    backend: &mut InferenceBackend,
+    dnns: &mut RenderDnns,
+    sched: &mut Scheduler,
+    plan: &mut FramePlan,
+    workers: &Workers,
+    clock: &HeimdallClock,
+    outbox: &Outbox,
+) -> bool {
+    let timer = &mut backend.timer;
+    let now = plan.now_ms;
+    let mut recorded = false;
     // 1. Preprocessing of the inferences started this frame (before their first chunk).
     let mut preprocessed = false;
     for d in dnns.map.values_mut() {
@@ -59,6 +158,7 @@ pub(crate) fn encode_dnn_work(
         if let (Some(pre), Some(binding)) = (&c.pre, c.bindings.get(&texture)) {
             pre.encode(encoder, binding);
             preprocessed = true;
+            recorded = true;
         }
     }
     if preprocessed && let Some(t) = timer.as_mut() {
@@ -89,6 +189,7 @@ pub(crate) fn encode_dnn_work(
             (Some(_), ModelState::Ready(_)) => Err("the inference moved to the CPU".to_string()),
             _ => Err("no inference in flight".to_string()),
         };
+        recorded |= encoded.is_ok();
         match encoded {
             Ok(()) if timed => {
                 if let Some(t) = timer.as_mut() {
@@ -116,7 +217,8 @@ pub(crate) fn encode_dnn_work(
 
     // 3. CPU work (fallback steps download their inputs here, after the chunks).
     for c in std::mem::take(&mut plan.cpu) {
-        dispatch_cpu(c, now, encoder, dnns, sched, &workers, *clock, &outbox);
+        dispatch_cpu(c, now, encoder, dnns, sched, workers, *clock, outbox);
+        recorded = true;
     }
 
     // 4. Output copies of the inferences whose last step was encoded (or ran on the CPU).
@@ -132,15 +234,14 @@ pub(crate) fn encode_dnn_work(
             Ok(()) => {
                 job.readback = ReadbackState::Encoded;
                 job.need_readback = false;
+                recorded = true;
             }
             Err(err) => error!("heimdall: {}: readback: {err}", d.name),
         }
-    }
-    if let Some(t) = timer.as_mut() {
-        t.finish(encoder);
     }
     if !timed {
         outbox.send(RenderMessage::Frame(FrameRecord::untimed(sched.frame)));
     }
     sched.frame += 1;
+    recorded
 }

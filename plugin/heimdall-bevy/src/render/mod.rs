@@ -5,10 +5,12 @@
 //!    ([`models`]) and collect what finished since the last frame ([`readback`]);
 //! 3. [`HeimdallRenderSystems::Schedule`]: start idle DNNs and ask the coordinator for this
 //!    frame's chunks ([`schedule`]);
-//! 4. [`HeimdallRenderSystems::Encode`]: after the scene passes, record the preprocessing, the
-//!    chunks and the output copies into the frame's own encoder ([`encode`]);
-//! 5. [`HeimdallRenderSystems::Readback`]: after the submission, map what was copied
-//!    ([`readback`]).
+//! 4. [`HeimdallRenderSystems::Encode`]: record the preprocessing, the chunks and the output
+//!    copies ([`encode`]): by default into an encoder of their own, submitted right away ahead of
+//!    the scene, their copies mapped at once; else into the frame's own encoder after the scene
+//!    passes;
+//! 5. [`HeimdallRenderSystems::Readback`]: after the frame's submission, map its timestamps (and
+//!    the copies recorded into it) ([`readback`]).
 //! 6. after Bevy presented the frame, stamp it for the stats' frame interval
 //!    (`stamp_presented`), with the render thread's phases of that frame ([`phases`]).
 //!
@@ -50,7 +52,9 @@ pub enum HeimdallRenderSystems {
     Prepare,
     /// This frame's decision (`Render`, in `Prepare`, after [`Self::Prepare`]).
     Schedule,
-    /// Record the DNN work after the scene (`RenderGraph`, after `camera_driver`).
+    /// Record the DNN work: submitted ahead of the scene (`Render`, in `Prepare`, after
+    /// [`Self::Schedule`]; [`HeimdallSettings::dnn_work_first`]), else after the scene passes
+    /// (`RenderGraph`, after `camera_driver`).
     Encode,
     /// Map the copies after the submission (`RenderGraph`, in `Finish`).
     Readback,
@@ -88,6 +92,7 @@ pub(crate) fn build(
             (
                 HeimdallRenderSystems::Prepare,
                 HeimdallRenderSystems::Schedule,
+                HeimdallRenderSystems::Encode,
             )
                 .chain()
                 .in_set(RenderSystems::Prepare),
@@ -112,20 +117,24 @@ pub(crate) fn build(
                 phases::stamp::<{ Stamp::HeimdallPrepare as usize }>
                     .in_set(RenderSystems::Prepare)
                     .before(HeimdallRenderSystems::Prepare),
-                phases::stamp::<{ Stamp::HeimdallScheduled as usize }>
+                phases::stamp::<{ Stamp::EncodeBegin as usize }>
                     .in_set(RenderSystems::Prepare)
-                    .after(HeimdallRenderSystems::Schedule),
+                    .after(HeimdallRenderSystems::Schedule)
+                    .before(HeimdallRenderSystems::Encode),
+                phases::stamp::<{ Stamp::EncodeEnd as usize }>
+                    .in_set(RenderSystems::Prepare)
+                    .after(HeimdallRenderSystems::Encode),
             ),
         )
         .add_systems(
             RenderGraph,
             (
                 phases::stamp::<{ Stamp::GraphBegin as usize }>.in_set(RenderGraphSystems::Begin),
-                phases::stamp::<{ Stamp::EncodeBegin as usize }>
+                phases::stamp::<{ Stamp::SceneRecorded as usize }>
                     .after(camera_driver)
                     .before(HeimdallRenderSystems::Encode)
                     .in_set(RenderGraphSystems::Render),
-                phases::stamp::<{ Stamp::EncodeEnd as usize }>
+                phases::stamp::<{ Stamp::LateEncodeEnd as usize }>
                     .after(HeimdallRenderSystems::Encode)
                     .in_set(RenderGraphSystems::Render),
                 phases::stamp::<{ Stamp::Submitted as usize }>
@@ -140,6 +149,9 @@ pub(crate) fn build(
                     .chain()
                     .in_set(HeimdallRenderSystems::Prepare),
                 schedule::plan_frame.in_set(HeimdallRenderSystems::Schedule),
+                encode::submit_dnn_work_first
+                    .run_if(encode::work_first)
+                    .in_set(HeimdallRenderSystems::Encode),
             )
                 .run_if(resource_exists::<schedule::Scheduler>),
         )
@@ -149,7 +161,12 @@ pub(crate) fn build(
                 encode::begin_frame_timer
                     .before(camera_driver)
                     .in_set(RenderGraphSystems::Render),
+                encode::end_frame_timer
+                    .run_if(encode::work_first)
+                    .after(camera_driver)
+                    .in_set(RenderGraphSystems::Render),
                 encode::encode_dnn_work
+                    .run_if(encode::work_after_scene)
                     .after(camera_driver)
                     .in_set(RenderGraphSystems::Render)
                     .in_set(HeimdallRenderSystems::Encode),

@@ -2,7 +2,8 @@
 //! Bevy's render schedules, turned into consecutive phases that add up to the frame's interval
 //! (previous presentation to this one). `stats.json` summarises each phase and lists them for
 //! every late frame, so a late frame can be told apart as a late main world, Bevy's own
-//! preparation, the scene's recording, the DNN work we record, the submission or the present.
+//! preparation, the scene's recording, the DNN work we record (and submit, when it goes ahead of
+//! the scene), the submission or the present.
 //!
 //! The stamps are `Instant::now()` calls in tiny systems: no GPU waits, no allocation.
 
@@ -17,15 +18,16 @@ pub const PHASES: [&str; PHASE_COUNT] = [
     "extract",
     "bevy_prepare_before_heimdall",
     "heimdall_prepare",
+    "heimdall_encode",
     "bevy_prepare_after_heimdall",
     "graph_scene",
-    "heimdall_encode",
+    "heimdall_encode_after_scene",
     "submit",
     "finish_and_present",
 ];
 
 /// How many phases a frame has.
-pub const PHASE_COUNT: usize = 9;
+pub const PHASE_COUNT: usize = 10;
 
 /// One frame's phases, ms, in the order of [`PHASES`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -45,16 +47,18 @@ pub(crate) enum Stamp {
     RenderBegin = 2,
     /// Our prepare systems start.
     HeimdallPrepare = 3,
-    /// Our schedule systems ended.
-    HeimdallScheduled = 4,
+    /// Our schedule systems ended; our DNN work's recording (ahead of the scene) starts.
+    EncodeBegin = 4,
+    /// Our DNN work ahead of the scene was recorded and submitted.
+    EncodeEnd = 5,
     /// The render graph started (`RenderGraphSystems::Begin`).
-    GraphBegin = 5,
-    /// Our DNN encoding starts (after the scene passes).
-    EncodeBegin = 6,
-    /// Our DNN encoding ended.
-    EncodeEnd = 7,
+    GraphBegin = 6,
+    /// The scene passes were recorded (after `camera_driver`).
+    SceneRecorded = 7,
+    /// Our DNN work after the scene was recorded (when it does not go first).
+    LateEncodeEnd = 8,
     /// The graph's submission ended (`RenderGraphSystems::Finish`).
-    Submitted = 8,
+    Submitted = 9,
 }
 
 /// The render thread's stamps for the frame in progress (render world).
@@ -127,13 +131,15 @@ mod tests {
         c.stamp(Stamp::Extract as usize, ms(4));
         c.stamp(Stamp::RenderBegin as usize, ms(5));
         c.stamp(Stamp::RenderBegin as usize, ms(6)); // a second stamp does not move it
+        c.stamp(Stamp::EncodeBegin as usize, ms(7));
+        c.stamp(Stamp::EncodeEnd as usize, ms(8));
         c.stamp(Stamp::GraphBegin as usize, ms(9));
-        c.stamp(Stamp::EncodeBegin as usize, ms(12));
-        c.stamp(Stamp::EncodeEnd as usize, ms(13));
+        c.stamp(Stamp::SceneRecorded as usize, ms(12));
+        c.stamp(Stamp::LateEncodeEnd as usize, ms(13));
         c.stamp(Stamp::Submitted as usize, ms(15));
         let p = c.presented(ms(17), Some(7)).unwrap();
         assert_eq!(p.frame, Some(7));
-        let want = [4.0, 1.0, 0.0, 0.0, 4.0, 3.0, 1.0, 2.0, 2.0];
+        let want = [4.0, 1.0, 0.0, 2.0, 1.0, 1.0, 3.0, 1.0, 2.0, 2.0];
         for (i, (got, want)) in p.ms.iter().zip(want).enumerate() {
             assert!((got - want).abs() < 1e-3, "{}: {got} vs {want}", PHASES[i]);
         }
@@ -152,10 +158,10 @@ mod tests {
         let mut c = PhaseClock::default();
         c.presented(t0, None);
         c.stamp(Stamp::GraphBegin as usize, ms(8));
-        c.stamp(Stamp::EncodeBegin as usize, ms(6)); // before the graph began: clamped to it
+        c.stamp(Stamp::SceneRecorded as usize, ms(6)); // before the graph began: clamped to it
         let p = c.presented(ms(10), None).unwrap();
         assert!(p.ms.iter().all(|&m| m >= 0.0));
         assert!((p.ms.iter().sum::<f32>() - 10.0).abs() < 1e-3);
-        assert_eq!(p.ms[5], 0.0);
+        assert_eq!(p.ms[6], 0.0);
     }
 }

@@ -20,6 +20,7 @@ use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::results::{ConvCacheRun, Outbox};
+use crate::settings::HeimdallSettings;
 use crate::workers::{Mailbox, Workers};
 
 /// How long a readback may take before it is given up (a lost device).
@@ -171,20 +172,39 @@ fn take(p: &Pending, alive: bool) -> Result<Option<Vec<Vec<f32>>>, String> {
     }
 }
 
-/// After the frame's submission: maps the output copies, the CPU steps' inputs and the
-/// timestamps encoded this frame, hands the output readbacks to the readback thread, and runs
-/// the map callbacks that are due.
+/// After the frame's submission: maps the timestamps encoded this frame and, when the DNN work
+/// went into the frame's own submission, its output copies and CPU steps' inputs
+/// ([`map_outputs`]); runs the map callbacks that are due.
 pub(crate) fn map_after_submit(
     mut dnns: ResMut<RenderDnns>,
     mut backend: ResMut<InferenceBackend>,
     waiter: Res<ReadbackWaiter>,
     outbox: Res<Outbox>,
+    settings: Res<HeimdallSettings>,
 ) {
     if let Some(t) = backend.timer.as_mut() {
         t.after_submit();
     }
+    if settings.dnn_work_first {
+        // The outputs were mapped after their own submission; only poll.
+        if let Some(ctx) = backend.gpu() {
+            let _ = ctx.device.poll(wgpu::PollType::Poll);
+        }
+        return;
+    }
+    map_outputs(&mut dnns, &backend, &waiter, &outbox);
+}
+
+/// Maps the output copies and CPU steps' input downloads just submitted, hands each readback
+/// to the readback thread and runs map callbacks that are due (never waits).
+pub(crate) fn map_outputs(
+    dnns: &mut RenderDnns,
+    backend: &InferenceBackend,
+    waiter: &ReadbackWaiter,
+    outbox: &Outbox,
+) {
     for (e, d) in &mut dnns.map {
-        let finish = d.finish(*e, &outbox);
+        let finish = d.finish(*e, outbox);
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };

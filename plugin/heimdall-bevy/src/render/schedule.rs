@@ -20,7 +20,7 @@ use super::extract::{ExtractedDisplay, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
 use super::models::{Job, ReadbackState, RenderDnns};
 use super::pacing::PacingMargin;
-use super::timer::{FrameMarks, FrameTimer, Mark};
+use super::timer::{FrameMarks, FrameTimer};
 use crate::camera::ExtractedFrames;
 use crate::clock::HeimdallClock;
 use crate::requests::ExtractedRequests;
@@ -72,24 +72,21 @@ impl Scheduler {
         let Some((encode_ms, works)) = self.timed.remove(&marks.frame) else {
             return;
         };
-        let scene = marks.time_of(Mark::SceneEnd).unwrap_or(0.0);
+        let scene = marks.scene_ms();
         if heimdall_mode {
             self.coordinator.observe_render(scene);
         }
-        let mut prev = marks.time_of(Mark::Preprocess).unwrap_or(scene);
         let mut chunks = Vec::new();
         let mut reported = Vec::new();
-        for (m, t) in &marks.marks {
-            if let Mark::Chunk { work, instance } = m {
-                let (s, e) = (encode_ms + prev, encode_ms + t);
-                if let Some((id, _)) = works.iter().find(|(id, _)| id.0 == *work) {
-                    self.coordinator.gpu_done(*id, s, e);
-                    reported.push(*id);
-                }
-                chunks.push((*instance, t - prev));
-                prev = *t;
+        for (work, instance, start, end) in marks.chunks() {
+            if let Some((id, _)) = works.iter().find(|(id, _)| id.0 == work) {
+                self.coordinator
+                    .gpu_done(*id, encode_ms + start, encode_ms + end);
+                reported.push(*id);
             }
+            chunks.push((instance, end - start));
         }
+        let prev = marks.last_chunk_end();
         // Chunks past the query set's capacity: their estimates.
         for (id, est) in works.iter().filter(|(id, _)| !reported.contains(id)) {
             let s = encode_ms + prev;
@@ -99,7 +96,7 @@ impl Scheduler {
             frame: marks.frame,
             timed: true,
             scene_ms: scene,
-            gpu_total_ms: marks.total_ms(),
+            gpu_total_ms: marks.busy_ms(),
             chunks,
             pacing_margin_ms: self.pacing.extra_ms,
         }));

@@ -1,9 +1,12 @@
 //! GPU timestamps around the scene passes and each DNN chunk of a frame, read back a few frames
 //! later without ever waiting on the GPU.
 //!
-//! Per frame: `begin` (before the camera passes) writes mark 0, `mark` writes one more after the
-//! scene and after each chunk, `finish` resolves the written marks into a buffer and copies them to
-//! a staging buffer, `after_submit` maps it, and `collect` returns the frames whose marks arrived.
+//! Per frame: `begin` writes mark 0 (before the DNN work when it goes first, else before the
+//! camera passes), `mark` writes one more at each boundary (start and end of the scene, end of
+//! the preprocessing and of each chunk), `finish` resolves the written marks into a buffer and
+//! copies them to a staging buffer, `after_submit` maps it, and `collect` returns the frames whose
+//! marks arrived. The marks of one frame may span two submissions (the DNN work's, then the
+//! frame's): they are in GPU order either way.
 //! A ring of slots lets frames overlap; a frame whose slot is still busy is not timed.
 
 use std::sync::Arc;
@@ -12,8 +15,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// What a mark closes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {
-    /// Start of the frame (before the scene).
+    /// Start of the frame (before its first GPU work).
     Begin,
+    /// Start of the scene passes, when the DNN work went before them.
+    SceneBegin,
     /// End of the scene passes.
     SceneEnd,
     /// End of the preprocessing of the inputs requested this frame.
@@ -57,9 +62,50 @@ impl FrameMarks {
         self.marks.iter().find(|(k, _)| *k == m).map(|(_, t)| *t)
     }
 
-    /// End of the last mark (the frame's GPU time).
+    /// End of the last mark (from the frame's first GPU work to its last, gaps included).
     pub fn total_ms(&self) -> f64 {
         self.marks.last().map_or(0.0, |(_, t)| *t)
+    }
+
+    /// The scene passes' GPU time: from [`Mark::SceneBegin`] (or the frame's start) to
+    /// [`Mark::SceneEnd`].
+    pub fn scene_ms(&self) -> f64 {
+        let begin = self.time_of(Mark::SceneBegin).unwrap_or(0.0);
+        self.time_of(Mark::SceneEnd)
+            .map_or(0.0, |end| (end - begin).max(0.0))
+    }
+
+    /// The frame's GPU busy time: the scene's plus the DNN work's, without the gap between the
+    /// DNN work's submission and the scene's when the DNN work goes first.
+    pub fn busy_ms(&self) -> f64 {
+        let mut busy = 0.0;
+        let mut prev = 0.0;
+        for (m, t) in &self.marks {
+            if *m != Mark::SceneBegin {
+                busy += (t - prev).max(0.0);
+            }
+            prev = *t;
+        }
+        busy
+    }
+
+    /// Each chunk in GPU order, from the mark before it to its own: (work id, instance, start
+    /// ms, end ms).
+    pub fn chunks(&self) -> Vec<(u64, u32, f64, f64)> {
+        let mut prev = 0.0;
+        let mut out = Vec::new();
+        for (m, t) in &self.marks {
+            if let Mark::Chunk { work, instance } = m {
+                out.push((*work, *instance, prev, *t));
+            }
+            prev = *t;
+        }
+        out
+    }
+
+    /// The end of the frame's last chunk (0 without chunks).
+    pub fn last_chunk_end(&self) -> f64 {
+        self.chunks().last().map_or(0.0, |c| c.3)
     }
 }
 
@@ -202,5 +248,46 @@ impl FrameTimer {
         }
         out.sort_by_key(|f| f.frame);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(work: u64) -> Mark {
+        Mark::Chunk { work, instance: 0 }
+    }
+
+    #[test]
+    fn dnn_work_first_times_the_scene_and_the_chunks_apart() {
+        // DNN work first: preprocessing 0.2 ms, chunks of 0.3 and 0.5 ms; the GPU then idles
+        // until the scene starts at 2.0 ms and ends at 9.0 ms.
+        let m = FrameMarks {
+            frame: 3,
+            marks: vec![
+                (Mark::Preprocess, 0.2),
+                (chunk(1), 0.5),
+                (chunk(2), 1.0),
+                (Mark::SceneBegin, 2.0),
+                (Mark::SceneEnd, 9.0),
+            ],
+        };
+        assert!((m.scene_ms() - 7.0).abs() < 1e-12);
+        assert!((m.busy_ms() - 8.0).abs() < 1e-12, "{}", m.busy_ms());
+        assert!((m.total_ms() - 9.0).abs() < 1e-12);
+        let c = m.chunks();
+        assert_eq!(c, vec![(1, 0, 0.2, 0.5), (2, 0, 0.5, 1.0)]);
+    }
+
+    #[test]
+    fn dnn_work_after_the_scene_times_as_before() {
+        let m = FrameMarks {
+            frame: 3,
+            marks: vec![(Mark::SceneEnd, 6.0), (chunk(7), 6.4), (chunk(8), 7.0)],
+        };
+        assert!((m.scene_ms() - 6.0).abs() < 1e-12);
+        assert!((m.busy_ms() - 7.0).abs() < 1e-12);
+        assert_eq!(m.chunks(), vec![(7, 0, 6.0, 6.4), (8, 0, 6.4, 7.0)]);
     }
 }

@@ -167,7 +167,12 @@ fn cmp_score(a: &Rank, b: &Rank) -> std::cmp::Ordering {
 /// deadline first. So an event DNN the policy ranks first pre-empts continuous DNNs at chunk
 /// granularity, even critical ones, as long as they still finish in time. When the deadlines
 /// conflict (waiting for the earliest deadline would make a job the policy values more miss its
-/// own), the more valuable one goes first: the overload is shed by the least valuable job.
+/// own), the more valuable one goes first: the overload is shed by the least valuable job. A job
+/// already past its deadline loses nothing more by waiting, so it never sheds another: among jobs
+/// that are all late, the earliest deadline goes first. Shedding by value there starved the
+/// oldest job for good (its decaying utility made it the least valuable, frame after frame): on
+/// a device far behind the frame rate a face detector's job waited minutes while two fresher
+/// DNNs took every step.
 pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bool)> {
     let &(best, b) = cands.iter().max_by(|x, y| cmp_score(&x.1, &y.1))?;
     // Jobs that cannot wait for the favourite (no allocation: this runs for every pair the
@@ -180,8 +185,10 @@ pub(super) fn choose(cands: &[(usize, Rank)], elapsed: f64) -> Option<(usize, bo
     let Some(&(e, er)) = must().min_by(|x, y| x.1.deadline.total_cmp(&y.1.deadline)) else {
         return Some((best, false));
     };
-    let conflict =
-        must().any(|(j, r)| *j != e && r.score > er.score && r.slack - elapsed < er.remaining);
+    let conflict = must().any(|(j, r)| {
+        let left = r.slack - elapsed;
+        *j != e && r.score > er.score && (0.0..er.remaining).contains(&left)
+    });
     if conflict {
         let &(v, _) = must()
             .max_by(|x, y| cmp_score(&x.1, &y.1))
@@ -268,6 +275,21 @@ mod tests {
         let d = rank(false, 2000.0, 500.0, 10.0, 0.4);
         assert_eq!(choose(&[(0, c), (1, d)], 0.0), Some((1, false)));
         assert_eq!(choose(&[], 0.0), None);
+    }
+
+    /// Every job already late (a device far behind the frame rate): nothing is saved by
+    /// shedding, so the earliest deadline goes first whatever the scores, and the oldest job
+    /// cannot starve behind fresher, more valuable ones.
+    #[test]
+    fn late_jobs_go_earliest_deadline_first_whatever_their_value() {
+        let oldest = rank(true, 2_000.0, -1.5e6, 1.1e6, -1.4e-7);
+        let fresh = rank(true, 138_000.0, -1.5e5, 1.2e5, -1.6e-9);
+        let fresher = rank(true, 139_000.0, -7.0e4, 5.0e4, -2.8e-9);
+        let all = [(0, fresher), (1, fresh), (2, oldest)];
+        assert_eq!(choose(&all, 0.0), Some((2, true)));
+        // One job that can still make its deadline by going first is still shed for.
+        let savable = rank(true, 140_000.0, 10.0, 5.0, 0.5);
+        assert_eq!(choose(&[(0, oldest), (1, savable)], 0.0), Some((1, true)));
     }
 
     #[test]
