@@ -36,6 +36,10 @@ pub struct GpuContext {
     /// [`crate::conv_cache`]). A caller's device is assumed validated unless told otherwise
     /// ([`GpuContext::with_indirect_validation`]); [`GpuContext::create`] turns it off.
     pub indirect_validation: bool,
+    /// The adapter's cooperative matrix configurations (`VK_KHR_cooperative_matrix`, subgroup
+    /// scope), where the device was created with `EXPERIMENTAL_COOPERATIVE_MATRIX`; empty
+    /// otherwise (a caller's device: [`GpuContext::with_cooperative_matrices`] sets them).
+    pub coop_matrix: Vec<wgpu::CooperativeMatrixProperties>,
 }
 
 impl GpuContext {
@@ -51,7 +55,24 @@ impl GpuContext {
             features,
             limits,
             indirect_validation: true,
+            coop_matrix: Vec::new(),
         }
+    }
+
+    /// This context with the adapter's cooperative matrix configurations
+    /// (`wgpu::Adapter::cooperative_matrix_properties`); kept only where the device has
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`.
+    pub fn with_cooperative_matrices(
+        mut self,
+        configs: Vec<wgpu::CooperativeMatrixProperties>,
+    ) -> Self {
+        if self
+            .features
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        {
+            self.coop_matrix = configs;
+        }
+        self
     }
 
     /// This context, told whether the device's instance validates indirect dispatches (false
@@ -97,19 +118,40 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::NoDevice(e.to_string()))?;
-        let wanted = profile.features();
+        let mut wanted = profile.features();
+        // Tensor cores (`crate::coop`): cooperative matrices where the adapter offers them on a
+        // desktop profile, unless `HEIMDALL_COOP_MATRIX=0`.
+        let coop = profile == DeviceProfile::Desktop
+            && std::env::var("HEIMDALL_COOP_MATRIX").map_or(true, |v| v != "0");
+        if coop {
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let info = adapter.get_info();
+        let required_features = adapter.features() & wanted;
+        let experimental_features =
+            if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+                // SAFETY: wgpu asks that users of experimental features accept that their
+                // implementation may have bugs; the only one requested is cooperative matrices,
+                // used by `conv1x1_coop.wgsl` and the probe alone, each checked against the CPU
+                // (tests/conv1x1_coop.rs) before it is chosen by default.
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("heimdall-gpu"),
-                required_features: adapter.features() & wanted,
+                required_features,
                 required_limits: profile.limits(),
+                experimental_features,
                 ..Default::default()
             })
             .await
             .map_err(|e| GpuError::NoDevice(format!("{} ({:?}): {e}", info.name, info.backend)))?;
         DEVICES_CREATED.fetch_add(1, Ordering::AcqRel);
-        Ok(Self::from_device(device, queue, info).with_indirect_validation(validated))
+        Ok(Self::from_device(device, queue, info)
+            .with_indirect_validation(validated)
+            .with_cooperative_matrices(adapter.cooperative_matrix_properties()))
     }
 
     /// Whether kernels may store tensors as `f16` (the device has `SHADER_F16`).
@@ -263,6 +305,7 @@ impl GpuContext {
             conv1x1_tiled_min_slices: 12,
             conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
+            conv1x1_coop: crate::coop::conv1x1_coop_rule(self),
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -280,13 +323,14 @@ impl GpuContext {
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {}, {} storage buffers per stage, {} invocations per work group)",
+            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {}, cooperative matrices {}, {} storage buffers per stage, {} invocations per work group)",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.family(),
             self.has_f16(),
             self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            self.coop_matrix.len(),
             self.limits.max_storage_buffers_per_shader_stage,
             self.limits.max_compute_invocations_per_workgroup
         )
@@ -412,6 +456,10 @@ pub struct Tuning {
     /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,
+    /// Whether 1x1 convolutions of f16 inputs and weights may run on cooperative matrices
+    /// (`conv1x1_coop.wgsl`, tensor cores), and for which layers
+    /// ([`crate::coop::Conv1x1CoopRule`]); `None`: never.
+    pub conv1x1_coop: Option<crate::coop::Conv1x1CoopRule>,
 }
 
 impl Tuning {

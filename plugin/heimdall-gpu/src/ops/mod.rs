@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod concat;
 pub mod conv;
+pub mod conv1x1_coop;
 pub(crate) mod conv1x1_params;
 pub mod conv1x1_tiled;
 pub mod depthwise;
@@ -90,6 +91,7 @@ pub fn catalogue() -> Vec<KernelSource> {
             gather::catalogue,
             conv::catalogue,
             conv1x1_tiled::catalogue,
+            conv1x1_coop::catalogue,
             depthwise::catalogue,
             transpose_conv::catalogue,
             fully_connected::catalogue,

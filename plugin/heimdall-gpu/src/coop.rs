@@ -1,0 +1,384 @@
+//! Cooperative matrices (`VK_KHR_cooperative_matrix` through wgpu's
+//! `EXPERIMENTAL_COOPERATIVE_MATRIX`: NVIDIA's tensor cores): the adapter's configurations, the
+//! tiles of the 1x1 convolution that runs on them ([`crate::ops::conv1x1_coop`]), the rule that
+//! chooses it ([`Conv1x1CoopRule`]) and a matrix-product throughput probe ([`gemm_rate`]).
+//! [`crate::GpuContext::create`] asks for the feature where the adapter offers it
+//! (`HEIMDALL_COOP_MATRIX=0`: not). Measurements: `docs/gpu.md`, "The 1x1 convolution on
+//! tensor cores".
+
+use wgpu::{CooperativeMatrixProperties, CooperativeScalarType};
+
+use crate::context::{GpuContext, GpuFamily};
+use crate::error::GpuError;
+use crate::params::{ShaderParams, shader_params};
+use crate::precision::Precision;
+use crate::probe::Rate;
+
+/// A work group's share of the cooperative-matrix 1x1 convolution: `wm` x `wn` subgroups of 32
+/// threads, each with `fm` x `fn_` 16x16 f32 accumulators, over K tiles of `kt` input channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopTile {
+    /// Subgroups along the pixels.
+    pub wm: u32,
+    /// Subgroups along the output channels.
+    pub wn: u32,
+    /// 16-pixel fragments per subgroup.
+    pub fm: u32,
+    /// 16-channel fragments per subgroup.
+    pub fn_: u32,
+    /// Input channels per K tile (16 or 32).
+    pub kt: u32,
+}
+
+/// 64 pixels x 64 output channels, 4 subgroups of 2 x 2 fragments, K tiles of 32 channels.
+pub const COOP_64X64: CoopTile = CoopTile {
+    wm: 2,
+    wn: 2,
+    fm: 2,
+    fn_: 2,
+    kt: 32,
+};
+
+/// 128 pixels x 64 output channels, 4 subgroups of 2 x 4 fragments, K tiles of 16 channels.
+pub const COOP_128X64: CoopTile = CoopTile {
+    wm: 4,
+    wn: 1,
+    fm: 2,
+    fn_: 4,
+    kt: 16,
+};
+
+/// The tiles the catalogue validates.
+pub const COOP_TILES: [CoopTile; 2] = [COOP_64X64, COOP_128X64];
+
+impl CoopTile {
+    /// Stride of a subgroup's f32 scratch rows (16 channels + 4 of padding: 80 bytes).
+    pub const SCRATCH_STRIDE: u32 = 20;
+
+    /// Threads per work group.
+    pub fn threads(&self) -> u32 {
+        32 * self.wm * self.wn
+    }
+
+    /// Pixels per work group.
+    pub fn pixels(&self) -> u32 {
+        16 * self.fm * self.wm
+    }
+
+    /// Output channels per work group.
+    pub fn channels(&self) -> u32 {
+        16 * self.fn_ * self.wn
+    }
+
+    /// Output slices (4 channels) per work group.
+    pub fn slices(&self) -> u32 {
+        self.channels() / 4
+    }
+
+    /// Input slices per K tile.
+    pub fn ks(&self) -> u32 {
+        self.kt / 4
+    }
+
+    /// Row stride of the staged x tile in f16 (K tile + 8: rows 16-byte aligned, skewed banks).
+    pub fn x_stride(&self) -> u32 {
+        self.kt + 8
+    }
+
+    /// Row stride of the staged w tile in f16.
+    pub fn w_stride(&self) -> u32 {
+        self.channels() + 8
+    }
+
+    /// Work-group memory in bytes: the x and w tiles (f16) and the subgroups' scratch (f32).
+    pub fn storage_bytes(&self) -> u32 {
+        2 * self.pixels() * self.x_stride()
+            + 2 * self.kt * self.w_stride()
+            + 4 * self.wm * self.wn * 16 * Self::SCRATCH_STRIDE
+    }
+
+    /// Whether the tile is well formed (K tiles of 16 or 32, whole loads per thread) and fits
+    /// `max_threads` threads and `max_storage` bytes of work-group memory.
+    pub fn fits(&self, max_threads: u32, max_storage: u32) -> bool {
+        let counts = [self.wm, self.wn, self.fm, self.fn_];
+        counts.iter().all(|&c| (1..=8).contains(&c))
+            && matches!(self.kt, 16 | 32)
+            && (self.pixels() * self.ks()).is_multiple_of(self.threads())
+            && (self.kt * self.slices()).is_multiple_of(self.threads())
+            && self.threads() <= max_threads
+            && self.storage_bytes() <= max_storage
+    }
+
+    /// Parses `WM,WN,FM,FN,KT`.
+    pub fn parse(s: &str) -> Option<CoopTile> {
+        let n: Vec<u32> = s
+            .split(',')
+            .map(|x| x.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        let [wm, wn, fm, fn_, kt] = n[..] else {
+            return None;
+        };
+        let t = CoopTile {
+            wm,
+            wn,
+            fm,
+            fn_,
+            kt,
+        };
+        t.fits(u32::MAX, u32::MAX).then_some(t)
+    }
+}
+
+impl std::fmt::Display for CoopTile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cooperative matrices {}x{} ({}x{} subgroups of {}x{} 16x16 fragments, K tiles of {})",
+            self.pixels(),
+            self.channels(),
+            self.wm,
+            self.wn,
+            self.fm,
+            self.fn_,
+            self.kt
+        )
+    }
+}
+
+/// Which 1x1 convolutions take the cooperative-matrix kernel ([`crate::Tuning::conv1x1_coop`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv1x1CoopRule {
+    /// The tile.
+    pub tile: CoopTile,
+    /// The fewest input slices (4 channels each).
+    pub min_in_slices: usize,
+    /// The fewest work groups the layer's grid must have.
+    pub min_groups: usize,
+}
+
+/// Whether the context has the configuration the kernel uses: 16x16x16, f16 A and B, f32
+/// accumulators.
+pub fn has_f16_f32_16(ctx: &GpuContext) -> bool {
+    ctx.coop_matrix.iter().any(|c| {
+        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+            && c.ab_type == CooperativeScalarType::F16
+            && c.cr_type == CooperativeScalarType::F32
+    })
+}
+
+/// The rule of a device: on NVIDIA (subgroups of 32) with `SHADER_F16` and the 16x16x16
+/// f16/f32 configuration, the 64x64 tile for layers of at least 12 input slices (48 channels,
+/// as the tiled kernel) and 32 work groups (4096 threads). `HEIMDALL_CONV1X1_COOP=0` turns it
+/// off, `=1` drops the size thresholds (every 1x1 conv of f16 inputs and weights, for tests),
+/// `=WM,WN,FM,FN,KT` takes that tile (for sweeps).
+pub fn conv1x1_coop_rule(ctx: &GpuContext) -> Option<Conv1x1CoopRule> {
+    if ctx.family() != GpuFamily::Nvidia || !ctx.has_f16() || !has_f16_f32_16(ctx) {
+        return None;
+    }
+    let mut rule = Conv1x1CoopRule {
+        tile: COOP_64X64,
+        min_in_slices: 12,
+        min_groups: 32,
+    };
+    match std::env::var("HEIMDALL_CONV1X1_COOP").ok().as_deref() {
+        Some("0") => return None,
+        Some("1") => {
+            rule.min_in_slices = 1;
+            rule.min_groups = 0;
+        }
+        Some(s) => {
+            if let Some(t) = CoopTile::parse(s) {
+                rule.tile = t;
+            }
+        }
+        None => {}
+    }
+    let l = &ctx.limits;
+    rule.tile
+        .fits(
+            l.max_compute_invocations_per_workgroup
+                .min(l.max_compute_workgroup_size_x),
+            l.max_compute_workgroup_storage_size,
+        )
+        .then_some(rule)
+}
+
+/// The tile a 1x1 conv of `pixels` pixels, `in_slices` input and `out_slices` output slices
+/// takes under `rule`, or `None`: x and w (`inputs`) must be f16, the reduction at least
+/// [`Conv1x1CoopRule::min_in_slices`] long, the output fill half the tile's channels and the
+/// grid have [`Conv1x1CoopRule::min_groups`] work groups.
+pub fn choose(
+    rule: Option<Conv1x1CoopRule>,
+    inputs: [Precision; 2],
+    pixels: usize,
+    in_slices: usize,
+    out_slices: usize,
+) -> Option<CoopTile> {
+    let r = rule?;
+    let t = r.tile;
+    let groups = pixels.div_ceil(t.pixels() as usize) * out_slices.div_ceil(t.slices() as usize);
+    (inputs == [Precision::F16; 2]
+        && pixels > 0
+        && in_slices >= r.min_in_slices.max(1)
+        && (2 * out_slices >= t.slices() as usize || r.min_groups == 0)
+        && groups >= r.min_groups)
+        .then_some(t)
+}
+
+/// A configuration as `MxNxK A->C`, e.g. `16x16x16 F16->F32`.
+pub fn describe(c: &CooperativeMatrixProperties) -> String {
+    format!(
+        "{}x{}x{} {:?}->{:?}{}",
+        c.m_size,
+        c.n_size,
+        c.k_size,
+        c.ab_type,
+        c.cr_type,
+        if c.saturating_accumulation {
+            " (saturating)"
+        } else {
+            ""
+        }
+    )
+}
+
+shader_params! {
+    /// Uniform parameters of the matrix-product probe.
+    struct GpuCoopProbeParams {
+        iterations: u32,
+    }
+}
+
+/// Independent accumulators per subgroup of the probe.
+const PROBE_CHAINS: u64 = 8;
+/// Subgroups per work group of the probe.
+const PROBE_SUBGROUPS: u64 = 4;
+
+/// The probe's source: each subgroup loads one A and one B 16x16 f16 fragment and runs
+/// [`PROBE_CHAINS`] independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
+/// `f16`), then stores them into a sink.
+pub fn probe_source(space: crate::params::ParamsSpace, acc: &str) -> String {
+    let mut s = format!(
+        "enable f16;\n{}\n{}\
+         @group(0) @binding(1) var<storage, read> src: array<f16>;\n\
+         @group(0) @binding(2) var<storage, read_write> sink: array<{acc}>;\n\
+         @compute @workgroup_size({wg})\n\
+         fn main(@builtin(local_invocation_index) lid: u32) {{\n\
+         \x20   let a = coopLoadT<coop_mat16x16<f16, A>>(&src[0], 16u);\n\
+         \x20   let b = coopLoadT<coop_mat16x16<f16, B>>(&src[256], 16u);\n",
+        crate::wgsl::COOP_ENABLE,
+        GpuCoopProbeParams::LAYOUT.wgsl(space),
+        wg = 32 * PROBE_SUBGROUPS
+    );
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!(
+            "    var c{c} = coopLoadT<coop_mat16x16<{acc}, C>>(&sink[{}], 16u);\n",
+            256 * c
+        ));
+    }
+    s.push_str("    for (var i = 0u; i < params.iterations; i++) {\n");
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!("        c{c} = coopMultiplyAdd(a, b, c{c});\n"));
+    }
+    // Every subgroup stores its chains over the same sink (a race of no consequence), so that
+    // the products cannot be removed.
+    s.push_str("    }\n");
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!("    coopStoreT(c{c}, &sink[{}], 16u);\n", 256 * c));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The matrix-product rate on cooperative matrices in GFLOP/s (2 flops per multiply-add of
+/// the 16x16x16 products), with f16 A and B and accumulators of `acc` ([`Precision::F32`] or
+/// [`Precision::F16`]), or `None` where the device lacks that configuration. As the FMA probe:
+/// 8192 work groups of 4 subgroups, chains calibrated to about 10 ms, 300 ms of warm-up, the
+/// median of 7 runs.
+pub fn gemm_rate(ctx: &GpuContext, acc: Precision) -> Result<Option<Rate>, GpuError> {
+    let (ty, cr) = match acc {
+        Precision::F32 => ("f32", CooperativeScalarType::F32),
+        _ => ("f16", CooperativeScalarType::F16),
+    };
+    let has = ctx.coop_matrix.iter().any(|c| {
+        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+            && c.ab_type == CooperativeScalarType::F16
+            && c.cr_type == cr
+    });
+    if !has || !ctx.has_f16() {
+        return Ok(None);
+    }
+    let groups: u64 = 8192;
+    let src_values: Vec<f32> = (0..512).map(|i| ((i % 7) as f32 - 3.0) * 1e-3).collect();
+    let space = ctx.params_space();
+    crate::probe::calibrated(
+        ctx,
+        "probe_coop",
+        &probe_source(space, ty),
+        &[
+            &Precision::F16.encode(&src_values),
+            &vec![0u8; (PROBE_CHAINS * 256) as usize * acc.bytes_per_value()],
+        ],
+        groups,
+        |iterations| GpuCoopProbeParams { iterations }.to_bytes(),
+        (groups * PROBE_SUBGROUPS * PROBE_CHAINS) as f64 * 2.0 * 16.0 * 16.0 * 16.0,
+    )
+    .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_fit_webgpu_default_limits() {
+        let l = wgpu::Limits::default();
+        for t in COOP_TILES {
+            assert!(
+                t.fits(
+                    l.max_compute_invocations_per_workgroup,
+                    l.max_compute_workgroup_storage_size
+                ),
+                "{t}: {} bytes",
+                t.storage_bytes()
+            );
+            let counts = format!("{},{},{},{},{}", t.wm, t.wn, t.fm, t.fn_, t.kt);
+            assert_eq!(CoopTile::parse(&counts), Some(t));
+        }
+        assert_eq!(COOP_64X64.storage_bytes(), 14848);
+        assert_eq!(CoopTile::parse("2,2,2,2,24"), None);
+        assert_eq!(CoopTile::parse("2,2,2,2"), None);
+    }
+
+    #[test]
+    fn probe_shader_validates_with_naga() {
+        for space in [
+            crate::params::ParamsSpace::Uniform,
+            crate::params::ParamsSpace::Storage,
+        ] {
+            for acc in ["f32", "f16"] {
+                let src = probe_source(space, acc);
+                crate::wgsl::validate("probe_coop", &src, true).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn choice_needs_f16_inputs_and_size() {
+        let rule = Some(Conv1x1CoopRule {
+            tile: COOP_64X64,
+            min_in_slices: 12,
+            min_groups: 32,
+        });
+        let f16 = [Precision::F16; 2];
+        assert_eq!(choose(rule, f16, 128 * 128, 64, 64), Some(COOP_64X64));
+        assert_eq!(choose(rule, [Precision::F32; 2], 128 * 128, 64, 64), None);
+        assert_eq!(
+            choose(rule, [Precision::F16, Precision::F32], 128 * 128, 64, 64),
+            None
+        );
+        assert_eq!(choose(rule, f16, 128 * 128, 8, 64), None);
+        assert_eq!(choose(rule, f16, 64, 64, 64), None);
+        assert_eq!(choose(None, f16, 128 * 128, 64, 64), None);
+    }
+}
