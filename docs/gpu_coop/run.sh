@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # #18 item 4 on the device: cooperative matrices (tensor cores) through wgpu 29. Carried:
-# .devcoop/{debs,bin/heimdall.xz,bin/conv1x1_coop.xz,ppocr.onnx.xz} (bash .devcoop/run.sh).
-# PHASE: words probe, test, ab, models, guard, sweep (default: probe test ab models guard).
+# .devcoop/{debs,bin/heimdall.xz,bin/conv_coop.xz,ppocr.onnx.xz} (bash .devcoop/run.sh).
+# PHASE: words probe, test, ab, models, guard, sweep, perop (default: probe test ab models guard).
+# HEIMDALL_CONV_COOP=WM,WN,FM,FN,KT picks a tile (sweep: TILES="..."); =0 keeps the other
+# kernels; HEIMDALL_CONV_COOP_WINDOWED=0 keeps windowed convolutions on theirs.
 # The probe prints the adapter's cooperative matrix configurations, the matrix-product rate
 # and the 1x1 layer in f32, f16 storage (the other kernels) and f16 on cooperative matrices;
 # ab interleaves it with HEIMDALL_COOP_MATRIX=0 (the device created without the feature).
@@ -9,7 +11,7 @@ set -u
 mkdir -p /tmp/gl && for d in .devcoop/debs/*.deb; do dpkg -x $d /tmp/gl; done
 export LD_LIBRARY_PATH=/tmp/gl/usr/lib/x86_64-linux-gnu
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp HEIMDALL_ROOT=$PWD
-for b in heimdall conv1x1_coop; do xz -dc .devcoop/bin/$b.xz > /tmp/$b && chmod +x /tmp/$b; done
+for b in heimdall conv_coop; do xz -dc .devcoop/bin/$b.xz > /tmp/$b && chmod +x /tmp/$b; done
 mkdir -p .cache/models && xz -dc .devcoop/ppocr.onnx.xz > .cache/models/PP-OCRv6_det_small.onnx
 D=$OUT/coop; mkdir -p $D
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader | tee $D/gpu.txt
@@ -36,13 +38,13 @@ if [[ $P == *probe* ]]; then
   timeout 60 /tmp/heimdall bench --backend gpu --probe 2>&1 | tee $D/probe_text.txt
 fi
 if [[ $P == *test* ]]; then
-  HEIMDALL_KERNEL_CASES=${CASES:-24} timeout 100 /tmp/conv1x1_coop --test-threads 4 --nocapture 2>&1 | tail -25 | tee $D/test.txt
+  HEIMDALL_KERNEL_CASES=${CASES:-24} timeout 100 /tmp/conv_coop --test-threads 4 --nocapture 2>&1 | tail -25 | tee $D/test.txt
 fi
 if [[ $P == *ab* ]]; then
   for r in 1 2; do probe nocoop_$r HEIMDALL_COOP_MATRIX=0; probe coop_$r; done
 fi
 if [[ $P == *sweep* ]]; then
-  for t in ${TILES:-}; do probe t$t HEIMDALL_CONV1X1_COOP=$t; done
+  for t in ${TILES:-}; do probe t$t HEIMDALL_CONV_COOP=$t; done
 fi
 MS="assets/models/multistyle26.onnx --input-shape image=1x3x256x256"
 PO=".cache/models/PP-OCRv6_det_small.onnx --input-shape x=1x3x320x640"
@@ -52,15 +54,29 @@ if [[ $P == *models* ]]; then
       [ $m = ms ] && M=$MS || M=$PO
       BENV=HEIMDALL_COOP_MATRIX=0 bench ${m}_f32_nofeat_$r $M --precision f32
       BENV= bench ${m}_f32_$r $M --precision f32
-      BENV=HEIMDALL_CONV1X1_COOP=0 bench ${m}_f16st_$r $M --precision f16 --no-guard
+      BENV=HEIMDALL_CONV_COOP=0 bench ${m}_f16st_$r $M --precision f16 --no-guard
+      BENV=HEIMDALL_CONV_COOP_WINDOWED=0 bench ${m}_f16coop1x1_$r $M --precision f16 --no-guard
       BENV= bench ${m}_f16coop_$r $M --precision f16 --no-guard
+    done
+  done
+fi
+if [[ $P == *perop* ]]; then
+  # Where the time goes: the 12 slowest steps, f16 without and with cooperative matrices.
+  for m in ms po; do
+    [ $m = ms ] && M=$MS || M=$PO
+    for v in f16st f16coop; do
+      [ $v = f16st ] && E=HEIMDALL_CONV_COOP=0 || E=HEIMDALL_NONE=1
+      env $E timeout 120 /tmp/heimdall bench $M --backend gpu --precision f16 --no-guard --runs 20 --warmup 5 --per-op --json > $D/op_${m}_$v.json 2> $D/op_${m}_$v.err
+      python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); ops=sorted(d.get('ops',[]), key=lambda o: -o['median_ms'])
+print(sys.argv[2], 'run %.3f steps %.3f' % (d.get('gpu_run_ms') or -1, d.get('gpu_ms') or -1), ' '.join('%d:%s=%.3f' % (o['index'], o['op'][:14], o['median_ms']) for o in ops[:12]))" $D/op_${m}_$v.json ${m}_$v || tail -3 $D/op_${m}_$v.err
     done
   done
 fi
 if [[ $P == *guard* ]]; then
   for m in ms po; do
     [ $m = ms ] && M=$MS || M=$PO
-    BENV=HEIMDALL_CONV1X1_COOP=0 bench ${m}_f16st_guard $M --precision f16
+    BENV=HEIMDALL_CONV_COOP=0 bench ${m}_f16st_guard $M --precision f16
     BENV= bench ${m}_f16coop_guard $M --precision f16
   done
 fi

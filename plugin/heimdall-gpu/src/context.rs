@@ -132,17 +132,26 @@ impl GpuContext {
             if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
                 // SAFETY: wgpu asks that users of experimental features accept that their
                 // implementation may have bugs; the only one requested is cooperative matrices,
-                // used by `conv1x1_coop.wgsl` and the probe alone, each checked against the CPU
-                // (tests/conv1x1_coop.rs) before it is chosen by default.
+                // used by `conv_coop.wgsl` and the probe alone, each checked against the CPU
+                // (tests/conv_coop.rs) before it is chosen by default.
                 unsafe { wgpu::ExperimentalFeatures::enabled() }
             } else {
                 wgpu::ExperimentalFeatures::disabled()
             };
+        let mut required_limits = profile.limits();
+        if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // The cooperative-matrix kernels' larger tiles (`crate::coop::CoopTile`) take up to
+            // 48 KiB of work-group memory; the other kernels are chosen for 16 KiB, as before.
+            required_limits.max_compute_workgroup_storage_size = adapter
+                .limits()
+                .max_compute_workgroup_storage_size
+                .clamp(required_limits.max_compute_workgroup_storage_size, 48 << 10);
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("heimdall-gpu"),
                 required_features,
-                required_limits: profile.limits(),
+                required_limits,
                 experimental_features,
                 ..Default::default()
             })
@@ -305,7 +314,7 @@ impl GpuContext {
             conv1x1_tiled_min_slices: 12,
             conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
-            conv1x1_coop: crate::coop::conv1x1_coop_rule(self),
+            conv_coop: crate::coop::conv_coop_rule(self),
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -457,9 +466,9 @@ pub struct Tuning {
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,
     /// Whether 1x1 convolutions of f16 inputs and weights may run on cooperative matrices
-    /// (`conv1x1_coop.wgsl`, tensor cores), and for which layers
-    /// ([`crate::coop::Conv1x1CoopRule`]); `None`: never.
-    pub conv1x1_coop: Option<crate::coop::Conv1x1CoopRule>,
+    /// (`conv_coop.wgsl`, tensor cores), and for which layers
+    /// ([`crate::coop::ConvCoopRule`]); `None`: never.
+    pub conv_coop: Option<crate::coop::ConvCoopRule>,
 }
 
 impl Tuning {

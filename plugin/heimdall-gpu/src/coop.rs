@@ -1,7 +1,7 @@
 //! Cooperative matrices (`VK_KHR_cooperative_matrix` through wgpu's
 //! `EXPERIMENTAL_COOPERATIVE_MATRIX`: NVIDIA's tensor cores): the adapter's configurations, the
-//! tiles of the 1x1 convolution that runs on them ([`crate::ops::conv1x1_coop`]), the rule that
-//! chooses it ([`Conv1x1CoopRule`]) and a matrix-product throughput probe ([`gemm_rate`]).
+//! tiles of the 1x1 convolution that runs on them ([`crate::ops::conv_coop`]), the rule that
+//! chooses it ([`ConvCoopRule`]) and a matrix-product throughput probe ([`gemm_rate`]).
 //! [`crate::GpuContext::create`] asks for the feature where the adapter offers it
 //! (`HEIMDALL_COOP_MATRIX=0`: not). Measurements: `docs/gpu.md`, "The 1x1 convolution on
 //! tensor cores".
@@ -30,26 +30,39 @@ pub struct CoopTile {
     pub kt: u32,
 }
 
-/// 64 pixels x 64 output channels, 4 subgroups of 2 x 2 fragments, K tiles of 32 channels.
+/// 128 pixels x 128 output channels, 4 subgroups of 4 x 4 fragments, K tiles of 16 channels
+/// (H100, the probe's 128x128x256 -> 256: 0.0311 ms, the best of ten tiles).
+pub const COOP_128X128: CoopTile = CoopTile {
+    wm: 2,
+    wn: 2,
+    fm: 4,
+    fn_: 4,
+    kt: 16,
+};
+
+/// 128 pixels x 64 output channels, 4 subgroups of 4 x 2 fragments, K tiles of 32 channels
+/// (H100, the probe's layer: 0.0403 ms).
+pub const COOP_128X64: CoopTile = CoopTile {
+    wm: 2,
+    wn: 2,
+    fm: 4,
+    fn_: 2,
+    kt: 32,
+};
+
+/// 64 pixels x 64 output channels, 4 subgroups of 2 x 2 fragments, K tiles of 16 channels
+/// (H100, the probe's layer: 0.0368 ms; with K tiles of 32, 0.0449).
 pub const COOP_64X64: CoopTile = CoopTile {
     wm: 2,
     wn: 2,
     fm: 2,
     fn_: 2,
-    kt: 32,
-};
-
-/// 128 pixels x 64 output channels, 4 subgroups of 2 x 4 fragments, K tiles of 16 channels.
-pub const COOP_128X64: CoopTile = CoopTile {
-    wm: 4,
-    wn: 1,
-    fm: 2,
-    fn_: 4,
     kt: 16,
 };
 
-/// The tiles the catalogue validates.
-pub const COOP_TILES: [CoopTile; 2] = [COOP_64X64, COOP_128X64];
+/// The tiles of the rule, largest first ([`choose`] takes the one that pads the output
+/// channels least).
+pub const COOP_TILES: [CoopTile; 3] = [COOP_128X128, COOP_128X64, COOP_64X64];
 
 impl CoopTile {
     /// Stride of a subgroup's f32 scratch rows (16 channels + 4 of padding: 80 bytes).
@@ -145,15 +158,20 @@ impl std::fmt::Display for CoopTile {
     }
 }
 
-/// Which 1x1 convolutions take the cooperative-matrix kernel ([`crate::Tuning::conv1x1_coop`]).
+/// Which convolutions take the cooperative-matrix kernel ([`crate::Tuning::conv_coop`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Conv1x1CoopRule {
-    /// The tile.
-    pub tile: CoopTile,
-    /// The fewest input slices (4 channels each).
+pub struct ConvCoopRule {
+    /// The tiles, largest first; `tile_count` of them are used.
+    pub tiles: [CoopTile; 3],
+    /// How many of `tiles` the rule may take (1 with a forced tile).
+    pub tile_count: usize,
+    /// The fewest slices (4 channels each) of the reduction: input slices of a 1x1, taps x
+    /// input slices of a window.
     pub min_in_slices: usize,
     /// The fewest work groups the layer's grid must have.
     pub min_groups: usize,
+    /// Whether windowed convolutions (CONV_2D other than 1x1 stride 1) take it too.
+    pub windowed: bool,
 }
 
 /// Whether the context has the configuration the kernel uses: 16x16x16, f16 A and B, f32
@@ -167,20 +185,33 @@ pub fn has_f16_f32_16(ctx: &GpuContext) -> bool {
 }
 
 /// The rule of a device: on NVIDIA (subgroups of 32) with `SHADER_F16` and the 16x16x16
-/// f16/f32 configuration, the 64x64 tile for layers of at least 12 input slices (48 channels,
-/// as the tiled kernel) and 32 work groups (4096 threads). `HEIMDALL_CONV1X1_COOP=0` turns it
-/// off, `=1` drops the size thresholds (every 1x1 conv of f16 inputs and weights, for tests),
-/// `=WM,WN,FM,FN,KT` takes that tile (for sweeps).
-pub fn conv1x1_coop_rule(ctx: &GpuContext) -> Option<Conv1x1CoopRule> {
+/// f16/f32 configuration, the tiles of [`COOP_TILES`] that fit the device, for layers of at
+/// least 12 slices of reduction (48 channels, as the tiled kernel) and 32 work groups, 1x1 and
+/// windowed convolutions.
+/// `HEIMDALL_CONV_COOP=0` turns it off, `=1` drops the size thresholds (every conv of f16
+/// inputs and weights, for tests), `=WM,WN,FM,FN,KT` takes that tile (for sweeps);
+/// `HEIMDALL_CONV_COOP_WINDOWED=0` keeps windowed convolutions on their kernel.
+pub fn conv_coop_rule(ctx: &GpuContext) -> Option<ConvCoopRule> {
     if ctx.family() != GpuFamily::Nvidia || !ctx.has_f16() || !has_f16_f32_16(ctx) {
         return None;
     }
-    let mut rule = Conv1x1CoopRule {
-        tile: COOP_64X64,
+    let l = &ctx.limits;
+    let max_threads = l
+        .max_compute_invocations_per_workgroup
+        .min(l.max_compute_workgroup_size_x);
+    let fit: Vec<CoopTile> = COOP_TILES
+        .into_iter()
+        .filter(|t| t.fits(max_threads, l.max_compute_workgroup_storage_size))
+        .collect();
+    let mut rule = ConvCoopRule {
+        tiles: COOP_TILES,
+        tile_count: fit.len(),
         min_in_slices: 12,
         min_groups: 32,
+        windowed: std::env::var("HEIMDALL_CONV_COOP_WINDOWED").map_or(true, |v| v != "0"),
     };
-    match std::env::var("HEIMDALL_CONV1X1_COOP").ok().as_deref() {
+    rule.tiles[..fit.len()].copy_from_slice(&fit);
+    match std::env::var("HEIMDALL_CONV_COOP").ok().as_deref() {
         Some("0") => return None,
         Some("1") => {
             rule.min_in_slices = 1;
@@ -188,41 +219,57 @@ pub fn conv1x1_coop_rule(ctx: &GpuContext) -> Option<Conv1x1CoopRule> {
         }
         Some(s) => {
             if let Some(t) = CoopTile::parse(s) {
-                rule.tile = t;
+                if !t.fits(max_threads, l.max_compute_workgroup_storage_size) {
+                    return None;
+                }
+                rule = ConvCoopRule::one(t, rule.min_in_slices, rule.min_groups, rule.windowed);
             }
         }
         None => {}
     }
-    let l = &ctx.limits;
-    rule.tile
-        .fits(
-            l.max_compute_invocations_per_workgroup
-                .min(l.max_compute_workgroup_size_x),
-            l.max_compute_workgroup_storage_size,
-        )
-        .then_some(rule)
+    (rule.tile_count > 0).then_some(rule)
 }
 
-/// The tile a 1x1 conv of `pixels` pixels, `in_slices` input and `out_slices` output slices
-/// takes under `rule`, or `None`: x and w (`inputs`) must be f16, the reduction at least
-/// [`Conv1x1CoopRule::min_in_slices`] long, the output fill half the tile's channels and the
-/// grid have [`Conv1x1CoopRule::min_groups`] work groups.
+impl ConvCoopRule {
+    /// A rule of the one tile `tile`.
+    pub fn one(tile: CoopTile, min_in_slices: usize, min_groups: usize, windowed: bool) -> Self {
+        ConvCoopRule {
+            tiles: [tile; 3],
+            tile_count: 1,
+            min_in_slices,
+            min_groups,
+            windowed,
+        }
+    }
+}
+
+/// The tile a conv of `pixels` output pixels, `in_slices` slices of reduction and `out_slices`
+/// output slices takes under `rule`, or `None`: x and w (`inputs`) must be f16 and the
+/// reduction at least [`ConvCoopRule::min_in_slices`] long; of the rule's tiles whose output
+/// channels are at least half used and whose grid has [`ConvCoopRule::min_groups`] work
+/// groups (without a size rule, every tile qualifies), the one that pads the output slices
+/// least, the first (largest) on a tie.
 pub fn choose(
-    rule: Option<Conv1x1CoopRule>,
+    rule: Option<ConvCoopRule>,
     inputs: [Precision; 2],
     pixels: usize,
     in_slices: usize,
     out_slices: usize,
 ) -> Option<CoopTile> {
     let r = rule?;
-    let t = r.tile;
-    let groups = pixels.div_ceil(t.pixels() as usize) * out_slices.div_ceil(t.slices() as usize);
-    (inputs == [Precision::F16; 2]
-        && pixels > 0
-        && in_slices >= r.min_in_slices.max(1)
-        && (2 * out_slices >= t.slices() as usize || r.min_groups == 0)
-        && groups >= r.min_groups)
-        .then_some(t)
+    if inputs != [Precision::F16; 2] || pixels == 0 || in_slices < r.min_in_slices.max(1) {
+        return None;
+    }
+    let forced = r.min_groups == 0;
+    r.tiles[..r.tile_count.min(3)]
+        .iter()
+        .copied()
+        .filter(|t| {
+            let groups =
+                pixels.div_ceil(t.pixels() as usize) * out_slices.div_ceil(t.slices() as usize);
+            forced || (2 * out_slices >= t.slices() as usize && groups >= r.min_groups)
+        })
+        .min_by_key(|t| out_slices.next_multiple_of(t.slices() as usize))
 }
 
 /// A configuration as `MxNxK A->C`, e.g. `16x16x16 F16->F32`.
@@ -331,21 +378,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tiles_fit_webgpu_default_limits() {
+    fn tiles_fit_the_requested_limits() {
+        // The device asks for up to 48 KiB where it has cooperative matrices; 128x128 and
+        // 64x64 fit WebGPU's default 16 KiB.
         let l = wgpu::Limits::default();
         for t in COOP_TILES {
             assert!(
-                t.fits(
-                    l.max_compute_invocations_per_workgroup,
-                    l.max_compute_workgroup_storage_size
-                ),
+                t.fits(l.max_compute_invocations_per_workgroup, 48 << 10),
+                "{t}"
+            );
+            let default = t.fits(
+                l.max_compute_invocations_per_workgroup,
+                l.max_compute_workgroup_storage_size,
+            );
+            assert_eq!(
+                default,
+                t != COOP_128X64,
                 "{t}: {} bytes",
                 t.storage_bytes()
             );
             let counts = format!("{},{},{},{},{}", t.wm, t.wn, t.fm, t.fn_, t.kt);
             assert_eq!(CoopTile::parse(&counts), Some(t));
         }
-        assert_eq!(COOP_64X64.storage_bytes(), 14848);
+        assert_eq!(COOP_128X128.storage_bytes(), 6144 + 4352 + 5120);
         assert_eq!(CoopTile::parse("2,2,2,2,24"), None);
         assert_eq!(CoopTile::parse("2,2,2,2"), None);
     }
@@ -365,20 +420,29 @@ mod tests {
 
     #[test]
     fn choice_needs_f16_inputs_and_size() {
-        let rule = Some(Conv1x1CoopRule {
-            tile: COOP_64X64,
+        let rule = Some(ConvCoopRule {
+            tiles: COOP_TILES,
+            tile_count: 3,
             min_in_slices: 12,
             min_groups: 32,
+            windowed: true,
         });
         let f16 = [Precision::F16; 2];
-        assert_eq!(choose(rule, f16, 128 * 128, 64, 64), Some(COOP_64X64));
+        assert_eq!(choose(rule, f16, 128 * 128, 64, 64), Some(COOP_128X128));
+        // 96 output channels: 128 either way, the largest tile; 48: a 64-channel tile.
+        assert_eq!(choose(rule, f16, 80 * 160, 12, 24), Some(COOP_128X128));
+        assert_eq!(choose(rule, f16, 80 * 160, 12, 12), Some(COOP_128X64));
         assert_eq!(choose(rule, [Precision::F32; 2], 128 * 128, 64, 64), None);
         assert_eq!(
             choose(rule, [Precision::F16, Precision::F32], 128 * 128, 64, 64),
             None
         );
         assert_eq!(choose(rule, f16, 128 * 128, 8, 64), None);
+        // A small grid: 64x64 tiles keep 32 work groups where 128x128 ones do not.
+        assert_eq!(choose(rule, f16, 32 * 32, 64, 32), Some(COOP_64X64));
         assert_eq!(choose(rule, f16, 64, 64, 64), None);
         assert_eq!(choose(None, f16, 128 * 128, 64, 64), None);
+        let one = Some(ConvCoopRule::one(COOP_64X64, 1, 0, true));
+        assert_eq!(choose(one, f16, 5, 1, 1), Some(COOP_64X64));
     }
 }

@@ -628,9 +628,9 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
     let mut conv1x1 = Vec::new();
     for &p in precisions {
         // f16 on cooperative matrices: also without them (f16 storage, the other kernels).
-        if tuning.conv1x1_coop.is_some() && p != Precision::F32 {
+        if tuning.conv_coop.is_some() && p != Precision::F32 {
             let off = crate::context::Tuning {
-                conv1x1_coop: None,
+                conv_coop: None,
                 ..tuning
             };
             conv1x1.push(conv1x1_tuned(ctx, shape, p, runs, off)?);

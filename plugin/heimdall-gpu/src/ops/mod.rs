@@ -9,9 +9,9 @@
 pub mod binary;
 pub mod concat;
 pub mod conv;
-pub mod conv1x1_coop;
 pub(crate) mod conv1x1_params;
 pub mod conv1x1_tiled;
+pub mod conv_coop;
 pub mod depthwise;
 pub mod fully_connected;
 pub mod instance_norm;
@@ -91,7 +91,7 @@ pub fn catalogue() -> Vec<KernelSource> {
             gather::catalogue,
             conv::catalogue,
             conv1x1_tiled::catalogue,
-            conv1x1_coop::catalogue,
+            conv_coop::catalogue,
             depthwise::catalogue,
             transpose_conv::catalogue,
             fully_connected::catalogue,

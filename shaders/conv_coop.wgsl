@@ -1,10 +1,14 @@
-// conv1x1_coop: 1x1 convolution (stride 1, no padding) as a GEMM on cooperative matrices
-//   (tensor cores: `enable wgpu_cooperative_matrix;`, 16x16x16, f16 A and B, f32 accumulators),
-//   for f16 inputs and weights on devices that have them (src/coop.rs, Tuning::conv1x1_coop).
-//   y[p, o] = epilogue(bias[o] + sum_i x[p, i] * w[o, i])
+// conv_coop: convolution as a GEMM on cooperative matrices (tensor cores: `enable
+//   wgpu_cooperative_matrix;`, 16x16x16, f16 A and B, f32 accumulators), for f16 inputs and
+//   weights on devices that have them (src/coop.rs, Tuning::conv_coop). A 1x1 conv (stride 1,
+//   no padding) reduces over the input slices; a windowed one is an implicit GEMM whose K runs
+//   over the taps (ky * k_w + kx, outer) and the input slices (inner), x read through the
+//   window (zeros outside the input).
+//   y[p, o] = epilogue(bias[o] + sum_k x_at(k, p) * w[k, o])
 // Layout: x, y, res in PHWC4 (vec4 index = slice * H * W + pixel); w is pre-transformed to
-//   [in_slice][in_lane][out_slice] vec4 (one row of the K x N matrix contiguous, as the tiled
-//   kernel's: src/ops/conv1x1_tiled.rs); bias is one vec4 per slice.
+//   [k_slice][in_lane][out_slice] vec4 (one row of the K x N matrix contiguous: 1x1 as the
+//   tiled kernel's, src/ops/conv1x1_tiled.rs; windowed: src/ops/conv_coop.rs); bias is one
+//   vec4 per slice.
 // Threads: a work group of TG = 32 * WM * WN threads (WM x WN subgroups of 32: NVIDIA only)
 //   owns BM = 16 * FM * WM pixels x BN = 16 * FN * WN output channels. Subgroup (wm, wn) =
 //   (sg % WM, sg / WM) keeps FM x FN 16x16 f32 accumulators: pixels 16 * (FM * wm + i) ..,
@@ -18,12 +22,13 @@
 //   Epilogue: each accumulator is stored into the subgroup's 16 x CS f32 scratch, read back as
 //   (pixel, output slice) vec4s (two per thread), and written through bias, epilogue and
 //   keep_lanes. Pixel tiles vary fastest across work groups.
-//   The tile loop, `conv_tile`, is generated (src/ops/conv1x1_coop.rs).
+//   The x loader `x_at(k, p)` and the tile loop `conv_tile` are generated (src/ops/conv_coop.rs).
 // Bindings: 0 params (uniform), x (read f16), w (read f16), bias (read f32), y (write), then
 //   the generated epilogue bindings (res, alpha). Generated symbols used: TG, WM, WN, FM, FN,
-//   KT, KS, BM, BN, BNS, XS, WS, CS, conv_tile, x_load_h, w_load_h, bias_load, y_store,
+//   KT, KS, BM, BN, BNS, XS, WS, CS, conv_tile, x_at, x_load_h, w_load_h, bias_load, y_store,
 //   epilogue, keep_lanes.
-// Params: `GpuConv1x1Params` (heimdall-gpu src/ops/conv1x1_params.rs), declared by composition.
+// Params: `GpuConv1x1Params` (1x1, src/ops/conv1x1_params.rs) or `GpuConvCoopParams`
+//   (windowed, src/ops/conv_coop.rs), declared by composition.
 
 // x tile [pixel][channel], w tile [channel][output channel], f16; f32 scratch per subgroup.
 var<workgroup> xs: array<f16, BM * XS>;

@@ -1,33 +1,84 @@
-//! The 1x1 convolution on cooperative matrices (`shaders/conv1x1_coop.wgsl`): a GEMM whose work
-//! groups stage K tiles of x and w as f16 in work-group memory and whose subgroups multiply
-//! 16x16x16 fragments on the tensor cores with f32 accumulators. Chosen for f16 inputs and
-//! weights where the device has cooperative matrices ([`crate::coop`]); measurements:
-//! `docs/gpu.md`, "The 1x1 convolution on tensor cores".
+//! Convolutions on cooperative matrices (`shaders/conv_coop.wgsl`): a GEMM (1x1) or implicit
+//! GEMM (windowed: K runs over the window's taps and the input slices) whose work groups stage K
+//! tiles of x and w as f16 in work-group memory and whose subgroups multiply 16x16x16 fragments
+//! on the tensor cores with f32 accumulators. Chosen for f16 inputs and weights where the device
+//! has cooperative matrices ([`crate::coop`]); measurements: `docs/gpu.md`, "Convolutions on
+//! tensor cores".
 
 use std::fmt::Write as _;
 
 use crate::coop::{COOP_64X64, COOP_TILES, CoopTile};
 use crate::ops::conv1x1_params::GpuConv1x1Params;
+use crate::params::shader_params;
 use crate::precision::Precision;
 use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
+
+shader_params! {
+    /// Uniform parameters of `shaders/conv_coop.wgsl` for a windowed convolution (a 1x1 one
+    /// takes [`GpuConv1x1Params`]): the 1x1 fields first, then `k_slices` (taps x input slices,
+    /// the reduction in slices) and the window's geometry.
+    struct GpuConvCoopParams {
+        pixels: u32,
+        in_slices: u32,
+        out_slices: u32,
+        out_channels: u32,
+        pixel_tiles: u32,
+        tiles: u32,
+        k_slices: u32,
+        in_h: u32,
+        in_w: u32,
+        out_w: u32,
+        k_w: u32,
+        stride_h: u32,
+        stride_w: u32,
+        dil_h: u32,
+        dil_w: u32,
+        pad_top: u32,
+        pad_left: u32,
+    }
+}
+
+/// The generated x loader `x_at(q, p)`: K slice `q` (input slice, or tap-major taps x input
+/// slices of a window) of output pixel `p`, zero past the reduction and outside the input.
+fn x_loader(windowed: bool) -> &'static str {
+    if windowed {
+        "fn x_at(q: u32, p: u32) -> vec4<f16> {\n\
+         \x20   let t = q / params.in_slices;\n\
+         \x20   let s = q % params.in_slices;\n\
+         \x20   let iy = i32((p / params.out_w) * params.stride_h + (t / params.k_w) * params.dil_h) - i32(params.pad_top);\n\
+         \x20   let ix = i32((p % params.out_w) * params.stride_w + (t % params.k_w) * params.dil_w) - i32(params.pad_left);\n\
+         \x20   let inside = q < params.k_slices && iy >= 0 && ix >= 0 && iy < i32(params.in_h) && ix < i32(params.in_w);\n\
+         \x20   let y = u32(clamp(iy, 0, i32(params.in_h) - 1));\n\
+         \x20   let x = u32(clamp(ix, 0, i32(params.in_w) - 1));\n\
+         \x20   return select(vec4<f16>(0.0), x_load_h((min(s, params.in_slices - 1u) * params.in_h + y) * params.in_w + x), inside);\n\
+         }\n"
+    } else {
+        "fn x_at(q: u32, p: u32) -> vec4<f16> {\n\
+         \x20   return select(vec4<f16>(0.0), x_load_h(min(q, params.in_slices - 1u) * params.pixels + p), q < params.in_slices);\n\
+         }\n"
+    }
+}
 
 /// The generated tile loop: this thread's share of the cooperative loads, the accumulators
 /// `c_i_j` (pixel fragment `i`, channel fragment `j` of the subgroup), the K loop (loads of the
 /// next tile into registers, the matrix products of this one from work-group memory, then the
 /// stores of the next between two barriers) and the epilogue, one accumulator at a time through
 /// the subgroup's scratch.
-fn tile_loop(tile: CoopTile) -> String {
+fn tile_loop(tile: CoopTile, windowed: bool) -> String {
     let xq = tile.pixels() * tile.ks() / tile.threads();
     let wq = tile.kt * tile.slices() / tile.threads();
-    let mut s = String::from(
-        "// Generated (src/ops/conv1x1_coop.rs): the tile loop of one work group.\n\
-         fn conv_tile(p0: u32, o0: u32, lid: u32) {\n\
+    let k = if windowed { "k_slices" } else { "in_slices" };
+    let mut s = format!(
+        "// Generated (src/ops/conv_coop.rs): the x loader and the tile loop of one work group.\n\
+         {}\
+         fn conv_tile(p0: u32, o0: u32, lid: u32) {{\n\
          \x20   let sg = lid / 32u;\n\
          \x20   let lane = lid % 32u;\n\
          \x20   let wm = sg % WM;\n\
          \x20   let wn = sg / WM;\n\
-         \x20   let nt = (params.in_slices + KS - 1u) / KS;\n\
-         \x20   let rows = params.in_slices * 4u;\n",
+         \x20   let nt = (params.{k} + KS - 1u) / KS;\n\
+         \x20   let rows = params.{k} * 4u;\n",
+        x_loader(windowed)
     );
     for q in 0..xq {
         let _ = writeln!(
@@ -56,7 +107,7 @@ fn tile_loop(tile: CoopTile) -> String {
             let _ = writeln!(
                 s,
                 "{ind}let xi_{q} = {k} + xk_{q};\n\
-                 {ind}xv_{q} = select(vec4<f16>(0.0), x_load_h(min(xi_{q}, params.in_slices - 1u) * params.pixels + xp_{q}), xi_{q} < params.in_slices);"
+                 {ind}xv_{q} = x_at(xi_{q}, xp_{q});"
             );
         }
         for q in 0..wq {
@@ -136,10 +187,17 @@ fn tile_loop(tile: CoopTile) -> String {
     s
 }
 
-/// Source of the cooperative-matrix 1x1 kernel for `tile`: f16 x and w (the only precision it
-/// reads), any output and residual precision.
-pub fn source(w: Precision, y: Precision, tile: CoopTile, epilogue: EpilogueDecl) -> KernelSource {
-    KernelSource {
+/// Source of the cooperative-matrix convolution for `tile`, 1x1 (parameters
+/// [`GpuConv1x1Params`]) or `windowed` ([`GpuConvCoopParams`]): f16 x and w (the only precision
+/// it reads), any output and residual precision.
+pub fn source(
+    w: Precision,
+    y: Precision,
+    tile: CoopTile,
+    epilogue: EpilogueDecl,
+    windowed: bool,
+) -> KernelSource {
+    let k = KernelSource {
         consts: vec![
             ("TG", tile.threads()),
             ("WM", tile.wm),
@@ -156,13 +214,13 @@ pub fn source(w: Precision, y: Precision, tile: CoopTile, epilogue: EpilogueDecl
             ("CS", CoopTile::SCRATCH_STRIDE),
         ],
         epilogue,
-        extra: tile_loop(tile),
+        extra: tile_loop(tile, windowed),
         // xs and ws are stored before the barrier preceding their reads, the scratch by the
         // subgroup before the barrier preceding its reads.
         zero_init_workgroup: false,
         coop_matrix: true,
         ..KernelSource::new(
-            "conv1x1_coop",
+            "conv_coop",
             vec![
                 BindingDecl::read("x", Precision::F16),
                 BindingDecl::read("w", w),
@@ -170,8 +228,28 @@ pub fn source(w: Precision, y: Precision, tile: CoopTile, epilogue: EpilogueDecl
                 BindingDecl::write("y", y),
             ],
         )
+    };
+    match windowed {
+        true => k.with_params::<GpuConvCoopParams>(),
+        false => k.with_params::<GpuConv1x1Params>(),
     }
-    .with_params::<GpuConv1x1Params>()
+}
+
+/// Filter `[co, kh, kw, ci]` as the K x N matrix of the windowed kernel: row
+/// `(tap * in_slices + slice) * 4 + lane` (taps `ky * kw + kx`) of `out_slices` vec4s (output
+/// lanes), zero-padded; for a 1x1 filter, [`super::conv1x1_tiled::transform_filter`].
+pub fn transform_filter(f: &[f32], co: usize, kh: usize, kw: usize, ci: usize) -> Vec<f32> {
+    let (os, is) = (co.div_ceil(4), ci.div_ceil(4));
+    let mut out = vec![0.0; kh * kw * is * 4 * os * 4];
+    for o in 0..co {
+        for t in 0..kh * kw {
+            for i in 0..ci {
+                let row = t * is * 4 + i;
+                out[(row * os + o / 4) * 4 + o % 4] = f[(o * kh * kw + t) * ci + i];
+            }
+        }
+    }
+    out
 }
 
 /// Every tile with representative epilogues, for the catalogue (naga validates them without a
@@ -183,8 +261,38 @@ pub fn catalogue(p: Precision) -> Vec<KernelSource> {
     let mut out: Vec<KernelSource> = EpilogueDecl::representative(p)
         .into_iter()
         .zip(COOP_TILES.into_iter().cycle())
-        .map(|(ep, tile)| source(p, p, tile, ep))
+        .enumerate()
+        .map(|(i, (ep, tile))| source(p, p, tile, ep, i % 2 == 1))
         .collect();
-    out.push(source(p, Precision::F32, COOP_64X64, EpilogueDecl::NONE));
+    out.push(source(
+        p,
+        Precision::F32,
+        COOP_64X64,
+        EpilogueDecl::NONE,
+        false,
+    ));
+    out.push(source(
+        p,
+        Precision::F32,
+        COOP_64X64,
+        EpilogueDecl::NONE,
+        true,
+    ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn windowed_filter_of_a_1x1_is_the_tiled_one() {
+        let f: Vec<f32> = (0..5 * 7).map(|v| v as f32).collect();
+        assert_eq!(
+            super::transform_filter(&f, 5, 1, 1, 7),
+            super::super::conv1x1_tiled::transform_filter(&f, 5, 7)
+        );
+        // 2 taps (1x2), ci = 1, co = 1: rows 0 (tap 0) and 4 (tap 1).
+        let t = super::transform_filter(&[3.0, 4.0], 1, 1, 2, 1);
+        assert_eq!(t.len(), 2 * 4 * 4);
+        assert_eq!((t[0], t[16]), (3.0, 4.0));
+    }
 }
