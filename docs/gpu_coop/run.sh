@@ -11,7 +11,7 @@ set -u
 mkdir -p /tmp/gl && for d in .devcoop/debs/*.deb; do dpkg -x $d /tmp/gl; done
 export LD_LIBRARY_PATH=/tmp/gl/usr/lib/x86_64-linux-gnu
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp HEIMDALL_ROOT=$PWD
-for b in heimdall conv_coop; do xz -dc .devcoop/bin/$b.xz > /tmp/$b && chmod +x /tmp/$b; done
+for b in heimdall conv_coop reduce_split; do [ -f .devcoop/bin/$b.xz ] || continue; xz -dc .devcoop/bin/$b.xz > /tmp/$b && chmod +x /tmp/$b; done
 mkdir -p .cache/models && xz -dc .devcoop/ppocr.onnx.xz > .cache/models/PP-OCRv6_det_small.onnx
 D=$OUT/coop; mkdir -p $D
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader | tee $D/gpu.txt
@@ -39,23 +39,28 @@ if [[ $P == *probe* ]]; then
 fi
 if [[ $P == *test* ]]; then
   HEIMDALL_KERNEL_CASES=${CASES:-24} timeout 100 /tmp/conv_coop --test-threads 4 --nocapture 2>&1 | tail -25 | tee $D/test.txt
+  [ -x /tmp/reduce_split ] && timeout 60 /tmp/reduce_split --test-threads 4 2>&1 | tail -8 | tee $D/test_reduce.txt
 fi
 if [[ $P == *ab* ]]; then
-  for r in 1 2; do probe nocoop_$r HEIMDALL_COOP_MATRIX=0; probe coop_$r; done
+  for r in 1 2 3; do probe nocoop_$r HEIMDALL_COOP_MATRIX=0; probe coop_$r; done
 fi
 if [[ $P == *sweep* ]]; then
   for t in ${TILES:-}; do probe t$t HEIMDALL_CONV_COOP=$t; done
 fi
+MAIN="HEIMDALL_COOP_MATRIX=0 HEIMDALL_REDUCE_SPLIT=0"
 MS="assets/models/multistyle26.onnx --input-shape image=1x3x256x256"
 PO=".cache/models/PP-OCRv6_det_small.onnx --input-shape x=1x3x320x640"
 if [[ $P == *models* ]]; then
+  # main: the device without cooperative matrices and one thread per reduction output (main's
+  # kernels); then f32, f16 storage (no cooperative matrices), 1x1 only, and all of them.
   for r in 1 2; do
     for m in ms po; do
       [ $m = ms ] && M=$MS || M=$PO
-      BENV=HEIMDALL_COOP_MATRIX=0 bench ${m}_f32_nofeat_$r $M --precision f32
+      BENV=$MAIN bench ${m}_f32_main_$r $M --precision f32
+      BENV=$MAIN bench ${m}_f16_main_$r $M --precision f16 --no-guard
       BENV= bench ${m}_f32_$r $M --precision f32
       BENV=HEIMDALL_CONV_COOP=0 bench ${m}_f16st_$r $M --precision f16 --no-guard
-      BENV=HEIMDALL_CONV_COOP_WINDOWED=0 bench ${m}_f16coop1x1_$r $M --precision f16 --no-guard
+      [ $r = 1 ] && BENV=HEIMDALL_CONV_COOP_WINDOWED=0 bench ${m}_f16coop1x1_$r $M --precision f16 --no-guard
       BENV= bench ${m}_f16coop_$r $M --precision f16 --no-guard
     done
   done
@@ -76,6 +81,7 @@ fi
 if [[ $P == *guard* ]]; then
   for m in ms po; do
     [ $m = ms ] && M=$MS || M=$PO
+    BENV=$MAIN bench ${m}_f16_main_guard $M --precision f16
     BENV=HEIMDALL_CONV_COOP=0 bench ${m}_f16st_guard $M --precision f16
     BENV= bench ${m}_f16coop_guard $M --precision f16
   done
