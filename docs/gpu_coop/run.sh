@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # #18 item 4 on the device: cooperative matrices (tensor cores) through wgpu 29. Carried:
 # .devcoop/{debs,bin/heimdall.xz,bin/conv_coop.xz,ppocr.onnx.xz} (bash .devcoop/run.sh).
-# PHASE: words probe, test, ab, models, guard, sweep, perop (default: probe test ab models guard).
+# PHASE: words probe, test, ab, models, guard, sweep, perop, potiles (default: probe test ab models guard).
 # HEIMDALL_CONV_COOP=WM,WN,FM,FN,KT picks a tile (sweep: TILES="..."); =0 keeps the other
 # kernels; HEIMDALL_CONV_COOP_WINDOWED=0 keeps windowed convolutions on theirs.
 # The probe prints the adapter's cooperative matrix configurations, the matrix-product rate
@@ -63,6 +63,12 @@ if [[ $P == *models* ]]; then
       [ $r = 1 ] && BENV=HEIMDALL_CONV_COOP_WINDOWED=0 bench ${m}_f16coop1x1_$r $M --precision f16 --no-guard
       BENV= bench ${m}_f16coop_$r $M --precision f16 --no-guard
     done
+  done
+fi
+if [[ $P == *potiles* ]]; then
+  # PP-OCR with one tile throughout (the size rule kept) against the default choice.
+  for t in 2,2,2,2,16 2,2,2,2,32 2,2,4,4,16; do
+    BENV=HEIMDALL_CONV_COOP=$t bench po_f16coop_t$t $PO --precision f16 --no-guard
   done
 fi
 if [[ $P == *perop* ]]; then

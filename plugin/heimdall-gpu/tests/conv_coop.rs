@@ -12,7 +12,7 @@ mod common;
 
 use common::{GraphBuilder, check_against_cpu, gpu, with_tuning};
 use heimdall_gpu::arith::Arith;
-use heimdall_gpu::coop::{COOP_128X64, COOP_128X128, COOP_TILES, ConvCoopRule};
+use heimdall_gpu::coop::{COOP_64X64, COOP_128X64, COOP_128X128, COOP_TILES, ConvCoopRule};
 use heimdall_gpu::ops::conv::{Conv1x1Kernel, conv1x1_kernel_for};
 use heimdall_gpu::{GpuFamily, Precision, Tuning};
 use heimdall_ir::{Activation, ConvAttrs, Epilogue, OpKind, Pad2d, UnaryKind};
@@ -253,10 +253,10 @@ fn nvidia_with_coop_picks_it_for_large_f16_layers() {
     );
     assert_eq!(
         kernel(Precision::F16, 80 * 160, 48, 96),
-        Conv1x1Kernel::Coop(COOP_128X128)
+        Conv1x1Kernel::Coop(COOP_64X64)
     );
     assert_eq!(
-        kernel(Precision::F16, 80 * 160, 96, 48),
+        kernel(Precision::F16, 256 * 256, 256, 64),
         Conv1x1Kernel::Coop(COOP_128X64)
     );
     assert!(matches!(
