@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::coop::{COOP_TILES, ConvCoopRule, CoopTile, has_f16_f32_16};
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
 use crate::params::ParamsSpace;
@@ -314,7 +315,7 @@ impl GpuContext {
             conv1x1_tiled_min_slices: 12,
             conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
-            conv_coop: crate::coop::conv_coop_rule(self),
+            conv_coop: coop_rule(self),
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -386,6 +387,52 @@ fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
             },
         )
         .as_deref()
+}
+
+/// The rule of a device: on NVIDIA (subgroups of 32) with `SHADER_F16` and the 16x16x16
+/// f16/f32 configuration, the tiles of [`crate::coop::COOP_TILES`] that fit the device, for layers of at
+/// least 12 slices of reduction (48 channels, as the tiled kernel) and 32 work groups, 1x1 and
+/// windowed convolutions.
+/// `HEIMDALL_CONV_COOP=0` turns it off, `=1` drops the size thresholds (every conv of f16
+/// inputs and weights, for tests), `=WM,WN,FM,FN,KT` takes that tile (for sweeps);
+/// `HEIMDALL_CONV_COOP_WINDOWED=0` keeps windowed convolutions on their kernel.
+fn coop_rule(ctx: &GpuContext) -> Option<ConvCoopRule> {
+    if ctx.family() != GpuFamily::Nvidia || !ctx.has_f16() || !has_f16_f32_16(&ctx.coop_matrix) {
+        return None;
+    }
+    let l = &ctx.limits;
+    let max_threads = l
+        .max_compute_invocations_per_workgroup
+        .min(l.max_compute_workgroup_size_x);
+    let fit: Vec<CoopTile> = COOP_TILES
+        .into_iter()
+        .filter(|t| t.fits(max_threads, l.max_compute_workgroup_storage_size))
+        .collect();
+    let mut rule = ConvCoopRule {
+        tiles: COOP_TILES,
+        tile_count: fit.len(),
+        min_in_slices: 12,
+        min_groups: 32,
+        windowed: std::env::var("HEIMDALL_CONV_COOP_WINDOWED").map_or(true, |v| v != "0"),
+    };
+    rule.tiles[..fit.len()].copy_from_slice(&fit);
+    match std::env::var("HEIMDALL_CONV_COOP").ok().as_deref() {
+        Some("0") => return None,
+        Some("1") => {
+            rule.min_in_slices = 1;
+            rule.min_groups = 0;
+        }
+        Some(s) => {
+            if let Some(t) = CoopTile::parse(s) {
+                if !t.fits(max_threads, l.max_compute_workgroup_storage_size) {
+                    return None;
+                }
+                rule = ConvCoopRule::one(t, rule.min_in_slices, rule.min_groups, rule.windowed);
+            }
+        }
+        None => {}
+    }
+    (rule.tile_count > 0).then_some(rule)
 }
 
 /// `HEIMDALL_TILED_MIN_THREADS=N`: [`Tuning::conv1x1_tiled_min_threads`] (for measurements).

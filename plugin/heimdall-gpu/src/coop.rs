@@ -1,18 +1,15 @@
 //! Cooperative matrices (`VK_KHR_cooperative_matrix` through wgpu's
 //! `EXPERIMENTAL_COOPERATIVE_MATRIX`: NVIDIA's tensor cores): the adapter's configurations, the
-//! tiles of the 1x1 convolution that runs on them ([`crate::ops::conv_coop`]), the rule that
-//! chooses it ([`ConvCoopRule`]) and a matrix-product throughput probe ([`gemm_rate`]).
+//! tiles of the convolutions that run on them ([`crate::ops::conv_coop`]) and the rule that
+//! chooses them ([`ConvCoopRule`], made per device by [`crate::GpuContext::tuning`]); the
+//! matrix-product throughput probe is [`crate::probe::coop_gemm_rate`]. Plain data: no device.
 //! [`crate::GpuContext::create`] asks for the feature where the adapter offers it
 //! (`HEIMDALL_COOP_MATRIX=0`: not). Measurements: `docs/gpu.md`, "The 1x1 convolution on
 //! tensor cores".
 
 use wgpu::{CooperativeMatrixProperties, CooperativeScalarType};
 
-use crate::context::{GpuContext, GpuFamily};
-use crate::error::GpuError;
-use crate::params::{ShaderParams, shader_params};
 use crate::precision::Precision;
-use crate::probe::Rate;
 
 /// A work group's share of the cooperative-matrix 1x1 convolution: `wm` x `wn` subgroups of 32
 /// threads, each with `fm` x `fn_` 16x16 f32 accumulators, over K tiles of `kt` input channels.
@@ -174,60 +171,14 @@ pub struct ConvCoopRule {
     pub windowed: bool,
 }
 
-/// Whether the context has the configuration the kernel uses: 16x16x16, f16 A and B, f32
+/// Whether `configs` hold the configuration the kernels use: 16x16x16, f16 A and B, f32
 /// accumulators.
-pub fn has_f16_f32_16(ctx: &GpuContext) -> bool {
-    ctx.coop_matrix.iter().any(|c| {
+pub fn has_f16_f32_16(configs: &[CooperativeMatrixProperties]) -> bool {
+    configs.iter().any(|c| {
         (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
             && c.ab_type == CooperativeScalarType::F16
             && c.cr_type == CooperativeScalarType::F32
     })
-}
-
-/// The rule of a device: on NVIDIA (subgroups of 32) with `SHADER_F16` and the 16x16x16
-/// f16/f32 configuration, the tiles of [`COOP_TILES`] that fit the device, for layers of at
-/// least 12 slices of reduction (48 channels, as the tiled kernel) and 32 work groups, 1x1 and
-/// windowed convolutions.
-/// `HEIMDALL_CONV_COOP=0` turns it off, `=1` drops the size thresholds (every conv of f16
-/// inputs and weights, for tests), `=WM,WN,FM,FN,KT` takes that tile (for sweeps);
-/// `HEIMDALL_CONV_COOP_WINDOWED=0` keeps windowed convolutions on their kernel.
-pub fn conv_coop_rule(ctx: &GpuContext) -> Option<ConvCoopRule> {
-    if ctx.family() != GpuFamily::Nvidia || !ctx.has_f16() || !has_f16_f32_16(ctx) {
-        return None;
-    }
-    let l = &ctx.limits;
-    let max_threads = l
-        .max_compute_invocations_per_workgroup
-        .min(l.max_compute_workgroup_size_x);
-    let fit: Vec<CoopTile> = COOP_TILES
-        .into_iter()
-        .filter(|t| t.fits(max_threads, l.max_compute_workgroup_storage_size))
-        .collect();
-    let mut rule = ConvCoopRule {
-        tiles: COOP_TILES,
-        tile_count: fit.len(),
-        min_in_slices: 12,
-        min_groups: 32,
-        windowed: std::env::var("HEIMDALL_CONV_COOP_WINDOWED").map_or(true, |v| v != "0"),
-    };
-    rule.tiles[..fit.len()].copy_from_slice(&fit);
-    match std::env::var("HEIMDALL_CONV_COOP").ok().as_deref() {
-        Some("0") => return None,
-        Some("1") => {
-            rule.min_in_slices = 1;
-            rule.min_groups = 0;
-        }
-        Some(s) => {
-            if let Some(t) = CoopTile::parse(s) {
-                if !t.fits(max_threads, l.max_compute_workgroup_storage_size) {
-                    return None;
-                }
-                rule = ConvCoopRule::one(t, rule.min_in_slices, rule.min_groups, rule.windowed);
-            }
-        }
-        None => {}
-    }
-    (rule.tile_count > 0).then_some(rule)
 }
 
 impl ConvCoopRule {
@@ -308,90 +259,6 @@ pub fn describe(c: &CooperativeMatrixProperties) -> String {
     )
 }
 
-shader_params! {
-    /// Uniform parameters of the matrix-product probe.
-    struct GpuCoopProbeParams {
-        iterations: u32,
-    }
-}
-
-/// Independent accumulators per subgroup of the probe.
-const PROBE_CHAINS: u64 = 8;
-/// Subgroups per work group of the probe.
-const PROBE_SUBGROUPS: u64 = 4;
-
-/// The probe's source: each subgroup loads one A and one B 16x16 f16 fragment and runs
-/// [`PROBE_CHAINS`] independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
-/// `f16`), then stores them into a sink.
-pub fn probe_source(space: crate::params::ParamsSpace, acc: &str) -> String {
-    let mut s = format!(
-        "enable f16;\n{}\n{}\
-         @group(0) @binding(1) var<storage, read> src: array<f16>;\n\
-         @group(0) @binding(2) var<storage, read_write> sink: array<{acc}>;\n\
-         @compute @workgroup_size({wg})\n\
-         fn main(@builtin(local_invocation_index) lid: u32) {{\n\
-         \x20   let a = coopLoadT<coop_mat16x16<f16, A>>(&src[0], 16u);\n\
-         \x20   let b = coopLoadT<coop_mat16x16<f16, B>>(&src[256], 16u);\n",
-        crate::wgsl::COOP_ENABLE,
-        GpuCoopProbeParams::LAYOUT.wgsl(space),
-        wg = 32 * PROBE_SUBGROUPS
-    );
-    for c in 0..PROBE_CHAINS {
-        s.push_str(&format!(
-            "    var c{c} = coopLoadT<coop_mat16x16<{acc}, C>>(&sink[{}], 16u);\n",
-            256 * c
-        ));
-    }
-    s.push_str("    for (var i = 0u; i < params.iterations; i++) {\n");
-    for c in 0..PROBE_CHAINS {
-        s.push_str(&format!("        c{c} = coopMultiplyAdd(a, b, c{c});\n"));
-    }
-    // Every subgroup stores its chains over the same sink (a race of no consequence), so that
-    // the products cannot be removed.
-    s.push_str("    }\n");
-    for c in 0..PROBE_CHAINS {
-        s.push_str(&format!("    coopStoreT(c{c}, &sink[{}], 16u);\n", 256 * c));
-    }
-    s.push_str("}\n");
-    s
-}
-
-/// The matrix-product rate on cooperative matrices in GFLOP/s (2 flops per multiply-add of
-/// the 16x16x16 products), with f16 A and B and accumulators of `acc` ([`Precision::F32`] or
-/// [`Precision::F16`]), or `None` where the device lacks that configuration. As the FMA probe:
-/// 8192 work groups of 4 subgroups, chains calibrated to about 10 ms, 300 ms of warm-up, the
-/// median of 7 runs.
-pub fn gemm_rate(ctx: &GpuContext, acc: Precision) -> Result<Option<Rate>, GpuError> {
-    let (ty, cr) = match acc {
-        Precision::F32 => ("f32", CooperativeScalarType::F32),
-        _ => ("f16", CooperativeScalarType::F16),
-    };
-    let has = ctx.coop_matrix.iter().any(|c| {
-        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
-            && c.ab_type == CooperativeScalarType::F16
-            && c.cr_type == cr
-    });
-    if !has || !ctx.has_f16() {
-        return Ok(None);
-    }
-    let groups: u64 = 8192;
-    let src_values: Vec<f32> = (0..512).map(|i| ((i % 7) as f32 - 3.0) * 1e-3).collect();
-    let space = ctx.params_space();
-    crate::probe::calibrated(
-        ctx,
-        "probe_coop",
-        &probe_source(space, ty),
-        &[
-            &Precision::F16.encode(&src_values),
-            &vec![0u8; (PROBE_CHAINS * 256) as usize * acc.bytes_per_value()],
-        ],
-        groups,
-        |iterations| GpuCoopProbeParams { iterations }.to_bytes(),
-        (groups * PROBE_SUBGROUPS * PROBE_CHAINS) as f64 * 2.0 * 16.0 * 16.0 * 16.0,
-    )
-    .map(Some)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,19 +289,6 @@ mod tests {
         assert_eq!(COOP_128X128.storage_bytes(), 6144 + 4352 + 5120);
         assert_eq!(CoopTile::parse("2,2,2,2,24"), None);
         assert_eq!(CoopTile::parse("2,2,2,2"), None);
-    }
-
-    #[test]
-    fn probe_shader_validates_with_naga() {
-        for space in [
-            crate::params::ParamsSpace::Uniform,
-            crate::params::ParamsSpace::Storage,
-        ] {
-            for acc in ["f32", "f16"] {
-                let src = probe_source(space, acc);
-                crate::wgsl::validate("probe_coop", &src, true).unwrap();
-            }
-        }
     }
 
     #[test]

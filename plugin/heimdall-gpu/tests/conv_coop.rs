@@ -27,7 +27,7 @@ fn coop_device() -> bool {
         let ctx = &gpu.ctx;
         let ok = ctx.family() == GpuFamily::Nvidia
             && ctx.has_f16()
-            && heimdall_gpu::coop::has_f16_f32_16(ctx);
+            && heimdall_gpu::coop::has_f16_f32_16(&ctx.coop_matrix);
         if !ok {
             eprintln!(
                 "skipping the cooperative-matrix kernel tests: {} has no 16x16x16 f16/f32 cooperative matrices on an NVIDIA GPU ({} configurations)",
