@@ -240,8 +240,9 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
     Ok(())
 }
 
-/// `bench --probe`: the device's measured FMA peak and copy bandwidth, and the 1x1 convolution
-/// benchmark in f32 and f16 against that peak.
+/// `bench --probe`: the device's measured FMA peak, cooperative matrix configurations and
+/// matrix-product rate, copy bandwidth, and the 1x1 convolution benchmark in f32 and f16 (where
+/// the device has cooperative matrices, f16 with and without them) against that peak.
 pub fn probe(as_json: bool) -> anyhow::Result<()> {
     let ctx = GpuContext::create()?;
     let r = probe::run(&ctx, &[Precision::F32, Precision::F16])?;
@@ -266,6 +267,10 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
             "fma_f16_gflops": r.fma_f16.map(|f| f.value),
             "copy_gbps": r.copy.value, "copy_ms": ms(r.copy.time), "copy_timing": format!("{:?}", r.copy.source),
             "conv1x1": convs,
+            "coop_configs": r.coop_configs,
+            "coop_f32_gflops": r.coop_f32.map(|f| f.value),
+            "coop_f16_gflops": r.coop_f16.map(|f| f.value),
+            "coop_error": r.coop_error,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
@@ -283,6 +288,24 @@ pub fn probe(as_json: bool) -> anyhow::Result<()> {
             f.value,
             ms(f.time)
         );
+    }
+    if r.coop_configs.is_empty() {
+        println!("cooperative matrices: none");
+    } else {
+        println!("cooperative matrices: {}", r.coop_configs.join(", "));
+    }
+    if let Some(e) = &r.coop_error {
+        println!("cooperative matrix probe failed: {e}");
+    }
+    for (name, rate) in [("f32", r.coop_f32), ("f16", r.coop_f16)] {
+        if let Some(f) = rate {
+            println!(
+                "cooperative matrix products 16x16x16 f16, {name} accumulators: {:.1} GFLOP/s ({:.3} ms, {:.1}x the FP32 FMA peak)",
+                f.value,
+                ms(f.time),
+                f.value / r.fma.value.max(f64::MIN_POSITIVE)
+            );
+        }
     }
     println!(
         "copy bandwidth: {:.1} GB/s read+write ({:.3} ms, {:?})",

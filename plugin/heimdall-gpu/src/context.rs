@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::coop::{COOP_TILES, ConvCoopRule, CoopTile, has_f16_f32_16};
 use crate::device_profile::DeviceProfile;
 use crate::error::GpuError;
 use crate::params::ParamsSpace;
@@ -36,6 +37,10 @@ pub struct GpuContext {
     /// [`crate::conv_cache`]). A caller's device is assumed validated unless told otherwise
     /// ([`GpuContext::with_indirect_validation`]); [`GpuContext::create`] turns it off.
     pub indirect_validation: bool,
+    /// The adapter's cooperative matrix configurations (`VK_KHR_cooperative_matrix`, subgroup
+    /// scope), where the device was created with `EXPERIMENTAL_COOPERATIVE_MATRIX`; empty
+    /// otherwise (a caller's device: [`GpuContext::with_cooperative_matrices`] sets them).
+    pub coop_matrix: Vec<wgpu::CooperativeMatrixProperties>,
 }
 
 impl GpuContext {
@@ -51,7 +56,24 @@ impl GpuContext {
             features,
             limits,
             indirect_validation: true,
+            coop_matrix: Vec::new(),
         }
+    }
+
+    /// This context with the adapter's cooperative matrix configurations
+    /// (`wgpu::Adapter::cooperative_matrix_properties`); kept only where the device has
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`.
+    pub fn with_cooperative_matrices(
+        mut self,
+        configs: Vec<wgpu::CooperativeMatrixProperties>,
+    ) -> Self {
+        if self
+            .features
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        {
+            self.coop_matrix = configs;
+        }
+        self
     }
 
     /// This context, told whether the device's instance validates indirect dispatches (false
@@ -97,19 +119,49 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::NoDevice(e.to_string()))?;
-        let wanted = profile.features();
+        let mut wanted = profile.features();
+        // Tensor cores (`crate::coop`): cooperative matrices where the adapter offers them on a
+        // desktop profile, unless `HEIMDALL_COOP_MATRIX=0`.
+        let coop = profile == DeviceProfile::Desktop
+            && std::env::var("HEIMDALL_COOP_MATRIX").map_or(true, |v| v != "0");
+        if coop {
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let info = adapter.get_info();
+        let required_features = adapter.features() & wanted;
+        let experimental_features =
+            if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+                // SAFETY: wgpu asks that users of experimental features accept that their
+                // implementation may have bugs; the only one requested is cooperative matrices,
+                // used by `conv_coop.wgsl` and the probe alone, each checked against the CPU
+                // (tests/conv_coop.rs) before it is chosen by default.
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            };
+        let mut required_limits = profile.limits();
+        if required_features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // The cooperative-matrix kernels' larger tiles (`crate::coop::CoopTile`) take up to
+            // 48 KiB of work-group memory; the other kernels are chosen for 16 KiB, as before.
+            required_limits.max_compute_workgroup_storage_size = adapter
+                .limits()
+                .max_compute_workgroup_storage_size
+                .clamp(required_limits.max_compute_workgroup_storage_size, 48 << 10);
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("heimdall-gpu"),
-                required_features: adapter.features() & wanted,
-                required_limits: profile.limits(),
+                required_features,
+                required_limits,
+                experimental_features,
                 ..Default::default()
             })
             .await
             .map_err(|e| GpuError::NoDevice(format!("{} ({:?}): {e}", info.name, info.backend)))?;
         DEVICES_CREATED.fetch_add(1, Ordering::AcqRel);
-        Ok(Self::from_device(device, queue, info).with_indirect_validation(validated))
+        Ok(Self::from_device(device, queue, info)
+            .with_indirect_validation(validated)
+            .with_cooperative_matrices(adapter.cooperative_matrix_properties()))
     }
 
     /// Whether kernels may store tensors as `f16` (the device has `SHADER_F16`).
@@ -263,6 +315,7 @@ impl GpuContext {
             conv1x1_tiled_min_slices: 12,
             conv1x1_tiled_min_threads: tiled_min_threads().unwrap_or(4096),
             f16_arithmetic: f16_arithmetic_default(),
+            conv_coop: coop_rule(self),
         };
         if let Some((blocks, tg)) = block_override() {
             t.conv_blocks = blocks;
@@ -280,13 +333,14 @@ impl GpuContext {
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {}, {} storage buffers per stage, {} invocations per work group)",
+            "{} ({:?}, {:?}, {:?}, f16 {}, timestamps {}, cooperative matrices {}, {} storage buffers per stage, {} invocations per work group)",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.family(),
             self.has_f16(),
             self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            self.coop_matrix.len(),
             self.limits.max_storage_buffers_per_shader_stage,
             self.limits.max_compute_invocations_per_workgroup
         )
@@ -333,6 +387,52 @@ fn tiled_override() -> Option<&'static [Conv1x1Tile]> {
             },
         )
         .as_deref()
+}
+
+/// The rule of a device: on NVIDIA (subgroups of 32) with `SHADER_F16` and the 16x16x16
+/// f16/f32 configuration, the tiles of [`crate::coop::COOP_TILES`] that fit the device, for layers of at
+/// least 12 slices of reduction (48 channels, as the tiled kernel) and 32 work groups, 1x1 and
+/// windowed convolutions.
+/// `HEIMDALL_CONV_COOP=0` turns it off, `=1` drops the size thresholds (every conv of f16
+/// inputs and weights, for tests), `=WM,WN,FM,FN,KT` takes that tile (for sweeps);
+/// `HEIMDALL_CONV_COOP_WINDOWED=0` keeps windowed convolutions on their kernel.
+fn coop_rule(ctx: &GpuContext) -> Option<ConvCoopRule> {
+    if ctx.family() != GpuFamily::Nvidia || !ctx.has_f16() || !has_f16_f32_16(&ctx.coop_matrix) {
+        return None;
+    }
+    let l = &ctx.limits;
+    let max_threads = l
+        .max_compute_invocations_per_workgroup
+        .min(l.max_compute_workgroup_size_x);
+    let fit: Vec<CoopTile> = COOP_TILES
+        .into_iter()
+        .filter(|t| t.fits(max_threads, l.max_compute_workgroup_storage_size))
+        .collect();
+    let mut rule = ConvCoopRule {
+        tiles: COOP_TILES,
+        tile_count: fit.len(),
+        min_in_slices: 12,
+        min_groups: 32,
+        windowed: std::env::var("HEIMDALL_CONV_COOP_WINDOWED").map_or(true, |v| v != "0"),
+    };
+    rule.tiles[..fit.len()].copy_from_slice(&fit);
+    match std::env::var("HEIMDALL_CONV_COOP").ok().as_deref() {
+        Some("0") => return None,
+        Some("1") => {
+            rule.min_in_slices = 1;
+            rule.min_groups = 0;
+        }
+        Some(s) => {
+            if let Some(t) = CoopTile::parse(s) {
+                if !t.fits(max_threads, l.max_compute_workgroup_storage_size) {
+                    return None;
+                }
+                rule = ConvCoopRule::one(t, rule.min_in_slices, rule.min_groups, rule.windowed);
+            }
+        }
+        None => {}
+    }
+    (rule.tile_count > 0).then_some(rule)
 }
 
 /// `HEIMDALL_TILED_MIN_THREADS=N`: [`Tuning::conv1x1_tiled_min_threads`] (for measurements).
@@ -412,6 +512,10 @@ pub struct Tuning {
     /// Convolutions of ops stored in f16 compute in f16 (`vec4<f16>` FMAs, f32 accumulation of
     /// long reductions: [`crate::arith::Arith`]); `false` (the default): f16 is storage only.
     pub f16_arithmetic: bool,
+    /// Whether 1x1 convolutions of f16 inputs and weights may run on cooperative matrices
+    /// (`conv_coop.wgsl`, tensor cores), and for which layers
+    /// ([`crate::coop::ConvCoopRule`]); `None`: never.
+    pub conv_coop: Option<crate::coop::ConvCoopRule>,
 }
 
 impl Tuning {

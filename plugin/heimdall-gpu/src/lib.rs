@@ -32,6 +32,7 @@ pub mod arith;
 mod blocking;
 pub mod context;
 pub mod conv_cache;
+pub mod coop;
 mod cpu_step;
 pub mod device_profile;
 pub mod dispatch;

@@ -20,6 +20,7 @@ use crate::options::GpuOptions;
 use crate::params::{ParamsSpace, ShaderParams, shader_params};
 use crate::precision::Precision;
 use crate::profile::TimingSource;
+use wgpu::CooperativeScalarType;
 
 const FMA_SOURCE: &str = include_str!("../../../shaders/probe_fma.wgsl");
 const COPY_SOURCE: &str = include_str!("../../../shaders/probe_copy.wgsl");
@@ -71,8 +72,18 @@ pub struct ProbeReport {
     pub fma_f16: Option<Rate>,
     /// Copy bandwidth in GB/s (bytes read + bytes written).
     pub copy: Rate,
-    /// The 1x1 convolution benchmark, one per precision measured.
+    /// The 1x1 convolution benchmark, one per precision measured (in f16, where the device
+    /// has cooperative matrices, once without them and once with them).
     pub conv1x1: Vec<Conv1x1Bench>,
+    /// The cooperative matrix configurations of the device ([`crate::coop::describe`]).
+    pub coop_configs: Vec<String>,
+    /// Matrix-product rate on cooperative matrices, 16x16x16 f16 with f32 accumulators, in
+    /// GFLOP/s ([`coop_gemm_rate`]), where the device has that configuration.
+    pub coop_f32: Option<Rate>,
+    /// The same with f16 accumulators.
+    pub coop_f16: Option<Rate>,
+    /// Why the matrix-product probe failed, where it did (the rest of the report stands).
+    pub coop_error: Option<String>,
 }
 
 impl ProbeReport {
@@ -354,6 +365,66 @@ pub fn fma_rate(ctx: &GpuContext, f16: bool) -> Result<Rate, GpuError> {
     })
 }
 
+/// A compute probe `name` (entry `main`, binding 0 the parameters from `params(iterations)`,
+/// then `buffers` as storage buffers) over `groups` work groups: the iteration count is
+/// calibrated so that a run takes about 10 ms, then about 300 ms of warm-up precede the 7 timed
+/// runs (median); the rate is `flops_per_iteration * iterations` over the time, in GFLOP/s.
+pub(crate) fn calibrated(
+    ctx: &GpuContext,
+    name: &str,
+    source: &str,
+    buffers: &[&[u8]],
+    groups: u64,
+    params: impl Fn(u32) -> Vec<u8>,
+    flops_per_iteration: f64,
+) -> Result<Rate, GpuError> {
+    scoped(ctx, || {
+        let pipeline = pipeline(ctx, name, source)?;
+        let params_buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("heimdall probe params"),
+            size: (params(1).len() as u64).next_multiple_of(16),
+            usage: ctx.params_space().usage(),
+            mapped_at_creation: false,
+        });
+        let storage: Vec<wgpu::Buffer> = buffers
+            .iter()
+            .map(|b| {
+                ctx.device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("heimdall probe buffer"),
+                        contents: b,
+                        usage: wgpu::BufferUsages::STORAGE,
+                    })
+            })
+            .collect();
+        let mut bound = vec![&params_buf];
+        bound.extend(storage.iter());
+        let probe = Probe {
+            bind_group: bind(ctx, &pipeline, &bound),
+            pipeline,
+            groups: fold(ctx, groups)?,
+        };
+        let mut iterations: u32 = 16;
+        loop {
+            ctx.queue.write_buffer(&params_buf, 0, &params(iterations));
+            let (t, _) = probe.time(ctx, 1, 3)?;
+            let secs = t.as_secs_f64();
+            if secs >= 5e-3 || iterations >= 1 << 20 {
+                let warmup = (0.3 / secs.max(1e-3)).ceil() as usize;
+                let (t, source) = probe.time(ctx, warmup, 7)?;
+                let flops = flops_per_iteration * f64::from(iterations);
+                return Ok(Rate {
+                    value: flops / t.as_secs_f64().max(1e-9) / 1e9,
+                    time: t,
+                    source,
+                });
+            }
+            let scale = (10e-3 / secs.max(1e-6)).clamp(2.0, 64.0);
+            iterations = ((f64::from(iterations) * scale) as u32).min(1 << 20);
+        }
+    })
+}
+
 /// The copy bandwidth in GB/s: read and write of a 64 MiB buffer (or the largest the device
 /// binds), counting both.
 pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
@@ -406,6 +477,90 @@ pub fn copy_bandwidth(ctx: &GpuContext) -> Result<Rate, GpuError> {
             source,
         })
     })
+}
+
+shader_params! {
+    /// Uniform parameters of the cooperative matrix-product probe ([`coop_gemm_rate`]).
+    struct GpuCoopProbeParams {
+        iterations: u32,
+    }
+}
+
+/// Independent accumulators per subgroup of the probe.
+const PROBE_CHAINS: u64 = 8;
+/// Subgroups per work group of the probe.
+const PROBE_SUBGROUPS: u64 = 4;
+
+/// The probe's source: each subgroup loads one A and one B 16x16 f16 fragment and runs
+/// [`PROBE_CHAINS`] independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
+/// `f16`), then stores them into a sink.
+pub fn coop_probe_source(space: ParamsSpace, acc: &str) -> String {
+    let mut s = format!(
+        "enable f16;\n{}\n{}\
+         @group(0) @binding(1) var<storage, read> src: array<f16>;\n\
+         @group(0) @binding(2) var<storage, read_write> sink: array<{acc}>;\n\
+         @compute @workgroup_size({wg})\n\
+         fn main(@builtin(local_invocation_index) lid: u32) {{\n\
+         \x20   let a = coopLoadT<coop_mat16x16<f16, A>>(&src[0], 16u);\n\
+         \x20   let b = coopLoadT<coop_mat16x16<f16, B>>(&src[256], 16u);\n",
+        crate::wgsl::COOP_ENABLE,
+        GpuCoopProbeParams::LAYOUT.wgsl(space),
+        wg = 32 * PROBE_SUBGROUPS
+    );
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!(
+            "    var c{c} = coopLoadT<coop_mat16x16<{acc}, C>>(&sink[{}], 16u);\n",
+            256 * c
+        ));
+    }
+    s.push_str("    for (var i = 0u; i < params.iterations; i++) {\n");
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!("        c{c} = coopMultiplyAdd(a, b, c{c});\n"));
+    }
+    // Every subgroup stores its chains over the same sink (a race of no consequence), so that
+    // the products cannot be removed.
+    s.push_str("    }\n");
+    for c in 0..PROBE_CHAINS {
+        s.push_str(&format!("    coopStoreT(c{c}, &sink[{}], 16u);\n", 256 * c));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The matrix-product rate on cooperative matrices in GFLOP/s (2 flops per multiply-add of
+/// the 16x16x16 products), with f16 A and B and accumulators of `acc` ([`Precision::F32`] or
+/// [`Precision::F16`]), or `None` where the device lacks that configuration. As the FMA probe:
+/// 8192 work groups of 4 subgroups, chains calibrated to about 10 ms, 300 ms of warm-up, the
+/// median of 7 runs.
+pub fn coop_gemm_rate(ctx: &GpuContext, acc: Precision) -> Result<Option<Rate>, GpuError> {
+    let (ty, cr) = match acc {
+        Precision::F32 => ("f32", CooperativeScalarType::F32),
+        _ => ("f16", CooperativeScalarType::F16),
+    };
+    let has = ctx.coop_matrix.iter().any(|c| {
+        (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+            && c.ab_type == CooperativeScalarType::F16
+            && c.cr_type == cr
+    });
+    if !has || !ctx.has_f16() {
+        return Ok(None);
+    }
+    let groups: u64 = 8192;
+    let src_values: Vec<f32> = (0..512).map(|i| ((i % 7) as f32 - 3.0) * 1e-3).collect();
+    let space = ctx.params_space();
+    calibrated(
+        ctx,
+        "probe_coop",
+        &coop_probe_source(space, ty),
+        &[
+            &Precision::F16.encode(&src_values),
+            &vec![0u8; (PROBE_CHAINS * 256) as usize * acc.bytes_per_value()],
+        ],
+        groups,
+        |iterations| GpuCoopProbeParams { iterations }.to_bytes(),
+        (groups * PROBE_SUBGROUPS * PROBE_CHAINS) as f64 * 2.0 * 16.0 * 16.0 * 16.0,
+    )
+    .map(Some)
 }
 
 /// A graph of one CONV_2D 1x1 `[1, h, w, ci] -> [1, h, w, co]` with bias, followed by a ReLU
@@ -476,8 +631,19 @@ pub fn conv1x1(
     precision: Precision,
     runs: usize,
 ) -> Result<Conv1x1Bench, GpuError> {
+    conv1x1_tuned(ctx, shape, precision, runs, ctx.tuning())
+}
+
+/// [`conv1x1`] under `tuning` (the device's with the cooperative-matrix kernel off, say).
+pub fn conv1x1_tuned(
+    ctx: &GpuContext,
+    shape: [usize; 4],
+    precision: Precision,
+    runs: usize,
+    tuning: crate::context::Tuning,
+) -> Result<Conv1x1Bench, GpuError> {
     let graph = conv1x1_graph(shape);
-    let model = GpuModel::compile(ctx, &graph, GpuOptions::new(precision))?;
+    let model = GpuModel::compile(ctx, &graph, GpuOptions::new(precision).with_tuning(tuning))?;
     let [h, w, ci, co] = shape;
     let input: Vec<f32> = (0..h * w * ci)
         .map(|i| ((i % 17) as f32 - 8.0) / 8.0)
@@ -485,11 +651,16 @@ pub fn conv1x1(
     let profile = model.profile(&[&input], runs.max(2), runs.max(1))?;
     let time = profile.steps[0];
     let flops = 2.0 * (h * w * ci * co) as f64;
-    let tuning = ctx.tuning();
     let arith = crate::arith::Arith::choose(tuning.f16_arithmetic, [precision; 3], ci, 4);
-    let blocking =
-        crate::ops::conv::conv1x1_kernel(&tuning, h * w, ci.div_ceil(4), co.div_ceil(4), arith)
-            .to_string();
+    let blocking = crate::ops::conv::conv1x1_kernel_for(
+        &tuning,
+        [precision; 2],
+        h * w,
+        ci.div_ceil(4),
+        co.div_ceil(4),
+        arith,
+    )
+    .to_string();
     Ok(Conv1x1Bench {
         shape,
         precision: model.report().precision,
@@ -530,16 +701,37 @@ pub fn run(ctx: &GpuContext, precisions: &[Precision]) -> Result<ProbeReport, Gp
         _ => 20,
     };
     let shape = probe_shape().unwrap_or(CONV1X1_SHAPE);
-    let conv1x1 = precisions
-        .iter()
-        .map(|&p| conv1x1(ctx, shape, p, runs))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut coop_error = None;
+    let mut coop = |acc| {
+        coop_gemm_rate(ctx, acc).unwrap_or_else(|e| {
+            coop_error = Some(e.to_string());
+            None
+        })
+    };
+    let (coop_f32, coop_f16) = (coop(Precision::F32), coop(Precision::F16));
+    let tuning = ctx.tuning();
+    let mut conv1x1 = Vec::new();
+    for &p in precisions {
+        // f16 on cooperative matrices: also without them (f16 storage, the other kernels).
+        if tuning.conv_coop.is_some() && p != Precision::F32 {
+            let off = crate::context::Tuning {
+                conv_coop: None,
+                ..tuning
+            };
+            conv1x1.push(conv1x1_tuned(ctx, shape, p, runs, off)?);
+        }
+        conv1x1.push(conv1x1_tuned(ctx, shape, p, runs, tuning)?);
+    }
     Ok(ProbeReport {
         device: ctx.describe(),
         fma,
         fma_f16,
         copy,
         conv1x1,
+        coop_configs: ctx.coop_matrix.iter().map(crate::coop::describe).collect(),
+        coop_f32,
+        coop_f16,
+        coop_error,
     })
 }
 
@@ -557,6 +749,17 @@ mod tests {
             let copy = probe_source::<GpuCopyParams>(super::COPY_SOURCE, space);
             crate::wgsl::validate("probe_copy", &copy, false).unwrap();
             crate::shader_tests::assert_layout("probe_copy", &copy, &GpuCopyParams::LAYOUT);
+        }
+    }
+
+    #[test]
+    fn coop_probe_shader_validates_with_naga() {
+        use super::ParamsSpace;
+        for space in [ParamsSpace::Uniform, ParamsSpace::Storage] {
+            for acc in ["f32", "f16"] {
+                let src = super::coop_probe_source(space, acc);
+                crate::wgsl::validate("probe_coop", &src, true).unwrap();
+            }
         }
     }
 

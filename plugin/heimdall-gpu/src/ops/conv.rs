@@ -9,6 +9,7 @@ use heimdall_ir::{ConvAttrs, Pad2d};
 
 use crate::arith::Arith;
 use crate::context::{GpuContext, Tuning};
+use crate::coop::CoopTile;
 use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
 pub(crate) use crate::ops::conv1x1_params::GpuConv1x1Params;
 use crate::ops::conv1x1_tiled::{self, Conv1x1Tile};
@@ -111,6 +112,8 @@ pub enum Conv1x1Kernel {
     Blocked(Conv1x1Blocking, Arith),
     /// `conv1x1_tiled.wgsl` with this tile (f32 arithmetic).
     Tiled(Conv1x1Tile),
+    /// `conv_coop.wgsl` with this tile (cooperative matrices, f16 products, f32 sums).
+    Coop(CoopTile),
 }
 
 impl std::fmt::Display for Conv1x1Kernel {
@@ -124,6 +127,7 @@ impl std::fmt::Display for Conv1x1Kernel {
             }
             Conv1x1Kernel::Blocked(b, _) => write!(f, "{b}"),
             Conv1x1Kernel::Tiled(t) => write!(f, "{t}"),
+            Conv1x1Kernel::Coop(t) => write!(f, "{t}"),
         }
     }
 }
@@ -139,12 +143,31 @@ pub fn conv1x1_kernel(
     out_slices: usize,
     arith: Arith,
 ) -> Conv1x1Kernel {
+    conv1x1_kernel_for(t, [Precision::F32; 2], pixels, in_slices, out_slices, arith)
+}
+
+/// [`conv1x1_kernel`] for input and weights stored in `inputs`: where both are f16 and the
+/// tuning has cooperative matrices ([`Tuning::conv_coop`], [`crate::coop::choose`]), the
+/// cooperative-matrix kernel takes the place of the tiled one (f32 arithmetic only).
+pub fn conv1x1_kernel_for(
+    t: &Tuning,
+    inputs: [Precision; 2],
+    pixels: usize,
+    in_slices: usize,
+    out_slices: usize,
+    arith: Arith,
+) -> Conv1x1Kernel {
     let tg = t.conv1x1_workgroup;
     if let Some(ks) = t
         .split_k(pixels * out_slices, in_slices)
         .filter(|&ks| tg.is_multiple_of(ks))
     {
         return Conv1x1Kernel::SplitK { tg, ks };
+    }
+    if arith == Arith::F32
+        && let Some(tile) = crate::coop::choose(t.conv_coop, inputs, pixels, in_slices, out_slices)
+    {
+        return Conv1x1Kernel::Coop(tile);
     }
     if arith == Arith::F32
         && let Some(tile) = conv1x1_tiled::choose_tile(t, pixels, in_slices, out_slices)
@@ -473,10 +496,24 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     let wp = ctx.weights;
     let yp = ctx.out_precision()?;
     let arith = |terms, chunk| Arith::choose(tuning.f16_arithmetic, [xp, wp, yp], terms, chunk);
-    let kernel1x1 = pointwise.then(|| conv1x1_kernel(&tuning, y.h * y.w, is, os, arith(ci, 4)));
-    // The tiled kernel reads its weights K-major, the others `[out_slice][ky][kx][in_slice]`.
+    let kernel1x1 =
+        pointwise.then(|| conv1x1_kernel_for(&tuning, [xp, wp], y.h * y.w, is, os, arith(ci, 4)));
+    // A windowed conv on cooperative matrices (an implicit GEMM over taps x input slices).
+    let coop_window = match (pointwise, tuning.conv_coop) {
+        (false, Some(rule)) if rule.windowed && arith(kh * kw * ci, 4) == Arith::F32 => {
+            crate::coop::choose(Some(rule), [xp, wp], y.h * y.w, kh * kw * is, os)
+        }
+        _ => None,
+    };
+    // The tiled and cooperative-matrix kernels read their weights K-major, the others
+    // `[out_slice][ky][kx][in_slice]`.
     let w = match kernel1x1 {
-        Some(Conv1x1Kernel::Tiled(_)) => conv1x1_tiled::transform_filter(ctx.constant(1)?, co, ci),
+        Some(Conv1x1Kernel::Tiled(_) | Conv1x1Kernel::Coop(_)) => {
+            conv1x1_tiled::transform_filter(ctx.constant(1)?, co, ci)
+        }
+        _ if coop_window.is_some() => {
+            super::conv_coop::transform_filter(ctx.constant(1)?, co, kh, kw, ci)
+        }
         _ => transform_filter(ctx.constant(1)?, co, kh, kw, ci),
     };
     let w_op = ctx.add_const("conv weights".into(), wp.encode(&w));
@@ -506,6 +543,12 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
                 os.div_ceil(t.slices() as usize),
                 t.pixels(),
             ),
+            Conv1x1Kernel::Coop(t) => (
+                super::conv_coop::source(wp, yp, t, ep, false),
+                pixels.div_ceil(t.pixels() as usize),
+                os.div_ceil(t.slices() as usize),
+                t.pixels(),
+            ),
         };
         let tiles = pixel_tiles * slice_tiles;
         let p = GpuConv1x1Params {
@@ -522,6 +565,32 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
                 tile_pixels,
             }),
         ]);
+    }
+    if let Some(t) = coop_window {
+        let pixels = y.h * y.w;
+        let pixel_tiles = pixels.div_ceil(t.pixels() as usize);
+        let tiles = pixel_tiles * os.div_ceil(t.slices() as usize);
+        let p = super::conv_coop::GpuConvCoopParams {
+            pixels: u32_of(pixels)?,
+            in_slices: u32_of(is)?,
+            out_slices: u32_of(os)?,
+            out_channels: u32_of(y.c)?,
+            pixel_tiles: u32_of(pixel_tiles)?,
+            tiles: u32_of(tiles)?,
+            k_slices: u32_of(kh * kw * is)?,
+            in_h: u32_of(x.h)?,
+            in_w: u32_of(x.w)?,
+            out_w: u32_of(y.w)?,
+            k_w: u32_of(kw)?,
+            stride_h: u32_of(a.stride[0])?,
+            stride_w: u32_of(a.stride[1])?,
+            dil_h: u32_of(a.dilation[0])?,
+            dil_w: u32_of(a.dilation[1])?,
+            pad_top: u32_of(a.pad.top)?,
+            pad_left: u32_of(a.pad.left)?,
+        };
+        let source = super::conv_coop::source(wp, yp, t, ep, true);
+        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
     }
     let (bx, bs) = tuning.conv_block(os, |c, s| {
         y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)

@@ -11,6 +11,7 @@ pub mod concat;
 pub mod conv;
 pub(crate) mod conv1x1_params;
 pub mod conv1x1_tiled;
+pub mod conv_coop;
 pub mod depthwise;
 pub mod fully_connected;
 pub mod instance_norm;
@@ -90,6 +91,7 @@ pub fn catalogue() -> Vec<KernelSource> {
             gather::catalogue,
             conv::catalogue,
             conv1x1_tiled::catalogue,
+            conv_coop::catalogue,
             depthwise::catalogue,
             transpose_conv::catalogue,
             fully_connected::catalogue,

@@ -1,7 +1,9 @@
 //! Reductions: MEAN over height and/or width is an average pool whose window spans the reduced
 //! axes (see [`super::pool`]; large windows use the work-group reduction); every other
 //! reduction (ONNX `ReduceSum`, `ReduceMax`, ..., and means over other axes) is
-//! `shaders/reduce.wgsl`, one thread per output vec4 folding the reduced box of each lane.
+//! `shaders/reduce.wgsl`, one thread per output vec4 folding the reduced box of each lane, or,
+//! for a few outputs of long reductions on a GPU, `shaders/reduce_split.wgsl`, one work group
+//! per output vec4 ([`splits`]).
 
 use heimdall_ir::{Pad2d, PoolAttrs, ReduceKind};
 
@@ -53,6 +55,27 @@ pub fn source(x: Precision, y: Precision, kind: ReduceKind) -> KernelSource {
     .with_params::<GpuReduceParams>()
 }
 
+/// Source of the split reduction (`reduce_split.wgsl`, one work group per output vec4).
+pub fn split_source(x: Precision, y: Precision, kind: ReduceKind) -> KernelSource {
+    KernelSource {
+        name: "reduce_split",
+        ..source(x, y, kind)
+    }
+}
+
+/// Whether a reduction of `total` output vec4s of `count` terms each runs one work group per
+/// output vec4: where the grid of one thread per output would stay below the tuning's split
+/// threshold ([`crate::Tuning::split_k_threads`], 0 on a CPU rasteriser: never) and each output
+/// folds at least 16 terms. H100, multistyle26's 36 `[26, 32] -> [32]` sums: 0.067 ms each
+/// with one thread per output vec4 (8 threads, a serial chain of 104 loads each).
+/// `HEIMDALL_REDUCE_SPLIT=0` never splits (for A/B measurements).
+pub fn splits(t: &crate::Tuning, total: usize, count: usize) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("HEIMDALL_REDUCE_SPLIT").is_ok_and(|v| v == "0"));
+    !off && count >= 16
+        && total.saturating_mul(crate::wgsl::WORKGROUP_SIZE as usize) < t.split_k_threads
+}
+
 /// Builds a reduction of input 0 over `axes` (of the input's rank).
 pub fn build(
     ctx: &mut OpContext,
@@ -94,6 +117,15 @@ pub fn build(
         y_c: u32_of(y.c)?,
         total: u32_of(total)?,
     };
+    let count: usize = red_dims.iter().map(|&v| v as usize).product();
+    if splits(&ctx.tuning, total, count) {
+        return Ok(vec![Dispatch::new(
+            split_source(xp, ctx.out_precision()?, kind),
+            &p,
+            vec![x_op, Operand::Tensor(ctx.output()?)],
+            u32_of(total)?,
+        )]);
+    }
     Ok(vec![Dispatch::new(
         source(xp, ctx.out_precision()?, kind),
         &p,
@@ -140,6 +172,7 @@ pub fn catalogue(p: Precision) -> Vec<KernelSource> {
         ReduceKind::LogSum,
         ReduceKind::LogSumExp,
     ]
-    .map(|k| source(p, p, k))
-    .to_vec()
+    .into_iter()
+    .flat_map(|k| [source(p, p, k), split_source(p, p, k)])
+    .collect()
 }
