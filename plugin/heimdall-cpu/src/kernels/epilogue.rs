@@ -13,7 +13,7 @@ pub enum Act<'a> {
     Relu6,
     /// `min(max(x, -1), 1)`.
     ReluN1To1,
-    /// `1 / (1 + exp(-x))`.
+    /// `1 / (1 + exp(-x))` ([`crate::kernels::vmath::logistic`], vectorised).
     Logistic,
     /// `x * relu6(x + 3) / 6`.
     HardSwish,
@@ -95,7 +95,7 @@ impl Act<'_> {
             Act::Relu => relu(x),
             Act::Relu6 => relu6(x),
             Act::ReluN1To1 => relu_n1_to_1(x),
-            Act::Logistic => logistic(x),
+            Act::Logistic => crate::kernels::vmath::logistic(x),
             Act::HardSwish => hard_swish(x),
             Act::Tanh => x.tanh(),
             Act::Prelu(alpha) => {
@@ -113,7 +113,7 @@ impl Act<'_> {
             Act::Relu => out.iter_mut().for_each(|x| *x = relu(*x)),
             Act::Relu6 => out.iter_mut().for_each(|x| *x = relu6(*x)),
             Act::ReluN1To1 => out.iter_mut().for_each(|x| *x = relu_n1_to_1(*x)),
-            Act::Logistic => out.iter_mut().for_each(|x| *x = logistic(*x)),
+            Act::Logistic => crate::kernels::vmath::logistic_in_place(out),
             Act::HardSwish => out.iter_mut().for_each(|x| *x = hard_swish(*x)),
             Act::Tanh => out.iter_mut().for_each(|x| *x = x.tanh()),
             Act::Prelu(alpha) if alpha.len() == 1 => {
@@ -153,11 +153,6 @@ fn relu6(x: f32) -> f32 {
 fn relu_n1_to_1(x: f32) -> f32 {
     let y = if x > -1.0 { x } else { -1.0 };
     if y < 1.0 { y } else { 1.0 }
-}
-
-#[inline(always)]
-fn logistic(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 #[inline(always)]
