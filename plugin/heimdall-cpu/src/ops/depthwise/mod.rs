@@ -18,6 +18,12 @@ use heimdall_ir::ConvAttrs;
 use crate::kernels::window::valid_taps;
 use std::ops::Range;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+#[cfg(target_arch = "x86_64")]
+use avx512::DwRow;
+
 use crate::kernels::par::Tile;
 use crate::kernels::{Epilogue, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
@@ -266,7 +272,7 @@ impl PackedDepthwise {
         unsafe {
             for ox in (oxs.start..lo).chain(hi..oxs.end) {
                 let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
-                tap.pixels::<1>(ox, kx_lo, kx_hi, bias);
+                tap.pixel(ox, kx_lo, kx_hi, bias);
             }
             let mut ox = lo;
             while ox + 8 <= hi {
@@ -286,7 +292,7 @@ impl PackedDepthwise {
                 ox += 4;
             }
             while ox < hi {
-                tap.pixels::<1>(ox, 0, w.k_w, bias);
+                tap.pixel(ox, 0, w.k_w, bias);
                 ox += 1;
             }
         }
@@ -312,175 +318,6 @@ const PIXEL_ALIGN: usize = 8;
 
 /// Most filter rows a depthwise filter may have on the AVX-512 path.
 const MAX_TAPS: usize = 16;
-
-/// One output row of a depthwise convolution on the AVX-512 path: the valid input rows and
-/// their filter rows.
-#[cfg(target_arch = "x86_64")]
-struct DwRow {
-    rows: [*const f32; MAX_TAPS],
-    wrows: [*const f32; MAX_TAPS],
-    nky: usize,
-    c: usize,
-    sw: usize,
-    dw: usize,
-    pl: usize,
-    /// Channel blocks of 16 to compute.
-    blocks: Range<usize>,
-    /// Pixel `ox` is stored at `out + (ox - ox0) * out_stride`, channel block `b` at
-    /// `(b - blocks.start) * 16` from there.
-    ox0: usize,
-    out: *mut f32,
-    out_stride: usize,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl DwRow {
-    /// [`DwRow::pixels_k`] for stride `S` and no dilation, loading each input vector of a
-    /// filter row once and feeding it to every pixel whose window covers it (each pixel still
-    /// sums its taps in `(ky, kx)` order).
-    ///
-    /// # Safety
-    /// As [`DwRow::pixels`] with every tap `0..K` valid, `stride_w == S`, `dil_w == 1`.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels_slide<const NX: usize, const K: usize, const S: usize>(
-        &self,
-        ox: usize,
-        bias: *const f32,
-    ) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in self.blocks.clone() {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let out = self.out.add((b - self.blocks.start) * 16);
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let base = self.rows[j].add((ox * S - self.pl) * c + off);
-                    let wrow = self.wrows[j].add(off);
-                    let mut f = [bv; K];
-                    for (kx, fk) in f.iter_mut().enumerate() {
-                        *fk = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                    }
-                    for t in 0..(NX - 1) * S + K {
-                        let x = _mm512_maskz_loadu_ps(mask, base.add(t * c));
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            if t >= i * S && t - i * S < K {
-                                *a = _mm512_fmadd_ps(x, f[t - i * S], *a);
-                            }
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox - self.ox0 + i) * self.out_stride), mask, *a);
-                }
-            }
-        }
-    }
-
-    /// [`DwRow::pixels`] for interior pixels of a `K`-wide filter, taps unrolled.
-    ///
-    /// # Safety
-    /// As [`DwRow::pixels`] with every tap `0..K` valid.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels_k<const NX: usize, const K: usize>(&self, ox: usize, bias: *const f32) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        let step = self.sw * c;
-        let tap_step = self.dw * c;
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in self.blocks.clone() {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let out = self.out.add((b - self.blocks.start) * 16);
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let base = self.rows[j].add((ox * self.sw - self.pl) * c + off);
-                    let wrow = self.wrows[j].add(off);
-                    for kx in 0..K {
-                        let f = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                        let p = base.add(kx * tap_step);
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let x = _mm512_maskz_loadu_ps(mask, p.add(i * step));
-                            *a = _mm512_fmadd_ps(x, f, *a);
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox - self.ox0 + i) * self.out_stride), mask, *a);
-                }
-            }
-        }
-    }
-
-    /// Computes output pixels `ox..ox + NX` (all with horizontal taps `kx_lo..kx_hi` valid),
-    /// NX independent accumulators per 16-channel block; taps summed in `(ky, kx)` order.
-    ///
-    /// # Safety
-    /// AVX-512F; the taps must be valid for every pixel and the output pointer must address
-    /// pixels `ox..ox + NX` (the struct's `out`, `ox0`, `out_stride`).
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels<const NX: usize>(
-        &self,
-        ox: usize,
-        kx_lo: usize,
-        kx_hi: usize,
-        bias: *const f32,
-    ) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in self.blocks.clone() {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let out = self.out.add((b - self.blocks.start) * 16);
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let row = self.rows[j].add(off);
-                    let wrow = self.wrows[j].add(off);
-                    for kx in kx_lo..kx_hi {
-                        let f = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                        let ix0 = ox * self.sw + kx * self.dw - self.pl;
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let x = _mm512_maskz_loadu_ps(mask, row.add((ix0 + i * self.sw) * c));
-                            *a = _mm512_fmadd_ps(x, f, *a);
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox - self.ox0 + i) * self.out_stride), mask, *a);
-                }
-            }
-        }
-    }
-}
 
 impl Kernel for PackedDepthwise {
     fn run(&self, io: StepIo<'_>) {
@@ -677,6 +514,8 @@ mod tests {
                 1,
             ),
             (window(5, 7, 96, 96, (5, 5), (1, 1), 1, Padding::Same), 2),
+            (window(7, 7, 120, 120, (5, 5), (1, 1), 1, Padding::Same), 1),
+            (window(7, 7, 672, 672, (5, 5), (1, 1), 1, Padding::Same), 1),
         ] {
             let w = Window {
                 out_c: w.in_c * mult,
