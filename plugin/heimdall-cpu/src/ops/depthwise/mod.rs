@@ -24,7 +24,7 @@ mod avx512;
 #[cfg(target_arch = "x86_64")]
 use avx512::DwRow;
 
-use crate::kernels::par::Tile;
+use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
 use crate::kernels::{Epilogue, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -87,7 +87,14 @@ impl PackedDepthwise {
             "depthwise: buffers too short"
         );
         let work = px * c * w.k_h * w.k_w;
-        let (tile_px, tile_c) = par.grid(px, c, work, MIN_MACS_PER_PART, PIXEL_ALIGN, 16);
+        // Whole rows while there are rows enough for every part a grid may make (a row's
+        // edge pixels and groups of 8 stay together), else runs of 8 pixels.
+        let align = if w.out_h >= CHUNKS_PER_THREAD * par.threads() {
+            w.out_w
+        } else {
+            PIXEL_ALIGN
+        };
+        let (tile_px, tile_c) = par.grid(px, c, work, MIN_MACS_PER_PART, align, 16);
         par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
             let mut p = pixels.start;
             while p < pixels.end {
