@@ -3,7 +3,8 @@
 
 use std::ops::Range;
 
-use super::MAX_TAPS;
+/// Most filter rows a depthwise filter may have on the AVX-512 path.
+pub(super) const MAX_TAPS: usize = 16;
 
 /// One output row of a depthwise convolution on the AVX-512 path: the valid input rows and
 /// their filter rows.

@@ -22,7 +22,7 @@ use std::ops::Range;
 mod avx512;
 
 #[cfg(target_arch = "x86_64")]
-use avx512::DwRow;
+use avx512::{DwRow, MAX_TAPS};
 
 use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
 use crate::kernels::{Epilogue, Par, Window};
@@ -322,9 +322,6 @@ impl DwTarget<'_, '_> {
 
 /// Output pixels per unit of the split: the AVX-512 path computes 8 at a time.
 const PIXEL_ALIGN: usize = 8;
-
-/// Most filter rows a depthwise filter may have on the AVX-512 path.
-const MAX_TAPS: usize = 16;
 
 impl Kernel for PackedDepthwise {
     fn run(&self, io: StepIo<'_>) {
