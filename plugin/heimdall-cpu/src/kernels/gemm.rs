@@ -152,12 +152,59 @@ impl PackedB {
         m: usize,
         c: &mut [f32],
     ) {
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        assert!(c.len() >= m * self.n, "gemm: C too short");
+        // SAFETY: `c` holds `m` rows of `n` values (checked above); A as the caller guarantees.
+        unsafe { self.gemm_tile(a, lda, segs, seg_len, m, 0..self.n, c.as_mut_ptr(), self.n) };
+    }
+
+    /// Columns per panel: a column range of [`PackedB::gemm_tile`] starts at a multiple of it.
+    pub(crate) fn panel_cols(&self) -> usize {
+        self.nr
+    }
+
+    /// Rows per micro-kernel call: row ranges that are multiples of it waste no register tile.
+    pub(crate) fn tile_rows(&self) -> usize {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 | Isa::Avx512Wide => 12,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => 6,
+            Isa::Portable => 4,
+        }
+    }
+
+    /// Like [`PackedB::gemm_segmented`] for the output columns `cols` only, written to `c`
+    /// (row `i`, column `j` at `c[i * ldc + j - cols.start]`). Each value is computed exactly
+    /// as by [`PackedB::gemm`].
+    ///
+    /// # Safety
+    /// As [`PackedB::gemm_segmented`]; `cols.start` must be a multiple of
+    /// [`PackedB::panel_cols`] and `cols.end <= N`, and `c` must be writable for `m` rows of
+    /// `cols.len()` values at stride `ldc`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_tile(
+        &self,
+        a: *const f32,
+        lda: usize,
+        segs: &[usize],
+        seg_len: usize,
+        m: usize,
+        cols: std::ops::Range<usize>,
+        c: *mut f32,
+        ldc: usize,
+    ) {
         let (k, n) = (self.k, self.n);
-        if m == 0 || n == 0 {
+        if m == 0 || cols.is_empty() {
             return;
         }
         assert_eq!(segs.len() * seg_len, k, "gemm: segments do not cover K");
-        assert!(c.len() >= m * n, "gemm: C too short");
+        assert!(
+            cols.start.is_multiple_of(self.nr) && cols.end <= n,
+            "gemm: bad column range"
+        );
         let mc = self.block_rows();
         let mut m0 = 0;
         while m0 < m {
@@ -169,20 +216,21 @@ impl PackedB {
                 segs,
                 seg_len,
             };
-            for p in 0..n.div_ceil(self.nr) {
-                let cols = self.nr.min(n - p * self.nr);
+            for p in cols.start / self.nr..cols.end.div_ceil(self.nr) {
+                let width = self.nr.min(cols.end - p * self.nr);
                 let bp = &self.panels[p * k * self.nr..(p + 1) * k * self.nr];
                 let bias = &self.bias[p * self.nr..(p + 1) * self.nr];
-                // SAFETY: `c` holds rows m0..m0+mb of `n` values (checked above), columns
-                // p*nr..p*nr+cols < n; A as guaranteed by the caller.
+                // SAFETY: `c` holds rows m0..m0+mb of the columns (caller), and panel `p`'s
+                // columns p*nr..p*nr+width lie inside `cols`; A as guaranteed by the caller.
                 unsafe {
                     self.panel(
                         &tile,
                         mb,
                         bp.as_ptr(),
                         bias.as_ptr(),
-                        c.as_mut_ptr().add(m0 * n + p * self.nr),
-                        cols,
+                        c.add(m0 * ldc + p * self.nr - cols.start),
+                        ldc,
+                        width,
                     );
                 }
             }
@@ -194,7 +242,8 @@ impl PackedB {
     ///
     /// # Safety
     /// `t` must address `m` rows (see [`PackedB::gemm_segmented`]), `c` `m` rows of `cols`
-    /// values at stride `self.n`, `b` a packed panel and `bias` `self.nr` values.
+    /// values at stride `ldc`, `b` a packed panel and `bias` `self.nr` values.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn panel(
         &self,
         t: &ATile,
@@ -202,9 +251,9 @@ impl PackedB {
         b: *const f32,
         bias: *const f32,
         c: *mut f32,
+        ldc: usize,
         cols: usize,
     ) {
-        let ldc = self.n;
         macro_rules! run_rows {
             ($kern:ident, $mr:literal, $($r:literal)*) => {{
                 let mut i = 0;

@@ -27,7 +27,7 @@ pub use crate::ops::conv::{PackedConv, conv_scratch_len};
 pub use crate::ops::depthwise::PackedDepthwise;
 pub use crate::ops::fully_connected::PackedFullyConnected;
 pub use crate::ops::pad::pad;
-pub use crate::ops::pool::{avg_pool, max_pool};
+pub use crate::ops::pool::{avg_pool, max_pool, pool_scratch_len};
 pub use crate::ops::reduce::{Fold, mean, reduce};
 pub use crate::ops::reshape::copy;
 pub use crate::ops::resize::{ResizeBilinear, resize_bilinear};

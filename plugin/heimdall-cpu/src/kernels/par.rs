@@ -174,6 +174,153 @@ impl Par {
     }
 }
 
+impl Par {
+    /// Splits `out`, a matrix of rows of `row_len` values, into a grid of tiles of
+    /// `tile_rows` rows by `tile_cols` columns (the last row and column of tiles may be
+    /// smaller) and calls `f(rows, cols, tile)` for each, spread over the pool (inline when
+    /// there is no pool or only one tile). For kernels whose work splits better over columns
+    /// too (output channels of a matrix product of few rows, channel blocks of a depthwise
+    /// convolution of few pixels); choose the tile sizes with [`Par::grid`].
+    pub fn for_grid<F>(
+        &self,
+        out: &mut [f32],
+        row_len: usize,
+        tile_rows: usize,
+        tile_cols: usize,
+        f: F,
+    ) where
+        F: Fn(Range<usize>, Range<usize>, &mut Tile<'_>) + Sync,
+    {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        if rows == 0 {
+            return;
+        }
+        let (tile_rows, tile_cols) = (tile_rows.clamp(1, rows), tile_cols.clamp(1, row_len));
+        let (row_tiles, col_tiles) = (rows.div_ceil(tile_rows), row_len.div_ceil(tile_cols));
+        let parts = row_tiles * col_tiles;
+        let ptr = SendPtr(out.as_mut_ptr());
+        let part = |p: usize| {
+            let (rt, ct) = (p / col_tiles, p % col_tiles);
+            let r = rt * tile_rows..((rt + 1) * tile_rows).min(rows);
+            let c = ct * tile_cols..((ct + 1) * tile_cols).min(row_len);
+            let mut tile = Tile {
+                // SAFETY: `r.start * row_len + c.start` is inside `out` (r.start < rows).
+                ptr: unsafe { ptr.get().add(r.start * row_len + c.start) },
+                rows: r.len(),
+                cols: c.len(),
+                stride: row_len,
+                _out: std::marker::PhantomData,
+            };
+            f(r, c, &mut tile);
+        };
+        match &self.pool {
+            Some(pool) if parts > 1 => pool.run(parts, &|p, _| part(p)),
+            _ => (0..parts).for_each(part),
+        }
+    }
+
+    /// Tile sizes `(tile_rows, tile_cols)` for [`Par::for_grid`] over a `rows x cols` output
+    /// costing `work` units in all (multiply-accumulates, values): at most `work / min_work`
+    /// tiles (one covering everything when that is 1 or there is no pool), rows in multiples
+    /// of `row_align` and columns in multiples of `col_align` (a kernel's register tile). Of
+    /// the column splits, the one whose largest tile times the rounds of tiles per thread is
+    /// smallest; whole rows unless splitting columns too shortens that by more than 1/8
+    /// (at small resolutions there are too few rows for many threads).
+    pub fn grid(
+        &self,
+        rows: usize,
+        cols: usize,
+        work: usize,
+        min_work: usize,
+        row_align: usize,
+        col_align: usize,
+    ) -> (usize, usize) {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        if self.pool.is_none() {
+            return (rows, cols);
+        }
+        let want = (work / min_work.max(1)).min(GRID_PARTS_PER_THREAD * self.threads);
+        if want <= 1 {
+            return (rows, cols);
+        }
+        let (ra, ca) = (row_align.max(1), col_align.max(1));
+        let (row_units, col_units) = (rows.div_ceil(ra), cols.div_ceil(ca));
+        let mut best = (usize::MAX, rows, cols);
+        for col_parts in 1..=col_units.min(want) {
+            let tile_c = col_units.div_ceil(col_parts) * ca;
+            let row_parts = want.div_ceil(col_parts).min(row_units);
+            let tile_r = row_units.div_ceil(row_parts) * ra;
+            let parts = rows.div_ceil(tile_r) * cols.div_ceil(tile_c);
+            let span = parts.div_ceil(self.threads) * tile_r.min(rows) * tile_c.min(cols);
+            // Columns are split only for a clear gain (each column tile re-reads the input).
+            if span * 8 < best.0 * 7 || best.0 == usize::MAX {
+                best = (span, tile_r.min(rows), tile_c.min(cols));
+            }
+        }
+        (best.1, best.2)
+    }
+}
+
+/// Most tiles per thread [`Par::grid`] aims at (tiles are claimed dynamically, so a few per
+/// thread even out uneven ones and threads delayed by other work), as [`Par::for_rows`].
+const GRID_PARTS_PER_THREAD: usize = CHUNKS_PER_THREAD;
+
+/// One tile of [`Par::for_grid`]: `rows` rows of `cols` values at a row stride of `stride`
+/// values in the whole output, which no other tile overlaps.
+pub struct Tile<'a> {
+    ptr: *mut f32,
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    _out: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+impl Tile<'_> {
+    /// Rows in this tile.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Values per row in this tile.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Distance in values between the starts of two rows (the whole output's row length).
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Row `i` of the tile (its `cols` values).
+    pub fn row(&mut self, i: usize) -> &mut [f32] {
+        assert!(i < self.rows, "Tile: row out of range");
+        // SAFETY: row `i` of the tile lies inside the output and inside no other tile.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.stride), self.cols) }
+    }
+
+    /// Rows `rows` of a tile that spans whole output rows (`cols() == stride()`), as one
+    /// contiguous slice.
+    pub fn span(&mut self, rows: Range<usize>) -> &mut [f32] {
+        assert!(
+            self.cols == self.stride && rows.start <= rows.end && rows.end <= self.rows,
+            "Tile: span of a partial tile"
+        );
+        // SAFETY: whole rows `rows` of the tile are contiguous in the output, inside the tile.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr.add(rows.start * self.stride),
+                rows.len() * self.stride,
+            )
+        }
+    }
+
+    /// The tile's first value; row `i` starts `i * stride()` values further, `cols()` long.
+    /// Writing outside those ranges is undefined behaviour.
+    pub fn as_mut_ptr(&mut self) -> *mut f32 {
+        self.ptr
+    }
+}
+
 /// Most chunks per thread a split makes (more balance the load when threads are shared).
 pub const CHUNKS_PER_THREAD: usize = 4;
 
@@ -191,3 +338,61 @@ impl<T> SendPtr<T> {
 unsafe impl<T: Send> Send for SendPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SendPtr<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value of the output is handed to exactly one tile, at its own row and column,
+    /// for tile sizes that divide the output and sizes that leave ragged last tiles.
+    #[test]
+    fn for_grid_covers_each_value_once() {
+        for threads in [1, 3] {
+            let par = Par::new(threads);
+            for (rows, row_len, tr, tc) in
+                [(7, 5, 2, 3), (12, 32, 12, 16), (1, 40, 1, 7), (9, 1, 4, 1)]
+            {
+                let mut out = vec![0.0f32; rows * row_len];
+                par.for_grid(&mut out, row_len, tr, tc, |r, c, tile| {
+                    assert_eq!(
+                        (tile.rows(), tile.cols(), tile.stride()),
+                        (r.len(), c.len(), row_len)
+                    );
+                    for (i, y) in r.clone().enumerate() {
+                        for (v, x) in tile.row(i).iter_mut().zip(c.clone()) {
+                            *v += (y * row_len + x) as f32 + 1.0;
+                        }
+                    }
+                });
+                let want: Vec<f32> = (0..rows * row_len).map(|i| i as f32 + 1.0).collect();
+                assert_eq!(out, want, "{rows}x{row_len} tiles {tr}x{tc}");
+            }
+        }
+    }
+
+    /// No split without a pool or below the work threshold; tiles aligned to the register
+    /// tile; few rows of many columns split over columns, enough tiles for every thread.
+    #[test]
+    fn grid_splits_few_rows_over_columns() {
+        let work = |r: usize, c: usize| r * c * 512;
+        assert_eq!(
+            Par::new(1).grid(36, 256, work(36, 256), 1, 12, 32),
+            (36, 256)
+        );
+        let par = Par::new(16);
+        assert_eq!(par.grid(36, 256, 1000, 1 << 18, 12, 32), (36, 256));
+        for (rows, cols) in [(4, 512), (36, 256), (144, 256), (9216, 32)] {
+            let (tr, tc) = par.grid(rows, cols, work(rows, cols), 1 << 14, 12, 32);
+            assert!(tr == rows || tr.is_multiple_of(12), "{rows}x{cols}: {tr}");
+            assert!(tc == cols || tc.is_multiple_of(32), "{rows}x{cols}: {tc}");
+            let parts = rows.div_ceil(tr) * cols.div_ceil(tc);
+            // At least 3/4 of the threads busy (the alignment rounds tiles up).
+            assert!(
+                (12..=64).contains(&parts),
+                "{rows}x{cols}: {tr}x{tc}, {parts} tiles"
+            );
+        }
+        // Plenty of rows: whole rows.
+        assert_eq!(par.grid(9216, 32, work(9216, 32), 1 << 14, 12, 32).1, 32);
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! The filter (OHWI) is packed once into a [`PackedB`] of shape `[k_h * k_w * in_c, out_c]`.
 //! A 1x1 stride-1 unpadded convolution is one matrix product of the input
-//! `[in_h * in_w, in_c]` with it (output pixels split over [`Par`]). Every other convolution
+//! `[in_h * in_w, in_c]` with it (split over [`Par`] as pixel blocks by output-channel panels). Every other convolution
 //! runs per output row (rows split over [`Par`]): its interior pixels (whole window inside the
 //! input) read the input in place as an implicit im2col (the product walks the window's
 //! `k_h` contiguous runs of `k_w * in_c` values), and only its edge pixels are gathered into an
@@ -140,15 +140,45 @@ impl PackedConv {
             "conv: input too short"
         );
         if self.direct {
-            let min_rows = MIN_MACS_PER_PART.div_ceil((kdim * n).max(1));
-            par.for_rows(output, n, min_rows, |rows, out| {
+            // Pixels by output-channel panels: a 1x1 convolution of few pixels and many
+            // channels (8x8, 2x2 at the end of a backbone) splits over its channels too.
+            let (tile_px, tile_n) = par.grid(
+                px,
+                n,
+                px * kdim * n,
+                MIN_MACS_PER_PART,
+                self.b.tile_rows(),
+                self.b.panel_cols(),
+            );
+            par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
                 let mut m0 = rows.start;
                 while m0 < rows.end {
                     let mb = self.block.min(rows.end - m0);
-                    let c = &mut out[(m0 - rows.start) * n..(m0 - rows.start + mb) * n];
-                    self.b.gemm(&input[m0 * w.in_c..], w.in_c, mb, c);
+                    let t0 = m0 - rows.start;
+                    // SAFETY: input rows m0..m0+mb hold `in_c` values each (`run` asserted the
+                    // input's length, rows < px); tile rows t0..t0+mb of `cols.len()` values at
+                    // the tile's stride are the tile's own; `cols.start` is a multiple of the
+                    // panel width (the grid's column alignment).
+                    unsafe {
+                        self.b.gemm_tile(
+                            input.as_ptr().add(m0 * w.in_c),
+                            w.in_c,
+                            &[0],
+                            w.in_c,
+                            mb,
+                            cols.clone(),
+                            tile.as_mut_ptr().add(t0 * n),
+                            n,
+                        );
+                    }
                     if !ep.is_identity() {
-                        ep.apply(c, m0 * n, n);
+                        if cols.len() == n {
+                            ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
+                        } else {
+                            for i in 0..mb {
+                                ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
+                            }
+                        }
                     }
                     m0 += mb;
                 }
@@ -448,6 +478,34 @@ mod tests {
             &Epilogue::NONE,
         );
         assert_eq!(out, vec![10.5, 6.5, 7.5, 4.5]);
+    }
+
+    /// 1x1 convolutions of few pixels and many channels (the end of a backbone) are split
+    /// over output-channel panels: every thread count gives the same values, the reference's.
+    #[test]
+    fn conv_few_pixels_split_over_channels() {
+        for w in [
+            window(2, 2, 512, 512, (1, 1), (1, 1), 1, Padding::Valid),
+            window(6, 6, 256, 256, (1, 1), (1, 1), 1, Padding::Valid),
+            window(3, 5, 96, 600, (1, 1), (1, 1), 1, Padding::Valid),
+        ] {
+            let p = ConvProblem::new(w, 9, true, true, true);
+            let one = p.run(&Par::new(1));
+            assert_close(&one, &p.reference());
+            for threads in [2, 3, 8, 16] {
+                assert_eq!(one, p.run(&Par::new(threads)), "{threads} threads");
+            }
+            let px = w.out_h * w.out_w;
+            let (_, tile_n) = Par::new(16).grid(
+                px,
+                w.out_c,
+                px * w.in_c * w.out_c,
+                MIN_MACS_PER_PART,
+                12,
+                16,
+            );
+            assert!(tile_n < w.out_c, "{w:?} not split over channels");
+        }
     }
 
     #[test]

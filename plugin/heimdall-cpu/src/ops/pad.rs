@@ -39,6 +39,17 @@ pub fn pad(
         row,
         MIN_VALUES_PER_PART.div_ceil(row),
         |rows, part| {
+            if inner > 0 && p[..3].iter().all(|&(b, a)| b == 0 && a == 0) {
+                // Only the innermost axis is padded (channels of an NHWC tensor, before a
+                // residual add): output row `r` is input row `r`, no index arithmetic.
+                let src = &input[rows.start * inner..rows.end * inner];
+                for (out_row, x) in part.chunks_exact_mut(row).zip(src.chunks_exact(inner)) {
+                    out_row[..left].fill(value);
+                    out_row[left..left + inner].copy_from_slice(x);
+                    out_row[left + inner..].fill(value);
+                }
+                return;
+            }
             for (r, out_row) in rows.zip(part.chunks_exact_mut(row)) {
                 let o2 = r % od[2];
                 let o1 = (r / od[2]) % od[1];
@@ -225,6 +236,36 @@ mod zero_pad_tests {
             let mut out = vec![f32::NAN; total];
             pad(&Par::new(1), &input, &shape, pads, 0.5, &mut out);
             prop_assert_eq!(out, reference);
+        }
+    }
+}
+
+#[cfg(test)]
+mod channel_pad_tests {
+    use super::*;
+    use crate::kernels::testutil::data;
+
+    /// Padding only the innermost axis (the channel pads before MediaPipe's residual adds)
+    /// takes the copy-per-row path: every pixel's channels, then the fill, on any threads.
+    #[test]
+    fn channel_only_pads_match_per_pixel_copy() {
+        for (shape, pads) in [
+            ([1usize, 64, 64, 24], (0usize, 4usize)),
+            ([1, 9, 7, 5], (2, 1)),
+            ([1, 12, 12, 128], (0, 128)),
+        ] {
+            let input = data(3, shape.iter().product());
+            let (c, oc) = (shape[3], shape[3] + pads.0 + pads.1);
+            let mut want = vec![0.25; input.len() / c * oc];
+            for (o, x) in want.chunks_exact_mut(oc).zip(input.chunks_exact(c)) {
+                o[pads.0..pads.0 + c].copy_from_slice(x);
+            }
+            let all = [(0, 0), (0, 0), (0, 0), pads];
+            for threads in [1, 3] {
+                let mut out = vec![f32::NAN; want.len()];
+                pad(&Par::new(threads), &input, &shape, &all, 0.25, &mut out);
+                assert_eq!(out, want, "{shape:?} {pads:?} {threads} threads");
+            }
         }
     }
 }

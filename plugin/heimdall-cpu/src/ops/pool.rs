@@ -2,7 +2,9 @@
 //!
 //! Padded positions are skipped: the maximum is over valid positions only and the average
 //! divides by the count of valid positions, as TFLite does. `Window::out_c` must equal `in_c`.
-//! Output rows are split over [`Par`]; the epilogue (fused activation) runs per row.
+//! Output pixels by channel blocks are split over [`Par`]; a global average sums fixed blocks
+//! of pixels in parallel and adds their sums in block order. The epilogue (fused activation)
+//! runs per tile.
 //!
 //! Dispatch: [`prepare`] resolves the window of a MAX_POOL_2D or AVERAGE_POOL_2D.
 
@@ -22,57 +24,136 @@ enum Kind {
 
 /// `output[oy, ox, c] = ep(max of input[iy, ix, c] over the valid window positions)`.
 pub fn max_pool(par: &Par, w: &Window, input: &[f32], output: &mut [f32], ep: &Epilogue) {
-    pool(par, w, input, output, ep, Kind::Max);
+    pool(par, w, input, output, ep, Kind::Max, &mut []);
 }
 
 /// `output[oy, ox, c] = ep(mean of input[iy, ix, c] over the valid window positions)`.
-pub fn avg_pool(par: &Par, w: &Window, input: &[f32], output: &mut [f32], ep: &Epilogue) {
-    pool(par, w, input, output, ep, Kind::Avg);
+/// A global average (one output pixel whose window is the whole input) is split over the
+/// threads when `scratch` holds [`pool_scratch_len`] values, and summed on one thread
+/// otherwise.
+pub fn avg_pool(
+    par: &Par,
+    w: &Window,
+    input: &[f32],
+    output: &mut [f32],
+    ep: &Epilogue,
+    scratch: &mut [f32],
+) {
+    pool(par, w, input, output, ep, Kind::Avg, scratch);
 }
 
-fn pool(par: &Par, w: &Window, input: &[f32], output: &mut [f32], ep: &Epilogue, kind: Kind) {
+/// Input pixels per partial sum of a global average: the sums of fixed blocks, added in block
+/// order, whatever the threads.
+const GLOBAL_BLOCK_PIXELS: usize = 256;
+
+/// Values of scratch [`avg_pool`] needs to split a global average over threads (0 for other
+/// windows): one partial sum per block of [`GLOBAL_BLOCK_PIXELS`] input pixels and channel.
+pub fn pool_scratch_len(w: &Window) -> usize {
+    if is_global(w) {
+        (w.in_h * w.in_w).div_ceil(GLOBAL_BLOCK_PIXELS) * w.in_c
+    } else {
+        0
+    }
+}
+
+/// Whether the window is one output pixel over the whole input, unpadded.
+fn is_global(w: &Window) -> bool {
+    (w.out_h, w.out_w, w.pad_top, w.pad_left) == (1, 1, 0, 0)
+        && w.k_h == w.in_h
+        && w.k_w == w.in_w
+        && w.dil_h == 1
+        && w.dil_w == 1
+}
+
+/// The mean over all pixels of `input` (`[pixels, c]`) into `out`, as the in-order sum of
+/// per-block partial sums computed in parallel into `partial`.
+fn global_avg(par: &Par, input: &[f32], c: usize, out: &mut [f32], partial: &mut [f32]) {
+    let pixels = input.len() / c;
+    let blocks = pixels.div_ceil(GLOBAL_BLOCK_PIXELS);
+    let partial = &mut partial[..blocks * c];
+    let min_blocks = MIN_VALUES_PER_PART.div_ceil(GLOBAL_BLOCK_PIXELS * c);
+    par.for_chunks(partial, c, min_blocks, |b, acc| {
+        acc.fill(0.0);
+        let p0 = b * GLOBAL_BLOCK_PIXELS;
+        let p1 = (p0 + GLOBAL_BLOCK_PIXELS).min(pixels);
+        for x in input[p0 * c..p1 * c].chunks_exact(c) {
+            acc.iter_mut().zip(x).for_each(|(a, x)| *a += *x);
+        }
+    });
+    out.fill(0.0);
+    for acc in partial.chunks_exact(c) {
+        out.iter_mut().zip(acc).for_each(|(o, a)| *o += *a);
+    }
+    let count = pixels as f32;
+    out.iter_mut().for_each(|o| *o /= count);
+}
+
+fn pool(
+    par: &Par,
+    w: &Window,
+    input: &[f32],
+    output: &mut [f32],
+    ep: &Epilogue,
+    kind: Kind,
+    scratch: &mut [f32],
+) {
     let c = w.in_c;
     debug_assert_eq!(w.out_c, c);
     debug_assert_eq!(input.len(), w.in_h * w.in_w * c);
-    let row_len = w.out_w * c;
-    debug_assert_eq!(output.len(), w.out_h * row_len);
-    if row_len == 0 {
+    let px = w.out_h * w.out_w;
+    debug_assert_eq!(output.len(), px * c);
+    if px == 0 || c == 0 {
         return;
     }
-    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len * w.k_h * w.k_w);
-    par.for_rows(output, row_len, min_rows, |rows, out| {
-        for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+    if kind == Kind::Avg && is_global(w) && scratch.len() >= pool_scratch_len(w) {
+        global_avg(par, input, c, output, scratch);
+        if !ep.is_identity() {
+            ep.apply(output, 0, c);
+        }
+        return;
+    }
+    // Pixels by channel blocks: a pool of few output pixels splits over its channels too.
+    let work = px * c * w.k_h * w.k_w;
+    let (tile_px, tile_c) = par.grid(px, c, work, MIN_VALUES_PER_PART, 1, 16);
+    par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+        for (i, p) in pixels.clone().enumerate() {
+            let (oy, ox) = (p / w.out_w, p % w.out_w);
             let (ky_lo, ky_hi) = valid_taps(oy, w.stride_h, w.dil_h, w.pad_top, w.in_h, w.k_h);
-            for (ox, o) in out_row.chunks_exact_mut(c).enumerate() {
-                let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
-                o.fill(if kind == Kind::Max {
-                    f32::NEG_INFINITY
-                } else {
-                    0.0
-                });
-                for ky in ky_lo..ky_hi {
-                    let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
-                    for kx in kx_lo..kx_hi {
-                        let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
-                        let x = &input[(iy * w.in_w + ix) * c..][..c];
-                        match kind {
-                            Kind::Max => o
-                                .iter_mut()
-                                .zip(x)
-                                .for_each(|(o, x)| *o = if *x > *o { *x } else { *o }),
-                            Kind::Avg => o.iter_mut().zip(x).for_each(|(o, x)| *o += *x),
-                        }
-                    }
-                }
-                if kind == Kind::Avg {
-                    let count = ((ky_hi - ky_lo) * (kx_hi - kx_lo)) as f32;
-                    if count > 0.0 {
-                        o.iter_mut().for_each(|o| *o /= count);
+            let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
+            let o = tile.row(i);
+            o.fill(if kind == Kind::Max {
+                f32::NEG_INFINITY
+            } else {
+                0.0
+            });
+            for ky in ky_lo..ky_hi {
+                let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
+                for kx in kx_lo..kx_hi {
+                    let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
+                    let x = &input[(iy * w.in_w + ix) * c..][chans.clone()];
+                    match kind {
+                        Kind::Max => o
+                            .iter_mut()
+                            .zip(x)
+                            .for_each(|(o, x)| *o = if *x > *o { *x } else { *o }),
+                        Kind::Avg => o.iter_mut().zip(x).for_each(|(o, x)| *o += *x),
                     }
                 }
             }
-            if !ep.is_identity() {
-                ep.apply(out_row, oy * row_len, c);
+            if kind == Kind::Avg {
+                let count = ((ky_hi - ky_lo) * (kx_hi - kx_lo)) as f32;
+                if count > 0.0 {
+                    o.iter_mut().for_each(|o| *o /= count);
+                }
+            }
+        }
+        if !ep.is_identity() {
+            if chans.len() == c {
+                ep.apply(tile.span(0..pixels.len()), pixels.start * c, c);
+            } else {
+                for (i, p) in pixels.enumerate() {
+                    ep.apply(tile.row(i), p * c + chans.start, c);
+                }
             }
         }
     });
@@ -86,7 +167,8 @@ struct Pool {
 
 impl Kernel for Pool {
     fn run(&self, io: StepIo<'_>) {
-        pool(io.par, &self.w, io.inputs.get(0), io.out, io.ep, self.kind);
+        let (w, input) = (&self.w, io.inputs.get(0));
+        pool(io.par, w, input, io.out, io.ep, self.kind, io.scratch);
     }
 }
 
@@ -98,10 +180,9 @@ pub(crate) fn prepare(cx: &PrepareCx, p: &PoolAttrs, max: bool) -> Result<Prepar
         pad: p.pad,
     };
     let kind = if max { Kind::Max } else { Kind::Avg };
-    Ok(Prepared::new(Pool {
-        w: cx.window(p.filter, &a),
-        kind,
-    }))
+    let w = cx.window(p.filter, &a);
+    let scratch = if max { 0 } else { pool_scratch_len(&w) };
+    Ok(Prepared::with_scratch(Pool { w, kind }, scratch))
 }
 
 #[cfg(test)]
@@ -151,7 +232,7 @@ mod tests {
             let w = crate::kernels::testutil::window(w.in_h, w.in_w, w.in_c, w.in_c, (w.k_h.min(w.in_h), w.k_w.min(w.in_w)), (w.stride_h, w.stride_w), 1, Padding::Same);
             let input = data(seed, w.in_h * w.in_w * w.in_c);
             let mut out = vec![f32::NAN; w.out_h * w.out_w * w.out_c];
-            if max { max_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE) } else { avg_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE) }
+            if max { max_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE) } else { avg_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE, &mut []) }
             assert_close(&out, &reference(&w, &input, max));
         }
     }
@@ -164,7 +245,7 @@ mod tests {
         assert_eq!((w.out_h, w.out_w, w.pad_top, w.pad_left), (2, 2, 0, 0));
         let input = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
         let mut out = vec![0.0; 4];
-        avg_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE);
+        avg_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE, &mut []);
         assert_eq!(out, vec![3.0, 4.5, 7.5, 9.0]);
         max_pool(&Par::new(1), &w, &input, &mut out, &Epilogue::NONE);
         assert_eq!(out, vec![5.0, 6.0, 8.0, 9.0]);
@@ -176,8 +257,64 @@ mod tests {
         let input = data(1, 64 * 64 * 24);
         let mut a = vec![0.0; w.out_h * w.out_w * 24];
         let mut b = a.clone();
-        avg_pool(&Par::new(1), &w, &input, &mut a, &Epilogue::NONE);
-        avg_pool(&Par::new(2), &w, &input, &mut b, &Epilogue::NONE);
+        avg_pool(&Par::new(1), &w, &input, &mut a, &Epilogue::NONE, &mut []);
+        avg_pool(&Par::new(2), &w, &input, &mut b, &Epilogue::NONE, &mut []);
         assert_eq!(a, b);
+    }
+
+    /// A global average (128x128 pixels, and one block's worth) sums its blocks on any number
+    /// of threads with the same bits, matches the reference with and without scratch, and a
+    /// max pool of few pixels split over channels matches too.
+    #[test]
+    fn global_avg_and_few_pixel_pools_split_over_threads() {
+        for (h, wd, c) in [(128, 128, 16), (16, 16, 96), (7, 9, 40)] {
+            let w = window(h, wd, c, c, (h, wd), (h, wd), 1, Padding::Valid);
+            assert!(is_global(&w));
+            let input = data(4, h * wd * c);
+            let reference = reference(&w, &input, false);
+            let mut scratch = vec![f32::NAN; pool_scratch_len(&w)];
+            let mut one = vec![f32::NAN; c];
+            avg_pool(
+                &Par::new(1),
+                &w,
+                &input,
+                &mut one,
+                &Epilogue::NONE,
+                &mut scratch,
+            );
+            assert_close(&one, &reference);
+            for threads in [2, 5, 16] {
+                let mut out = vec![f32::NAN; c];
+                avg_pool(
+                    &Par::new(threads),
+                    &w,
+                    &input,
+                    &mut out,
+                    &Epilogue::NONE,
+                    &mut scratch,
+                );
+                assert_eq!(one, out, "{h}x{wd}x{c} {threads} threads");
+            }
+            let mut serial = vec![f32::NAN; c];
+            avg_pool(
+                &Par::new(4),
+                &w,
+                &input,
+                &mut serial,
+                &Epilogue::NONE,
+                &mut [],
+            );
+            assert_close(&serial, &reference);
+        }
+        let w = window(12, 12, 256, 256, (3, 3), (2, 2), 1, Padding::Same);
+        let input = data(5, 12 * 12 * 256);
+        let mut one = vec![f32::NAN; w.out_h * w.out_w * 256];
+        max_pool(&Par::new(1), &w, &input, &mut one, &Epilogue::NONE);
+        assert_close(&one, &reference(&w, &input, true));
+        for threads in [3, 16] {
+            let mut out = vec![f32::NAN; one.len()];
+            max_pool(&Par::new(threads), &w, &input, &mut out, &Epilogue::NONE);
+            assert_eq!(one, out);
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! kx * dil_w - pad_left)` when it lies inside the output.
 //!
 //! Computed as one matrix product `[in_h * in_w, in_c] x [in_c, k_h * k_w * out_c]` into the
-//! caller's scratch, then a gather per output pixel (bias first, then taps in `(ky, kx)` order),
+//! caller's scratch, then a gather per output row (bias first, then taps in `(ky, kx)` order for each pixel),
 //! so no two threads ever add into the same value and the result does not depend on threads.
 //!
 //! Dispatch: [`prepare`] packs the filter once, or (weights computed at run time, the passes
@@ -91,20 +91,22 @@ impl PackedTransposeConv {
         let min_rows = (1usize << 15).div_ceil((row_len * taps).max(1));
         par.for_rows(output, row_len, min_rows, |rows, out| {
             for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                for (ox, o) in out_row.chunks_exact_mut(oc).enumerate() {
+                for o in out_row.chunks_exact_mut(oc) {
                     o.copy_from_slice(&self.bias);
-                    for ky in 0..w.k_h {
-                        let Some(iy) = source(oy, ky, w.dil_h, w.pad_top, w.stride_h, w.in_h)
-                        else {
-                            continue;
-                        };
-                        for kx in 0..w.k_w {
-                            let Some(ix) = source(ox, kx, w.dil_w, w.pad_left, w.stride_w, w.in_w)
-                            else {
-                                continue;
-                            };
-                            let src = &col[(iy * w.in_w + ix) * n + (ky * w.k_w + kx) * oc..][..oc];
-                            for (o, s) in o.iter_mut().zip(src) {
+                }
+                // Taps in (ky, kx) order for every pixel of the row; for one tap, the input
+                // columns that reach the row (no division per pixel).
+                for ky in 0..w.k_h {
+                    let Some(iy) = source(oy, ky, w.dil_h, w.pad_top, w.stride_h, w.in_h) else {
+                        continue;
+                    };
+                    let col_row = &col[iy * w.in_w * n..(iy + 1) * w.in_w * n];
+                    for kx in 0..w.k_w {
+                        let (ix_lo, ix_hi) = tap_columns(w, kx);
+                        for ix in ix_lo..ix_hi {
+                            let ox = ix * w.stride_w + kx * w.dil_w - w.pad_left;
+                            let src = &col_row[ix * n + (ky * w.k_w + kx) * oc..][..oc];
+                            for (o, s) in out_row[ox * oc..(ox + 1) * oc].iter_mut().zip(src) {
                                 *o += *s;
                             }
                         }
@@ -116,6 +118,18 @@ impl PackedTransposeConv {
             }
         });
     }
+}
+
+/// The input columns `ix_lo..ix_hi` whose tap `kx` lands inside the output:
+/// `0 <= ix * stride_w + kx * dil_w - pad_left < out_w`.
+fn tap_columns(w: &Window, kx: usize) -> (usize, usize) {
+    let off = kx * w.dil_w;
+    let lo = w.pad_left.saturating_sub(off).div_ceil(w.stride_w);
+    let hi = (w.out_w + w.pad_left)
+        .saturating_sub(off)
+        .div_ceil(w.stride_w)
+        .min(w.in_w);
+    (lo, hi.max(lo))
 }
 
 /// The input index `i < n` with `i * stride + t * dil - pad == o`, if any.

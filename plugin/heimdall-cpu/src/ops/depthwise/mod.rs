@@ -6,7 +6,8 @@
 //! a time with 8 independent accumulators per 16-channel vector (masked for the channel tail);
 //! 3x3 and 5x5 filters have unrolled variants, and at stride 1 each input vector of a filter row
 //! is loaded once for all 8 pixels. Other CPUs and channel multipliers above 1 use a portable
-//! channel loop. Output rows are split over [`Par`]; the epilogue runs per row. Every value sums
+//! channel loop. The output is split over [`Par`] as pixel ranges by channel blocks; the
+//! epilogue runs per row piece. Every value sums
 //! `bias + taps in (ky, kx) order`, whichever variant or split computes it.
 //!
 //! Dispatch: [`prepare`] copies the filter of a DEPTHWISE_CONV_2D once, or (weights computed at
@@ -15,6 +16,15 @@
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::window::valid_taps;
+use std::ops::Range;
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+#[cfg(target_arch = "x86_64")]
+use avx512::{DwRow, MAX_TAPS};
+
+use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
 use crate::kernels::{Epilogue, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -59,60 +69,109 @@ impl PackedDepthwise {
 
     /// `output[oy, ox, c] = ep(bias[c] + sum input[iy, ix, c / mult] * filter[ky, kx, c])`;
     /// `input` is `[in_h, in_w, in_c]`, `output` `[out_h, out_w, out_c]`. Needs no scratch.
+    ///
+    /// The output is split over [`Par`] as a grid of pixel ranges (runs of pixels in row-major
+    /// order, which may cross image rows) by channel blocks of 16: at small resolutions there
+    /// are too few rows for many threads, but enough pixels times channel blocks.
     pub fn run(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
         let w = &self.w;
-        let row_len = w.out_w * w.out_c;
+        let c = w.out_c;
+        let px = w.out_h * w.out_w;
         debug_assert_eq!(input.len(), w.in_h * w.in_w * w.in_c);
-        debug_assert_eq!(output.len(), w.out_h * row_len);
-        if row_len == 0 {
+        debug_assert_eq!(output.len(), px * c);
+        if px == 0 || c == 0 {
             return;
         }
-        let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * w.k_h * w.k_w).max(1));
-        par.for_rows(output, row_len, min_rows, |rows, out| {
-            for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                self.row(input, oy, out_row);
+        assert!(
+            input.len() >= w.in_h * w.in_w * w.in_c && output.len() >= px * c,
+            "depthwise: buffers too short"
+        );
+        let work = px * c * w.k_h * w.k_w;
+        // Whole rows while there are rows enough for every part a grid may make (a row's
+        // edge pixels and groups of 8 stay together), else runs of 8 pixels.
+        let align = if w.out_h >= CHUNKS_PER_THREAD * par.threads() {
+            w.out_w
+        } else {
+            PIXEL_ALIGN
+        };
+        let (tile_px, tile_c) = par.grid(px, c, work, MIN_MACS_PER_PART, align, 16);
+        par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+            let mut p = pixels.start;
+            while p < pixels.end {
+                let (oy, ox0) = (p / w.out_w, p % w.out_w);
+                let ox1 = (pixels.end - oy * w.out_w).min(w.out_w);
+                let first = p - pixels.start;
+                self.row(input, oy, ox0..ox1, chans.clone(), tile, first);
                 if !ep.is_identity() {
-                    ep.apply(out_row, oy * row_len, w.out_c);
+                    if chans.len() == c {
+                        let span = tile.span(first..first + (ox1 - ox0));
+                        ep.apply(span, p * c, c);
+                    } else {
+                        for i in 0..ox1 - ox0 {
+                            ep.apply(tile.row(first + i), (p + i) * c + chans.start, c);
+                        }
+                    }
                 }
+                p += ox1 - ox0;
             }
         });
     }
 
-    fn row(&self, input: &[f32], oy: usize, out_row: &mut [f32]) {
+    /// Output pixels `ox` of row `oy`, channels `chans`, into tile rows `first..` (one per
+    /// pixel).
+    fn row(
+        &self,
+        input: &[f32],
+        oy: usize,
+        ox: Range<usize>,
+        chans: Range<usize>,
+        tile: &mut Tile<'_>,
+        first: usize,
+    ) {
         let w = &self.w;
         let (ky_lo, ky_hi) = valid_taps(oy, w.stride_h, w.dil_h, w.pad_top, w.in_h, w.k_h);
+        let mut t = DwTarget {
+            tile,
+            first,
+            ox0: ox.start,
+        };
         if self.mult != 1 {
-            self.row_multiplier(input, oy, ky_lo, ky_hi, out_row);
+            self.row_multiplier(input, oy, ky_lo, ky_hi, ox, chans, &mut t);
             return;
         }
         #[cfg(target_arch = "x86_64")]
         if self.avx512 {
-            // SAFETY: AVX-512F was detected at construction; shapes are checked by `run`.
-            unsafe { self.row_avx512(input, oy, ky_lo, ky_hi, out_row) };
+            // SAFETY: AVX-512F was detected at construction; shapes are checked by `run`, the
+            // pixel and channel ranges lie inside the output and its tile.
+            unsafe { self.row_avx512(input, oy, ky_lo, ky_hi, ox, chans, &mut t) };
             return;
         }
-        self.row_portable(input, oy, ky_lo, ky_hi, out_row);
+        self.row_portable(input, oy, ky_lo, ky_hi, ox, chans, &mut t);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn row_portable(
         &self,
         input: &[f32],
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
-        out_row: &mut [f32],
+        oxs: Range<usize>,
+        chans: Range<usize>,
+        t: &mut DwTarget<'_, '_>,
     ) {
         let w = &self.w;
         let c = w.out_c;
-        for (ox, out) in out_row.chunks_exact_mut(c).enumerate() {
+        for ox in oxs {
+            let out = t.pixel(ox);
             let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
-            out.copy_from_slice(&self.bias);
+            out.copy_from_slice(&self.bias[chans.clone()]);
             for ky in ky_lo..ky_hi {
                 let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
                 for kx in kx_lo..kx_hi {
                     let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
-                    let x = &input[(iy * w.in_w + ix) * c..][..c];
-                    let f = &self.weights[(ky * w.k_w + kx) * c..][..c];
+                    let x = &input[(iy * w.in_w + ix) * c..][chans.clone()];
+                    let f = &self.weights[(ky * w.k_w + kx) * c..][chans.clone()];
                     for ((o, x), f) in out.iter_mut().zip(x).zip(f) {
                         *o += x * f;
                     }
@@ -121,26 +180,30 @@ impl PackedDepthwise {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn row_multiplier(
         &self,
         input: &[f32],
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
-        out_row: &mut [f32],
+        oxs: Range<usize>,
+        chans: Range<usize>,
+        t: &mut DwTarget<'_, '_>,
     ) {
         let w = &self.w;
         let c = w.out_c;
-        for (ox, out) in out_row.chunks_exact_mut(c).enumerate() {
+        for ox in oxs {
+            let out = t.pixel(ox);
             let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
-            out.copy_from_slice(&self.bias);
+            out.copy_from_slice(&self.bias[chans.clone()]);
             for ky in ky_lo..ky_hi {
                 let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
                 for kx in kx_lo..kx_hi {
                     let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
                     let x = &input[(iy * w.in_w + ix) * w.in_c..][..w.in_c];
                     let f = &self.weights[(ky * w.k_w + kx) * c..][..c];
-                    for (oc, o) in out.iter_mut().enumerate() {
+                    for (o, oc) in out.iter_mut().zip(chans.clone()) {
                         *o += x[oc / self.mult] * f[oc];
                     }
                 }
@@ -149,8 +212,11 @@ impl PackedDepthwise {
     }
 
     /// # Safety
-    /// The CPU must support AVX-512F; `input` and `out_row` must have the window's sizes.
+    /// The CPU must support AVX-512F; `input` must have the window's size, `oxs` lie inside
+    /// the row and `t`'s tile, `chans` start at a multiple of 16 and lie inside the tile's
+    /// columns.
     #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
     unsafe fn row_avx512(
         &self,
@@ -158,12 +224,16 @@ impl PackedDepthwise {
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
-        out_row: &mut [f32],
+        oxs: Range<usize>,
+        chans: Range<usize>,
+        t: &mut DwTarget<'_, '_>,
     ) {
         let w = self.w;
         let c = w.out_c;
-        assert!(input.len() >= w.in_h * w.in_w * c && out_row.len() >= w.out_w * c);
+        assert!(input.len() >= w.in_h * w.in_w * c && oxs.end <= w.out_w);
         assert!(ky_hi <= w.k_h && w.k_h <= MAX_TAPS);
+        assert!(chans.start.is_multiple_of(16) && chans.end <= c);
+        assert!(t.first + oxs.len() <= t.tile.rows() && chans.len() == t.tile.cols());
         // Valid rows of this output row: input row and filter row pointers.
         let mut rows = [std::ptr::null::<f32>(); MAX_TAPS];
         let mut wrows = [std::ptr::null::<f32>(); MAX_TAPS];
@@ -173,6 +243,9 @@ impl PackedDepthwise {
             rows[j] = input[iy * w.in_w * c..].as_ptr();
             wrows[j] = self.weights[ky * w.k_w * c..].as_ptr();
         }
+        let stride = t.tile.stride();
+        // SAFETY: tile row `first` is inside the tile (asserted above).
+        let out0 = unsafe { t.tile.as_mut_ptr().add(t.first * stride) };
         let tap = DwRow {
             rows,
             wrows,
@@ -181,6 +254,10 @@ impl PackedDepthwise {
             sw: w.stride_w,
             dw: w.dil_w,
             pl: w.pad_left,
+            blocks: chans.start / 16..chans.end.div_ceil(16),
+            ox0: oxs.start,
+            out: out0,
+            out_stride: stride,
         };
         // Interior output columns: every horizontal tap is inside the input.
         let reach = (w.k_w - 1) * w.dil_w;
@@ -191,207 +268,60 @@ impl PackedDepthwise {
             0
         };
         let int_hi = int_hi.max(int_lo);
+        let (lo, hi) = (
+            int_lo.clamp(oxs.start, oxs.end),
+            int_hi.clamp(oxs.start, oxs.end),
+        );
         let bias = self.bias.as_ptr();
-        let out = out_row.as_mut_ptr();
         // SAFETY: pointers come from the asserted slices; taps are restricted to valid input
-        // columns (`valid_taps`, or the interior range), channels to `c` by the masks.
+        // columns (`valid_taps`, or the interior range), channels to the tile's blocks and `c`
+        // by the masks, pixels to `oxs` (tile rows `first..first + oxs.len()`).
         unsafe {
-            for ox in (0..int_lo).chain(int_hi..w.out_w) {
+            for ox in (oxs.start..lo).chain(hi..oxs.end) {
                 let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
-                tap.pixels::<1>(ox, kx_lo, kx_hi, bias, out);
+                tap.pixel(ox, kx_lo, kx_hi, bias);
             }
-            let mut ox = int_lo;
-            while ox + 8 <= int_hi {
+            let mut ox = lo;
+            while ox + 8 <= hi {
                 // Stride 1 reuses input vectors across pixels; for stride 2 the plain
                 // unrolled kernel measured faster.
                 match (w.k_w, w.stride_w, w.dil_w) {
-                    (3, 1, 1) => tap.pixels_slide::<8, 3, 1>(ox, bias, out),
-                    (5, 1, 1) => tap.pixels_slide::<8, 5, 1>(ox, bias, out),
-                    (3, _, _) => tap.pixels_k::<8, 3>(ox, bias, out),
-                    (5, _, _) => tap.pixels_k::<8, 5>(ox, bias, out),
-                    _ => tap.pixels::<8>(ox, 0, w.k_w, bias, out),
+                    (3, 1, 1) => tap.pixels_slide::<8, 3, 1>(ox, bias),
+                    (5, 1, 1) => tap.pixels_slide::<8, 5, 1>(ox, bias),
+                    (3, _, _) => tap.pixels_k::<8, 3>(ox, bias),
+                    (5, _, _) => tap.pixels_k::<8, 5>(ox, bias),
+                    _ => tap.pixels::<8>(ox, 0, w.k_w, bias),
                 }
                 ox += 8;
             }
-            while ox + 4 <= int_hi {
-                tap.pixels::<4>(ox, 0, w.k_w, bias, out);
+            while ox + 4 <= hi {
+                tap.pixels::<4>(ox, 0, w.k_w, bias);
                 ox += 4;
             }
-            while ox < int_hi {
-                tap.pixels::<1>(ox, 0, w.k_w, bias, out);
+            while ox < hi {
+                tap.pixel(ox, 0, w.k_w, bias);
                 ox += 1;
             }
         }
     }
 }
 
-/// Most filter rows a depthwise filter may have on the AVX-512 path.
-const MAX_TAPS: usize = 16;
-
-/// One output row of a depthwise convolution on the AVX-512 path: the valid input rows and
-/// their filter rows.
-#[cfg(target_arch = "x86_64")]
-struct DwRow {
-    rows: [*const f32; MAX_TAPS],
-    wrows: [*const f32; MAX_TAPS],
-    nky: usize,
-    c: usize,
-    sw: usize,
-    dw: usize,
-    pl: usize,
+/// Where one output row's pixels go: tile row `first + ox - ox0` holds pixel `ox`.
+struct DwTarget<'t, 'a> {
+    tile: &'t mut Tile<'a>,
+    first: usize,
+    ox0: usize,
 }
 
-#[cfg(target_arch = "x86_64")]
-impl DwRow {
-    /// [`DwRow::pixels_k`] for stride `S` and no dilation, loading each input vector of a
-    /// filter row once and feeding it to every pixel whose window covers it (each pixel still
-    /// sums its taps in `(ky, kx)` order).
-    ///
-    /// # Safety
-    /// As [`DwRow::pixels`] with every tap `0..K` valid, `stride_w == S`, `dil_w == 1`.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels_slide<const NX: usize, const K: usize, const S: usize>(
-        &self,
-        ox: usize,
-        bias: *const f32,
-        out: *mut f32,
-    ) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in 0..blocks {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let base = self.rows[j].add((ox * S - self.pl) * c + off);
-                    let wrow = self.wrows[j].add(off);
-                    let mut f = [bv; K];
-                    for (kx, fk) in f.iter_mut().enumerate() {
-                        *fk = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                    }
-                    for t in 0..(NX - 1) * S + K {
-                        let x = _mm512_maskz_loadu_ps(mask, base.add(t * c));
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            if t >= i * S && t - i * S < K {
-                                *a = _mm512_fmadd_ps(x, f[t - i * S], *a);
-                            }
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox + i) * c + off), mask, *a);
-                }
-            }
-        }
-    }
-
-    /// [`DwRow::pixels`] for interior pixels of a `K`-wide filter, taps unrolled.
-    ///
-    /// # Safety
-    /// As [`DwRow::pixels`] with every tap `0..K` valid.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels_k<const NX: usize, const K: usize>(
-        &self,
-        ox: usize,
-        bias: *const f32,
-        out: *mut f32,
-    ) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        let step = self.sw * c;
-        let tap_step = self.dw * c;
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in 0..blocks {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let base = self.rows[j].add((ox * self.sw - self.pl) * c + off);
-                    let wrow = self.wrows[j].add(off);
-                    for kx in 0..K {
-                        let f = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                        let p = base.add(kx * tap_step);
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let x = _mm512_maskz_loadu_ps(mask, p.add(i * step));
-                            *a = _mm512_fmadd_ps(x, f, *a);
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox + i) * c + off), mask, *a);
-                }
-            }
-        }
-    }
-
-    /// Computes output pixels `ox..ox + NX` (all with horizontal taps `kx_lo..kx_hi` valid),
-    /// NX independent accumulators per 16-channel block; taps summed in `(ky, kx)` order.
-    ///
-    /// # Safety
-    /// AVX-512F; the taps must be valid for every pixel and `out` must hold the row.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn pixels<const NX: usize>(
-        &self,
-        ox: usize,
-        kx_lo: usize,
-        kx_hi: usize,
-        bias: *const f32,
-        out: *mut f32,
-    ) {
-        use std::arch::x86_64::*;
-        let c = self.c;
-        let blocks = c.div_ceil(16);
-        let tail: __mmask16 = if c.is_multiple_of(16) {
-            0xFFFF
-        } else {
-            ((1u32 << (c % 16)) - 1) as __mmask16
-        };
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            for b in 0..blocks {
-                let mask = if b + 1 == blocks { tail } else { 0xFFFF };
-                let off = b * 16;
-                let bv = _mm512_maskz_loadu_ps(mask, bias.add(off));
-                let mut acc = [bv; NX];
-                for j in 0..self.nky {
-                    let row = self.rows[j].add(off);
-                    let wrow = self.wrows[j].add(off);
-                    for kx in kx_lo..kx_hi {
-                        let f = _mm512_maskz_loadu_ps(mask, wrow.add(kx * c));
-                        let ix0 = ox * self.sw + kx * self.dw - self.pl;
-                        for (i, a) in acc.iter_mut().enumerate() {
-                            let x = _mm512_maskz_loadu_ps(mask, row.add((ix0 + i * self.sw) * c));
-                            *a = _mm512_fmadd_ps(x, f, *a);
-                        }
-                    }
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    _mm512_mask_storeu_ps(out.add((ox + i) * c + off), mask, *a);
-                }
-            }
-        }
+impl DwTarget<'_, '_> {
+    /// The tile's channels of pixel `ox`.
+    fn pixel(&mut self, ox: usize) -> &mut [f32] {
+        self.tile.row(self.first + ox - self.ox0)
     }
 }
+
+/// Output pixels per unit of the split: the AVX-512 path computes 8 at a time.
+const PIXEL_ALIGN: usize = 8;
 
 impl Kernel for PackedDepthwise {
     fn run(&self, io: StepIo<'_>) {
@@ -572,6 +502,52 @@ mod tests {
             out,
             vec![12.0, 21.0, 16.0, 27.0, 45.0, 33.0, 24.0, 39.0, 28.0]
         );
+    }
+
+    /// Depthwise convolutions of few pixels (6x6, 4x4, 12x12 stride 2) are split over pixel
+    /// ranges that cross image rows and over channel blocks (a channel count that is not a
+    /// multiple of 16, a multiplier of 2): every thread count and the portable path give the
+    /// same values, the reference's.
+    #[test]
+    fn depthwise_small_shapes_split_over_channels() {
+        for (w, mult) in [
+            (window(6, 6, 256, 256, (5, 5), (1, 1), 1, Padding::Same), 1),
+            (window(4, 4, 520, 520, (5, 5), (1, 1), 1, Padding::Same), 1),
+            (
+                window(12, 12, 200, 200, (5, 5), (2, 2), 1, Padding::Same),
+                1,
+            ),
+            (window(5, 7, 96, 96, (5, 5), (1, 1), 1, Padding::Same), 2),
+            (window(7, 7, 120, 120, (5, 5), (1, 1), 1, Padding::Same), 1),
+            (window(7, 7, 672, 672, (5, 5), (1, 1), 1, Padding::Same), 1),
+        ] {
+            let w = Window {
+                out_c: w.in_c * mult,
+                ..w
+            };
+            let p = DepthwiseProblem::new(w, 21, true, true);
+            let one = p.run(&Par::new(1));
+            assert_close(&one, &p.reference());
+            for threads in [2, 3, 8, 16] {
+                assert_eq!(one, p.run(&Par::new(threads)), "{w:?} {threads} threads");
+            }
+            let mut dw = PackedDepthwise::new(&p.filter, p.bias.as_deref(), p.w);
+            dw.avx512 = false;
+            let ep = Epilogue {
+                residual: p.residual.as_deref(),
+                act: Act::Prelu(&p.alpha),
+            };
+            for threads in [1, 16] {
+                let mut out = vec![f32::NAN; one.len()];
+                dw.run(&Par::new(threads), &p.input, &mut out, &ep);
+                assert_close(&out, &p.reference());
+            }
+            let px = w.out_h * w.out_w;
+            let work = px * w.out_c * w.k_h * w.k_w;
+            let (_, tile_c) =
+                Par::new(16).grid(px, w.out_c, work, MIN_MACS_PER_PART, PIXEL_ALIGN, 16);
+            assert!(tile_c < w.out_c, "{w:?} not split over channels");
+        }
     }
 
     #[test]
