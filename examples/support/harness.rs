@@ -240,9 +240,12 @@ fn scripted_events(
 }
 
 /// The camera frame from which the run counts (`--frames`, `--warmup`, `--save-every`): the
-/// first one at which every DNN is compiled and no f16 accuracy guard is still checking its
-/// model. Until then the DNNs run their f32 stand-ins and the guards' checks share the device:
-/// start-up, not the run.
+/// first one at which every DNN is compiled and no f16 accuracy guard is checking its model,
+/// once every guard has decided or [`GUARD_GRACE_FRAMES`] camera frames have passed since the
+/// DNNs were compiled. Until then the DNNs run their f32 stand-ins and the guards' checks share
+/// the device: start-up, not the run. A guard still waiting for its input after the grace
+/// frames belongs to a DNN nobody asked to run yet (a second hand's landmarks with one hand in
+/// view): waiting for it would wait for ever.
 #[derive(Resource, Default)]
 pub struct RunStart(pub Option<u64>);
 
@@ -253,23 +256,34 @@ impl RunStart {
     }
 }
 
+/// Camera frames after every DNN compiled by which each DNN that runs has had its first
+/// inference (and so its guard's calibration input).
+pub const GUARD_GRACE_FRAMES: u64 = 30;
+
 fn mark_run_start(
     camera: Option<Res<HarnessCamera>>,
     frames: Query<&CameraFrame>,
     dnns: Query<&DnnStatus>,
     guards: Query<&GuardStatus>,
     mut start: ResMut<RunStart>,
+    mut compiled_at: Local<Option<u64>>,
 ) {
     let Some(camera) = camera else { return };
     let Ok(f) = frames.get(camera.0) else { return };
-    if start.0.is_none()
-        && !dnns.iter().any(DnnStatus::is_pending)
-        && !guards.iter().any(|g| matches!(g, GuardStatus::Pending))
-    {
+    if dnns.iter().any(DnnStatus::is_pending) {
+        return;
+    }
+    let compiled = *compiled_at.get_or_insert(f.index);
+    let waiting = |g: &GuardStatus| match g {
+        GuardStatus::Checking => true,
+        GuardStatus::Pending => f.index < compiled + GUARD_GRACE_FRAMES,
+        _ => false,
+    };
+    if start.0.is_none() && !guards.iter().any(waiting) {
         start.0 = Some(f.index);
         if f.index > 0 {
             info!(
-                "every f16 guard has decided; the run counts from camera frame {}",
+                "no f16 guard is checking; the run counts from camera frame {}",
                 f.index
             );
         }

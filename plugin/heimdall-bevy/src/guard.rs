@@ -67,9 +67,13 @@ pub enum GuardStatus {
     /// the state before the model is compiled).
     #[default]
     Off,
-    /// The model runs in f32 until the guard has decided (waiting for the calibration input,
-    /// or checking on the compile task).
+    /// The model runs in f32 until the guard has decided; the guard waits for its calibration
+    /// input (the DNN's first inference, or the app's image). A DNN that is never asked to run
+    /// (a second hand's landmarks while one hand is in view) stays here.
     Pending,
+    /// The guard is checking the model on its calibration input (on the compile task); the model
+    /// runs in f32 meanwhile.
+    Checking,
     /// The guarded model runs.
     Decided(GuardOutcome),
     /// The guard could not check the model (why); the DNN keeps running in f32.
@@ -95,11 +99,12 @@ impl GuardStatus {
         }
     }
 
-    /// `off`, `pending`, `decided` or `failed` (as in `stats.json`).
+    /// `off`, `pending`, `checking`, `decided` or `failed` (as in `stats.json`).
     pub fn state_name(&self) -> &'static str {
         match self {
             GuardStatus::Off => "off",
             GuardStatus::Pending => "pending",
+            GuardStatus::Checking => "checking",
             GuardStatus::Decided(_) => "decided",
             GuardStatus::Failed(_) => "failed",
         }

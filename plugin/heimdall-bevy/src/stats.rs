@@ -210,12 +210,12 @@ fn summary(v: &[f64]) -> Value {
     })
 }
 
-/// A model's guard in `stats.json`: `{"state": "pending" | "decided" | "failed", "reused",
+/// A model's guard in `stats.json`: `{"state": "pending" | "checking" | "decided" | "failed", "reused",
 /// "error", "decision": {...}}`, null when off.
 fn guard_json(g: &GuardStatus) -> Value {
     match g {
         GuardStatus::Off => Value::Null,
-        GuardStatus::Pending => json!({"state": g.state_name()}),
+        GuardStatus::Pending | GuardStatus::Checking => json!({"state": g.state_name()}),
         GuardStatus::Failed(why) => json!({"state": g.state_name(), "error": why}),
         GuardStatus::Decided(o) => json!({
             "state": g.state_name(),

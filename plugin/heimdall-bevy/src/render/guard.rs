@@ -202,6 +202,7 @@ pub(crate) fn advance(
             );
             d.guard =
                 GuardPhase::Running(AsyncComputeTaskPool::get().spawn(async move { run(job) }));
+            outbox.send(RenderMessage::Guard(*e, GuardStatus::Checking));
         }
         if let GuardPhase::Running(task) = &mut d.guard
             && let Some(result) = check_ready(task)

@@ -95,7 +95,7 @@ pub fn run_until_guarded(
             if w.states.last() != Some(&status.state_name()) {
                 w.states.push(status.state_name());
             }
-            if status == GuardStatus::Pending {
+            if matches!(status, GuardStatus::Pending | GuardStatus::Checking) {
                 let p = precision_of(app, e);
                 w.pending_precisions.push(p);
             }
