@@ -204,7 +204,14 @@ pub(crate) fn map_outputs(
     outbox: &Outbox,
 ) {
     for (e, d) in &mut dnns.map {
-        let finish = d.finish(*e, outbox);
+        // What the readback thread needs to finish the inference: only for a readback to hand
+        // over (it clones the name, shapes and decoder).
+        let finish = d
+            .job
+            .as_ref()
+            .is_some_and(|j| j.readback == ReadbackState::Encoded)
+            .then(|| d.finish(*e, outbox))
+            .flatten();
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };

@@ -78,7 +78,9 @@ impl Scheduler {
         }
         let mut chunks = Vec::new();
         let mut reported = Vec::new();
+        let mut prev = 0.0;
         for (work, instance, start, end) in marks.chunks() {
+            prev = end;
             if let Some((id, _)) = works.iter().find(|(id, _)| id.0 == work) {
                 self.coordinator
                     .gpu_done(*id, encode_ms + start, encode_ms + end);
@@ -86,7 +88,6 @@ impl Scheduler {
             }
             chunks.push((instance, end - start));
         }
-        let prev = marks.last_chunk_end();
         // Chunks past the query set's capacity: their estimates.
         for (id, est) in works.iter().filter(|(id, _)| !reported.contains(id)) {
             let s = encode_ms + prev;

@@ -102,11 +102,6 @@ impl FrameMarks {
         }
         out
     }
-
-    /// The end of the frame's last chunk (0 without chunks).
-    pub fn last_chunk_end(&self) -> f64 {
-        self.chunks().last().map_or(0.0, |c| c.3)
-    }
 }
 
 /// Timestamp ring for frames.
