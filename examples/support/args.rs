@@ -73,6 +73,9 @@ pub struct AppArgs {
     /// Record the DNN work after the scene in the frame's own submission instead of submitting
     /// it ahead of the scene (an ablation of `HeimdallSettings::dnn_work_first`).
     pub dnn_after_scene: bool,
+    /// Start each update as soon as the loop runs it, not just in time for the hand-over to the
+    /// render thread (an ablation of `HeimdallSettings::late_frame_start`).
+    pub early_frame_start: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -113,6 +116,7 @@ impl Default for AppArgs {
             no_offload: false,
             no_conv_cache: false,
             dnn_after_scene: false,
+            early_frame_start: false,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -127,7 +131,8 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--text-side N]
+    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--early-frame-start]
+    [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
 
@@ -179,6 +184,7 @@ impl AppArgs {
                 "--no-offload" => a.no_offload = true,
                 "--no-conv-cache" => a.no_conv_cache = true,
                 "--dnn-after-scene" => a.dnn_after_scene = true,
+                "--early-frame-start" => a.early_frame_start = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {

@@ -92,6 +92,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         adaptive_margin: args.adaptive_margin,
         offload: !args.no_offload,
         dnn_work_first: !args.dnn_after_scene,
+        late_frame_start: !args.early_frame_start,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

@@ -53,7 +53,9 @@ pub mod clock;
 pub mod decoder;
 pub mod decoders;
 pub mod dnn;
+pub mod frame_start;
 pub mod guard;
+mod history;
 mod main_phases;
 #[cfg(feature = "overlay")]
 pub mod overlay;
@@ -61,6 +63,7 @@ pub mod render;
 pub mod requests;
 pub mod results;
 pub mod settings;
+pub mod stages;
 pub mod stats;
 #[cfg(feature = "webcam")]
 pub mod webcam;
@@ -163,7 +166,15 @@ impl Plugin for HeimdallPlugin {
             )
             .add_systems(Last, stats::record_frame)
             .init_resource::<main_phases::MainClock>()
-            .add_systems(First, main_phases::update_started)
+            .init_resource::<frame_start::FrameStart>()
+            .add_systems(
+                First,
+                (
+                    frame_start::start_frame.before(main_phases::update_started),
+                    main_phases::update_started,
+                ),
+            )
+            .add_systems(Last, frame_start::end_frame.after(stats::record_frame))
             .add_systems(
                 PreUpdate,
                 (

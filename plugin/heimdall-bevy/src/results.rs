@@ -19,6 +19,7 @@ use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
 use crate::guard::GuardStatus;
+use crate::stages::StageTimes;
 use crate::stats::{FrameRecord, HeimdallStats};
 
 /// Where inference runs in this app, and why.
@@ -65,6 +66,8 @@ pub(crate) struct FinishedInference {
     pub decoded: Option<(DecoderHandle, Decoded)>,
     /// What the convolution cache did in this run (GPU runs with the cache on).
     pub cache: Option<ConvCacheRun>,
+    /// When it passed each stage on its way here.
+    pub stages: StageTimes,
 }
 
 /// The convolution cache's work in one GPU run.
@@ -229,6 +232,7 @@ pub(crate) fn receive(
                     f.pin_result(r.dnn, r.frame_index);
                 }
                 stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
+                stats.record_stages(&name, r.dnn, r.capture_ms, &r.stages, clock.now_ms());
                 if let Some(c) = r.cache {
                     stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops, c.saved_ms);
                 }

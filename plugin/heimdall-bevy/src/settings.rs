@@ -103,6 +103,10 @@ pub struct HeimdallSettings {
     /// `false` records it after the scene in the frame's own submission, whose buffers map only
     /// once the whole frame has finished (for comparison).
     pub dnn_work_first: bool,
+    /// Start each update late by the time it would otherwise wait for the render thread at its
+    /// end, so the camera frame is taken just in time ([`crate::frame_start`]; the default).
+    /// `false` starts the update as soon as the app loop runs it (for comparison).
+    pub late_frame_start: bool,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -124,6 +128,7 @@ impl Default for HeimdallSettings {
             force_cpu: false,
             offload: true,
             dnn_work_first: true,
+            late_frame_start: true,
             trace_path: None,
         }
     }

@@ -12,10 +12,13 @@ use serde_json::{Value, json};
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::guard::GuardStatus;
+pub use crate::history::MAX_HISTORY;
+use crate::history::{history, summary, trim};
 #[cfg(test)]
 use crate::render::phases::PHASE_COUNT;
 use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
+use crate::stages::{LatencyStages, StageTimes};
 
 /// What the GPU did in one frame (from its timestamps).
 #[derive(Clone, Debug, PartialEq)]
@@ -46,30 +49,6 @@ impl FrameRecord {
             pacing_margin_ms: 0.0,
         }
     }
-}
-
-/// Frames (and results per model) kept: ten minutes at 60 fps; older ones are dropped so that
-/// an app running for hours does not grow without bound.
-pub const MAX_HISTORY: usize = 36_000;
-
-/// Room every history has: `MAX_HISTORY` and a batch of `MAX_HISTORY / 8` dropped at once.
-const HISTORY_CAPACITY: usize = MAX_HISTORY + MAX_HISTORY / 8;
-
-/// Drops the oldest entries down to `MAX_HISTORY` once a history is full (in batches, so the
-/// cost is amortised): a history never outgrows the room [`history`] gave it.
-fn trim<T>(v: &mut Vec<T>) {
-    if v.len() >= HISTORY_CAPACITY {
-        v.drain(..v.len() - MAX_HISTORY);
-    }
-}
-
-/// An empty history with room for `HISTORY_CAPACITY` entries, written once with `fill` (not
-/// zero, so that the pages are resident from the start): the process's memory does not creep
-/// up for the minutes a history takes to fill, which a soak test would read as a leak.
-fn history<T: Clone>(fill: T) -> Vec<T> {
-    let mut v = vec![fill; HISTORY_CAPACITY];
-    v.clear();
-    v
 }
 
 /// One model's results.
@@ -110,6 +89,8 @@ pub struct ModelStats {
     pub cache_decision: Option<String>,
     /// Where the model's accuracy guard stands ([`crate::guard`]): its decision once decided.
     pub guard: GuardStatus,
+    /// Where its results' latency went, stage by stage.
+    pub stages: LatencyStages,
 }
 
 impl Default for ModelStats {
@@ -130,6 +111,7 @@ impl Default for ModelStats {
             cache_saved_ms_mean: None,
             cache_decision: None,
             guard: GuardStatus::Off,
+            stages: LatencyStages::default(),
         }
     }
 }
@@ -183,31 +165,6 @@ impl Default for HeimdallStats {
             target_hz: None,
         }
     }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn summary(v: &[f64]) -> Value {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let mean = if s.is_empty() {
-        0.0
-    } else {
-        s.iter().sum::<f64>() / s.len() as f64
-    };
-    json!({
-        "count": s.len(),
-        "mean": mean,
-        "p50": percentile(&s, 0.5),
-        "p99": percentile(&s, 0.99),
-        "max": s.last().copied().unwrap_or(0.0),
-    })
 }
 
 /// A model's guard in `stats.json`: `{"state": "pending" | "checking" | "decided" | "failed", "reused",
@@ -318,6 +275,21 @@ impl HeimdallStats {
         }
     }
 
+    /// Records where a result's latency went (after its [`HeimdallStats::record_result`]):
+    /// captured at `capture_ms`, through `stages`, received at `arrived_ms`.
+    pub(crate) fn record_stages(
+        &mut self,
+        name: &str,
+        entity: Entity,
+        capture_ms: f64,
+        stages: &StageTimes,
+        arrived_ms: f64,
+    ) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.stages.record(capture_ms, stages, arrived_ms);
+    }
+
     /// Records what the convolution cache did in a GPU run of a DNN (after its
     /// [`HeimdallStats::record_result`]).
     pub(crate) fn record_conv_cache(
@@ -424,6 +396,7 @@ impl HeimdallStats {
                     name.clone(),
                     json!({
                         "latency_ms": summary(&m.latencies_ms),
+                        "latency_stages_ms": m.stages.to_json(),
                         "count": m.latencies_ms.len(),
                         "rate_hz": rate,
                         "cpu_results": m.cpu_results,
@@ -608,26 +581,6 @@ mod tests {
     }
 
     #[test]
-    fn history_is_bounded() {
-        let mut v: Vec<usize> = history(usize::MAX);
-        let room = v.capacity();
-        assert!(v.is_empty() && room >= HISTORY_CAPACITY);
-        for i in 0..3 * MAX_HISTORY {
-            v.push(i);
-            trim(&mut v);
-            assert!(v.len() < HISTORY_CAPACITY);
-        }
-        assert_eq!(v.capacity(), room, "never reallocated");
-        assert!(v.len() >= MAX_HISTORY);
-        assert_eq!(
-            v[v.len() - 1],
-            3 * MAX_HISTORY - 1,
-            "the newest entries stay"
-        );
-        assert_eq!(v[0], 3 * MAX_HISTORY - v.len(), "the oldest entries go");
-    }
-
-    #[test]
     fn deadline_misses_count_late_results_only() {
         let mut s = HeimdallStats::default();
         let e = Entity::from_raw_u32(7).expect("valid index");
@@ -700,13 +653,6 @@ mod tests {
             (c["runs"].as_u64(), c["cached_ops"].as_u64()),
             (Some(0), Some(0))
         );
-    }
-
-    #[test]
-    fn percentiles_by_hand() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.99), 99.0);
-        assert_eq!(percentile(&v, 0.5), 51.0);
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) fn dispatch_cpu(
     let Some(d) = dnns.map.get_mut(&e) else {
         return;
     };
-    let finish = d.finish(e, outbox);
+    let finish = d.finish(e, outbox, clock);
     let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
         sched.coordinator.cpu_done(work.id, worker, now, now);
         return;

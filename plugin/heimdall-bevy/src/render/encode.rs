@@ -68,7 +68,7 @@ pub(crate) fn submit_dnn_work_first(
     );
     if recorded || backend.timer.as_ref().is_some_and(|t| t.active()) {
         queue.submit([encoder.finish()]);
-        map_outputs(&mut dnns, &backend, &waiter, &outbox);
+        map_outputs(&mut dnns, &backend, &waiter, &outbox, *clock);
     }
 }
 

@@ -8,14 +8,19 @@ use std::time::Duration;
 use bevy::prelude::*;
 use heimdall_vision::image::Crop;
 
+use crate::clock::HeimdallClock;
 use crate::decoder::{DecodeInput, DecoderHandle};
 use crate::dnn::Backend;
 use crate::results::{ConvCacheRun, FinishedInference, Outbox, RenderMessage};
+use crate::stages::StageTimes;
 
 /// What is needed to finish an inference away from the render world.
 #[derive(Clone)]
 pub(crate) struct Finish {
     pub dnn: Entity,
+    pub clock: HeimdallClock,
+    /// When the inference passed each stage so far (the rest is filled in on the way).
+    pub stages: StageTimes,
     pub name: String,
     pub frame_index: u64,
     pub capture_ms: f64,
@@ -30,6 +35,10 @@ impl Finish {
     /// Decodes `outputs` and sends the result to the main world (with the convolution cache's
     /// counts of the run, if it used the cache).
     pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend, cache: Option<ConvCacheRun>) {
+        let mut stages = self.stages;
+        if stages.ready_ms <= 0.0 {
+            stages.ready_ms = self.clock.now_ms();
+        }
         let decoded = self.decoder.and_then(|decoder| {
             let input = DecodeInput {
                 outputs: &outputs,
@@ -47,6 +56,7 @@ impl Finish {
                 }
             }
         });
+        stages.sent_ms = self.clock.now_ms();
         self.outbox
             .send(RenderMessage::Result(Box::new(FinishedInference {
                 dnn: self.dnn,
@@ -57,6 +67,7 @@ impl Finish {
                 crop: self.crop,
                 decoded,
                 cache,
+                stages,
             })));
     }
 }

@@ -129,7 +129,9 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
             let (error, cache_hit) = match result {
                 Ok((outputs, cache)) => {
                     let hit = cache.as_ref().map(|c| c.counts.hit_rate());
-                    p.finish.clone().send(outputs, Backend::Gpu, cache);
+                    let mut finish = p.finish.clone();
+                    finish.stages.ready_ms = finish.clock.now_ms();
+                    finish.send(outputs, Backend::Gpu, cache);
                     (None, hit)
                 }
                 Err(e) => (Some(e), None),
@@ -181,6 +183,7 @@ pub(crate) fn map_after_submit(
     waiter: Res<ReadbackWaiter>,
     outbox: Res<Outbox>,
     settings: Res<HeimdallSettings>,
+    clock: Res<HeimdallClock>,
 ) {
     if let Some(t) = backend.timer.as_mut() {
         t.after_submit();
@@ -192,7 +195,7 @@ pub(crate) fn map_after_submit(
         }
         return;
     }
-    map_outputs(&mut dnns, &backend, &waiter, &outbox);
+    map_outputs(&mut dnns, &backend, &waiter, &outbox, *clock);
 }
 
 /// Maps the output copies and CPU steps' input downloads just submitted, hands each readback
@@ -202,7 +205,9 @@ pub(crate) fn map_outputs(
     backend: &InferenceBackend,
     waiter: &ReadbackWaiter,
     outbox: &Outbox,
+    clock: HeimdallClock,
 ) {
+    let submitted_ms = clock.now_ms();
     for (e, d) in &mut dnns.map {
         // What the readback thread needs to finish the inference: only for a readback to hand
         // over (it clones the name, shapes and decoder).
@@ -210,8 +215,12 @@ pub(crate) fn map_outputs(
             .job
             .as_ref()
             .is_some_and(|j| j.readback == ReadbackState::Encoded)
-            .then(|| d.finish(*e, outbox))
-            .flatten();
+            .then(|| d.finish(*e, outbox, clock))
+            .flatten()
+            .map(|mut f| {
+                f.stages.submitted_ms = Some(submitted_ms);
+                f
+            });
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };

@@ -294,6 +294,7 @@ pub(crate) fn plan_frame(
         d.job = Some(Job {
             frame_index: frame.index,
             capture_ms: frame.capture_ms,
+            started_ms: now,
             crop,
             pixels: frame.pixels.clone(),
             frame_size: frame.size,

@@ -22,10 +22,12 @@ use heimdall_vision::image::{Crop, Normalization};
 use super::cache::GpuCompiled;
 use super::finish::Finish;
 use crate::asset::DnnModel;
+use crate::clock::HeimdallClock;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{ConvCache, DnnError};
 use crate::results::Outbox;
 use crate::settings::HeimdallSettings;
+use crate::stages::StageTimes;
 
 /// A [`Dnn`] as the render world sees it.
 #[derive(Clone)]
@@ -95,6 +97,8 @@ pub(crate) enum ReadbackState {
 pub(crate) struct Job {
     pub frame_index: u64,
     pub capture_ms: f64,
+    /// When the render world started it (ms on the plugin's clock).
+    pub started_ms: f64,
     pub crop: Crop,
     pub pixels: Arc<Vec<u8>>,
     pub frame_size: UVec2,
@@ -138,10 +142,15 @@ pub(crate) struct RenderDnn {
 
 impl RenderDnn {
     /// How to finish its current inference away from the render world.
-    pub fn finish(&self, dnn: Entity, outbox: &Outbox) -> Option<Finish> {
+    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
         let job = self.job.as_ref()?;
         Some(Finish {
             dnn,
+            clock,
+            stages: StageTimes {
+                started_ms: job.started_ms,
+                ..StageTimes::default()
+            },
             name: self.name.clone(),
             frame_index: job.frame_index,
             capture_ms: job.capture_ms,

@@ -1,0 +1,189 @@
+//! Late frame start: the camera frame is taken as late as the frame allows.
+//!
+//! With Bevy's pipelined rendering, the main world hands its frame to the render thread at the
+//! end of its update, and waits there while the render thread is still busy with the frame
+//! before. When the display paces the app (a FIFO swap chain with frames queued, the usual case
+//! for a light CPU), that wait fills most of the period: the camera frame is taken at the start
+//! of the update, then sits for ~12 ms before its DNN work can even be recorded, and its result
+//! reaches the world an update later than the GPU alone would allow (`stats.json`'s
+//! `latency_stages_ms.capture_to_start`). A display-locked game engine's answer, which
+//! `bevy_framepace` and Android's frame-pacing library give, is to start the update later: sleep
+//! at the start of the frame for the time the update would have waited at its end, so input
+//! (here, the camera) is read just in time.
+//!
+//! [`StartDelay`] learns that time from two measurements, whatever runs the app loop (winit, a
+//! headless pacer):
+//! - `gap`: from the end of one update (`Last`) to the start of the next (`First`): the
+//!   hand-over wait, plus whatever the loop itself sleeps;
+//! - `render_wait`: how long the render thread waited for the main world before its latest frame
+//!   (`wait_main_world` of the render phases): a render thread that waits means the main world
+//!   is the late one.
+//!
+//! The delay moves a quarter of the way each update to `delay + gap − margin − render_wait`
+//! (the margin: 30 % of the period, at least 3 ms),
+//! which settles at the hand-over wait less the margin when the display paces the loop, and
+//! near zero when the render thread is idle (it then waits for the main world, which leaves no
+//! room). A render thread that waited longer than [`BACK_OFF_MS`] takes that wait off the
+//! delay at once. The delay never exceeds [`MAX_SHARE`] of the period, and fades out while the
+//! gaps are longer than two periods (no display paces such a loop: a slow GPU, an app that
+//! updates on input only).
+
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+
+use crate::render::phases::PHASES;
+use crate::settings::HeimdallSettings;
+use crate::stats::HeimdallStats;
+
+/// The most the delay may take of a frame period.
+pub const MAX_SHARE: f64 = 0.6;
+/// A render thread that waited longer than this for the main world (ms) backs the delay off
+/// at once.
+pub const BACK_OFF_MS: f64 = 1.0;
+/// Room left between the end of the update and the hand-over, as a share of the period (the
+/// main world's update varies from frame to frame; a longer one than the room delays the
+/// hand-over), and at least [`MIN_MARGIN_MS`].
+pub const MARGIN_SHARE: f64 = 0.3;
+/// The least room left, ms.
+pub const MIN_MARGIN_MS: f64 = 3.0;
+/// How far the delay moves each update towards its target.
+const GAIN: f64 = 0.25;
+
+/// The controller of the delay (pure: times in ms).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StartDelay {
+    /// The current delay, ms.
+    pub delay_ms: f64,
+}
+
+impl StartDelay {
+    /// Updates the delay from the gap before this update, the render thread's latest wait for
+    /// the main world and the frame period (all ms); returns the new delay.
+    pub fn update(&mut self, gap_ms: f64, render_wait_ms: f64, period_ms: f64) -> f64 {
+        let cap = (MAX_SHARE * period_ms).max(0.0);
+        if render_wait_ms > BACK_OFF_MS {
+            self.delay_ms = (self.delay_ms - render_wait_ms).max(0.0);
+        } else if gap_ms > 2.0 * period_ms {
+            // Not a display-paced loop at this rate (a GPU far slower than the period, an app
+            // that updates on input only): nothing to wait for, the delay fades out.
+            self.delay_ms *= 1.0 - GAIN;
+        } else {
+            let target = self.delay_ms + gap_ms - margin_ms(period_ms) - render_wait_ms;
+            self.delay_ms += GAIN * (target - self.delay_ms);
+        }
+        self.delay_ms = self.delay_ms.clamp(0.0, cap);
+        self.delay_ms
+    }
+}
+
+/// The room left before the hand-over for a frame period, ms.
+pub fn margin_ms(period_ms: f64) -> f64 {
+    (MARGIN_SHARE * period_ms).max(MIN_MARGIN_MS)
+}
+
+/// The main world's state of the late frame start.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct FrameStart {
+    controller: StartDelay,
+    /// When the previous update's `Last` ended.
+    last_end: Option<Instant>,
+    /// The presented frames seen so far (the latest one's phases are new when this grows).
+    frames_seen: usize,
+}
+
+/// `First`, before everything else of the update: updates the delay and sleeps it.
+pub(crate) fn start_frame(
+    mut start: ResMut<FrameStart>,
+    stats: Res<HeimdallStats>,
+    settings: Res<HeimdallSettings>,
+) {
+    if !settings.late_frame_start {
+        return;
+    }
+    let Some(last_end) = start.last_end else {
+        return;
+    };
+    let gap_ms = last_end.elapsed().as_secs_f64() * 1e3;
+    let wait = PHASES.iter().position(|p| *p == "wait_main_world");
+    let frames = stats.frame_phases.len();
+    // Only a frame presented since the last update tells something new about the render thread.
+    let render_wait_ms = match (frames > start.frames_seen, stats.frame_phases.last(), wait) {
+        (true, Some(p), Some(i)) => f64::from(p.ms[i]),
+        _ => 0.0,
+    };
+    start.frames_seen = frames;
+    let period_ms = 1e3 / stats.target_hz(&settings);
+    let delay = start.controller.update(gap_ms, render_wait_ms, period_ms);
+    if delay > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(delay / 1e3));
+    }
+}
+
+/// `Last`, after everything else: the update ends.
+pub(crate) fn end_frame(mut start: ResMut<FrameStart>) {
+    start.last_end = Some(Instant::now());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A display-paced loop: the render thread is ready for the next frame `handover_ms` after
+    /// the update starts (without delay) and never waits for the main world while the update,
+    /// `update_ms` long, ends before that. The delay settles at the hand-over wait less the
+    /// margin, and the update then still ends before the hand-over.
+    #[test]
+    fn settles_at_the_handover_wait_less_the_margin() {
+        let (period, update, handover) = (16.7, 4.0, 16.6);
+        let mut c = StartDelay::default();
+        for _ in 0..100 {
+            let end = c.delay_ms + update;
+            let (gap, render_wait) = if end <= handover {
+                (handover - end, 0.28)
+            } else {
+                (0.0, end - handover)
+            };
+            c.update(gap, render_wait, period);
+        }
+        let wait = handover - update;
+        assert!(
+            (c.delay_ms - (wait - margin_ms(period) - 0.28)).abs() < 0.1,
+            "{c:?}"
+        );
+        assert!(c.delay_ms + update < handover);
+    }
+
+    /// An idle render thread (its frame takes 4.5 ms, the update 4 ms, a pacer sleeps to each
+    /// slot): the render thread waits for the main world, so the delay stays near zero.
+    #[test]
+    fn stays_near_zero_when_the_render_thread_waits() {
+        let (period, update, render) = (16.7, 4.0, 4.5);
+        let mut c = StartDelay::default();
+        for _ in 0..100 {
+            let end = c.delay_ms + update;
+            let gap = period - end;
+            let render_wait = (period - render).max(0.0);
+            c.update(gap, render_wait, period);
+        }
+        assert_eq!(c.delay_ms, 0.0);
+    }
+
+    /// A render thread that had to wait takes that wait off the delay at once; the delay never
+    /// exceeds its share of the period; gaps longer than two periods (a slow GPU, an app that
+    /// updates on input only) make it fade out instead of grow.
+    #[test]
+    fn backs_off_at_once_is_capped_and_fades_on_long_gaps() {
+        let mut c = StartDelay { delay_ms: 8.0 };
+        assert_eq!(c.update(0.0, 5.0, 16.7), 3.0);
+        let mut long_wait = StartDelay::default();
+        for _ in 0..100 {
+            long_wait.update(30.0, 0.0, 16.7);
+        }
+        assert!((long_wait.delay_ms - MAX_SHARE * 16.7).abs() < 1e-9);
+        for _ in 0..100 {
+            long_wait.update(150.0, 0.0, 16.7);
+        }
+        assert!(long_wait.delay_ms < 0.01, "{long_wait:?}");
+    }
+}
