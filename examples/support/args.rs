@@ -76,6 +76,9 @@ pub struct AppArgs {
     /// Start each update as soon as the loop runs it, not just in time for the hand-over to the
     /// render thread (an ablation of `HeimdallSettings::late_frame_start`).
     pub early_frame_start: bool,
+    /// Free a DNN only when its frame's GPU timestamps come back (an ablation of
+    /// `HeimdallSettings::free_at_readback`).
+    pub free_at_timestamps: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -117,6 +120,7 @@ impl Default for AppArgs {
             no_conv_cache: false,
             dnn_after_scene: false,
             early_frame_start: false,
+            free_at_timestamps: false,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -131,7 +135,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--early-frame-start]
+    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
@@ -185,6 +189,7 @@ impl AppArgs {
                 "--no-conv-cache" => a.no_conv_cache = true,
                 "--dnn-after-scene" => a.dnn_after_scene = true,
                 "--early-frame-start" => a.early_frame_start = true,
+                "--free-at-timestamps" => a.free_at_timestamps = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {

@@ -93,6 +93,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         offload: !args.no_offload,
         dnn_work_first: !args.dnn_after_scene,
         late_frame_start: !args.early_frame_start,
+        free_at_readback: !args.free_at_timestamps,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

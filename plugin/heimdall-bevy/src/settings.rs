@@ -107,6 +107,10 @@ pub struct HeimdallSettings {
     /// end, so the camera frame is taken just in time ([`crate::frame_start`]; the default).
     /// `false` starts the update as soon as the app loop runs it (for comparison).
     pub late_frame_start: bool,
+    /// Free a DNN for its next inference as soon as its outputs are read back (the default),
+    /// not when the frame's GPU timestamps come back after the scene: a DNN asked every frame
+    /// then runs every frame instead of every other one. `false`: the earlier behaviour.
+    pub free_at_readback: bool,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -129,6 +133,7 @@ impl Default for HeimdallSettings {
             offload: true,
             dnn_work_first: true,
             late_frame_start: true,
+            free_at_readback: true,
             trace_path: None,
         }
     }

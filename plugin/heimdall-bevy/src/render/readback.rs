@@ -44,6 +44,8 @@ pub(crate) struct ReadbackDone {
     pub error: Option<String>,
     /// The run's convolution cache hit rate (for the coordinator's expected costs).
     pub cache_hit: Option<f64>,
+    /// When the outputs were read (ms on the plugin's clock; `None` when they were not).
+    pub read_ms: Option<f64>,
 }
 
 /// The readback thread (render world).
@@ -126,20 +128,22 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
                 Err(e) => Err(e),
             };
             let dnn = p.finish.dnn;
-            let (error, cache_hit) = match result {
+            let (error, cache_hit, read_ms) = match result {
                 Ok((outputs, cache)) => {
                     let hit = cache.as_ref().map(|c| c.counts.hit_rate());
                     let mut finish = p.finish.clone();
-                    finish.stages.ready_ms = finish.clock.now_ms();
+                    let read = finish.clock.now_ms();
+                    finish.stages.ready_ms = read;
                     finish.send(outputs, Backend::Gpu, cache);
-                    (None, hit)
+                    (None, hit, Some(read))
                 }
-                Err(e) => (Some(e), None),
+                Err(e) => (Some(e), None, None),
             };
             let _ = done.send(ReadbackDone {
                 dnn,
                 error,
                 cache_hit,
+                read_ms,
             });
             false
         });
@@ -258,6 +262,7 @@ pub(crate) fn map_outputs(
 /// Frees the DNNs whose results went out (GPU readbacks and finished CPU inferences), reports
 /// CPU work to the coordinator and starts CPU steps whose inputs arrived.
 pub(crate) fn collect_outputs(
+    settings: Res<HeimdallSettings>,
     mut dnns: ResMut<RenderDnns>,
     mut sched: ResMut<Scheduler>,
     waiter: Res<ReadbackWaiter>,
@@ -271,6 +276,14 @@ pub(crate) fn collect_outputs(
         }
         if let Some(d) = dnns.map.get_mut(&done.dnn) {
             d.job = None;
+            // Read outputs mean the GPU finished the whole inference: the coordinator frees the
+            // model now, not when the frame's timestamps come back (after the scene), which
+            // made a DNN asked every frame run every other frame.
+            if let (true, Some(read), Some(id)) =
+                (settings.free_at_readback, done.read_ms, d.model_id)
+            {
+                sched.coordinator.gpu_outputs_read(id, read);
+            }
             // Cached runs get cheaper: the coordinator's expected costs follow the hit rate.
             if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
                 sched.coordinator.report_cache_hits(id, hit);

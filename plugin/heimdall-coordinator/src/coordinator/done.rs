@@ -3,8 +3,9 @@
 //! model's waiting request.
 
 use super::Coordinator;
-use super::state::Job;
+use super::state::{Inflight, Job};
 use super::types::{Completion, WorkId};
+use crate::model::ModelId;
 use crate::processor::Processor;
 use crate::timeline::Lane;
 
@@ -26,6 +27,30 @@ impl Coordinator {
         self.work_done(id, start_ms, end_ms, Some(worker))
     }
 
+    /// Reports that `model`'s GPU work has all finished, before its timestamps are read back:
+    /// the outputs of its inference were read at `at_ms`, so the GPU is done with every piece
+    /// of it in flight. The inference completes now (the model may take its next request at
+    /// once, not a frame later when the frame's timestamps come back); the measured times,
+    /// reported later with [`Self::gpu_done`], then only refine the profile. Returns the
+    /// completed inference, if its last piece was among them.
+    pub fn gpu_outputs_read(&mut self, model: ModelId, at_ms: f64) -> Option<Completion> {
+        let mut ids: Vec<(usize, WorkId)> = self
+            .inflight
+            .iter()
+            .filter(|(_, w)| w.model == model && w.processor == Processor::Gpu)
+            .map(|(id, w)| (w.ops.start, *id))
+            .collect();
+        ids.sort_unstable();
+        let mut done = None;
+        for (_, id) in ids {
+            if let Some(w) = self.inflight.remove(&id) {
+                done = self.finish(&w, at_ms).or(done);
+                self.awaiting_times.insert(id, w);
+            }
+        }
+        done
+    }
+
     fn work_done(
         &mut self,
         id: WorkId,
@@ -33,7 +58,18 @@ impl Coordinator {
         end_ms: f64,
         worker: Option<usize>,
     ) -> Option<Completion> {
+        if let Some(w) = self.awaiting_times.remove(&id) {
+            // Completed at its readback: the times only feed the profile.
+            self.measure(&w, start_ms, end_ms, worker);
+            return None;
+        }
         let w = self.inflight.remove(&id)?;
+        self.measure(&w, start_ms, end_ms, worker);
+        self.finish(&w, end_ms)
+    }
+
+    /// Feeds a piece's measured times to its model's profile and the timeline.
+    fn measure(&mut self, w: &Inflight, start_ms: f64, end_ms: f64, worker: Option<usize>) {
         let budget = self.cfg.budget;
         let drift = self.cfg.repartition_drift;
         let m = &mut self.models[w.model.0];
@@ -65,6 +101,12 @@ impl Coordinator {
                 vec![("ops", format!("{}..{}", w.ops.start, w.ops.end))],
             );
         }
+    }
+
+    /// The job bookkeeping of a finished piece: the last one completes the inference (at
+    /// `end_ms`) and admits the model's waiting request.
+    fn finish(&mut self, w: &Inflight, end_ms: f64) -> Option<Completion> {
+        let m = &mut self.models[w.model.0];
         let n = m.analysis.len();
         let job = m.job.as_mut()?;
         match w.processor {

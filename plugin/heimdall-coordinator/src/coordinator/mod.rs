@@ -48,6 +48,9 @@ pub struct Coordinator {
     policy: Box<dyn Policy>,
     models: Vec<ModelState>,
     inflight: HashMap<WorkId, state::Inflight>,
+    /// GPU pieces completed when their outputs were read back, waiting for their measured
+    /// times ([`Coordinator::gpu_outputs_read`]).
+    awaiting_times: HashMap<WorkId, state::Inflight>,
     next_work: u64,
     next_seq: u64,
     next_offload_eval: f64,
@@ -69,6 +72,7 @@ impl Coordinator {
             policy,
             models: Vec::new(),
             inflight: HashMap::new(),
+            awaiting_times: HashMap::new(),
             next_work: 0,
             next_seq: 0,
             closed_streak: (0, f64::NAN),
