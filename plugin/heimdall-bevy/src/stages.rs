@@ -25,6 +25,9 @@ pub struct StageTimes {
 /// than the whole latency's history).
 pub const STAGE_HISTORY: usize = 4096;
 
+/// Results past their deadline whose stage times are kept whole (the latest ones).
+pub const LATE_RESULTS: usize = 256;
+
 /// One model's stage durations, ms, over its latest [`STAGE_HISTORY`] results.
 #[derive(Clone, Debug)]
 pub struct LatencyStages {
@@ -38,6 +41,9 @@ pub struct LatencyStages {
     pub decode: Vec<f64>,
     /// Sent → received by the main world (its next update).
     pub delivery: Vec<f64>,
+    /// The latest [`LATE_RESULTS`] results past their deadline, whole: capture, start, last
+    /// submission (NaN on the CPU), outputs, sent, received (ms on the plugin's clock).
+    pub late: Vec<[f64; 6]>,
 }
 
 impl Default for LatencyStages {
@@ -49,13 +55,33 @@ impl Default for LatencyStages {
             compute: room(),
             decode: room(),
             delivery: room(),
+            late: Vec::with_capacity(LATE_RESULTS + LATE_RESULTS / 8),
         }
     }
 }
 
 impl LatencyStages {
-    /// Records a result captured at `capture_ms` that reached the main world at `arrived_ms`.
-    pub fn record(&mut self, capture_ms: f64, t: &StageTimes, arrived_ms: f64) {
+    /// Records a result captured at `capture_ms` that reached the main world at `arrived_ms`
+    /// (kept whole when that is past `deadline_ms`).
+    pub fn record(
+        &mut self,
+        capture_ms: f64,
+        t: &StageTimes,
+        arrived_ms: f64,
+        deadline_ms: Option<f64>,
+    ) {
+        if deadline_ms.is_some_and(|d| arrived_ms - capture_ms > d) {
+            let submitted = t.submitted_ms.unwrap_or(f64::NAN);
+            self.late.push([
+                capture_ms,
+                t.started_ms,
+                submitted,
+                t.ready_ms,
+                t.sent_ms,
+                arrived_ms,
+            ]);
+            trim_to(&mut self.late, LATE_RESULTS);
+        }
         let d = |a: f64, b: f64| (b - a).max(0.0);
         let compute_from = t.submitted_ms.unwrap_or(t.started_ms);
         for (v, x) in [
@@ -81,6 +107,11 @@ impl LatencyStages {
             "gpu_and_readback_or_cpu": summary(&self.compute),
             "decode": summary(&self.decode),
             "to_the_main_world": summary(&self.delivery),
+            "late_results_definition": "results past the deadline: [capture, start, last \
+                submission (null on the CPU), outputs, sent, received], ms on the plugin's clock",
+            "late_results": self.late.iter().map(|r| {
+                r.iter().map(|&v| if v.is_finite() { json!(v) } else { Value::Null }).collect::<Vec<_>>()
+            }).collect::<Vec<_>>(),
         })
     }
 }
@@ -100,14 +131,14 @@ mod tests {
             ready_ms: 116.0,
             sent_ms: 116.25,
         };
-        s.record(100.0, &gpu, 133.5);
+        s.record(100.0, &gpu, 133.5, Some(50.0));
         let cpu = StageTimes {
             started_ms: 120.0,
             submitted_ms: None,
             ready_ms: 130.0,
             sent_ms: 131.0,
         };
-        s.record(110.0, &cpu, 140.0);
+        s.record(110.0, &cpu, 140.0, Some(25.0));
         assert_eq!(s.to_start, vec![12.0, 10.0]);
         assert_eq!(s.chunks, vec![2.5]);
         assert_eq!(s.compute, vec![1.5, 10.0]);
@@ -116,7 +147,12 @@ mod tests {
         // The stages add up to the whole latency.
         let total: f64 = [12.0, 2.5, 1.5, 0.25, 17.25].iter().sum();
         assert_eq!(total, 133.5 - 100.0);
+        // Only the CPU result (30 ms) is past its deadline (25 ms): kept whole.
+        assert_eq!(s.late.len(), 1);
         let j = s.to_json();
+        assert_eq!(j["late_results"][0][0], 110.0);
+        assert_eq!(j["late_results"][0][2], Value::Null);
+        assert_eq!(j["late_results"][0][5], 140.0);
         assert_eq!(j["to_the_main_world"]["count"], 2);
         assert_eq!(j["start_to_last_submission"]["max"], 2.5);
     }

@@ -287,7 +287,8 @@ impl HeimdallStats {
     ) {
         let key = self.key_of(name, entity);
         let m = self.models.entry(key).or_default();
-        m.stages.record(capture_ms, stages, arrived_ms);
+        let deadline = m.deadline_ms;
+        m.stages.record(capture_ms, stages, arrived_ms, deadline);
     }
 
     /// Records what the convolution cache did in a GPU run of a DNN (after its
