@@ -115,8 +115,10 @@ pub(crate) fn start_frame(
     start.frames_seen = frames;
     let period_ms = 1e3 / stats.target_hz(&settings);
     let delay = start.controller.update(gap_ms, render_wait_ms, period_ms);
-    if delay > 0.0 {
-        std::thread::sleep(Duration::from_secs_f64(delay / 1e3));
+    if delay > 0.0
+        && let Ok(d) = Duration::try_from_secs_f64(delay / 1e3)
+    {
+        std::thread::sleep(d);
     }
 }
 

@@ -13,9 +13,7 @@ pub(crate) const HISTORY_CAPACITY: usize = MAX_HISTORY + MAX_HISTORY / 8;
 /// Drops the oldest entries down to `MAX_HISTORY` once a history is full (in batches, so the
 /// cost is amortised): a history never outgrows the room [`history`] gave it.
 pub(crate) fn trim<T>(v: &mut Vec<T>) {
-    if v.len() >= HISTORY_CAPACITY {
-        v.drain(..v.len() - MAX_HISTORY);
-    }
+    trim_to(v, MAX_HISTORY);
 }
 
 /// An empty history with room for `HISTORY_CAPACITY` entries, written once with `fill` (not

@@ -15,7 +15,8 @@ pub struct StageTimes {
     pub started_ms: f64,
     /// Its last GPU work was submitted (GPU runs; `None` on the CPU).
     pub submitted_ms: Option<f64>,
-    /// Its outputs were read back (GPU) or computed (CPU).
+    /// Its outputs were read back (GPU) or computed (CPU), set when they are handed to the
+    /// decoder.
     pub ready_ms: f64,
     /// Decoded and sent to the main world.
     pub sent_ms: f64,

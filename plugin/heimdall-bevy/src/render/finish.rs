@@ -35,10 +35,9 @@ impl Finish {
     /// Decodes `outputs` and sends the result to the main world (with the convolution cache's
     /// counts of the run, if it used the cache).
     pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend, cache: Option<ConvCacheRun>) {
+        // The outputs are here: read back (GPU) or computed (CPU) just now.
         let mut stages = self.stages;
-        if stages.ready_ms <= 0.0 {
-            stages.ready_ms = self.clock.now_ms();
-        }
+        stages.ready_ms = self.clock.now_ms();
         let decoded = self.decoder.and_then(|decoder| {
             let input = DecodeInput {
                 outputs: &outputs,

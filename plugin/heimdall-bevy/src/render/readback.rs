@@ -131,10 +131,8 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
             let (error, cache_hit, read_ms) = match result {
                 Ok((outputs, cache)) => {
                     let hit = cache.as_ref().map(|c| c.counts.hit_rate());
-                    let mut finish = p.finish.clone();
-                    let read = finish.clock.now_ms();
-                    finish.stages.ready_ms = read;
-                    finish.send(outputs, Backend::Gpu, cache);
+                    let read = p.finish.clock.now_ms();
+                    p.finish.clone().send(outputs, Backend::Gpu, cache);
                     (None, hit, Some(read))
                 }
                 Err(e) => (Some(e), None, None),
