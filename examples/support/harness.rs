@@ -322,12 +322,39 @@ fn save_frames(
     commands.spawn(shot).observe(save_to_disk(path));
 }
 
+/// What happened before the measured window (`frames` camera frames from the camera's start:
+/// start-up and warm-up): the frame pacing, and per model its results, deadline misses and
+/// latencies.
+fn startup_summary(stats: &serde_json::Value, frames: u64) -> serde_json::Value {
+    let models: serde_json::Map<String, serde_json::Value> = stats["models"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, m)| {
+            let v = serde_json::json!({
+                "count": m["count"],
+                "deadline_misses": m["deadline_misses"],
+                "deadline_miss_rate": m["deadline_miss_rate"],
+                "latency_ms": m["latency_ms"],
+            });
+            (name.clone(), v)
+        })
+        .collect();
+    serde_json::json!({
+        "frames": frames,
+        "wall_on_time_rate": stats["wall_on_time_rate"],
+        "frame_interval_ms": stats["frame_interval_ms"],
+        "late_frames": stats["late_frames"],
+        "models": models,
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn finish_after_frames(
     args: Res<AppArgs>,
     camera: Option<Res<HarnessCamera>>,
     frames: Query<&CameraFrame>,
-    stats: Res<HeimdallStats>,
+    mut stats: ResMut<HeimdallStats>,
     settings: Res<HeimdallSettings>,
     backend: Res<HeimdallBackend>,
     mut app_report: ResMut<AppReport>,
@@ -337,6 +364,7 @@ fn finish_after_frames(
     mut trace: ResMut<HeimdallTrace>,
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
+    mut windowed: Local<bool>,
     mut report: Local<Option<serde_json::Value>>,
     mut timed_end: Local<(Option<std::time::Instant>, Option<u64>)>,
 ) {
@@ -345,9 +373,24 @@ fn finish_after_frames(
     let (Some(i), Some(offset)) = (start.frame(f.index), start.0) else {
         return;
     };
-    // The statistics skip the warm-up counted from the run's start (only built for the report).
+    // The measured window starts after the warm-up: the statistics are reset there, so the
+    // DNNs' figures (results, latencies, deadline misses) cover the same frames as the pacing
+    // figures. What the DNNs did before (start-up: compilation, the guards' checks, the
+    // warm-up) stays in the report under `startup`.
+    if i >= args.warmup && !*windowed {
+        *windowed = true;
+        let before = stats.to_json(&settings, &backend.name(), 0);
+        app_report.0.insert(
+            "startup".into(),
+            startup_summary(&before, offset + args.warmup),
+        );
+        stats.reset();
+    }
+    // Before the window starts (a run shorter than its warm-up), the frame figures skip the
+    // warm-up counted from the camera's start.
+    let skip = if *windowed { 0 } else { args.warmup + offset };
     let run_args = || AppArgs {
-        warmup: args.warmup + offset,
+        warmup: skip,
         ..(*args).clone()
     };
     // `--duration`: the run ends a few frames after that much time from the first camera frame
