@@ -15,7 +15,9 @@ alike. The table reads each run's `stats.json`:
   without vsync would show (every millisecond of CPU jitter on the frame path counts);
 - `interval p50/p99/max`: the wall-clock frame interval;
 - `GPU on time (proxy)`: frames whose GPU timestamps (scene + DNN chunks) fit in a period;
-- per DNN: results per second, capture→result latency p50/p99, deadline misses.
+- per DNN: results per second, capture→result latency p50/p99, deadline misses;
+- `host steal / busy`: the share of the host's CPU time the hypervisor stole during the run
+  (/proc/stat; a virtual machine's cores running someone else's work) and the share busy.
 
 `--json FILE` writes every run's summary. The binary is `target/release/examples/APP` unless
 `--bin` says otherwise (a built example copied elsewhere finds its assets through
@@ -31,18 +33,40 @@ import time
 from pathlib import Path
 
 
+def cpu_times():
+    """The host's CPU time counters (/proc/stat's `cpu` line; None where there is none)."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def host_share(before, after):
+    """What the host did with its CPUs during a run: the share of CPU time stolen by the
+    hypervisor (a virtual machine's cores running someone else's work, which no code of ours
+    can pace around) and the share busy, in %."""
+    if not before or not after or len(before) < 8:
+        return None
+    d = [b - a for a, b in zip(before, after)]
+    total = sum(d[:8]) or 1
+    idle = d[3] + d[4]
+    return {"steal_pct": 100.0 * d[7] / total, "busy_pct": 100.0 * (total - idle - d[7]) / total}
+
+
 def run_once(binary, mode, out, extra, timeout):
     """Runs the app once; returns its stats.json (or raises with the app's stderr)."""
     name, *flags = mode.split("+")
     cmd = [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
     cmd += [f"--{f}" for f in flags]
     cmd += extra
-    t = time.monotonic()
+    t, before = time.monotonic(), cpu_times()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
     stats = json.loads((Path(out) / "stats.json").read_text())
     stats["_wall_s"] = time.monotonic() - t
+    stats["_host"] = host_share(before, cpu_times())
     return stats
 
 
@@ -100,13 +124,17 @@ def ms(x):
     return "-" if x is None else f"{x:.1f}"
 
 
+def host(h):
+    return "-" if not h else f"{h['steal_pct']:.2f} / {h['busy_pct']:.1f} %"
+
+
 def print_table(results):
     """One line per run, then one line per run and DNN."""
     print("| mode | run | wall on time | interval p50/p99/max ms | submitted on time (proxy) "
           "| main loop on time (proxy) "
           "| GPU on time (proxy) | scene GPU p50 ms | update p99 ms | updates > period "
-          "| waits for the GPU > 1 ms (p99 ms) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| waits for the GPU > 1 ms (p99 ms) | host steal / busy |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         s = r["summary"]
         print(
@@ -114,7 +142,8 @@ def print_table(results):
             f"{ms(s['interval_p50'])} / {ms(s['interval_p99'])} / {ms(s['interval_max'])} | "
             f"{pct(s.get('submit_on_time_rate'))} | {pct(s.get('update_on_time_rate'))} | {pct(s['gpu_on_time_proxy'])} | {ms(s['scene_ms_p50'])} | "
             f"{ms(s.get('update_ms_p99'))} | {'-' if s.get('long_updates') is None else s['long_updates']} | "
-            f"{'-' if s.get('frames_that_waited') is None else s['frames_that_waited']} ({ms(s.get('gpu_wait_p99'))}) |"
+            f"{'-' if s.get('frames_that_waited') is None else s['frames_that_waited']} ({ms(s.get('gpu_wait_p99'))}) | "
+            f"{host(r.get('host'))} |"
         )
     for key, what in [("event_to_visible_ms", "event → visible"), ("capture_to_ink_ms", "capture → ink")]:
         if any(r["summary"].get(key) for r in results):
@@ -166,7 +195,8 @@ def main():
             print(f"run {run} {mode} -> {out}", file=sys.stderr, flush=True)
             stats = run_once(binary, mode, out, extra, a.timeout)
             results.append({"mode": mode, "run": run, "summary": summarise(stats),
-                            "wall_s": stats["_wall_s"], "adapter": stats.get("adapter")})
+                            "wall_s": stats["_wall_s"], "host": stats["_host"],
+                            "adapter": stats.get("adapter")})
     print(f"adapter: {results[0]['adapter']}; app options: {' '.join(extra)}")
     print_table(results)
     if a.json:

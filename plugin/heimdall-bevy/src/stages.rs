@@ -62,6 +62,20 @@ impl Default for LatencyStages {
 }
 
 impl LatencyStages {
+    /// Forgets every result, keeping the room (no allocation).
+    pub fn clear(&mut self) {
+        for v in [
+            &mut self.to_start,
+            &mut self.chunks,
+            &mut self.compute,
+            &mut self.decode,
+            &mut self.delivery,
+        ] {
+            v.clear();
+        }
+        self.late.clear();
+    }
+
     /// Records a result captured at `capture_ms` that reached the main world at `arrived_ms`
     /// (kept whole when that is past `deadline_ms`).
     pub fn record(

@@ -93,6 +93,25 @@ pub struct ModelStats {
     pub stages: LatencyStages,
 }
 
+impl ModelStats {
+    /// Forgets the results, keeping the room, the deadline, the cache's decision and the
+    /// guard.
+    fn clear(&mut self) {
+        self.latencies_ms.clear();
+        self.frame_indices.clear();
+        self.arrivals_ms.clear();
+        self.cpu_results = 0;
+        self.deadline_misses = 0;
+        self.results = 0;
+        self.cache_runs = 0;
+        self.cache_hit_rate_mean = 0.0;
+        self.cache_dirty_block_rate_mean = 0.0;
+        self.cache_hit_rate_last = 0.0;
+        self.cache_saved_ms_mean = None;
+        self.stages.clear();
+    }
+}
+
 impl Default for ModelStats {
     fn default() -> Self {
         ModelStats {
@@ -185,29 +204,19 @@ fn guard_json(g: &GuardStatus) -> Value {
 impl HeimdallStats {
     /// Forgets everything recorded so far (e.g. after warm-up), except the instance names, what
     /// became of each model's convolution cache (decided once, when it compiled) and its
-    /// accuracy guard.
+    /// accuracy guard. The histories are emptied in place: no allocation, no page touched, so a
+    /// reset in the middle of a run (the apps' window after the warm-up) costs the frame nothing.
     pub fn reset(&mut self) {
-        let instances = std::mem::take(&mut self.instances);
-        let keys = std::mem::take(&mut self.keys);
-        type Kept = (String, Option<String>, usize, GuardStatus);
-        let decisions: Vec<Kept> = self
-            .models
-            .iter()
-            .filter(|(_, m)| m.cache_decision.is_some() || m.guard != GuardStatus::Off)
-            .map(|(k, m)| {
-                let cache = m.cache_decision.clone();
-                (k.clone(), cache, m.cached_ops, m.guard.clone())
-            })
-            .collect();
-        *self = HeimdallStats::default();
-        self.instances = instances;
-        self.keys = keys;
-        for (key, decision, cached_ops, guard) in decisions {
-            let m = self.models.entry(key).or_default();
-            m.cache_decision = decision;
-            m.cached_ops = cached_ops;
-            m.guard = guard;
+        self.frame_ms.clear();
+        self.update_ms.clear();
+        self.main_world_ms.clear();
+        self.frame_phases.clear();
+        self.gpu_frames.clear();
+        for m in self.models.values_mut() {
+            m.clear();
         }
+        self.last_frame = None;
+        self.last_presented = None;
     }
 
     /// The stats key of a DNN entity: its model's name, with `#2`, `#3`... for further
@@ -637,6 +646,43 @@ mod tests {
         assert_eq!(c["hit_rate_last"], 1.0);
         assert!((c["saved_ms_mean"].as_f64().unwrap() - 0.1).abs() < 1e-12);
         assert!(c["decision"].is_null(), "no decision recorded");
+    }
+
+    /// A reset in the middle of a run (the apps' measured window) empties every history in
+    /// place: the same room, nothing allocated, and nothing of before left in the figures.
+    #[test]
+    fn a_reset_forgets_the_results_and_keeps_the_room() {
+        let mut s = HeimdallStats::default();
+        let e = Entity::from_raw_u32(3).expect("valid index");
+        s.record_result(
+            "m",
+            e,
+            Duration::from_millis(80),
+            Some(Duration::from_millis(50)),
+            0,
+            Backend::Gpu,
+        );
+        s.frame_ms.push(16.7);
+        let rooms = |s: &HeimdallStats| {
+            let m = &s.models["m"];
+            [
+                s.frame_ms.as_ptr() as usize,
+                s.gpu_frames.as_ptr() as usize,
+                s.frame_phases.as_ptr() as usize,
+                m.latencies_ms.as_ptr() as usize,
+                m.stages.to_start.as_ptr() as usize,
+            ]
+        };
+        let before = rooms(&s);
+        s.reset();
+        assert_eq!(rooms(&s), before);
+        assert!(s.frame_ms.is_empty() && s.models["m"].latencies_ms.is_empty());
+        let m = &s.to_json(&HeimdallSettings::default(), "gpu", 0)["models"]["m"];
+        assert_eq!(
+            (m["count"].as_u64(), m["deadline_misses"].as_u64()),
+            (Some(0), Some(0))
+        );
+        assert_eq!(m["deadline_ms"].as_f64(), Some(50.0));
     }
 
     #[test]
