@@ -7,7 +7,8 @@
 //     chunk, no cancellation) in stats[2g], stats[2g + 1].
 //   PHASE 1: thread s merges the chunks of slice s in order (Chan et al.'s pairwise update, also
 //     free of cancellation) and stores mean and scale / sqrt(var + epsilon) at stats_base + 2s.
-//   PHASE 2: one thread per vec4 of x applies y = (x - mean) * mul + bias.
+//   PHASE 2: one thread per vec4 of x applies y = epilogue((x - mean) * mul + bias): the op's
+//     fused epilogue (residual add, activation; none in the other phases).
 // Layout: x, y in PHWC4; scale and bias are [C] tensors in PHWC4 (one vec4 per slice); stats is
 //   an f32 scratch of vec4 (four channels at once), written and read within the step.
 // Threads: PHASE 0: one work group per (slice, chunk), thread l visits positions l, l + WG, ...
@@ -15,7 +16,7 @@
 //   PHASE 1: one thread per slice. PHASE 2: one thread per vec4, columns fastest, rows, slices.
 // Bindings: 0 params, x (read; stub in PHASE 1), scale (read in PHASE 1 when present, else
 //   stub), bias (read in PHASE 2 when present, else stub), stats (read_write), y (write in
-//   PHASE 2, else a stub whose store does nothing).
+//   PHASE 2, else a stub whose store does nothing), then PHASE 2's epilogue bindings.
 // Params: `GpuInstanceNormParams` (heimdall-gpu src/ops/instance_norm.rs), declared by composition.
 
 var<workgroup> part: array<vec4<f32>, WG>;
@@ -106,5 +107,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (HAS_BIAS == 1u) {
         add = bias_load(s);
     }
-    y_store(t, keep_lanes((x_load(t) - mean) * mul + add, s, params.channels));
+    y_store(t, keep_lanes(epilogue((x_load(t) - mean) * mul + add, t, s), s, params.channels));
 }

@@ -1,5 +1,5 @@
 //! Property tests of the kernels of the ONNX-only ops (math functions, binary functions, Where,
-//! InstanceNorm, Resize, Pad with a fill mode, Softmax, MatMul, Reduce, Transpose, SpaceToDepth,
+//! InstanceNorm with and without a fused epilogue, Resize, Pad with a fill mode, Softmax, MatMul, Reduce, Transpose, SpaceToDepth,
 //! DepthToSpace in CRD order) against
 //! the CPU backend (the reference), on random shapes: channel counts not divisible by 4, odd
 //! sizes, ranks 1 to 4, broadcasting, run-time and constant operands. Each case runs in f32
@@ -15,8 +15,8 @@ mod common;
 use common::{GraphBuilder, data, gpu, kernel_tolerance, run_cpu, run_gpu, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
 use heimdall_ir::{
-    BinaryFn, BlockOrder, CoordMode, Epilogue, Graph, NearestMode, OpKind, PadMode, ReduceKind,
-    ResizeAttrs, ResizeMode, ResizeScale, TensorId, UnaryKind,
+    Activation, BinaryFn, BlockOrder, CoordMode, Epilogue, Graph, NearestMode, OpKind, PadMode,
+    ReduceKind, ResizeAttrs, ResizeMode, ResizeScale, TensorId, UnaryKind,
 };
 use proptest::prelude::*;
 
@@ -355,6 +355,26 @@ proptest! {
             }
         }
         let y = b.op(OpKind::InstanceNorm { epsilon: 1e-5 }, inputs, &[1, h, w, c], Epilogue::default());
+        check(&b.finish(vec![y]), seed, &[Domain::Signed], false).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn instance_norm_with_epilogue(h in 1..40usize, w in 1..40usize, c in 1..13usize, residual: bool, act in 0..4u8, seed in 0..1000u64) {
+        // Conditional instance normalisation as the passes leave it: run-time scale and shift,
+        // then the epilogue the shift's ADD had (a residual add, ReLU, logistic or PReLU).
+        let mut b = GraphBuilder::default();
+        let x = b.input(&[1, h, w, c]);
+        let s = b.input(&[c]);
+        let bias = b.input(&[c]);
+        let r = residual.then(|| b.input(&[1, h, w, c]));
+        let activation = match act {
+            0 => Activation::None,
+            1 => Activation::Unary(UnaryKind::Relu),
+            2 => Activation::Unary(UnaryKind::Logistic),
+            _ => Activation::Prelu(b.constant(&[c], seed + 3)),
+        };
+        let ep = Epilogue { residual: r, activation };
+        let y = b.op(OpKind::InstanceNorm { epsilon: 1e-5 }, vec![x, s, bias], &[1, h, w, c], ep);
         check(&b.finish(vec![y]), seed, &[Domain::Signed], false).map_err(TestCaseError::fail)?;
     }
 

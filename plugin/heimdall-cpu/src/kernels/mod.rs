@@ -26,6 +26,7 @@ pub use crate::ops::concat::concat;
 pub use crate::ops::conv::{PackedConv, conv_scratch_len};
 pub use crate::ops::depthwise::PackedDepthwise;
 pub use crate::ops::fully_connected::PackedFullyConnected;
+pub use crate::ops::instance_norm::{PaddedOutput, instance_norm};
 pub use crate::ops::pad::pad;
 pub use crate::ops::pool::{avg_pool, max_pool, pool_scratch_len};
 pub use crate::ops::reduce::{Fold, mean, reduce};

@@ -1,12 +1,14 @@
 //! INSTANCE_NORM (ONNX `InstanceNormalization`): `shaders/instance_norm.wgsl` in three
 //! dispatches — per-chunk statistics over the whole device, a per-slice merge, then the
 //! normalisation — through a small f32 scratch buffer of the step; scale and bias may be
-//! constants or run-time tensors.
+//! constants or run-time tensors; the normalisation applies the op's fused epilogue (the ReLU,
+//! residual add or logistic after conditional instance normalisation's shift, which the passes
+//! fold into the op).
 
 use crate::dispatch::{Dispatch, OpContext, Operand, groups_for, u32_of};
 use crate::params::shader_params;
 use crate::precision::Precision;
-use crate::wgsl::{BindingDecl, KernelSource};
+use crate::wgsl::{BindingDecl, EpilogueDecl, KernelSource};
 
 /// Positions per statistics chunk (one work group of [`crate::wgsl::WORKGROUP_SIZE`] threads).
 pub const CHUNK: u32 = 1024;
@@ -51,14 +53,15 @@ impl Phase {
 }
 
 /// Source of phase `phase` of the instance norm kernel; `scale` and `bias` are the precisions
-/// of those inputs when they are bound. Bindings a phase does not use are stubs (see the
-/// shader's header).
+/// of those inputs when they are bound; `epilogue` is applied by the normalising phase (the
+/// others take none). Bindings a phase does not use are stubs (see the shader's header).
 pub fn source(
     phase: Phase,
     x: Precision,
     scale: Option<Precision>,
     bias: Option<Precision>,
     y: Precision,
+    epilogue: EpilogueDecl,
 ) -> KernelSource {
     let stub = |name: &'static str| BindingDecl::stub(name, Precision::F32);
     let opt = |name: &'static str, p: Option<Precision>, used: bool| match p {
@@ -92,6 +95,11 @@ pub fn source(
             ("HAS_BIAS", bias.is_some() as u32),
         ],
         extra,
+        epilogue: if phase == Phase::Normalise {
+            epilogue
+        } else {
+            EpilogueDecl::NONE
+        },
         ..KernelSource::new(
             "instance_norm",
             vec![
@@ -145,27 +153,30 @@ pub fn build(ctx: &mut OpContext, epsilon: f32) -> Result<Vec<Dispatch>, String>
     let (sp, bp) = (scale.map(|s| s.1), bias.map(|b| b.1));
     let yp = ctx.out_precision()?;
     let out = Operand::Tensor(ctx.output()?);
+    let (ep, ep_ops) = ctx.epilogue()?;
     let mut merge = Vec::new();
     merge.extend(scale.map(|s| s.0));
     merge.push(stats);
     let mut apply = vec![x_op];
     apply.extend(bias.map(|b| b.0));
     apply.extend([stats, out]);
+    apply.extend(ep_ops);
+    let none = EpilogueDecl::NONE;
     Ok(vec![
         Dispatch::new(
-            source(Phase::Statistics, xp, sp, bp, yp),
+            source(Phase::Statistics, xp, sp, bp, yp, none),
             &p,
             vec![x_op, stats],
             u32_of(slices * chunks)?,
         ),
         Dispatch::new(
-            source(Phase::Merge, xp, sp, bp, yp),
+            source(Phase::Merge, xp, sp, bp, yp, none),
             &p,
             merge,
             groups_for(slices),
         ),
         Dispatch::new(
-            source(Phase::Normalise, xp, sp, bp, yp),
+            source(Phase::Normalise, xp, sp, bp, yp, ep),
             &p,
             apply,
             groups_for(x.vec4s()),
@@ -173,14 +184,17 @@ pub fn build(ctx: &mut OpContext, epsilon: f32) -> Result<Vec<Dispatch>, String>
     ])
 }
 
-/// Every phase in precision `p` with and without scale and bias (bound in `p` or f32), for the
-/// catalogue.
+/// Every phase in precision `p` with and without scale and bias (bound in `p` or f32), and the
+/// normalisation with each representative epilogue, for the catalogue.
 pub fn catalogue(p: Precision) -> Vec<KernelSource> {
     let mut out = Vec::new();
     for phase in Phase::ALL {
         for side in [None, Some(p), Some(Precision::F32)] {
-            out.push(source(phase, p, side, side, p));
+            out.push(source(phase, p, side, side, p, EpilogueDecl::NONE));
         }
+    }
+    for ep in EpilogueDecl::representative(p) {
+        out.push(source(Phase::Normalise, p, Some(p), Some(p), p, ep));
     }
     out
 }

@@ -272,7 +272,8 @@ impl OpKind {
             OpKind::Conv2d(_)
             | OpKind::DepthwiseConv2d { .. }
             | OpKind::TransposeConv2d(_)
-            | OpKind::FullyConnected => true,
+            | OpKind::FullyConnected
+            | OpKind::InstanceNorm { .. } => true,
             OpKind::Binary(f) => f.accepts_epilogue(),
             _ => false,
         }

@@ -12,7 +12,7 @@
 //!    becomes the producer's epilogue activation.
 //! 6. [`drop_reshapes`]: reshapes that change nothing their consumers can see disappear.
 //! 7. [`fold_norm_affine`]: a per-channel `MUL` (and `ADD`) after a plain `INSTANCE_NORM`
-//!    becomes its scale (and bias) input.
+//!    becomes its scale (and bias) input, the `ADD`'s fused epilogue the normalisation's.
 
 mod fold_pad;
 mod fold_weights;

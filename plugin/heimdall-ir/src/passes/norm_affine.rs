@@ -4,8 +4,9 @@
 //! Conditional instance normalisation (multistyle26: the scale and shift are computed from the
 //! style weights) arrives as `INSTANCE_NORM(x)` then `MUL` by a `[C]` vector then `ADD` of one:
 //! two extra passes over the whole tensor per layer. `INSTANCE_NORM` takes run-time `scale` and
-//! `bias` inputs in both backends, so the `MUL` (and an `ADD` after it with no epilogue of its
-//! own) can become them.
+//! `bias` inputs and a fused epilogue in both backends, so the `MUL` and the `ADD` after it can
+//! become them, the `ADD`'s own epilogue (the ReLU after it, a residual add, the final logistic)
+//! moving to the normalisation.
 
 use crate::graph::Graph;
 use crate::ops::OpKind;
@@ -20,10 +21,17 @@ fn per_channel(graph: &Graph, v: TensorId, y: TensorId) -> bool {
     vs.len() <= ys.len() && vs.last() == Some(&c) && vs[..vs.len() - 1].iter().all(|&d| d == 1)
 }
 
-/// One fold: `(norm op, consumer op, the vector)` where the consumer is a `kind` binary op with
-/// no epilogue of the norm's single-use, non-output result and a per-channel vector ready before
-/// the norm runs, and the norm has exactly `inputs` inputs.
-fn find(graph: &Graph, kind: BinaryFn, inputs: usize) -> Option<(usize, usize, TensorId)> {
+/// One fold: `(norm op, consumer op, the vector)` where the consumer is a `kind` binary op of the
+/// norm's single-use, non-output result and a per-channel vector ready before the norm runs, and
+/// the norm has exactly `inputs` inputs and no epilogue. The consumer has no epilogue either,
+/// unless `keep_epilogue`: then the tensors its epilogue reads must be ready before the norm
+/// runs too (the norm will read them).
+fn find(
+    graph: &Graph,
+    kind: BinaryFn,
+    inputs: usize,
+    keep_epilogue: bool,
+) -> Option<(usize, usize, TensorId)> {
     let producers = graph.producers();
     let consumers = graph.consumers();
     graph.ops.iter().enumerate().find_map(|(n, norm)| {
@@ -39,9 +47,10 @@ fn find(graph: &Graph, kind: BinaryFn, inputs: usize) -> Option<(usize, usize, T
             return None;
         };
         let op = &graph.ops[j];
+        let ready = |t: TensorId| t != y && producers[t.index()].is_none_or(|p| p < n);
         if op.kind != OpKind::Binary(kind)
             || op.inputs.len() != 2
-            || !op.epilogue.is_identity()
+            || !(op.epilogue.is_identity() || keep_epilogue && op.epilogue.tensors().all(ready))
             || graph.outputs.contains(&y)
         {
             return None;
@@ -51,26 +60,28 @@ fn find(graph: &Graph, kind: BinaryFn, inputs: usize) -> Option<(usize, usize, T
         } else {
             op.inputs[0]
         };
-        let ready = producers[v.index()].is_none_or(|p| p < n);
-        (v != y && ready && per_channel(graph, v, y)).then_some((n, j, v))
+        (ready(v) && per_channel(graph, v, y)).then_some((n, j, v))
     })
 }
 
 /// Folds `MUL(INSTANCE_NORM(x), g)` into `INSTANCE_NORM(x, g)` and then
-/// `ADD(INSTANCE_NORM(x, g), h)` into `INSTANCE_NORM(x, g, h)`, where the normalisation had no
-/// scale or bias, its result is used by that one op only and is not a graph output, the
-/// `MUL`/`ADD` has no epilogue (an `ADD` with a fused ReLU stays), and `g`/`h` are per-channel
-/// vectors (`[.., C]` with `C` values) available before the normalisation runs. The result
-/// differs from the unfused graph only by rounding: `(x - m) * (inv * g)` instead of
-/// `((x - m) * inv) * g`. Returns the number of ops removed.
+/// `ADD(INSTANCE_NORM(x, g), h)` with epilogue `e` into `INSTANCE_NORM(x, g, h)` with epilogue
+/// `e`, where the normalisation had no scale, bias or epilogue, its result is used by that one op
+/// only and is not a graph output, the `MUL` has no epilogue, and `g`/`h` (and the tensors `e`
+/// reads: a residual, PReLU slopes) are available before the normalisation runs, `g`/`h`
+/// per-channel vectors (`[.., C]` with `C` values). `e(ADD(n, h))` and the normalisation's
+/// `e(n + h)` add and activate in the same order; the result differs from the unfused graph
+/// only by the scale's rounding: `(x - m) * (inv * g)` instead of `((x - m) * inv) * g`.
+/// Returns the number of ops removed.
 pub fn fold_norm_affine(graph: &mut Graph) -> usize {
     let mut folded = 0;
-    for (kind, inputs) in [(BinaryFn::Mul, 1), (BinaryFn::Add, 2)] {
-        while let Some((n, j, v)) = find(graph, kind, inputs) {
+    for (kind, inputs, keep_epilogue) in [(BinaryFn::Mul, 1, false), (BinaryFn::Add, 2, true)] {
+        while let Some((n, j, v)) = find(graph, kind, inputs, keep_epilogue) {
             let op = graph.ops.remove(j);
             let norm = &mut graph.ops[n];
             norm.inputs.push(v);
             norm.outputs = op.outputs;
+            norm.epilogue = op.epilogue;
             folded += 1;
         }
     }
@@ -134,12 +145,56 @@ mod tests {
     }
 
     #[test]
-    fn an_add_with_an_activation_stays() {
+    fn an_add_with_an_activation_takes_it_along() {
         let mut g = graph(&[1, 1, 1, 3], true);
-        assert_eq!(fold_norm_affine(&mut g), 1);
-        assert_eq!(g.ops.len(), 3);
-        assert_eq!(g.ops[1].inputs.len(), 2);
-        assert_eq!(g.ops[2].kind, OpKind::Binary(BinaryFn::Add));
+        assert_eq!(fold_norm_affine(&mut g), 2);
+        g.validate().expect("still valid");
+        assert_eq!(g.ops.len(), 2);
+        let norm = &g.ops[1];
+        assert_eq!(norm.inputs.len(), 3);
+        assert_eq!(
+            norm.epilogue.activation,
+            crate::op::Activation::Unary(crate::ops::unary::UnaryKind::Relu)
+        );
+        assert_eq!(norm.outputs, g.outputs);
+    }
+
+    /// The residual add of a residual block (fused into the shift's `ADD` by `fuse_residual`)
+    /// moves to the normalisation when the residual is ready before it, and keeps the `ADD`
+    /// where it is not.
+    #[test]
+    fn an_add_with_a_residual_folds_only_when_the_residual_is_ready() {
+        for early in [true, false] {
+            let mut g = graph(&[3], false);
+            let r = tensor(&mut g, &[1, 4, 4, 3], None);
+            let two = TensorId(2);
+            let x = g.inputs[0];
+            let at = if early { 0 } else { 2 };
+            g.ops.insert(
+                at,
+                Op::new(OpKind::Binary(BinaryFn::Mul), vec![x, two], vec![r]),
+            );
+            let add = g.ops.len() - 1;
+            g.ops[add].epilogue.residual = Some(r);
+            g.validate().expect("valid test graph");
+            let before = g.ops.len();
+            let folded = fold_norm_affine(&mut g);
+            g.validate().expect("still valid");
+            assert_eq!(folded, if early { 2 } else { 1 }, "early {early}");
+            assert_eq!(g.ops.len(), before - folded);
+            let norm = g
+                .ops
+                .iter()
+                .find(|o| matches!(o.kind, OpKind::InstanceNorm { .. }))
+                .expect("norm");
+            if early {
+                assert_eq!(norm.epilogue.residual, Some(r));
+                assert_eq!(norm.outputs, g.outputs);
+            } else {
+                assert!(norm.epilogue.is_identity());
+                assert_eq!(g.ops.last().expect("add").epilogue.residual, Some(r));
+            }
+        }
     }
 
     #[test]
