@@ -154,6 +154,13 @@ impl ConvCache {
         })
     }
 
+    /// Op `i` is not cached from now on: it runs as without the cache.
+    pub(crate) fn forget_op(&mut self, i: usize) {
+        if let Some(op) = self.ops.get_mut(i) {
+            *op = None;
+        }
+    }
+
     /// The counts of the last run (of the ops run since it started at op 0).
     pub(crate) fn counts(&self) -> CacheCounts {
         self.counts

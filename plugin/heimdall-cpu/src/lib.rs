@@ -9,6 +9,7 @@
 
 mod conv_cache;
 mod error;
+mod fuse;
 pub mod kernels;
 mod model;
 mod ops;

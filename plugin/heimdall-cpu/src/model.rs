@@ -9,9 +9,10 @@ use heimdall_ir::{Activation, Graph, TensorId};
 
 use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
+use crate::fuse::{FusedPad, ReflectPads};
 use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Act, Epilogue, Par};
-use crate::plan::{ArenaPlan, plan_arena};
+use crate::plan::{ArenaPlan, plan_ops};
 use crate::step::{ArenaPtr, Inputs, Kernel, Loc, PrepareCx, StepIo};
 
 /// Options of the CPU backend.
@@ -61,6 +62,8 @@ pub struct CpuModel {
     par: Par,
     /// The graph without constant values, for [`CpuModel::enable_conv_cache`].
     skeleton: Graph,
+    /// The reflect pads fused into the convolutions after them (`crate::fuse`).
+    pads: ReflectPads,
     conv_cache: Option<Box<ConvCache>>,
 }
 
@@ -74,10 +77,15 @@ impl std::fmt::Debug for CpuModel {
 }
 
 impl CpuModel {
-    /// Compiles a validated graph: packs every weight, plans the arena, sizes scratch.
+    /// Compiles a validated graph: packs every weight, fuses the reflect pads before
+    /// convolutions into them (`crate::fuse`), plans the arena, sizes scratch.
     pub fn compile(graph: &Graph, options: CpuOptions) -> Result<CpuModel, CpuError> {
         let par = Par::new(options.threads.clamp(1, MAX_THREADS));
-        let plan = plan_arena(graph);
+        let pads = ReflectPads::find(graph);
+        let ops: Vec<_> = (graph.ops.iter().enumerate())
+            .map(|(k, op)| pads.op(k, op))
+            .collect();
+        let plan = plan_ops(graph, &ops);
         let mut constants = Vec::new();
         let mut locs: Vec<Option<Loc>> = vec![None; graph.tensors.len()];
         for (i, t) in graph.tensors.iter().enumerate() {
@@ -95,7 +103,17 @@ impl CpuModel {
         }
         let mut steps = Vec::with_capacity(graph.ops.len());
         let mut scratch_len = 0;
-        for (index, op) in graph.ops.iter().enumerate() {
+        for (index, op) in ops.iter().enumerate() {
+            if pads.is_fused(index) {
+                steps.push(Step {
+                    kernel: Box::new(FusedPad),
+                    inputs: Vec::new(),
+                    output: Loc::Arena { offset: 0, len: 0 },
+                    residual: None,
+                    act: EpAct::None,
+                });
+                continue;
+            }
             let err = |message: String| CpuError::Op {
                 index,
                 name: op.kind.name().into(),
@@ -108,6 +126,8 @@ impl CpuModel {
                 graph,
                 op,
                 threads: par.threads(),
+                reflect_pad: pads.source(index).map(|(_, p)| p),
+                pad_output: pads.padded_output(index).map(|(_, p)| p),
             })
             .map_err(&err)?;
             scratch_len = scratch_len.max(prepared.scratch);
@@ -197,6 +217,7 @@ impl CpuModel {
             plan,
             par,
             skeleton: skeleton(graph),
+            pads,
             conv_cache: None,
         })
     }
@@ -260,7 +281,8 @@ impl CpuModel {
     }
 
     /// The values of any tensor of the graph (constants, or activations whose memory has not
-    /// been reused yet), for debugging and per-op comparisons.
+    /// been reused yet), for debugging and per-op comparisons; `None` for the output of a
+    /// reflect pad fused into the convolutions after it, which is never stored.
     pub fn tensor(&self, id: TensorId) -> Option<&[f32]> {
         self.locs
             .get(id.index())
@@ -296,7 +318,13 @@ impl CpuModel {
     /// everything. Errors: a config `validate` rejects ([`CpuError::CacheConfig`]), a model
     /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
     pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
-        self.conv_cache = Some(Box::new(ConvCache::new(&self.skeleton, config)?));
+        let mut cache = ConvCache::new(&self.skeleton, config)?;
+        // A fused pad writes nothing, and a normalisation writing one writes the pad's output,
+        // not its own: both run uncached (the convolutions reading them stay cached).
+        (0..self.steps.len())
+            .filter(|&k| self.pads.is_fused(k) || self.pads.padded_output(k).is_some())
+            .for_each(|k| cache.forget_op(k));
+        self.conv_cache = Some(Box::new(cache));
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! Activation memory plan: one arena, offsets assigned by liveness so that tensors whose
 //! lifetimes do not overlap share memory (greedy by size, as TFLite's arena planner).
 
-use heimdall_ir::Graph;
+use heimdall_ir::{Graph, Op};
 
 /// Where each non-constant tensor lives in the arena.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,13 +21,19 @@ const ALIGN: usize = 16;
 /// Plans the arena for `graph`: a tensor is live from the op that defines it (graph inputs:
 /// before the first op) to its last reader (graph outputs: to the end).
 pub fn plan_arena(graph: &Graph) -> ArenaPlan {
+    plan_ops(graph, &graph.ops)
+}
+
+/// Plans the arena for `ops` in place of `graph`'s own (one per op of the graph, over its
+/// tensors): the ops the CPU runs once its own fusions rewired them (`crate::fuse`).
+pub(crate) fn plan_ops(graph: &Graph, ops: &[Op]) -> ArenaPlan {
     let n = graph.tensors.len();
     let mut first: Vec<Option<usize>> = vec![None; n];
     let mut last: Vec<usize> = vec![0; n];
     for &i in &graph.inputs {
         first[i.index()] = Some(0);
     }
-    for (k, op) in graph.ops.iter().enumerate() {
+    for (k, op) in ops.iter().enumerate() {
         // Op k occupies time slot k + 1; inputs are defined at slot 0.
         let t = k + 1;
         for r in op.reads() {
@@ -38,7 +44,7 @@ pub fn plan_arena(graph: &Graph) -> ArenaPlan {
             last[o.index()] = last[o.index()].max(t);
         }
     }
-    let end = graph.ops.len() + 1;
+    let end = ops.len() + 1;
     for &o in &graph.outputs {
         last[o.index()] = end;
     }

@@ -72,14 +72,28 @@ impl Kernel for InstanceNorm {
     }
 }
 
-/// Prepares an INSTANCE_NORM.
+/// Prepares an INSTANCE_NORM; one that took over the `PAD_REFLECT` after it
+/// ([`PrepareCx::pad_output`]) writes the padded image, whose shape its output has.
 pub(crate) fn prepare(cx: &PrepareCx, epsilon: f32) -> Result<Prepared, String> {
+    let x = cx.shape(0);
+    let padded = match (cx.pad_output, &x[..]) {
+        (None, _) => None,
+        (Some([rows, cols]), &[1, h, w, c]) => {
+            let p = PaddedOutput { h, w, rows, cols };
+            let [ph, pw] = p.padded_hw();
+            if !p.is_valid() || cx.out_shape() != [1, ph, pw, c] {
+                return Err(format!("reflect padding {p:?} into {:?}", cx.out_shape()));
+            }
+            Some(p)
+        }
+        (Some(_), _) => return Err(format!("reflect padding of an input of shape {x:?}")),
+    };
     Ok(Prepared::new(InstanceNorm {
-        channels: cx.shape(0).last().copied().unwrap_or(1),
+        channels: x.last().copied().unwrap_or(1),
         epsilon,
         scale: cx.op.inputs.len() > 1,
         bias: cx.op.inputs.len() > 2,
-        padded: None,
+        padded,
     }))
 }
 

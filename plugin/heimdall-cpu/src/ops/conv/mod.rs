@@ -7,10 +7,14 @@
 //! input) read the input in place as an implicit im2col (the product walks the window's
 //! `k_h` contiguous runs of `k_w * in_c` values), and only its edge pixels are gathered into an
 //! im2col buffer (one output row, in the caller's scratch). The epilogue runs on each block or
-//! row while it is in cache.
+//! row while it is in cache. The padding reads as zeros, or, for a convolution that took over
+//! the `PAD_REFLECT` before it ([`PackedConv::with_reflect_padding`]), as the input mirrored at
+//! its edges: each output row then reads a band of mirrored input rows ([`reflect`]).
 //!
 //! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
 //! the passes off) packs it on every run.
+
+mod reflect;
 
 use heimdall_ir::ConvAttrs;
 
@@ -34,17 +38,29 @@ pub struct PackedConv {
     seg_len: usize,
     /// Output columns whose horizontal taps all fall inside the input.
     int_cols: (usize, usize),
+    /// The padding mirrors the input (`PAD_REFLECT`: `cb|abc|ba`) instead of reading zeros:
+    /// the band of padded rows an output row reads.
+    reflect: Option<reflect::Band>,
 }
 
 /// Values of scratch a convolution of geometry `w` needs when run with `threads` threads:
 /// 0 for a 1x1 stride-1 unpadded convolution, else one output row of im2col per thread
 /// (`threads * out_w * k_h * k_w * in_c`).
 pub fn conv_scratch_len(w: &Window, threads: usize) -> usize {
-    if is_direct(w) {
+    scratch_len(w, false, threads)
+}
+
+/// [`conv_scratch_len`], with reflect padding or not (then each thread's part holds the larger
+/// of an im2col row and a band of padded rows).
+fn scratch_len(w: &Window, reflect: bool, threads: usize) -> usize {
+    let per_part = if is_direct(w) {
         0
+    } else if reflect {
+        (w.out_w * patch_len(w)).max(reflect::Band::len(w))
     } else {
-        threads.max(1) * w.out_w * patch_len(w)
-    }
+        w.out_w * patch_len(w)
+    };
+    threads.max(1) * per_part
 }
 
 fn is_direct(w: &Window) -> bool {
@@ -103,6 +119,18 @@ impl PackedConv {
             segs,
             seg_len,
             int_cols: (lo, hi.max(lo)),
+            reflect: None,
+        }
+    }
+
+    /// The same convolution with its padding read as the input mirrored at its edges, without
+    /// repeating the edge (a `PAD_REFLECT` of `pad_top`/`pad_left` rows and columns before, and
+    /// whatever the output size implies after, fused into the convolution). Every padding must
+    /// be less than the input's size along its axis, as ONNX's reflect padding requires.
+    pub fn with_reflect_padding(self) -> PackedConv {
+        PackedConv {
+            reflect: Some(reflect::Band::new(&self.w)),
+            ..self
         }
     }
 
@@ -111,9 +139,10 @@ impl PackedConv {
         &self.w
     }
 
-    /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]).
+    /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]; with
+    /// reflect padding, a band of padded rows per thread if that is more).
     pub fn scratch_len(&self, par: &Par) -> usize {
-        conv_scratch_len(&self.w, par.threads())
+        scratch_len(&self.w, self.reflect.is_some(), par.threads())
     }
 
     /// `output[oy, ox, o] = ep(bias[o] + sum input[iy, ix, i] * filter[o, ky, kx, i])` over the
@@ -186,7 +215,7 @@ impl PackedConv {
             return;
         }
         let row_len = w.out_w * n;
-        let per_part = w.out_w * kdim;
+        let per_part = self.scratch_len(par) / par.threads().max(1);
         let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * kdim).max(1));
         par.for_rows_scratch(
             output,
@@ -196,7 +225,10 @@ impl PackedConv {
             per_part,
             |rows, out, sc| {
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                    self.row(input, oy, out_row, sc);
+                    match &self.reflect {
+                        Some(band) => band.row(self, input, oy, out_row, sc),
+                        None => self.row(input, oy, out_row, sc),
+                    }
                     if !ep.is_identity() {
                         ep.apply(out_row, oy * row_len, n);
                     }
@@ -299,31 +331,44 @@ impl Kernel for PackedConv {
     }
 }
 
-/// A CONV_2D whose filter or bias is computed at run time: packed on every run.
-struct DynamicConv(Window);
+/// A CONV_2D whose filter or bias is computed at run time: packed on every run (with reflect
+/// padding when the flag is set).
+struct DynamicConv(Window, bool);
 
 impl Kernel for DynamicConv {
     fn run(&self, io: StepIo<'_>) {
         let bias = (io.inputs.len() > 2).then(|| io.inputs.get(2));
-        PackedConv::new(io.inputs.get(1), bias, self.0).run(
-            io.par,
-            io.inputs.get(0),
-            io.out,
-            io.scratch,
-            io.ep,
-        );
+        let conv = PackedConv::new(io.inputs.get(1), bias, self.0);
+        let conv = if self.1 {
+            conv.with_reflect_padding()
+        } else {
+            conv
+        };
+        conv.run(io.par, io.inputs.get(0), io.out, io.scratch, io.ep);
     }
 }
 
-/// Prepares a CONV_2D.
+/// Prepares a CONV_2D; one that reads input 0 through a fused reflect pad
+/// ([`PrepareCx::reflect_pad`]) pads it by mirroring instead (its own padding must be zero).
 pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String> {
     let f = cx.shape(1);
-    let w = cx.window([f[1], f[2]], a);
-    let scratch = conv_scratch_len(&w, cx.threads);
+    let mut w = cx.window([f[1], f[2]], a);
+    let reflect = cx.reflect_pad.is_some();
+    if let Some([top, left]) = cx.reflect_pad {
+        if a.pad != heimdall_ir::Pad2d::default() {
+            return Err(format!(
+                "a fused reflect pad on a padded convolution ({:?})",
+                a.pad
+            ));
+        }
+        (w.pad_top, w.pad_left) = (top, left);
+    }
+    let scratch = scratch_len(&w, reflect, cx.threads);
     if cx.weights_dynamic() {
-        return Ok(Prepared::with_scratch(DynamicConv(w), scratch));
+        return Ok(Prepared::with_scratch(DynamicConv(w, reflect), scratch));
     }
     let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w);
+    let k = if reflect { k.with_reflect_padding() } else { k };
     Ok(Prepared::with_scratch(k, scratch))
 }
 
@@ -425,6 +470,85 @@ mod tests {
             let p = ConvProblem::new(w, seed, bias, residual, relu6);
             assert_close(&p.run(&Par::new(1)), &p.reference());
         }
+    }
+
+    /// A convolution with a fused reflect pad against the unfused pair: the pad kernel (checked
+    /// against NumPy in `pad.rs`) then the naive reference convolution over the padded input,
+    /// and bit for bit against the packed convolution over the padded input.
+    #[test]
+    fn conv_reflect_padding_matches_pad_then_conv() {
+        use crate::ops::pad::{Fill, pad_with};
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(200));
+        let shapes = (
+            2..14usize,
+            2..14usize,
+            1..6usize,
+            1..9usize,
+            1..6usize,
+            1..6usize,
+        )
+            .prop_flat_map(|(h, w, c, oc, kh, kw)| {
+                (
+                    Just((h, w, c, oc, kh, kw)),
+                    (1..3usize, 1..3usize, 1..3usize),
+                    (0..h.min(5), 0..h.min(5), 0..w.min(5), 0..w.min(5)),
+                    0u64..1000,
+                )
+            });
+        runner
+            .run(
+                &shapes,
+                |((h, w, c, oc, kh, kw), (sh, sw, d), (t, b, l, r), seed)| {
+                    let (ph, pw) = (h + t + b, w + l + r);
+                    let (eh, ew) = ((kh - 1) * d + 1, (kw - 1) * d + 1);
+                    if ph < eh || pw < ew {
+                        return Ok(());
+                    }
+                    let padded = window(ph, pw, c, oc, (kh, kw), (sh, sw), d, Padding::Valid);
+                    let p = ConvProblem::new(padded, seed, true, true, false);
+                    let mut x = vec![0.0; h * w * c];
+                    // The unpadded input is the padded one's interior.
+                    for y in 0..h {
+                        let src = ((y + t) * pw + l) * c;
+                        x[y * w * c..(y + 1) * w * c].copy_from_slice(&p.input[src..src + w * c]);
+                    }
+                    let mut repadded = vec![f32::NAN; p.input.len()];
+                    let pads = [(0, 0), (t, b), (l, r), (0, 0)];
+                    pad_with(
+                        &Par::new(1),
+                        &x,
+                        &[1, h, w, c],
+                        &pads,
+                        Fill::Reflect,
+                        &mut repadded,
+                    );
+                    let p = ConvProblem {
+                        input: repadded,
+                        ..p
+                    };
+                    let fused_w = Window {
+                        in_h: h,
+                        in_w: w,
+                        pad_top: t,
+                        pad_left: l,
+                        ..padded
+                    };
+                    let conv = PackedConv::new(&p.filter, p.bias.as_deref(), fused_w)
+                        .with_reflect_padding();
+                    let par = Par::new(1);
+                    let mut out = vec![f32::NAN; p.reference().len()];
+                    let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
+                    let ep = Epilogue {
+                        residual: p.residual.as_deref(),
+                        act: Act::None,
+                    };
+                    conv.run(&par, &x, &mut out, &mut scratch, &ep);
+                    assert_close(&out, &p.reference());
+                    prop_assert_eq!(out, p.run(&par));
+                    Ok(())
+                },
+            )
+            .unwrap();
     }
 
     #[test]

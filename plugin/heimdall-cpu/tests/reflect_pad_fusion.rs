@@ -1,0 +1,216 @@
+//! The CPU backend's reflect pad fusions (`PAD_REFLECT` into the instance normalisation before
+//! it, or into the convolutions after it) against an independent reference: the same graph with
+//! every padded tensor also a graph output, which keeps every pad a step of its own (the unfused
+//! path). The fused kernels compute the same values in the same order, so the outputs must agree
+//! bit for bit, run whole, run as ranges cut anywhere, on one or two threads, and with the
+//! convolution cache on.
+
+use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions};
+use heimdall_ir::{
+    Activation, ConvAttrs, DType, Epilogue, Graph, Op, OpKind, Pad2d, PadMode, TensorId,
+    TensorInfo, UnaryKind,
+};
+
+/// Deterministic values in [-1, 1).
+fn data(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Builds graphs tensor by tensor.
+#[derive(Default)]
+struct Builder {
+    tensors: Vec<TensorInfo>,
+    ops: Vec<Op>,
+}
+
+impl Builder {
+    fn tensor(&mut self, shape: &[usize], values: Option<Vec<f32>>) -> TensorId {
+        self.tensors.push(TensorInfo {
+            name: format!("t{}", self.tensors.len()),
+            shape: shape.to_vec(),
+            dtype: DType::F32,
+            constant: values.map(heimdall_ir::Constant::dense),
+        });
+        TensorId(self.tensors.len() as u32 - 1)
+    }
+
+    fn op(&mut self, kind: OpKind, inputs: Vec<TensorId>, shape: &[usize]) -> TensorId {
+        self.op_with(kind, inputs, shape, Epilogue::default())
+    }
+
+    fn op_with(
+        &mut self,
+        kind: OpKind,
+        inputs: Vec<TensorId>,
+        shape: &[usize],
+        epilogue: Epilogue,
+    ) -> TensorId {
+        let out = self.tensor(shape, None);
+        let mut op = Op::new(kind, inputs, vec![out]);
+        op.epilogue = epilogue;
+        self.ops.push(op);
+        out
+    }
+
+    /// `PAD_REFLECT` of `x [1, h, w, c]` by `p` rows and columns on every side.
+    fn pad(&mut self, x: TensorId, p: usize) -> TensorId {
+        let [_, h, w, c] = self.shape(x);
+        self.op(
+            OpKind::Pad {
+                pads: vec![[0, 0], [p, p], [p, p], [0, 0]],
+                mode: PadMode::Reflect,
+            },
+            vec![x],
+            &[1, h + 2 * p, w + 2 * p, c],
+        )
+    }
+
+    /// An unpadded `k x k` convolution of stride `s` to `oc` channels, with a bias.
+    fn conv(&mut self, x: TensorId, k: usize, s: usize, oc: usize, seed: u64) -> TensorId {
+        let [_, h, w, c] = self.shape(x);
+        let f = self.tensor(&[oc, k, k, c], Some(data(seed, oc * k * k * c)));
+        let b = self.tensor(&[oc], Some(data(seed + 1, oc)));
+        let attrs = ConvAttrs {
+            stride: [s, s],
+            dilation: [1, 1],
+            pad: Pad2d::default(),
+        };
+        let shape = [1, (h - k) / s + 1, (w - k) / s + 1, oc];
+        self.op(OpKind::Conv2d(attrs), vec![x, f, b], &shape)
+    }
+
+    /// An instance normalisation with constant scale and bias and epilogue `ep`.
+    fn norm(&mut self, x: TensorId, ep: Epilogue, seed: u64) -> TensorId {
+        let shape = self.shape(x);
+        let c = shape[3];
+        let s = self.tensor(&[c], Some(data(seed, c)));
+        let b = self.tensor(&[c], Some(data(seed + 1, c)));
+        self.op_with(
+            OpKind::InstanceNorm { epsilon: 1e-5 },
+            vec![x, s, b],
+            &shape,
+            ep,
+        )
+    }
+
+    fn shape(&self, t: TensorId) -> [usize; 4] {
+        self.tensors[t.index()].shape[..]
+            .try_into()
+            .expect("rank 4")
+    }
+}
+
+/// multistyle26 in small: an image padded into a 5x5 convolution, normalisations writing the
+/// pads of a stride-2 and a stride-1 convolution (ReLU epilogues), a residual normalisation whose
+/// output a pad and a later residual both read (its pad stays a step), and an 8-channel pad after
+/// an elementwise op (stays). With `keep_pads`, every padded tensor is a graph output too.
+fn graph(keep_pads: bool) -> Graph {
+    let mut b = Builder::default();
+    let relu = Epilogue {
+        residual: None,
+        activation: Activation::Unary(UnaryKind::Relu),
+    };
+    let image = b.tensor(&[1, 21, 19, 3], None);
+    let mut pads = vec![b.pad(image, 2)];
+    let x = b.conv(pads[0], 5, 1, 8, 1);
+    let x = b.norm(x, relu, 3);
+    pads.push(b.pad(x, 1));
+    let x = b.conv(pads[1], 3, 2, 8, 5);
+    let block_in = b.norm(x, relu, 7);
+    pads.push(b.pad(block_in, 1));
+    let x = b.conv(pads[2], 3, 1, 8, 9);
+    let x = b.norm(x, relu, 11);
+    pads.push(b.pad(x, 1));
+    let x = b.conv(pads[3], 3, 1, 8, 13);
+    let res = Epilogue {
+        residual: Some(block_in),
+        activation: Activation::None,
+    };
+    let x = b.norm(x, res, 15);
+    let x = b.op(OpKind::Unary(UnaryKind::Relu), vec![x], &b.shape(x));
+    pads.push(b.pad(x, 2));
+    let y = b.conv(pads[4], 5, 1, 4, 17);
+    let mut outputs = vec![y];
+    if keep_pads {
+        outputs.extend(&pads);
+    }
+    let g = Graph {
+        name: "reflect".into(),
+        tensors: b.tensors,
+        ops: b.ops,
+        inputs: vec![image],
+        outputs,
+    };
+    g.validate().expect("valid graph");
+    g
+}
+
+fn model(g: &Graph, threads: usize) -> CpuModel {
+    CpuModel::compile(g, CpuOptions { threads }).expect("compile")
+}
+
+/// Output 0 after running every op on `input`, as two ranges cut before op `cut` if given.
+fn run(m: &mut CpuModel, input: &[f32], cut: Option<usize>) -> Vec<f32> {
+    m.set_input(0, input).expect("input");
+    let n = m.num_ops();
+    let cut = cut.unwrap_or(n);
+    m.run_range(0..cut).expect("run");
+    m.run_range(cut..n).expect("run");
+    m.output(0).expect("output").to_vec()
+}
+
+#[test]
+fn fused_pads_give_the_unfused_bits() {
+    let (fused, reference) = (graph(false), graph(true));
+    let input = data(99, 21 * 19 * 3);
+    let n = fused.ops.len();
+    let want = run(&mut model(&reference, 1), &input, None);
+    assert!(want.iter().all(|v| v.is_finite()) && want.iter().any(|&v| v != 0.0));
+    for threads in [1, 2] {
+        let mut m = model(&fused, threads);
+        assert_eq!(run(&mut m, &input, None), want, "{threads} threads");
+        // The image's pad writes nothing (its convolution reads the image); the normalisations
+        // before the second and fourth pads write the padded tensors, not their own outputs.
+        let stored = |t: TensorId| m.tensor(t).is_some();
+        let pad_inputs = reference.outputs[1..].iter().map(|&p| {
+            let op = reference
+                .ops
+                .iter()
+                .find(|o| o.outputs == [p])
+                .expect("pad");
+            op.inputs[0]
+        });
+        let pads: Vec<bool> = reference.outputs[1..].iter().map(|&p| stored(p)).collect();
+        let sources: Vec<bool> = pad_inputs.map(stored).collect();
+        assert_eq!(pads, [false, true, true, true, true]);
+        assert_eq!(sources, [true, false, true, false, true]);
+        for cut in 1..n {
+            let got = run(&mut m, &input, Some(cut));
+            assert_eq!(got, want, "{threads} threads, cut at {cut}");
+        }
+    }
+}
+
+#[test]
+fn fused_pads_under_the_convolution_cache() {
+    let (fused, reference) = (graph(false), graph(true));
+    let mut m = model(&fused, 2);
+    m.enable_conv_cache(ConvCacheConfig::default())
+        .expect("cache");
+    let mut r = model(&reference, 2);
+    let first = data(5, 21 * 19 * 3);
+    let mut second = first.clone();
+    second[..30].iter_mut().for_each(|v| *v = -*v);
+    for input in [&first, &first, &second, &second] {
+        let want = run(&mut r, input, None);
+        assert_eq!(run(&mut m, input, None), want);
+    }
+}
