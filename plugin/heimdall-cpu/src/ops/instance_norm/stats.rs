@@ -73,10 +73,36 @@ pub(super) fn channel_stats(
 
 /// One block's statistics into `acc` (`2 * lanes(c)` values): its mean per channel repeated
 /// over the first half's lanes (lane `j`: channel `j % c`), then its centred sums of squares
-/// per lane in the second half (the lanes of a channel still to be added up).
+/// per lane in the second half (the lanes of a channel still to be added up). The common lane
+/// counts run on fixed-size accumulators that stay in registers; every count computes the same
+/// sums in the same order.
 #[inline(always)]
 fn block_inline(block: &[f32], c: usize, acc: &mut [f64]) {
-    let (mean, m2) = acc.split_at_mut(acc.len() / 2);
+    match acc.len() / 2 {
+        16 => block_fixed::<16>(block, c, acc),
+        32 => block_fixed::<32>(block, c, acc),
+        48 => block_fixed::<48>(block, c, acc),
+        64 => block_fixed::<64>(block, c, acc),
+        _ => {
+            let (mean, m2) = acc.split_at_mut(acc.len() / 2);
+            block_lanes(block, c, mean, m2);
+        }
+    }
+}
+
+/// [`block_lanes`] on `L` lanes held in local arrays, then stored into `acc`.
+#[inline(always)]
+fn block_fixed<const L: usize>(block: &[f32], c: usize, acc: &mut [f64]) {
+    let (mut mean, mut m2) = ([0f64; L], [0f64; L]);
+    block_lanes(block, c, &mut mean, &mut m2);
+    acc[..L].copy_from_slice(&mean);
+    acc[L..2 * L].copy_from_slice(&m2);
+}
+
+/// The block's lane means (repeated per channel) into `mean` and centred lane sums of squares
+/// into `m2` (both `lanes(c)` long).
+#[inline(always)]
+fn block_lanes(block: &[f32], c: usize, mean: &mut [f64], m2: &mut [f64]) {
     let l = mean.len();
     mean.fill(0.0);
     let mut groups = block.chunks_exact(l);
