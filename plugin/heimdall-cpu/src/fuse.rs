@@ -5,10 +5,10 @@
 //! A `PAD_REFLECT` in H and W (multistyle26 pads before each of its 18 convolutions) becomes a
 //! step that does nothing, saving a pass that writes the padded copy of the tensor and one
 //! that reads it, when
-//! - the instance normalisation producing its input has no other reader: the normalisation
-//!   writes the padded image itself, border included
-//!   ([`crate::kernels::instance_norm`] with a [`crate::kernels::PaddedOutput`]); the
-//!   normalisation's own output then has no storage;
+//! - the op producing its input, an instance normalisation or a separable (ONNX) resize, has
+//!   no other reader: that op writes the padded image itself, border included
+//!   ([`crate::kernels::instance_norm`] with a [`crate::kernels::PaddedOutput`]; a resize with
+//!   mirrored taps); its own output then has no storage;
 //! - or else its input has at most [`CONV_MAX_CHANNELS`] channels and only convolutions
 //!   without padding of their own read the pad, as their input: they read the pad's input
 //!   through a band of mirrored rows instead
@@ -40,8 +40,8 @@ pub(crate) struct ReflectPads {
     fused: Vec<bool>,
     /// Per op: for a convolution reading a fused pad, the pad's input and its `[top, left]`.
     sources: Vec<Option<(TensorId, [usize; 2])>>,
-    /// Per op: for an instance normalisation writing a fused pad, the pad's output and its
-    /// `[[top, bottom], [left, right]]`.
+    /// Per op: for an instance normalisation or a resize writing a fused pad, the pad's output
+    /// and its `[[top, bottom], [left, right]]`.
     padded_outputs: Vec<Option<(TensorId, [[usize; 2]; 2])>>,
 }
 
@@ -49,8 +49,8 @@ impl ReflectPads {
     /// Every fusable pad of `graph`: a `PAD_REFLECT` of an `[1, H, W, C]` tensor in H and W
     /// only, each padding less than its axis (one mirror image, as ONNX requires), whose output
     /// is not a graph output and is read by at least one op; fused into the instance
-    /// normalisation producing its input if that input is not a graph output and the pad is
-    /// its only reader, else into its readers if they are all `CONV_2D`s without padding of
+    /// normalisation or separable resize producing its input if that input is not a graph
+    /// output and the pad is its only reader, else into its readers if they are all `CONV_2D`s without padding of
     /// their own that read it as their input 0 and nowhere else and `C` is at most
     /// [`CONV_MAX_CHANNELS`].
     pub(crate) fn find(graph: &Graph) -> ReflectPads {
@@ -87,13 +87,19 @@ impl ReflectPads {
             {
                 continue;
             }
-            let norm = producers[x.index()].filter(|&j| {
-                matches!(graph.ops[j].kind, OpKind::InstanceNorm { .. })
+            let writer = producers[x.index()].filter(|&j| {
+                let kind = &graph.ops[j].kind;
+                let writes_padded = match kind {
+                    OpKind::InstanceNorm { .. } => true,
+                    OpKind::Resize(a) => a.tflite_flags().is_none(),
+                    _ => false,
+                };
+                writes_padded
                     && graph.ops[j].outputs == [x]
                     && consumers[x.index()] == [k]
                     && !graph.outputs.contains(&x)
             });
-            if let Some(j) = norm {
+            if let Some(j) = writer {
                 fusions.fused[k] = true;
                 fusions.padded_outputs[j] = Some((*p, [pads[1], pads[2]]));
                 continue;
@@ -125,15 +131,14 @@ impl ReflectPads {
         self.sources.get(k).copied().flatten()
     }
 
-    /// For an instance normalisation writing a fused pad: the pad's output and its
+    /// For an instance normalisation or a resize writing a fused pad: the pad's output and its
     /// `[[top, bottom], [left, right]]` padding.
     pub(crate) fn padded_output(&self, k: usize) -> Option<(TensorId, [[usize; 2]; 2])> {
         self.padded_outputs.get(k).copied().flatten()
     }
 
     /// The op the CPU runs for op `k` of the graph: a fused pad reads and writes nothing, a
-    /// convolution after one reads the pad's input, a normalisation before one writes the
-    /// pad's output.
+    /// convolution after one reads the pad's input, the op writing one writes the pad's output.
     pub(crate) fn op(&self, k: usize, op: &Op) -> Op {
         let mut op = op.clone();
         if self.is_fused(k) {
@@ -298,6 +303,42 @@ mod tests {
             assert!((0..g.ops.len()).all(|k| !f.is_fused(k)), "{:?}", g.ops);
             assert!((0..g.ops.len()).all(|k| f.source(k).is_none()));
             assert!((0..g.ops.len()).all(|k| f.padded_output(k).is_none()));
+        }
+    }
+
+    /// A separable resize writes the pad after it; TFLite's bilinear resize (its own kernel)
+    /// does not, and with 8 channels the pad stays a step.
+    #[test]
+    fn a_reflect_pad_after_a_separable_resize_goes_into_it() {
+        use heimdall_ir::{CoordMode, ResizeAttrs, ResizeMode, ResizeScale};
+        for (scale, fused) in [
+            (ResizeScale::Given([2.0, 2.0]), true),
+            (ResizeScale::Sizes, false),
+        ] {
+            let mut g = graph(Case { c: 8, ..PLAIN });
+            let attrs = ResizeAttrs {
+                mode: ResizeMode::Linear,
+                coord: CoordMode::HalfPixel,
+                scale,
+            };
+            // i [1,2,2,8] -> RESIZE -> x [1,4,4,8] -> PAD_REFLECT -> CONV.
+            g.tensors.push(TensorInfo {
+                name: "small".into(),
+                shape: vec![1, 2, 2, 8],
+                dtype: DType::F32,
+                constant: None,
+            });
+            let small = TensorId(g.tensors.len() as u32 - 1);
+            g.ops.insert(
+                0,
+                Op::new(OpKind::Resize(attrs), vec![small], vec![TensorId(0)]),
+            );
+            g.inputs = vec![small];
+            g.validate().expect("valid test graph");
+            let f = ReflectPads::find(&g);
+            assert_eq!(f.is_fused(1), fused);
+            assert_eq!(f.padded_output(0).is_some(), fused);
+            assert_eq!(f.source(2), None);
         }
     }
 }

@@ -319,7 +319,7 @@ impl CpuModel {
     /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
     pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
         let mut cache = ConvCache::new(&self.skeleton, config)?;
-        // A fused pad writes nothing, and a normalisation writing one writes the pad's output,
+        // A fused pad writes nothing, and an op writing one writes the pad's output,
         // not its own: both run uncached (the convolutions reading them stay cached).
         (0..self.steps.len())
             .filter(|&k| self.pads.is_fused(k) || self.pads.padded_output(k).is_some())

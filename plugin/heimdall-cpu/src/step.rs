@@ -137,8 +137,8 @@ pub(crate) struct PrepareCx<'a> {
     /// input 0 is the pad's input, to be read mirrored at its edges; `None` for every other op.
     pub reflect_pad: Option<[usize; 2]>,
     /// `[[top, bottom], [left, right]]` of a `PAD_REFLECT` fused into this instance
-    /// normalisation ([`crate::fuse`]): the op's output is the pad's, the padded image; `None`
-    /// for every other op.
+    /// normalisation or resize ([`crate::fuse`]): the op's output is the pad's, the padded
+    /// image; `None` for every other op.
     pub pad_output: Option<[[usize; 2]; 2]>,
 }
 

@@ -7,8 +7,8 @@
 
 use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions};
 use heimdall_ir::{
-    Activation, ConvAttrs, DType, Epilogue, Graph, Op, OpKind, Pad2d, PadMode, TensorId,
-    TensorInfo, UnaryKind,
+    Activation, ConvAttrs, CoordMode, DType, Epilogue, Graph, NearestMode, Op, OpKind, Pad2d,
+    PadMode, ResizeAttrs, ResizeMode, ResizeScale, TensorId, TensorInfo, UnaryKind,
 };
 
 /// Deterministic values in [-1, 1).
@@ -110,8 +110,9 @@ impl Builder {
 
 /// multistyle26 in small: an image padded into a 5x5 convolution, normalisations writing the
 /// pads of a stride-2 and a stride-1 convolution (ReLU epilogues), a residual normalisation whose
-/// output a pad and a later residual both read (its pad stays a step), and an 8-channel pad after
-/// an elementwise op (stays). With `keep_pads`, every padded tensor is a graph output too.
+/// output a pad and a later residual both read (its pad stays a step), an 8-channel pad after an
+/// elementwise op (stays), and a nearest 2x upsampling writing the pad after it. With
+/// `keep_pads`, every padded tensor is a graph output too.
 fn graph(keep_pads: bool) -> Graph {
     let mut b = Builder::default();
     let relu = Epilogue {
@@ -137,7 +138,16 @@ fn graph(keep_pads: bool) -> Graph {
     let x = b.norm(x, res, 15);
     let x = b.op(OpKind::Unary(UnaryKind::Relu), vec![x], &b.shape(x));
     pads.push(b.pad(x, 2));
-    let y = b.conv(pads[4], 5, 1, 4, 17);
+    let x = b.conv(pads[4], 5, 1, 4, 17);
+    let [_, h, w, c] = b.shape(x);
+    let up = ResizeAttrs {
+        mode: ResizeMode::Nearest(NearestMode::Floor),
+        coord: CoordMode::Asymmetric,
+        scale: ResizeScale::Given([2.0, 2.0]),
+    };
+    let x = b.op(OpKind::Resize(up), vec![x], &[1, 2 * h, 2 * w, c]);
+    pads.push(b.pad(x, 1));
+    let y = b.conv(pads[5], 3, 1, 4, 19);
     let mut outputs = vec![y];
     if keep_pads {
         outputs.extend(&pads);
@@ -178,7 +188,8 @@ fn fused_pads_give_the_unfused_bits() {
         let mut m = model(&fused, threads);
         assert_eq!(run(&mut m, &input, None), want, "{threads} threads");
         // The image's pad writes nothing (its convolution reads the image); the normalisations
-        // before the second and fourth pads write the padded tensors, not their own outputs.
+        // before the second and fourth pads and the resize before the last write the padded
+        // tensors, not their own outputs.
         let stored = |t: TensorId| m.tensor(t).is_some();
         let pad_inputs = reference.outputs[1..].iter().map(|&p| {
             let op = reference
@@ -190,8 +201,8 @@ fn fused_pads_give_the_unfused_bits() {
         });
         let pads: Vec<bool> = reference.outputs[1..].iter().map(|&p| stored(p)).collect();
         let sources: Vec<bool> = pad_inputs.map(stored).collect();
-        assert_eq!(pads, [false, true, true, true, true]);
-        assert_eq!(sources, [true, false, true, false, true]);
+        assert_eq!(pads, [false, true, true, true, true, true]);
+        assert_eq!(sources, [true, false, true, false, true, false]);
         for cut in 1..n {
             let got = run(&mut m, &input, Some(cut));
             assert_eq!(got, want, "{threads} threads, cut at {cut}");

@@ -38,8 +38,12 @@ pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
     if cx.reflect_pad.is_some() && !matches!(cx.op.kind, OpKind::Conv2d(_)) {
         return Err("only a convolution can read through a fused reflect pad".into());
     }
-    if cx.pad_output.is_some() && !matches!(cx.op.kind, OpKind::InstanceNorm { .. }) {
-        return Err("only an instance normalisation can write a fused reflect pad".into());
+    if cx.pad_output.is_some()
+        && !matches!(cx.op.kind, OpKind::InstanceNorm { .. } | OpKind::Resize(_))
+    {
+        return Err(
+            "only an instance normalisation or a resize can write a fused reflect pad".into(),
+        );
     }
     match &cx.op.kind {
         OpKind::Conv2d(a) => conv::prepare(cx, a),

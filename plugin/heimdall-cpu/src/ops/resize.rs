@@ -6,6 +6,10 @@
 //! coordinate arithmetic resolved once per axis into taps by the IR
 //! ([`heimdall_ir::ops::resize`]).
 //!
+//! A separable resize followed by a `PAD_REFLECT` that the CPU fused into it (`crate::fuse`)
+//! writes the padded image: its padded rows and columns take the taps of the rows and columns
+//! they mirror ([`mirrored`]), so the border costs what the interior does, per value.
+//!
 //! Dispatch: [`prepare`] picks the TFLite kernel, the two-tap or the four-tap kernel.
 
 use heimdall_ir::ops::resize::{
@@ -170,11 +174,46 @@ impl Kernel for FourTap {
     }
 }
 
-/// Prepares a RESIZE.
+/// The taps of an axis of `taps.len()` outputs reflect-padded by `pad` (`[before, after]`, each
+/// less than the axis): output `i` of the padded axis takes the taps of output `i - before`
+/// mirrored at the axis' ends without repeating them.
+fn mirrored<T: Copy>(taps: &[T], pad: [usize; 2]) -> Vec<T> {
+    let n = taps.len() as isize;
+    (0..taps.len() + pad[0] + pad[1])
+        .map(|i| {
+            let j = i as isize - pad[0] as isize;
+            let j = if j < 0 {
+                -j
+            } else if j >= n {
+                2 * (n - 1) - j
+            } else {
+                j
+            };
+            taps[j as usize]
+        })
+        .collect()
+}
+
+/// Prepares a RESIZE; a separable one that took over the `PAD_REFLECT` after it
+/// ([`PrepareCx::pad_output`]) writes the padded image, whose shape its output has.
 pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, String> {
     let x = cx.shape(0);
-    let out = cx.out4();
+    let mut out = cx.out4();
+    let [rows_pad, cols_pad] = cx.pad_output.unwrap_or_default();
+    out[1] = out[1].saturating_sub(rows_pad[0] + rows_pad[1]);
+    out[2] = out[2].saturating_sub(cols_pad[0] + cols_pad[1]);
+    if rows_pad[0].max(rows_pad[1]) >= out[1].max(1)
+        || cols_pad[0].max(cols_pad[1]) >= out[2].max(1)
+    {
+        return Err(format!(
+            "reflect padding {:?} of a {out:?} resize",
+            cx.pad_output
+        ));
+    }
     if let Some((align_corners, half_pixel_centers)) = a.tflite_flags() {
+        if cx.pad_output.is_some() {
+            return Err("a reflect pad fused into a TFLite bilinear resize".into());
+        }
         return Ok(Prepared::new(ResizeBilinear {
             in_h: x[1],
             in_w: x[2],
@@ -191,18 +230,22 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, Strin
         exclude_outside,
     } = a.mode
     {
+        let rows = cubic_taps(x[1], out[1], sh, a.coord, coef, exclude_outside);
+        let cols = cubic_taps(x[2], out[2], sw, a.coord, coef, exclude_outside);
         return Ok(Prepared::new(FourTap {
             in_w: x[2],
             channels: x[3],
-            rows: cubic_taps(x[1], out[1], sh, a.coord, coef, exclude_outside),
-            cols: cubic_taps(x[2], out[2], sw, a.coord, coef, exclude_outside),
+            rows: mirrored(&rows, rows_pad),
+            cols: mirrored(&cols, cols_pad),
         }));
     }
+    let rows = axis_taps(x[1], out[1], sh, a.coord, a.mode);
+    let cols = axis_taps(x[2], out[2], sw, a.coord, a.mode);
     Ok(Prepared::new(TwoTap {
         in_w: x[2],
         channels: x[3],
-        rows: axis_taps(x[1], out[1], sh, a.coord, a.mode),
-        cols: axis_taps(x[2], out[2], sw, a.coord, a.mode),
+        rows: mirrored(&rows, rows_pad),
+        cols: mirrored(&cols, cols_pad),
     }))
 }
 
@@ -306,7 +349,58 @@ mod tap_tests {
     use super::*;
     use crate::kernels::testutil::{assert_close, data};
     use heimdall_ir::ops::resize::{axis_taps, cubic_taps};
-    use heimdall_ir::{CoordMode, ResizeMode};
+    use heimdall_ir::{CoordMode, NearestMode, ResizeMode};
+
+    /// A resize writing a reflect-padded image is, bit for bit, the resize padded by the pad
+    /// kernel (checked against NumPy in `pad.rs`), for two-tap and four-tap taps.
+    #[test]
+    fn mirrored_taps_give_the_padded_resize() {
+        use crate::kernels::Par;
+        use crate::ops::pad::{Fill, pad_with};
+        let (ih, iw, c, oh, ow) = (4, 5, 3, 8, 10);
+        let x = data(3, ih * iw * c);
+        let (sy, sx) = (2.0, 2.0);
+        for (pad_r, pad_c) in [([1, 1], [1, 1]), ([4, 2], [0, 3]), ([7, 7], [9, 9])] {
+            let (ph, pw) = (oh + pad_r[0] + pad_r[1], ow + pad_c[0] + pad_c[1]);
+            let pads = [(0, 0), (pad_r[0], pad_r[1]), (pad_c[0], pad_c[1]), (0, 0)];
+            for mode in [ResizeMode::Nearest(NearestMode::Floor), ResizeMode::Linear] {
+                let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, mode);
+                let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, mode);
+                let mut dense = vec![f32::NAN; oh * ow * c];
+                resize(&x, iw, c, &rows, &cols, &mut dense);
+                let mut want = vec![f32::NAN; ph * pw * c];
+                pad_with(
+                    &Par::new(1),
+                    &dense,
+                    &[1, oh, ow, c],
+                    &pads,
+                    Fill::Reflect,
+                    &mut want,
+                );
+                let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
+                let mut got = vec![f32::NAN; want.len()];
+                resize(&x, iw, c, &pr, &pc, &mut got);
+                assert_eq!(got, want, "{mode:?} {pad_r:?} {pad_c:?}");
+            }
+            let rows = cubic_taps(ih, oh, sy, CoordMode::HalfPixel, -0.75, false);
+            let cols = cubic_taps(iw, ow, sx, CoordMode::HalfPixel, -0.75, false);
+            let mut dense = vec![f32::NAN; oh * ow * c];
+            resize4(&x, iw, c, &rows, &cols, &mut dense);
+            let mut want = vec![f32::NAN; ph * pw * c];
+            pad_with(
+                &Par::new(1),
+                &dense,
+                &[1, oh, ow, c],
+                &pads,
+                Fill::Reflect,
+                &mut want,
+            );
+            let mut got = vec![f32::NAN; want.len()];
+            let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
+            resize4(&x, iw, c, &pr, &pc, &mut got);
+            assert_eq!(got, want, "cubic {pad_r:?} {pad_c:?}");
+        }
+    }
 
     #[test]
     fn cubic_taps_interpolate_and_sum_to_one() {
