@@ -474,81 +474,78 @@ mod tests {
 
     /// A convolution with a fused reflect pad against the unfused pair: the pad kernel (checked
     /// against NumPy in `pad.rs`) then the naive reference convolution over the padded input,
-    /// and bit for bit against the packed convolution over the padded input.
-    #[test]
-    fn conv_reflect_padding_matches_pad_then_conv() {
+    /// and bit for bit against the packed convolution over the padded input. `k`: `[in_c,
+    /// out_c, k_h, k_w]`; `s`: strides and dilation; `pads`: top, bottom, left, right.
+    fn check_reflect(hw: [usize; 2], k: [usize; 4], s: [usize; 3], pads: [usize; 4], seed: u64) {
         use crate::ops::pad::{Fill, pad_with};
-        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(200));
-        let shapes = (
-            2..14usize,
-            2..14usize,
-            1..6usize,
-            1..9usize,
-            1..6usize,
-            1..6usize,
-        )
-            .prop_flat_map(|(h, w, c, oc, kh, kw)| {
-                (
-                    Just((h, w, c, oc, kh, kw)),
-                    (1..3usize, 1..3usize, 1..3usize),
-                    (0..h.min(5), 0..h.min(5), 0..w.min(5), 0..w.min(5)),
-                    0u64..1000,
-                )
-            });
-        runner
-            .run(
-                &shapes,
-                |((h, w, c, oc, kh, kw), (sh, sw, d), (t, b, l, r), seed)| {
-                    let (ph, pw) = (h + t + b, w + l + r);
-                    let (eh, ew) = ((kh - 1) * d + 1, (kw - 1) * d + 1);
-                    if ph < eh || pw < ew {
-                        return Ok(());
-                    }
-                    let padded = window(ph, pw, c, oc, (kh, kw), (sh, sw), d, Padding::Valid);
-                    let p = ConvProblem::new(padded, seed, true, true, false);
-                    let mut x = vec![0.0; h * w * c];
-                    // The unpadded input is the padded one's interior.
-                    for y in 0..h {
-                        let src = ((y + t) * pw + l) * c;
-                        x[y * w * c..(y + 1) * w * c].copy_from_slice(&p.input[src..src + w * c]);
-                    }
-                    let mut repadded = vec![f32::NAN; p.input.len()];
-                    let pads = [(0, 0), (t, b), (l, r), (0, 0)];
-                    pad_with(
-                        &Par::new(1),
-                        &x,
-                        &[1, h, w, c],
-                        &pads,
-                        Fill::Reflect,
-                        &mut repadded,
-                    );
-                    let p = ConvProblem {
-                        input: repadded,
-                        ..p
-                    };
-                    let fused_w = Window {
-                        in_h: h,
-                        in_w: w,
-                        pad_top: t,
-                        pad_left: l,
-                        ..padded
-                    };
-                    let conv = PackedConv::new(&p.filter, p.bias.as_deref(), fused_w)
-                        .with_reflect_padding();
-                    let par = Par::new(1);
-                    let mut out = vec![f32::NAN; p.reference().len()];
-                    let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
-                    let ep = Epilogue {
-                        residual: p.residual.as_deref(),
-                        act: Act::None,
-                    };
-                    conv.run(&par, &x, &mut out, &mut scratch, &ep);
-                    assert_close(&out, &p.reference());
-                    prop_assert_eq!(out, p.run(&par));
-                    Ok(())
-                },
-            )
-            .unwrap();
+        let ([h, w], [c, oc, kh, kw], [sh, sw, d], [t, b, l, r]) = (hw, k, s, pads);
+        let (ph, pw) = (h + t + b, w + l + r);
+        if ph < (kh - 1) * d + 1 || pw < (kw - 1) * d + 1 {
+            return;
+        }
+        let padded = window(ph, pw, c, oc, (kh, kw), (sh, sw), d, Padding::Valid);
+        let p = ConvProblem::new(padded, seed, true, true, false);
+        let mut x = vec![0.0; h * w * c];
+        // The unpadded input is the padded one's interior.
+        for y in 0..h {
+            let src = ((y + t) * pw + l) * c;
+            x[y * w * c..(y + 1) * w * c].copy_from_slice(&p.input[src..src + w * c]);
+        }
+        let mut repadded = vec![f32::NAN; p.input.len()];
+        let shape = [1, h, w, c];
+        let pads = [(0, 0), (t, b), (l, r), (0, 0)];
+        pad_with(
+            &Par::new(1),
+            &x,
+            &shape,
+            &pads,
+            Fill::Reflect,
+            &mut repadded,
+        );
+        let p = ConvProblem {
+            input: repadded,
+            ..p
+        };
+        let fused_w = Window {
+            in_h: h,
+            in_w: w,
+            pad_top: t,
+            pad_left: l,
+            ..padded
+        };
+        let conv = PackedConv::new(&p.filter, p.bias.as_deref(), fused_w).with_reflect_padding();
+        let par = Par::new(1);
+        let mut out = vec![f32::NAN; p.reference().len()];
+        let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
+        let ep = Epilogue {
+            residual: p.residual.as_deref(),
+            act: Act::None,
+        };
+        conv.run(&par, &x, &mut out, &mut scratch, &ep);
+        assert_close(&out, &p.reference());
+        assert_eq!(out, p.run(&par), "{hw:?} {k:?} {s:?} {pads:?}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn conv_reflect_padding_matches_pad_then_conv(
+            (h, w, t, b, l, r) in (2..14usize, 2..14usize).prop_flat_map(|(h, w)| {
+                (Just(h), Just(w), 0..h.min(5), 0..h.min(5), 0..w.min(5), 0..w.min(5))
+            }),
+            k in (1..6usize, 1..9usize, 1..6usize, 1..6usize),
+            s in (1..7usize, 1..7usize, 1..3usize),
+            seed in 0u64..1000,
+        ) {
+            check_reflect([h, w], [k.0, k.1, k.2, k.3], [s.0, s.1, s.2], [t, b, l, r], seed);
+        }
+    }
+
+    /// A stride wider than the input: the band ends inside the left padding.
+    #[test]
+    fn conv_reflect_stride_past_the_input() {
+        check_reflect([3, 3], [2, 3, 1, 1], [5, 6, 1], [2, 0, 2, 0], 1);
+        check_reflect([4, 3], [1, 2, 2, 1], [1, 7, 1], [1, 2, 2, 1], 2);
     }
 
     #[test]

@@ -90,9 +90,12 @@ impl Band {
                 w.in_h,
             );
             let src = &input[iy * in_row..(iy + 1) * in_row];
-            let inside = (self.width - w.pad_left).min(w.in_w);
-            dst[w.pad_left * c..(w.pad_left + inside) * c].copy_from_slice(&src[..inside * c]);
-            for j in (0..w.pad_left).chain(w.pad_left + inside..self.width) {
+            // Columns of the input the band holds (all but those past its last tap, at a stride
+            // that skips them), then the mirrored ones.
+            let left = w.pad_left.min(self.width);
+            let inside = (self.width - left).min(w.in_w);
+            dst[left * c..(left + inside) * c].copy_from_slice(&src[..inside * c]);
+            for j in (0..left).chain(left + inside..self.width) {
                 let ix = mirror(j.wrapping_sub(w.pad_left), w.in_w);
                 dst[j * c..(j + 1) * c].copy_from_slice(&src[ix * c..(ix + 1) * c]);
             }
