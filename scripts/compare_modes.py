@@ -60,13 +60,14 @@ def run_once(binary, mode, out, extra, timeout):
     cmd = [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
     cmd += [f"--{f}" for f in flags]
     cmd += extra
-    t, before = time.monotonic(), cpu_times()
+    t, before, started = time.monotonic(), cpu_times(), time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
     stats = json.loads((Path(out) / "stats.json").read_text())
     stats["_wall_s"] = time.monotonic() - t
     stats["_host"] = host_share(before, cpu_times())
+    stats["_started_unix"] = started
     return stats
 
 
@@ -195,7 +196,8 @@ def main():
             print(f"run {run} {mode} -> {out}", file=sys.stderr, flush=True)
             stats = run_once(binary, mode, out, extra, a.timeout)
             results.append({"mode": mode, "run": run, "summary": summarise(stats),
-                            "wall_s": stats["_wall_s"], "host": stats["_host"],
+                            "wall_s": stats["_wall_s"], "started_unix": stats["_started_unix"],
+                            "host": stats["_host"],
                             "adapter": stats.get("adapter")})
     print(f"adapter: {results[0]['adapter']}; app options: {' '.join(extra)}")
     print_table(results)
