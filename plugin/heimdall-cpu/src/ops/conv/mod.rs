@@ -9,7 +9,7 @@
 //! im2col buffer (one output row, in the caller's scratch). The epilogue runs on each block or
 //! row while it is in cache. The padding reads as zeros, or, for a convolution that took over
 //! the `PAD_REFLECT` before it ([`PackedConv::with_reflect_padding`]), as the input mirrored at
-//! its edges: each output row then reads a band of mirrored input rows ([`reflect`]).
+//! its edges: the output rows then read a ring of mirrored input rows ([`reflect`]).
 //!
 //! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
 //! the passes off) packs it on every run.
@@ -39,7 +39,7 @@ pub struct PackedConv {
     /// Output columns whose horizontal taps all fall inside the input.
     int_cols: (usize, usize),
     /// The padding mirrors the input (`PAD_REFLECT`: `cb|abc|ba`) instead of reading zeros:
-    /// the band of padded rows an output row reads.
+    /// the ring of padded rows the output rows read.
     reflect: Option<reflect::Band>,
 }
 
@@ -51,7 +51,7 @@ pub fn conv_scratch_len(w: &Window, threads: usize) -> usize {
 }
 
 /// [`conv_scratch_len`], with reflect padding or not (then each thread's part holds the larger
-/// of an im2col row and a band of padded rows).
+/// of an im2col row and a ring of padded rows).
 fn scratch_len(w: &Window, reflect: bool, threads: usize) -> usize {
     let per_part = if is_direct(w) {
         0
@@ -140,7 +140,7 @@ impl PackedConv {
     }
 
     /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]; with
-    /// reflect padding, a band of padded rows per thread if that is more).
+    /// reflect padding, a ring of padded rows per thread if that is more).
     pub fn scratch_len(&self, par: &Par) -> usize {
         scratch_len(&self.w, self.reflect.is_some(), par.threads())
     }
@@ -224,11 +224,11 @@ impl PackedConv {
             scratch,
             per_part,
             |rows, out, sc| {
+                if let Some(band) = &self.reflect {
+                    return band.rows(self, input, rows, out, sc, ep);
+                }
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                    match &self.reflect {
-                        Some(band) => band.row(self, input, oy, out_row, sc),
-                        None => self.row(input, oy, out_row, sc),
-                    }
+                    self.row(input, oy, out_row, sc);
                     if !ep.is_identity() {
                         ep.apply(out_row, oy * row_len, n);
                     }
@@ -524,6 +524,12 @@ mod tests {
         conv.run(&par, &x, &mut out, &mut scratch, &ep);
         assert_close(&out, &p.reference());
         assert_eq!(out, p.run(&par), "{hw:?} {k:?} {s:?} {pads:?}");
+        // Parts of rows on other threads start their rings anew: the same bits.
+        let par = Par::new(3);
+        let mut many = vec![f32::NAN; out.len()];
+        let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
+        conv.run(&par, &x, &mut many, &mut scratch, &ep);
+        assert_eq!(out, many, "{hw:?} {k:?} {s:?} {pads:?}, 3 threads");
     }
 
     proptest! {
@@ -541,11 +547,24 @@ mod tests {
         }
     }
 
-    /// A stride wider than the input: the band ends inside the left padding.
+    /// A stride wider than the input: the ring's rows end inside the left padding.
     #[test]
     fn conv_reflect_stride_past_the_input() {
         check_reflect([3, 3], [2, 3, 1, 1], [5, 6, 1], [2, 0, 2, 0], 1);
         check_reflect([4, 3], [1, 2, 2, 1], [1, 7, 1], [1, 2, 2, 1], 2);
+    }
+
+    /// multistyle26's first and last convolutions (9x9 over a reflect pad of 4) on an image
+    /// large enough to be split over threads, the ring reused row after row; a stride-2 3x3
+    /// one and a dilated one.
+    #[test]
+    fn conv_reflect_first_layer_shapes() {
+        check_reflect([40, 36], [3, 8, 9, 9], [1, 1, 1], [4, 4, 4, 4], 3);
+        check_reflect([41, 30], [4, 3, 9, 9], [1, 1, 1], [4, 4, 4, 4], 4);
+        check_reflect([33, 35], [4, 8, 3, 3], [2, 2, 1], [1, 1, 1, 1], 5);
+        check_reflect([30, 29], [2, 5, 3, 3], [1, 2, 2], [2, 2, 2, 2], 6);
+        // 17x17 taps dilated by 2: more segments than the ring's offsets hold (the fallback).
+        check_reflect([36, 36], [1, 2, 17, 17], [1, 1, 2], [3, 2, 4, 1], 7);
     }
 
     #[test]

@@ -1,23 +1,31 @@
 //! Reflect padding of a convolution that took over the `PAD_REFLECT` before it.
 //!
-//! Each output row reads the `k_h` input rows of its window, mirrored at the top and bottom,
-//! each copied whole into a band of padded rows (in the caller's scratch) and mirrored at its
-//! left and right ends. Every pixel of the row is then an interior pixel of the band: one
-//! segmented product over the whole row, exactly the one the unfused convolution runs over the
-//! padded tensor (the same taps in the same order, so the same bits), for the price of copying
-//! `k_h` rows of the input per output row instead of writing and reading a padded copy of the
-//! whole tensor.
+//! The output rows of a part read a ring of padded rows (in the caller's scratch): the rows a
+//! window spans, each an input row mirrored at the top or bottom, copied whole and mirrored at
+//! its left and right ends. The next output row loads only the rows its window adds (one per
+//! stride). Every pixel of a row is then an interior pixel of the ring: one segmented product
+//! over the whole row whose segments point at the ring's rows, exactly the one the unfused
+//! convolution runs over the padded tensor (the same taps in the same order, so the same bits),
+//! for the price of copying each input row about once instead of writing and reading a padded
+//! copy of the whole tensor.
+
+use std::ops::Range;
 
 use super::PackedConv;
-use crate::kernels::Window;
+use crate::kernels::{Epilogue, Window};
 
-/// The band of padded rows one output row of a reflect-padded convolution reads.
+/// Segments of a window at most (its rows, or its taps with a horizontal dilation) for which
+/// the ring's segment offsets fit on the stack; a window with more (never seen in practice)
+/// loads its rows into the ring anew for each output row.
+const MAX_SEGS: usize = 256;
+
+/// The padded rows the output rows of a reflect-padded convolution read.
 #[derive(Clone, Debug)]
 pub(super) struct Band {
     /// Columns of a padded row: the left padding, the input's width, the right padding.
     width: usize,
-    /// Offsets in the band of the window's contiguous runs (as `PackedConv::segs` in the
-    /// input).
+    /// Offsets of the window's contiguous runs when its `k_h` rows are loaded in order, one
+    /// per ring row (the fallback of a window of more than [`MAX_SEGS`] segments).
     segs: Vec<usize>,
 }
 
@@ -36,13 +44,18 @@ fn mirror(i: usize, n: usize) -> usize {
     }) as usize
 }
 
+/// Padded rows a window spans.
+fn span(w: &Window) -> usize {
+    (w.k_h - 1) * w.dil_h + 1
+}
+
 impl Band {
     /// The band of geometry `w`, whose padding (`pad_top`, `pad_left`, and after the input what
     /// the output size implies) must be less than the input along each axis.
     pub(super) fn new(w: &Window) -> Band {
         let width = Band::width(w);
-        let bottom = ((w.out_h.max(1) - 1) * w.stride_h + (w.k_h - 1) * w.dil_h + 1)
-            .saturating_sub(w.pad_top + w.in_h);
+        let bottom =
+            ((w.out_h.max(1) - 1) * w.stride_h + span(w)).saturating_sub(w.pad_top + w.in_h);
         let right = width.saturating_sub(w.pad_left + w.in_w);
         assert!(
             w.out_h * w.out_w == 0
@@ -50,14 +63,17 @@ impl Band {
             "reflect padding of {w:?} reaches past the mirrored input"
         );
         let row = width * w.in_c;
-        let segs = if w.dil_w == 1 {
-            (0..w.k_h).map(|ky| ky * row).collect()
-        } else {
-            (0..w.k_h)
-                .flat_map(|ky| (0..w.k_w).map(move |kx| ky * row + kx * w.dil_w * w.in_c))
-                .collect()
-        };
+        let segs = (0..w.k_h)
+            .flat_map(|ky| Band::row_segs(w, ky * row))
+            .collect();
         Band { width, segs }
+    }
+
+    /// The segments of one window row loaded at `at`: the row's run, or with a horizontal
+    /// dilation its taps.
+    fn row_segs(w: &Window, at: usize) -> impl Iterator<Item = usize> + '_ {
+        let taps = if w.dil_w == 1 { 1 } else { w.k_w };
+        (0..taps).map(move |kx| at + kx * w.dil_w * w.in_c)
     }
 
     /// Padded columns the output's pixels read.
@@ -65,53 +81,86 @@ impl Band {
         (w.out_w.max(1) - 1) * w.stride_w + (w.k_w - 1) * w.dil_w + 1
     }
 
-    /// Values of a band of geometry `w`.
+    /// Values of the ring of geometry `w` (the rows a window spans).
     pub(super) fn len(w: &Window) -> usize {
-        w.k_h * Band::width(w) * w.in_c
+        span(w) * Band::width(w) * w.in_c
     }
 
-    /// Output row `oy` of `conv` into `out_row`, through a band in `scratch` (at least
-    /// [`Band::len`] values).
-    pub(super) fn row(
+    /// Padded row `r` (of the padded tensor the convolution reads) into `dst`.
+    fn load(&self, w: &Window, input: &[f32], r: usize, dst: &mut [f32]) {
+        let c = w.in_c;
+        let in_row = w.in_w * c;
+        let iy = mirror(r.wrapping_sub(w.pad_top), w.in_h);
+        let src = &input[iy * in_row..(iy + 1) * in_row];
+        // Columns of the input the band holds (all but those past its last tap, at a stride
+        // that skips them), then the mirrored ones.
+        let left = w.pad_left.min(self.width);
+        let inside = (self.width - left).min(w.in_w);
+        dst[left * c..(left + inside) * c].copy_from_slice(&src[..inside * c]);
+        for j in (0..left).chain(left + inside..self.width) {
+            let ix = mirror(j.wrapping_sub(w.pad_left), w.in_w);
+            dst[j * c..(j + 1) * c].copy_from_slice(&src[ix * c..(ix + 1) * c]);
+        }
+    }
+
+    /// Output rows `rows` of `conv` into `out` (those rows, in order), then `ep` over each,
+    /// through a ring in `scratch` (at least [`Band::len`] values).
+    pub(super) fn rows(
         &self,
         conv: &PackedConv,
         input: &[f32],
-        oy: usize,
-        out_row: &mut [f32],
+        rows: Range<usize>,
+        out: &mut [f32],
         scratch: &mut [f32],
+        ep: &Epilogue,
     ) {
         let w = &conv.w;
-        let c = w.in_c;
-        let (in_row, row) = (w.in_w * c, self.width * c);
-        let band = &mut scratch[..w.k_h * row];
-        for (ky, dst) in band.chunks_exact_mut(row).enumerate() {
-            let iy = mirror(
-                (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top),
-                w.in_h,
-            );
-            let src = &input[iy * in_row..(iy + 1) * in_row];
-            // Columns of the input the band holds (all but those past its last tap, at a stride
-            // that skips them), then the mirrored ones.
-            let left = w.pad_left.min(self.width);
-            let inside = (self.width - left).min(w.in_w);
-            dst[left * c..(left + inside) * c].copy_from_slice(&src[..inside * c]);
-            for j in (0..left).chain(left + inside..self.width) {
-                let ix = mirror(j.wrapping_sub(w.pad_left), w.in_w);
-                dst[j * c..(j + 1) * c].copy_from_slice(&src[ix * c..(ix + 1) * c]);
+        let (c, n) = (w.in_c, w.out_c);
+        let (row, row_len, span) = (self.width * c, w.out_w * n, span(w));
+        let ring_fits = self.segs.len() <= MAX_SEGS;
+        let ring = &mut scratch[..span * row];
+        let mut segs = [0usize; MAX_SEGS];
+        // Padded rows `loaded` (the last window's) are in the ring, row `r` at slot `r % span`.
+        let mut loaded = 0..0;
+        for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+            let top = oy * w.stride_h;
+            let segs: &[usize] = if ring_fits {
+                // Rows go down: the rows of the last window from `top` on are still there.
+                let kept = loaded.start <= top && top <= loaded.end;
+                for r in if kept { loaded.end } else { top }..top + span {
+                    self.load(w, input, r, &mut ring[(r % span) * row..][..row]);
+                }
+                loaded = top..top + span;
+                let at = (0..w.k_h)
+                    .flat_map(|ky| Band::row_segs(w, ((top + ky * w.dil_h) % span) * row));
+                for (s, a) in segs.iter_mut().zip(at) {
+                    *s = a;
+                }
+                &segs[..self.segs.len()]
+            } else {
+                for ky in 0..w.k_h {
+                    let r = top + ky * w.dil_h;
+                    self.load(w, input, r, &mut ring[ky * row..][..row]);
+                }
+                &self.segs
+            };
+            // SAFETY: the ring holds `span` rows of `width` pixels and the segments point at
+            // the window's rows in it; pixel `x < out_w` of the row reads columns
+            // `x * stride_w + kx * dil_w < width` of each, so every segment of every pixel lies
+            // in the ring.
+            unsafe {
+                conv.b.gemm_segmented(
+                    ring.as_ptr(),
+                    w.stride_w * c,
+                    segs,
+                    conv.seg_len,
+                    w.out_w,
+                    out_row,
+                );
             }
-        }
-        // SAFETY: the band holds `k_h` rows of `width` pixels; pixel `x < out_w` of the row
-        // reads columns `x * stride_w + kx * dil_w < width` of each, so every segment of every
-        // pixel lies in the band.
-        unsafe {
-            conv.b.gemm_segmented(
-                band.as_ptr(),
-                w.stride_w * c,
-                &self.segs,
-                conv.seg_len,
-                w.out_w,
-                out_row,
-            );
+            if !ep.is_identity() {
+                ep.apply(out_row, oy * row_len, n);
+            }
         }
     }
 }
