@@ -9,22 +9,20 @@
 //!   no other reader: that op writes the padded image itself, border included
 //!   ([`crate::kernels::instance_norm`] with a [`crate::kernels::PaddedOutput`]; a resize with
 //!   mirrored taps); its own output then has no storage;
-//! - or else its input has at most [`CONV_MAX_CHANNELS`] channels and only convolutions
-//!   without padding of their own read the pad, as their input: they read the pad's input
-//!   through a band of mirrored rows instead
+//! - or else only convolutions without padding of their own read the pad, as their input: they
+//!   read the pad's input through a ring of mirrored rows instead
 //!   ([`crate::kernels::PackedConv::with_reflect_padding`]); the padded tensor then has no
-//!   storage, and the pad's input lives until the last of those convolutions has run. With
-//!   more channels the band's copies cost as much as the pad (measured: a 3x3 convolution of
-//!   64x64x32).
+//!   storage, and the pad's input lives until the last of those convolutions has run.
+//!
+//! The producer is preferred: the convolution then runs as without the fusion, where the ring
+//! copies about one input row per output row (one core, multistyle26's shapes: the ring 4-27 %
+//! below pad then convolution; the producer writing the padded image costs it nothing).
 //!
 //! [`crate::CpuModel::tensor`] gives `None` for a tensor without storage.
 
 use heimdall_ir::{Graph, Op, OpKind, Pad2d, PadMode, TensorId};
 
 use crate::step::{Kernel, StepIo};
-
-/// Channels up to which a reflect pad is fused into the convolutions reading it (an image's).
-pub(crate) const CONV_MAX_CHANNELS: usize = 4;
 
 /// The step of a fused pad: nothing to do.
 pub(crate) struct FusedPad;
@@ -50,9 +48,8 @@ impl ReflectPads {
     /// only, each padding less than its axis (one mirror image, as ONNX requires), whose output
     /// is not a graph output and is read by at least one op; fused into the instance
     /// normalisation or separable resize producing its input if that input is not a graph
-    /// output and the pad is its only reader, else into its readers if they are all `CONV_2D`s without padding of
-    /// their own that read it as their input 0 and nowhere else and `C` is at most
-    /// [`CONV_MAX_CHANNELS`].
+    /// output and the pad is its only reader, else into its readers if they are all `CONV_2D`s
+    /// without padding of their own that read it as their input 0 and nowhere else.
     pub(crate) fn find(graph: &Graph) -> ReflectPads {
         let n = graph.ops.len();
         let mut fusions = ReflectPads {
@@ -73,7 +70,7 @@ impl ReflectPads {
             let (Some(&x), [p]) = (op.inputs.first(), &op.outputs[..]) else {
                 continue;
             };
-            let &[1, h, w, c] = &graph.tensor(x).shape[..] else {
+            let &[1, h, w, _] = &graph.tensor(x).shape[..] else {
                 continue;
             };
             let spatial_only = pads.len() == 4 && pads[0] == [0, 0] && pads[3] == [0, 0];
@@ -111,7 +108,7 @@ impl ReflectPads {
                     && !c.inputs[1..].contains(p)
                     && !c.epilogue.tensors().any(|t| t == *p)
             });
-            if c <= CONV_MAX_CHANNELS && convs_only {
+            if convs_only {
                 fusions.fused[k] = true;
                 for &j in readers {
                     fusions.sources[j] = Some((x, [pads[1][0], pads[2][0]]));
@@ -254,13 +251,26 @@ mod tests {
     }
 
     #[test]
-    fn a_reflect_pad_of_few_channels_before_a_convolution_goes_into_it() {
-        let g = graph(PLAIN);
+    fn a_reflect_pad_only_convolutions_read_goes_into_them() {
+        for c in [2, 32] {
+            let g = graph(Case { c, ..PLAIN });
+            let f = ReflectPads::find(&g);
+            assert!(f.is_fused(0) && !f.is_fused(1));
+            assert_eq!(f.source(1), Some((TensorId(0), [1, 2])));
+            assert!(f.op(0, &g.ops[0]).outputs.is_empty());
+            assert_eq!(f.op(1, &g.ops[1]).inputs[0], TensorId(0));
+        }
+        // A normalisation whose output is a graph output too cannot write the pad: the
+        // convolution takes it.
+        let g = graph(Case {
+            norm: true,
+            norm_is_output: true,
+            ..PLAIN
+        });
         let f = ReflectPads::find(&g);
-        assert!(f.is_fused(0) && !f.is_fused(1));
-        assert_eq!(f.source(1), Some((TensorId(0), [1, 2])));
-        assert!(f.op(0, &g.ops[0]).outputs.is_empty());
-        assert_eq!(f.op(1, &g.ops[1]).inputs[0], TensorId(0));
+        assert!(f.is_fused(1));
+        assert_eq!(f.padded_output(0), None);
+        assert_eq!(f.source(2), Some((TensorId(1), [1, 2])));
     }
 
     #[test]
@@ -280,7 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn other_readers_padded_convolutions_and_many_channels_keep_the_pad() {
+    fn other_readers_and_padded_convolutions_keep_the_pad() {
         for case in [
             Case {
                 relu_of_pad: true,
@@ -288,13 +298,6 @@ mod tests {
             },
             Case {
                 conv_pad: 1,
-                ..PLAIN
-            },
-            Case { c: 5, ..PLAIN },
-            Case {
-                c: 8,
-                norm: true,
-                norm_is_output: true,
                 ..PLAIN
             },
         ] {
@@ -307,7 +310,7 @@ mod tests {
     }
 
     /// A separable resize writes the pad after it; TFLite's bilinear resize (its own kernel)
-    /// does not, and with 8 channels the pad stays a step.
+    /// does not: the convolution takes the pad.
     #[test]
     fn a_reflect_pad_after_a_separable_resize_goes_into_it() {
         use heimdall_ir::{CoordMode, ResizeAttrs, ResizeMode, ResizeScale};
@@ -336,9 +339,9 @@ mod tests {
             g.inputs = vec![small];
             g.validate().expect("valid test graph");
             let f = ReflectPads::find(&g);
-            assert_eq!(f.is_fused(1), fused);
+            assert!(f.is_fused(1));
             assert_eq!(f.padded_output(0).is_some(), fused);
-            assert_eq!(f.source(2), None);
+            assert_eq!(f.source(2).is_some(), !fused);
         }
     }
 }
