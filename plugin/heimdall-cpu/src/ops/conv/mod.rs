@@ -225,7 +225,7 @@ impl PackedConv {
             per_part,
             |rows, out, sc| {
                 if let Some(band) = &self.reflect {
-                    return band.rows(self, input, rows, out, sc, ep);
+                    return band.rows((&self.w, &self.b, self.seg_len), input, rows, out, sc, ep);
                 }
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
                     self.row(input, oy, out_row, sc);

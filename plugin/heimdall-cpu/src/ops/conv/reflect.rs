@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use super::PackedConv;
+use crate::kernels::gemm::PackedB;
 use crate::kernels::{Epilogue, Window};
 
 /// Segments of a window at most (its rows, or its taps with a horizontal dilation) for which
@@ -103,18 +103,18 @@ impl Band {
         }
     }
 
-    /// Output rows `rows` of `conv` into `out` (those rows, in order), then `ep` over each,
-    /// through a ring in `scratch` (at least [`Band::len`] values).
+    /// Output rows `rows` of the convolution of window `w` and packed weights `b` (segments of
+    /// `seg_len` values) into `out` (those rows, in order), then `ep` over each, through a ring
+    /// in `scratch` (at least [`Band::len`] values).
     pub(super) fn rows(
         &self,
-        conv: &PackedConv,
+        (w, b, seg_len): (&Window, &PackedB, usize),
         input: &[f32],
         rows: Range<usize>,
         out: &mut [f32],
         scratch: &mut [f32],
         ep: &Epilogue,
     ) {
-        let w = &conv.w;
         let (c, n) = (w.in_c, w.out_c);
         let (row, row_len, span) = (self.width * c, w.out_w * n, span(w));
         let ring_fits = self.segs.len() <= MAX_SEGS;
@@ -149,11 +149,11 @@ impl Band {
             // `x * stride_w + kx * dil_w < width` of each, so every segment of every pixel lies
             // in the ring.
             unsafe {
-                conv.b.gemm_segmented(
+                b.gemm_segmented(
                     ring.as_ptr(),
                     w.stride_w * c,
                     segs,
-                    conv.seg_len,
+                    seg_len,
                     w.out_w,
                     out_row,
                 );
