@@ -4,8 +4,8 @@
 use heimdall_coordinator::offload::{GpuLoad, OffloadView, Switch, decide};
 use heimdall_coordinator::sim::{DnnScenario, RequestPattern, Scenario, simulate_with};
 use heimdall_coordinator::{
-    Ablation, Coordinator, CoordinatorConfig, Event, FrameBudget, GpuWindow, ModelId, ModelSpec,
-    Processor, Request, Resume, StepCost, UtilityParams, policy_by_name,
+    Ablation, Coordinator, CoordinatorConfig, Decision, Event, FrameBudget, GpuWindow, ModelId,
+    ModelSpec, Processor, Request, Resume, StepCost, UtilityParams, policy_by_name,
 };
 
 const M: f64 = 0.2;
@@ -107,9 +107,19 @@ fn a_model_comes_back_when_the_gpu_can_have_it() {
 }
 
 fn coordinator(steps: Vec<StepCost>, deadline: f64) -> (Coordinator, ModelId) {
+    coordinator_resuming(steps, deadline, true)
+}
+
+/// [`coordinator`], resuming offloaded inferences from the GPU's activations or not.
+fn coordinator_resuming(
+    steps: Vec<StepCost>,
+    deadline: f64,
+    resumes: bool,
+) -> (Coordinator, ModelId) {
     // 30 fps, render 3 ms, margin 1, no relaxation: budget 29.33 ms.
     let mut cfg = CoordinatorConfig::new(FrameBudget::new(30.0, 3.0, 1.0, 0.0));
     cfg.offload.interval_ms = 100.0;
+    cfg.offload_resumes_from_gpu = resumes;
     let mut c = Coordinator::new(cfg, policy_by_name("max_total_utility").unwrap());
     let id = c.register(ModelSpec {
         name: "m".into(),
@@ -193,6 +203,70 @@ fn an_offloaded_inference_finishes_on_the_gpu_when_that_is_sooner() {
     assert!(d.gpu.is_empty());
     assert_eq!(d.cpu[0].ops, 0..10);
     assert_eq!(d.cpu[0].resume, Resume::Input);
+}
+
+/// Submits one inference at 0 ms, runs the first window (`0..first_end` ms) on the GPU, which
+/// must take `first_ops`, and schedules the frame at 150 ms, when the job is late and the model
+/// moves to the CPU: that frame's decision.
+fn offload_at_150(
+    c: &mut Coordinator,
+    id: ModelId,
+    first_end: f64,
+    first_ops: std::ops::Range<usize>,
+) -> Decision {
+    c.submit(id, Request::default(), 0.0);
+    let w = GpuWindow {
+        start_ms: 0.0,
+        end_ms: first_end,
+    };
+    let d = c.schedule(0.0, Event::FrameRendered, w, 2);
+    assert_eq!(d.gpu[0].ops, first_ops);
+    c.gpu_done(d.gpu[0].id, 0.0, first_end - 1.0);
+    let w = GpuWindow {
+        start_ms: 150.0,
+        end_ms: 183.3,
+    };
+    let d = c.schedule(150.0, Event::FrameRendered, w, 2);
+    assert_eq!(c.status(id, 150.0).mode, Processor::Cpu);
+    d
+}
+
+/// A caller that cannot resume from the GPU's activations (`offload_resumes_from_gpu` off, as
+/// the Bevy plugin): the first test's inference restarts on the CPU from its input (10 ms on the
+/// CPU, still sooner than the GPU's 90.9 ms), and is not counted as resumed.
+#[test]
+fn without_resuming_an_offloaded_inference_restarts_on_the_cpu_from_its_input() {
+    let (mut c, id) =
+        coordinator_resuming(vec![StepCost::gpu_and_cpu(10.0, 1.0); 10], 100.0, false);
+    let d = offload_at_150(&mut c, id, 25.0, 0..2);
+    assert!(d.gpu.is_empty(), "{d:?}");
+    assert_eq!(d.cpu[0].ops, 0..10);
+    assert_eq!(d.cpu[0].resume, Resume::Input);
+    assert!((d.cpu[0].est_ms - 10.0).abs() < 1e-9);
+    assert_eq!(c.status(id, 150.0).resumed_from_gpu, 0);
+}
+
+/// Ten steps of 1 ms on the GPU and 1 ms on the CPU; the GPU ran steps 0..8 when the model moves.
+/// Resuming, the CPU's 2 ms beat the GPU's 2.27 ms and the inference continues there; without
+/// resuming, the CPU would need 10 ms, so the inference finishes on the GPU: the GPU's work is
+/// kept either way.
+#[test]
+fn without_resuming_the_switch_weighs_the_whole_cpu_run() {
+    for resumes in [true, false] {
+        let (mut c, id) =
+            coordinator_resuming(vec![StepCost::gpu_and_cpu(1.0, 1.0); 10], 100.0, resumes);
+        let d = offload_at_150(&mut c, id, 9.0, 0..8);
+        let s = c.status(id, 150.0);
+        if resumes {
+            assert_eq!(d.cpu[0].ops, 8..10, "{d:?}");
+            assert_eq!(d.cpu[0].resume, Resume::FromGpu);
+            assert_eq!(s.finished_on_gpu_after_offload, 0);
+        } else {
+            assert!(d.cpu.is_empty(), "{d:?}");
+            assert_eq!(d.gpu[0].ops, 8..10);
+            assert_eq!(s.finished_on_gpu_after_offload, 1);
+        }
+    }
 }
 
 /// A light DNN (20 ms of GPU work every 500 ms, 15 ms on the CPU) on an idle GPU, requested

@@ -53,8 +53,9 @@ pub(crate) fn dispatch_cpu(
         job.cpu_step = Some((work.id, work.ops.start, false));
         return;
     }
-    // The rest of the inference on the CPU model (from op 0 if the GPU had started it: GPU
-    // activations are not copied back).
+    // The rest of the inference on the CPU model. The coordinator restarts an offloaded
+    // inference the GPU had started from op 0 (`offload_resumes_from_gpu` is off: GPU
+    // activations are not copied back); op 0 here too if it did not, to be safe.
     let start_op = if job.on_cpu { work.ops.start } else { 0 };
     if let Some(gpu) = &c.gpu {
         // The GPU may have run the first cached ops on this frame and not the rest: its

@@ -51,6 +51,10 @@ impl Scheduler {
         let mut cfg = CoordinatorConfig::new(budget);
         cfg.cpu_workers = settings.cpu_workers.max(1);
         cfg.offload.enabled = settings.offload && gpu;
+        // A worker starts a CPU inference from its input (`render/cpu.rs`): the GPU's live
+        // activations of a model are not downloaded, so an offloaded inference the GPU had
+        // started either finishes there or starts again on the CPU, whichever is sooner.
+        cfg.offload_resumes_from_gpu = false;
         let policy = policy_by_name(&settings.policy_name()).unwrap_or_else(|_| {
             warn!(
                 "heimdall: unknown policy {:?}; using max_total_utility",

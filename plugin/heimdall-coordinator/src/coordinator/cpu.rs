@@ -1,5 +1,6 @@
 //! CPU work for idle workers: fallback steps of GPU models (as chunks of their own), and the rest
-//! of an inference whose model is offloaded, continuing from the step reached.
+//! of an inference whose model is offloaded, continuing from the step reached (or from its
+//! input, where the caller cannot resume from the GPU's activations).
 
 use super::Coordinator;
 use super::state::{Rank, cmp_rank};
@@ -37,8 +38,13 @@ impl Coordinator {
             let m = &mut self.models[i];
             let a = &m.analysis;
             let job = m.job.as_mut().expect("candidate has a job");
-            let start = job.planned;
             let offloaded = job.processor == Processor::Cpu;
+            // An offloaded inference the GPU had started restarts from its input where the
+            // caller cannot resume from the GPU's activations.
+            let restart = offloaded
+                && job.last_on == Some(Processor::Gpu)
+                && !self.cfg.offload_resumes_from_gpu;
+            let start = if restart { 0 } else { job.planned };
             let end = if offloaded {
                 a.len()
             } else {

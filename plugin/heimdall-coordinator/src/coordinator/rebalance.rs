@@ -87,12 +87,19 @@ impl Coordinator {
             let started = job.planned > 0 || job.gpu_inflight > 0 || job.cpu_inflight;
             match (job.processor, to) {
                 (Processor::Gpu, Processor::Cpu) if started => {
-                    // Keep what the GPU computed: continue on the CPU from the step reached, or
-                    // finish on the GPU if that is sooner (both wait for the chunks queued).
+                    // Keep what the GPU computed: continue on the CPU from the step reached (or,
+                    // where the caller cannot resume from the GPU's activations, start it again
+                    // there), or finish on the GPU if that is sooner (both wait for the chunks
+                    // queued).
                     let p = job.planned;
                     let gpu_rest = a.costs.range_ms(p..n, Processor::Gpu) * period / budget
                         + a.fallback_ms(p..n);
-                    let cpu_rest = a.costs.range_ms(p..n, Processor::Cpu);
+                    let from = if self.cfg.offload_resumes_from_gpu {
+                        p
+                    } else {
+                        0
+                    };
+                    let cpu_rest = a.costs.range_ms(from..n, Processor::Cpu);
                     if cpu_rest < gpu_rest {
                         job.processor = Processor::Cpu;
                     } else {

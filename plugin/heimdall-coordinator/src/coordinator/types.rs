@@ -36,12 +36,19 @@ pub struct CoordinatorConfig {
     pub record_timeline: bool,
     /// Events the timeline keeps (a ring: the oldest are dropped).
     pub timeline_capacity: usize,
+    /// Whether an offloaded inference that the GPU had started can go on on the CPU from the
+    /// step reached, its live activations downloaded by the caller ([`Resume::FromGpu`]). A
+    /// caller that can only start a CPU inference from its input turns it off: the inference
+    /// then restarts on the CPU from op 0, and the switch weighs that whole CPU run against
+    /// finishing on the GPU, so it still keeps the GPU's work whenever that is sooner.
+    pub offload_resumes_from_gpu: bool,
 }
 
 impl CoordinatorConfig {
-    /// Defaults for a frame budget: alpha 0.01, 2 workers, offload every second with m = 0.2,
-    /// chunking on, deadline override on with a 25 % guard, re-partition at 20 % drift, timeline
-    /// on with [`Timeline::DEFAULT_CAPACITY`] events.
+    /// Defaults for a frame budget: alpha 0.01, 2 workers, offload every second with m = 0.2
+    /// (resuming from the GPU's activations), chunking on, deadline override on with a 25 %
+    /// guard, re-partition at 20 % drift, timeline on with [`Timeline::DEFAULT_CAPACITY`]
+    /// events.
     pub fn new(budget: FrameBudget) -> Self {
         CoordinatorConfig {
             budget,
@@ -54,6 +61,7 @@ impl CoordinatorConfig {
             repartition_drift: 0.2,
             record_timeline: true,
             timeline_capacity: Timeline::DEFAULT_CAPACITY,
+            offload_resumes_from_gpu: true,
         }
     }
 }
