@@ -69,16 +69,11 @@ fn image(d: [usize; 3], range: [f32; 2], quadrant: bool) -> Vec<f32> {
 
 /// `image` plus pseudo-random noise of -1, 0 or +1 levels of 255 (of the range), from `seed`.
 fn noisy(clean: &[f32], range: [f32; 2], seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut r = heimdall_testkit::XorShift::new(seed);
     let step = (range[1] - range[0]) / 255.0;
     clean
         .iter()
-        .map(|&v| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            v + step * ((s % 3) as f32 - 1.0)
-        })
+        .map(|&v| v + step * ((r.next_u64() % 3) as f32 - 1.0))
         .collect()
 }
 

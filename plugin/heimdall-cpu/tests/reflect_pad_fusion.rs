@@ -10,18 +10,11 @@ use heimdall_ir::{
     Activation, ConvAttrs, CoordMode, DType, Epilogue, Graph, NearestMode, Op, OpKind, Pad2d,
     PadMode, ResizeAttrs, ResizeMode, ResizeScale, TensorId, TensorInfo, UnaryKind,
 };
+use heimdall_testkit::XorShift;
 
 /// Deterministic values in [-1, 1).
 fn data(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    XorShift::values(seed, n)
 }
 
 /// Builds graphs tensor by tensor.

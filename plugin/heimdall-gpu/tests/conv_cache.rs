@@ -51,14 +51,9 @@ fn quadrant(base: &[f32], other: &[f32], h: usize, w: usize) -> Vec<f32> {
 
 /// `base` plus pseudo-random noise of ±`amp`.
 fn noisy(base: &[f32], amp: f32, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut r = heimdall_testkit::XorShift::new(seed);
     base.iter()
-        .map(|&v| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            v + amp * ((s % 2001) as f32 / 1000.0 - 1.0)
-        })
+        .map(|&v| v + amp * ((r.next_u64() % 2001) as f32 / 1000.0 - 1.0))
         .collect()
 }
 

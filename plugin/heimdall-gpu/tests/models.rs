@@ -27,14 +27,9 @@ fn golden_input(name: &str) -> Vec<f32> {
 
 /// A small deterministic generator for cut points.
 fn cuts(seed: u64, n: usize) -> Vec<std::ops::Range<usize>> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut r = heimdall_testkit::XorShift::new(seed);
     let mut points: Vec<usize> = (0..4)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % (n as u64 + 1)) as usize
-        })
+        .map(|_| (r.next_u64() % (n as u64 + 1)) as usize)
         .collect();
     points.extend([0, n]);
     points.sort_unstable();

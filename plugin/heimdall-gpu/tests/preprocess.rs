@@ -14,21 +14,14 @@ use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
 use heimdall_ir::{Epilogue, Graph, OpKind};
-use heimdall_testkit::{goldens_dir, model_path, rel_l2};
+use heimdall_testkit::{XorShift, goldens_dir, model_path, rel_l2};
 use heimdall_vision::Vec2;
 use heimdall_vision::image::{Border, Crop, CropTransform, Normalization, RotatedRect, resample};
 
 /// Deterministic bytes.
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 24) as u8
-        })
-        .collect()
+    let mut r = XorShift::new(seed);
+    (0..n).map(|_| (r.next_u64() >> 24) as u8).collect()
 }
 
 /// The reference: for output pixel (x, y) the normalised centre (u, v), the source point

@@ -12,6 +12,7 @@
 //!   demand (serialised across threads and processes).
 //! - [`npy`]: the goldens' tensors.
 //! - [`heap`]: the C heap's counters (soak runs, memory tests).
+//! - [`rng`]: the deterministic pseudo-random numbers of the tests ([`XorShift`]).
 //! - [`clip`]: the bundled camera clips (`assets/clips/`): a virtual camera moving over a still
 //!   photo with moving RGBA cut-outs over it, with per-frame ground truth (boxes and points).
 //! - [`synthetic`]: frames that carry their own index in the pixels (capture index in, same index
@@ -26,6 +27,7 @@ pub mod heap;
 pub mod metrics;
 pub mod npy;
 pub mod paths;
+pub mod rng;
 pub mod synthetic;
 pub mod warp;
 
@@ -43,6 +45,7 @@ pub use paths::{
     BUNDLED_MEDIAPIPE_MODELS, MEDIAPIPE_MODELS, ONNX_MODELS, assets_dir, goldens_dir,
     workspace_root,
 };
+pub use rng::XorShift;
 pub use synthetic::{SyntheticSource, decode_frame_index};
 
 /// Expands to one `#[test]` per MediaPipe model ([`MEDIAPIPE_MODELS`]), each calling

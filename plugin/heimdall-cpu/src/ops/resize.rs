@@ -363,20 +363,19 @@ mod tap_tests {
         for (pad_r, pad_c) in [([1, 1], [1, 1]), ([4, 2], [0, 3]), ([7, 7], [9, 9])] {
             let (ph, pw) = (oh + pad_r[0] + pad_r[1], ow + pad_c[0] + pad_c[1]);
             let pads = [(0, 0), (pad_r[0], pad_r[1]), (pad_c[0], pad_c[1]), (0, 0)];
+            // The reference: the dense resize padded by the pad kernel.
+            let padded = |dense: &[f32]| {
+                let mut want = vec![f32::NAN; ph * pw * c];
+                let shape = [1, oh, ow, c];
+                pad_with(&Par::new(1), dense, &shape, &pads, Fill::Reflect, &mut want);
+                want
+            };
             for mode in [ResizeMode::Nearest(NearestMode::Floor), ResizeMode::Linear] {
                 let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, mode);
                 let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, mode);
                 let mut dense = vec![f32::NAN; oh * ow * c];
                 resize(&x, iw, c, &rows, &cols, &mut dense);
-                let mut want = vec![f32::NAN; ph * pw * c];
-                pad_with(
-                    &Par::new(1),
-                    &dense,
-                    &[1, oh, ow, c],
-                    &pads,
-                    Fill::Reflect,
-                    &mut want,
-                );
+                let want = padded(&dense);
                 let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
                 let mut got = vec![f32::NAN; want.len()];
                 resize(&x, iw, c, &pr, &pc, &mut got);
@@ -386,15 +385,7 @@ mod tap_tests {
             let cols = cubic_taps(iw, ow, sx, CoordMode::HalfPixel, -0.75, false);
             let mut dense = vec![f32::NAN; oh * ow * c];
             resize4(&x, iw, c, &rows, &cols, &mut dense);
-            let mut want = vec![f32::NAN; ph * pw * c];
-            pad_with(
-                &Par::new(1),
-                &dense,
-                &[1, oh, ow, c],
-                &pads,
-                Fill::Reflect,
-                &mut want,
-            );
+            let want = padded(&dense);
             let mut got = vec![f32::NAN; want.len()];
             let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
             resize4(&x, iw, c, &pr, &pc, &mut got);
