@@ -67,6 +67,7 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
         misprofile: args.misprofile,
         replay,
         record_timeline: args.trace.is_some(),
+        record_run: false,
     };
     let ablation = args.ablation;
     let sim = |sc: &Scenario, opts: &SimOptions| {

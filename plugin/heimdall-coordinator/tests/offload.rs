@@ -300,6 +300,8 @@ fn a_light_model_stays_on_an_idle_gpu() {
         budget_margin_ms: 1.0,
         relaxation_ms: 5.0,
         alpha: 0.01,
+        decisions: Default::default(),
+        render_estimate_ms: None,
         dnns: vec![d],
     };
     let r = simulate_with(&sc, "max_total_utility", false, |_| {})

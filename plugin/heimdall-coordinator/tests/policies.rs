@@ -38,6 +38,8 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         budget_margin_ms: 1.0,
         relaxation_ms: 5.0,
         alpha: 0.01,
+        decisions: Default::default(),
+        render_estimate_ms: None,
         dnns,
     };
     s.validate().unwrap();

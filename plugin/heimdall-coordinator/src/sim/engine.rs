@@ -5,9 +5,10 @@ use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
 
 use super::noise::{Noise, NoiseSource, name_key};
+use super::record::RunRecorder;
 use super::replay::{Replay, ReplayError};
 use super::report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
-use super::scenario::Scenario;
+use super::scenario::{Decisions, Scenario};
 use crate::analyzer::StepCost;
 use crate::coordinator::{
     Completion, Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request, WorkId,
@@ -28,6 +29,13 @@ pub struct SimOptions {
     pub replay: Option<Replay>,
     /// Keep the timeline for a trace.
     pub record_timeline: bool,
+    /// Feed a [`RunRecorder`] as the simulation runs (every vsync with the render time used,
+    /// requests, chunks with the times charged, inference ends) and return its export in
+    /// [`SimOutput::recorded`]: the run as a per-frame scenario and a replay. Simulating those
+    /// (same policy and configuration tweak, no noise) reproduces a per-frame run bit for bit
+    /// (through JSON text within 1e-9 ms: serde_json's default float parsing may round a
+    /// value's last bit). The recorder has room for the whole run.
+    pub record_run: bool,
 }
 
 impl Default for SimOptions {
@@ -37,6 +45,7 @@ impl Default for SimOptions {
             misprofile: 1.0,
             replay: None,
             record_timeline: false,
+            record_run: false,
         }
     }
 }
@@ -64,6 +73,9 @@ pub struct SimOutput {
     pub timeline: Timeline,
     /// Every finished inference, in completion order.
     pub completions: Vec<Completion>,
+    /// The run as a scenario and a replay ([`RunRecorder::export`]), with
+    /// [`SimOptions::record_run`].
+    pub recorded: Option<(Scenario, Replay)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -150,6 +162,13 @@ struct Sim<'a> {
     cpu_started: HashMap<WorkId, f64>,
     cpu_model: HashMap<WorkId, usize>,
     record: bool,
+    /// Decisions once per frame ([`Decisions::PerFrame`]).
+    per_frame: bool,
+    /// Per frame: the requests waiting for the next frame start at which their DNN is idle.
+    held: Vec<Option<Request>>,
+    /// Per frame: a rendered frame started at this instant, so a decision is due.
+    frame_due: bool,
+    recorder: Option<RunRecorder>,
 }
 
 /// The scheduling event of two at one instant: a finished render (a new frame) first, then
@@ -235,9 +254,27 @@ pub fn simulate_opts(
     cfg.alpha = scenario.alpha;
     cfg.cpu_workers = scenario.cpu_workers;
     cfg.record_timeline = record_timeline;
+    if let Some(e) = scenario.render_estimate_ms {
+        cfg.budget.render_ms = e;
+    }
     tweak(&mut cfg);
+    let n = scenario.dnns.len();
+    let period = 1000.0 / scenario.frame_rate;
+    let end_ms = scenario.duration_s * 1000.0;
+    let mut recorder = opts.record_run.then(|| {
+        // Room for the whole run: every vsync, and every request (at most one inference each).
+        let frames = (scenario.duration_s * scenario.frame_rate).round() as usize;
+        let requests: usize = scenario
+            .dnns
+            .iter()
+            .map(|d| d.request.times(end_ms).len())
+            .sum();
+        let mut r = RunRecorder::with_capacity(&cfg, frames.max(requests));
+        r.set_frame_rate(scenario.frame_rate);
+        r
+    });
     let mut coord = Coordinator::new(cfg, policy);
-    for d in &scenario.dnns {
+    for (i, d) in scenario.dnns.iter().enumerate() {
         let mut spec = d.spec();
         for s in &mut spec.steps {
             *s = StepCost {
@@ -246,10 +283,17 @@ pub fn simulate_opts(
                 processors: s.processors,
             };
         }
+        if let Some(r) = recorder.as_mut() {
+            r.add_model(
+                ModelId(i),
+                &spec.name,
+                &spec.steps,
+                spec.deadline_ms,
+                spec.utility,
+            );
+        }
         coord.register(spec);
     }
-    let n = scenario.dnns.len();
-    let period = 1000.0 / scenario.frame_rate;
     let mut sim = Sim {
         sc: scenario,
         opts,
@@ -260,7 +304,7 @@ pub fn simulate_opts(
         heap: BinaryHeap::new(),
         seq: 0,
         period,
-        end_ms: scenario.duration_s * 1000.0,
+        end_ms,
         gpu_end: 0.0,
         next_vsync: 0,
         last_render_end: 0.0,
@@ -274,6 +318,10 @@ pub fn simulate_opts(
         cpu_started: HashMap::new(),
         cpu_model: HashMap::new(),
         record: record_timeline,
+        per_frame: scenario.decisions == Decisions::PerFrame,
+        held: vec![None; n],
+        frame_due: false,
+        recorder,
     };
     sim.run();
     Ok(sim.finish())
@@ -314,20 +362,28 @@ impl Sim<'_> {
                 let next = self.heap.pop().expect("peeked");
                 event = merge(event, self.handle(next));
             }
-            if let Some(e) = event {
+            if self.per_frame {
+                if std::mem::take(&mut self.frame_due) {
+                    self.decide_frame(now);
+                }
+            } else if let Some(e) = event {
                 self.decide(now, e);
             }
         }
     }
 
     /// Applies one event to the simulated GPU, workers and coordinator; returns the scheduling
-    /// event it makes (`None` for a vsync: its render is queued, the decision follows it).
+    /// event it makes (`None` for a vsync: its render is queued, the decision follows it; per
+    /// frame, a rendered vsync sets `frame_due` instead and requests are held).
     fn handle(&mut self, ev: Ev) -> Option<Event> {
         let now = ev.t;
         Some(match ev.kind {
             Kind::Vsync(k) => {
                 self.next_vsync = k + 1;
                 if self.last_render_end > now {
+                    if let Some(r) = self.recorder.as_mut() {
+                        r.frame(now, None);
+                    }
                     if self.record {
                         self.coord.timeline_mut().instant(
                             Lane::Render,
@@ -339,8 +395,13 @@ impl Sim<'_> {
                     }
                 } else {
                     let start = now.max(self.gpu_end);
-                    let end = start + self.render_ms(k);
+                    let render = self.render_ms(k);
+                    if let Some(r) = self.recorder.as_mut() {
+                        r.frame(now, Some(render));
+                    }
+                    let end = start + render;
                     self.gpu_end = end;
+                    self.frame_due = true;
                     self.last_render_end = end;
                     self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
                 }
@@ -371,8 +432,7 @@ impl Sim<'_> {
             Kind::GpuDone(GpuItem::Chunk { id, model, start }) => {
                 self.gpu_busy[model.0] += now - start;
                 if let Some(c) = self.coord.gpu_done(id, start, now) {
-                    self.finished[c.model.0] += 1;
-                    self.completions.push(c);
+                    self.completed(c);
                 }
                 Event::GpuWorkDone
             }
@@ -384,8 +444,7 @@ impl Sim<'_> {
                     self.cpu_busy[m] += now - start;
                 }
                 if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
-                    self.finished[c.model.0] += 1;
-                    self.completions.push(c);
+                    self.completed(c);
                 }
                 Event::CpuWorkDone
             }
@@ -394,7 +453,15 @@ impl Sim<'_> {
                     capture_ms: now,
                     content_variation: self.sc.dnns[dnn].content_variation_of(index),
                 };
-                self.coord.submit(ModelId(dnn), req, now);
+                if let Some(r) = self.recorder.as_mut() {
+                    r.request(ModelId(dnn), now, req.content_variation);
+                }
+                if self.per_frame {
+                    // The plugin keeps one pending request per DNN: the newer one wins.
+                    self.held[dnn] = Some(req);
+                } else {
+                    self.coord.submit(ModelId(dnn), req, now);
+                }
                 Event::Request
             }
         })
@@ -438,6 +505,15 @@ impl Sim<'_> {
 
     fn coord_model_of_cpu(&mut self, id: WorkId) -> Option<usize> {
         self.cpu_model.remove(&id)
+    }
+
+    /// A finished inference: counted (the replay's index of the next one), kept and recorded.
+    fn completed(&mut self, c: Completion) {
+        self.finished[c.model.0] += 1;
+        if let Some(r) = self.recorder.as_mut() {
+            r.finished(c.model);
+        }
+        self.completions.push(c);
     }
 
     fn finish(self) -> SimOutput {
@@ -520,6 +596,7 @@ impl Sim<'_> {
             },
             timeline: self.coord.timeline().clone(),
             completions: self.completions,
+            recorded: self.recorder.map(|r| r.export()),
         }
     }
 
@@ -528,12 +605,39 @@ impl Sim<'_> {
             start_ms: now.max(self.gpu_end),
             end_ms: self.next_vsync as f64 * self.period,
         };
+        self.dispatch(now, event, window);
+    }
+
+    /// The per-frame decision at a rendered frame's start, as the plugin's `plan_frame`: the held
+    /// requests of idle DNNs are submitted (admitted now), then the coordinator decides for the
+    /// window from now plus its render estimate to the next frame start; the frame's render is
+    /// already queued, so the chunks follow it.
+    fn decide_frame(&mut self, now: f64) {
+        for i in 0..self.held.len() {
+            if self.held[i].is_some() && !self.coord.busy(ModelId(i)) {
+                let req = self.held[i].take().expect("checked");
+                self.coord.submit(ModelId(i), req, now);
+            }
+        }
+        let window = GpuWindow {
+            start_ms: now + self.coord.config().budget.render_ms,
+            end_ms: now + self.period,
+        };
+        self.dispatch(now, Event::FrameRendered, window);
+    }
+
+    /// Asks the coordinator for a decision and puts its GPU chunks on the queue (in order, after
+    /// what is queued) and its CPU work on idle workers.
+    fn dispatch(&mut self, now: f64, event: Event, window: GpuWindow) {
         let idle = self.workers.iter().filter(|b| !**b).count();
         let t0 = Instant::now();
         let d: Decision = self.coord.schedule(now, event, window, idle);
         self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
         for g in d.gpu {
             let cost = self.steps_ms(g.model.0, g.ops.clone(), true) + self.sc.chunk_overhead_ms;
+            if let Some(r) = self.recorder.as_mut() {
+                r.gpu_chunk(g.model, g.ops.clone(), cost);
+            }
             let start = now.max(self.gpu_end);
             self.gpu_end = start + cost;
             self.push(
@@ -553,6 +657,9 @@ impl Sim<'_> {
                 .expect("the coordinator got the idle count");
             self.workers[worker] = true;
             let cost = self.steps_ms(c.model.0, c.ops.clone(), false);
+            if let Some(r) = self.recorder.as_mut() {
+                r.cpu_chunk(c.model, c.ops.clone(), cost);
+            }
             self.cpu_started.insert(c.id, now);
             self.cpu_model.insert(c.id, c.model.0);
             self.push(now + cost, Kind::CpuDone { worker, id: c.id });

@@ -11,15 +11,33 @@
 //! ([`Noise`], deterministic per seed), a profile that is wrong by a factor (`misprofile`, which
 //! the coordinator's measurements then correct), and the measured times of an app run
 //! ([`Replay`]).
+//!
+//! **When the coordinator decides** is the scenario's `decisions` ([`Decisions`]):
+//! - `per_event` (the default): after every render, GPU or CPU completion and request, as above;
+//!   a request is submitted (and admitted, if its DNN is idle) the instant it arrives.
+//! - `per_frame`: as the Bevy plugin's `plan_frame`, once per frame at its start (vsync). The
+//!   completions up to the vsync are applied to the coordinator at their own times but decide
+//!   nothing; requests are held (the newer one of a DNN replaces its held one, as the plugin keeps
+//!   one pending request per DNN) and submitted at the first frame start at which their DNN is
+//!   idle, so they are admitted there while keeping their arrival as capture time. The frame's
+//!   render is queued first and the decision's chunks after it, for the window from the frame
+//!   start plus the coordinator's render estimate to the next frame start; CPU work goes to the
+//!   idle workers only then too. A dropped frame (its predecessor's render still pending) makes
+//!   no decision.
+//!
+//! [`RunRecorder`] turns a run (an app's, or a simulated one with
+//! [`SimOptions::record_run`]) into a per-frame scenario and a replay of its measured times.
 
 mod engine;
 mod noise;
+mod record;
 mod replay;
 mod report;
 mod scenario;
 
 pub use engine::{SimError, SimOptions, SimOutput, simulate, simulate_opts, simulate_with};
 pub use noise::{Noise, NoiseSource};
+pub use record::RunRecorder;
 pub use replay::{ModelTrace, REPLAY_FORMAT, Replay, ReplayError};
 pub use report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
-pub use scenario::{DnnScenario, RequestPattern, Scenario, ScenarioError};
+pub use scenario::{Decisions, DnnScenario, RequestPattern, Scenario, ScenarioError};

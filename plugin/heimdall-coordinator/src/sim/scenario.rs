@@ -57,8 +57,40 @@ pub struct Scenario {
     /// Weight of the content variation in the utility (default 0.01).
     #[serde(default = "default_alpha")]
     pub alpha: f64,
+    /// When the coordinator decides: after every event (`"per_event"`, the default) or once per
+    /// frame at its start, as the Bevy plugin does (`"per_frame"`; see [`Decisions`]).
+    #[serde(default, skip_serializing_if = "Decisions::is_per_event")]
+    pub decisions: Decisions,
+    /// The coordinator's render estimate at time 0, ms (default `render_ms`): a recorded run
+    /// ([`super::RunRecorder`]) gives the estimate its coordinator had when the recording began,
+    /// so that the simulated coordinator starts where the app's did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render_estimate_ms: Option<f64>,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
+}
+
+/// When the simulated coordinator decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decisions {
+    /// After every render, GPU and CPU completion and request; a request is submitted the
+    /// instant it arrives (the default).
+    #[default]
+    PerEvent,
+    /// Once per frame, at its start (vsync), as the Bevy plugin's `plan_frame` does: completions
+    /// are applied at their times but decide nothing; requests are held until the first frame
+    /// start at which their DNN is idle (a newer one replaces a held one) and admitted there; the
+    /// frame's render is queued first and the decision's chunks after it, in the window from now
+    /// plus the coordinator's render estimate to the next frame start.
+    PerFrame,
+}
+
+impl Decisions {
+    /// Whether this is the default, [`Decisions::PerEvent`].
+    pub fn is_per_event(&self) -> bool {
+        *self == Decisions::PerEvent
+    }
 }
 
 fn default_margin() -> f64 {
@@ -247,6 +279,13 @@ impl Scenario {
         )?;
         check(nonneg(self.relaxation_ms), "relaxation_ms", "must be >= 0")?;
         check(nonneg(self.alpha), "alpha", "must be >= 0")?;
+        if let Some(e) = self.render_estimate_ms {
+            check(
+                nonneg(e) && e < period,
+                "render_estimate_ms",
+                "must be >= 0 and shorter than the frame period",
+            )?;
+        }
         check(
             self.budget().budget_ms() > self.chunk_overhead_ms,
             "budget_margin_ms",

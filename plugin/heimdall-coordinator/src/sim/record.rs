@@ -1,0 +1,589 @@
+//! Turning a run into a scenario and a replay: [`RunRecorder`].
+//!
+//! A live app (the Bevy plugin) or the simulator itself ([`super::SimOptions::record_run`])
+//! feeds the recorder what its coordinator was given and what happened: the DNNs and their
+//! profiles, the requests, every frame's start and scene time, every chunk's measured time and
+//! every inference's end. [`RunRecorder::export`] turns the recorded window into a
+//! [`Scenario`] (with [`Decisions::PerFrame`], how the plugin schedules) and a [`Replay`] of the
+//! measured times, which [`super::simulate_opts`] runs: the simulator checked against the run it
+//! describes (issue #15).
+//!
+//! Memory is bounded for long runs: the recorder keeps the latest `capacity` frames, the latest
+//! `capacity` requests (all DNNs together) and the latest `capacity` finished inferences (all
+//! DNNs together; at most `2 × steps + 16` chunks each), [`RunRecorder::DEFAULT_CAPACITY`] unless made with
+//! [`RunRecorder::with_capacity`]. The export is then the window of the latest frames.
+
+use std::collections::{HashSet, VecDeque};
+use std::ops::Range;
+
+use super::replay::{ModelTrace, REPLAY_FORMAT, Replay};
+use super::scenario::{Decisions, DnnScenario, RequestPattern, Scenario, ScenarioError};
+use crate::analyzer::StepCost;
+use crate::coordinator::CoordinatorConfig;
+use crate::model::ModelId;
+use crate::processor::Processor;
+use crate::utility::UtilityParams;
+
+/// One frame: its start and its scene's measured GPU time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FrameRec {
+    start_ms: f64,
+    scene_ms: Option<f64>,
+}
+
+/// One request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RequestRec {
+    model: ModelId,
+    capture_ms: f64,
+    content_variation: f64,
+}
+
+/// A measured piece of an inference: its ops, its measured time (with the chunk overhead, on the
+/// GPU) and its processor.
+#[derive(Clone, Debug, PartialEq)]
+struct ChunkRec {
+    ops: Range<usize>,
+    ms: f64,
+    gpu: bool,
+}
+
+/// One inference of a model.
+#[derive(Clone, Debug, PartialEq)]
+struct InferenceRec {
+    model: ModelId,
+    /// Frames seen when its first piece (or its end) was recorded: it belongs to the window if
+    /// that is after the window's first frame.
+    since: u64,
+    chunks: Vec<ChunkRec>,
+}
+
+/// A DNN of the run.
+#[derive(Clone, Debug, PartialEq)]
+struct ModelRec {
+    id: ModelId,
+    name: String,
+    steps: Vec<StepCost>,
+    deadline_ms: Option<f64>,
+    utility: UtilityParams,
+    /// The inference whose pieces are being recorded.
+    current: Option<InferenceRec>,
+}
+
+/// Records a run (live or simulated) and exports it as a [`Scenario`] and a [`Replay`]; see the
+/// module documentation.
+#[derive(Clone, Debug)]
+pub struct RunRecorder {
+    frame_rate: f64,
+    cpu_workers: usize,
+    margin_ms: f64,
+    relaxation_ms: f64,
+    alpha: f64,
+    chunk_overhead_ms: f64,
+    /// The configuration's render time (the fallback when no frame was measured).
+    config_render_ms: f64,
+    /// The coordinator's render estimate at the window's start, if known.
+    render_estimate_ms: Option<f64>,
+    capacity: usize,
+    models: Vec<ModelRec>,
+    frames: VecDeque<FrameRec>,
+    /// Frames recorded since the recorder was made (the window's first frame is number
+    /// `frames_seen - frames.len()`).
+    frames_seen: u64,
+    requests: VecDeque<RequestRec>,
+    done: VecDeque<InferenceRec>,
+    ignored: u64,
+}
+
+impl RunRecorder {
+    /// Frames, requests and finished inferences a [`RunRecorder::new`] keeps: 10 minutes at
+    /// 60 Hz.
+    pub const DEFAULT_CAPACITY: usize = 36_000;
+
+    /// A recorder for a coordinator with configuration `cfg`: the frame rate (Hz), CPU workers,
+    /// budget margin, relaxation, alpha and chunk overhead come from it, and its render estimate
+    /// (`cfg.budget.render_ms`) is taken as the coordinator's at the first recorded frame. Keeps
+    /// [`RunRecorder::DEFAULT_CAPACITY`] frames, requests and inferences.
+    pub fn new(cfg: &CoordinatorConfig) -> Self {
+        Self::with_capacity(cfg, Self::DEFAULT_CAPACITY)
+    }
+
+    /// [`RunRecorder::new`] keeping at most `capacity` (at least 1) frames, requests and finished
+    /// inferences: the oldest are forgotten first.
+    pub fn with_capacity(cfg: &CoordinatorConfig, capacity: usize) -> Self {
+        let b = &cfg.budget;
+        RunRecorder {
+            frame_rate: 1000.0 / b.frame_period_ms,
+            cpu_workers: cfg.cpu_workers,
+            margin_ms: b.margin_ms,
+            relaxation_ms: b.relaxation_ms,
+            alpha: cfg.alpha,
+            chunk_overhead_ms: b.chunk_overhead_ms,
+            config_render_ms: b.render_ms,
+            render_estimate_ms: Some(b.render_ms),
+            capacity: capacity.max(1),
+            models: Vec::new(),
+            frames: VecDeque::new(),
+            frames_seen: 0,
+            requests: VecDeque::new(),
+            done: VecDeque::new(),
+            ignored: 0,
+        }
+    }
+
+    /// The most frames, requests and finished inferences kept.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Sets the frame rate (Hz) the export describes, e.g. when the coordinator's changed
+    /// (`Coordinator::set_frame_rate`) or to give it exactly (`1000 / period` may be off by an
+    /// ulp). Rates that are not finite or ≤ 0 are ignored.
+    pub fn set_frame_rate(&mut self, hz: f64) {
+        if hz.is_finite() && hz > 0.0 {
+            self.frame_rate = hz;
+        }
+    }
+
+    /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
+    /// first frame, exported as `render_estimate_ms` so that a simulation starts its
+    /// coordinator there. [`RunRecorder::reset`] forgets it (the export then leaves it out and
+    /// the simulator starts from the median scene time); call this after a reset for an exact
+    /// start. Values that are not finite or < 0 are ignored.
+    pub fn set_render_estimate(&mut self, ms: f64) {
+        if ms.is_finite() && ms >= 0.0 {
+            self.render_estimate_ms = Some(ms);
+        }
+    }
+
+    /// A DNN of the run: its coordinator id, name (made unique in the export by suffixing "#2",
+    /// "#3"... when two DNNs share a name), per-step profile (the costs the coordinator was
+    /// given), deadline and utility. Adding an id again replaces its description (what was
+    /// recorded for it is kept). A DNN without steps is left out of the export.
+    pub fn add_model(
+        &mut self,
+        id: ModelId,
+        name: &str,
+        steps: &[StepCost],
+        deadline_ms: Option<f64>,
+        utility: UtilityParams,
+    ) {
+        let rec = ModelRec {
+            id,
+            name: name.to_string(),
+            steps: steps.to_vec(),
+            deadline_ms,
+            utility,
+            current: None,
+        };
+        match self.models.iter_mut().find(|m| m.id == id) {
+            Some(m) => {
+                let current = m.current.take();
+                *m = ModelRec { current, ..rec };
+            }
+            None => self.models.push(rec),
+        }
+    }
+
+    /// A request the app made for `id` (capture time on the run's clock, ms; content variation
+    /// C). Requests of unknown DNNs and non-finite values are ignored ([`RunRecorder::ignored`]).
+    pub fn request(&mut self, id: ModelId, capture_ms: f64, content_variation: f64) {
+        if !self.known(id) || !capture_ms.is_finite() || !content_variation.is_finite() {
+            self.ignored += 1;
+            return;
+        }
+        if self.requests.len() == self.capacity {
+            self.requests.pop_front();
+        }
+        self.requests.push_back(RequestRec {
+            model: id,
+            capture_ms,
+            content_variation: content_variation.max(0.0),
+        });
+    }
+
+    /// A frame started at `start_ms`, its scene's measured GPU time (None: not measured; the
+    /// export falls back to the median of the measured ones). A non-finite start is ignored; a
+    /// scene time that is not finite and >= 0 counts as not measured.
+    pub fn frame(&mut self, start_ms: f64, scene_gpu_ms: Option<f64>) {
+        if !start_ms.is_finite() {
+            self.ignored += 1;
+            return;
+        }
+        if self.frames.len() == self.capacity {
+            self.frames.pop_front();
+        }
+        let scene_ms = scene_gpu_ms.filter(|t| t.is_finite() && *t >= 0.0);
+        self.frames.push_back(FrameRec { start_ms, scene_ms });
+        self.frames_seen += 1;
+        // Finished inferences that began before the window can no longer be exported.
+        let first = self.first_frame();
+        while self.done.front().is_some_and(|i| i.since <= first) {
+            self.done.pop_front();
+        }
+    }
+
+    /// Measured time of a GPU chunk (ops range of the model's steps) of `id`'s current
+    /// inference, ms, as the GPU timed it: the configuration's chunk overhead is taken off for
+    /// the steps (the export keeps the overhead, so a replay charges the chunk `ms` again).
+    /// Unknown DNNs, empty or out-of-range ops and times that are not finite and >= 0 are
+    /// ignored.
+    pub fn gpu_chunk(&mut self, id: ModelId, ops: Range<usize>, ms: f64) {
+        self.chunk(id, ops, ms, true);
+    }
+
+    /// Measured time of CPU work (ops range) of `id`'s current inference, ms (ignored as for
+    /// [`RunRecorder::gpu_chunk`]).
+    pub fn cpu_chunk(&mut self, id: ModelId, ops: Range<usize>, ms: f64) {
+        self.chunk(id, ops, ms, false);
+    }
+
+    /// `id`'s current inference finished: later chunks belong to its next inference. Chunks of
+    /// one inference must be recorded before its end.
+    pub fn finished(&mut self, id: ModelId) {
+        let since = self.frames_seen;
+        let Some(m) = self.models.iter_mut().find(|m| m.id == id) else {
+            self.ignored += 1;
+            return;
+        };
+        let inf = m.current.take().unwrap_or(InferenceRec {
+            model: id,
+            since,
+            chunks: Vec::new(),
+        });
+        if self.done.len() == self.capacity {
+            self.done.pop_front();
+        }
+        self.done.push_back(inf);
+    }
+
+    /// Forgets what was recorded (frames, requests, inferences, also those in flight, and the
+    /// render estimate), keeping the models: the app calls it when its measured window starts.
+    pub fn reset(&mut self) {
+        // `frames_seen` goes on counting: what is recorded from now on is newer than the window.
+        self.frames.clear();
+        self.requests.clear();
+        self.done.clear();
+        for m in &mut self.models {
+            m.current = None;
+        }
+        self.render_estimate_ms = None;
+        self.ignored = 0;
+    }
+
+    /// Calls ignored since the recorder was made or reset (unknown DNNs, bad ranges or times).
+    pub fn ignored(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Frames recorded in the window.
+    pub fn frames(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Requests recorded (all DNNs).
+    pub fn requests(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Finished inferences recorded (all DNNs).
+    pub fn inferences(&self) -> usize {
+        self.done.len()
+    }
+
+    /// [`RunRecorder::export`], checked: the scenario validated and the replay checked against
+    /// it, the error naming the field (e.g. `duration_s` when no frame was recorded, `dnns` when
+    /// no DNN was added, `render_ms` when the median scene time leaves no frame budget).
+    pub fn try_export(&self) -> Result<(Scenario, Replay), ScenarioError> {
+        if self.frames.is_empty() {
+            return Err(ScenarioError::Invalid {
+                field: "duration_s".into(),
+                problem: "is 0: no frame was recorded".into(),
+            });
+        }
+        let (s, r) = self.export();
+        s.validate()?;
+        r.check(&s).map_err(|e| ScenarioError::Invalid {
+            field: "replay".into(),
+            problem: e.to_string(),
+        })?;
+        Ok((s, r))
+    }
+
+    /// The recorded window as a scenario and its replay.
+    ///
+    /// The scenario: decisions per frame; time 0 = the first recorded frame's start; duration =
+    /// recorded frames / frame rate; `render_ms` = the median measured scene time (the
+    /// configuration's render time when none was measured); `render_estimate_ms` = the
+    /// coordinator's estimate at the window's start if known; CPU workers, margin, relaxation,
+    /// alpha and chunk overhead from the configuration; each DNN (in the order added, without
+    /// the step-less ones): `gpu_op_ms`/`cpu_op_ms` from its profile (0 for the GPU time of a
+    /// step the GPU cannot run), `cpu_only_ops` from the profile's processors, the request
+    /// `{"events_ms": ...}` of its capture times shifted to the window (only those inside it)
+    /// with their content variations, deadline and utility.
+    ///
+    /// The replay: `render_ms` per frame (the median where not measured); per DNN one list per
+    /// recorded inference that began in the window, on each processor (a processor on which none
+    /// ran is left out); a chunk's time split over its steps in proportion to the profile's
+    /// times of those steps (equal shares when they sum to 0), the last step's share adjusted so
+    /// that the steps summed in order (as the simulator sums them) plus the chunk overhead give
+    /// the measured time back exactly; steps not measured are `null`. The inference in flight is
+    /// exported too, with the pieces recorded so far.
+    ///
+    /// Not checked: see [`RunRecorder::try_export`].
+    pub fn export(&self) -> (Scenario, Replay) {
+        let t0 = self.frames.front().map_or(0.0, |f| f.start_ms);
+        let first = self.first_frame();
+        let duration_s = self.frames.len() as f64 / self.frame_rate;
+        let end_ms = duration_s * 1000.0;
+        let mut measured: Vec<f64> = self.frames.iter().filter_map(|f| f.scene_ms).collect();
+        let render_ms = median(&mut measured).unwrap_or(self.config_render_ms);
+        let mut dnns = Vec::new();
+        let mut models = std::collections::BTreeMap::new();
+        let mut used = HashSet::new();
+        for m in self.models.iter().filter(|m| !m.steps.is_empty()) {
+            let name = unique_name(&m.name, &mut used);
+            let mut reqs: Vec<(f64, f64)> = self
+                .requests
+                .iter()
+                .filter(|r| r.model == m.id)
+                .map(|r| (r.capture_ms - t0, r.content_variation))
+                .filter(|(t, _)| (0.0..end_ms).contains(t))
+                .collect();
+            reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let gpu_can = |s: &StepCost| s.processors.contains(Processor::Gpu);
+            dnns.push(DnnScenario {
+                name: name.clone(),
+                gpu_op_ms: m
+                    .steps
+                    .iter()
+                    .map(|s| if gpu_can(s) { s.gpu_ms } else { 0.0 })
+                    .collect(),
+                cpu_op_ms: m.steps.iter().map(|s| s.cpu_ms).collect(),
+                cpu_only_ops: (0..m.steps.len())
+                    .filter(|&i| !gpu_can(&m.steps[i]))
+                    .collect(),
+                request: RequestPattern {
+                    period_ms: None,
+                    start_ms: None,
+                    events_ms: Some(reqs.iter().map(|r| r.0).collect()),
+                },
+                deadline_ms: m.deadline_ms,
+                utility: m.utility,
+                priority: None,
+                content_variation: reqs.iter().map(|r| r.1).collect(),
+            });
+            let runs: Vec<&InferenceRec> = self
+                .done
+                .iter()
+                .filter(|i| i.model == m.id)
+                .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
+                .filter(|i| i.since > first)
+                .collect();
+            if let Some(t) = self.trace(m, &runs) {
+                models.insert(name, t);
+            }
+        }
+        let scenario = Scenario {
+            frame_rate: self.frame_rate,
+            render_ms,
+            duration_s,
+            cpu_workers: self.cpu_workers,
+            chunk_overhead_ms: self.chunk_overhead_ms,
+            budget_margin_ms: self.margin_ms,
+            relaxation_ms: self.relaxation_ms,
+            alpha: self.alpha,
+            decisions: Decisions::PerFrame,
+            render_estimate_ms: self.render_estimate_ms,
+            dnns,
+        };
+        let replay = Replay {
+            format: REPLAY_FORMAT.to_string(),
+            render_ms: self
+                .frames
+                .iter()
+                .map(|f| f.scene_ms.unwrap_or(render_ms))
+                .collect(),
+            models,
+        };
+        (scenario, replay)
+    }
+
+    /// Model `m`'s measured step times over `runs` (`None` when nothing was measured).
+    fn trace(&self, m: &ModelRec, runs: &[&InferenceRec]) -> Option<ModelTrace> {
+        if runs.is_empty() {
+            return None;
+        }
+        let n = m.steps.len();
+        let lane = |gpu: bool| -> Vec<Vec<Option<f64>>> {
+            let lists: Vec<Vec<Option<f64>>> = runs
+                .iter()
+                .map(|inf| {
+                    let mut v = vec![None; n];
+                    for c in inf.chunks.iter().filter(|c| c.gpu == gpu) {
+                        let p = if gpu { Processor::Gpu } else { Processor::Cpu };
+                        let weights: Vec<f64> = m.steps[c.ops.clone()]
+                            .iter()
+                            .map(|s| s.on(p).unwrap_or(0.0))
+                            .collect();
+                        let overhead = if gpu { self.chunk_overhead_ms } else { 0.0 };
+                        let shares = split(c.ms, overhead, &weights);
+                        for (slot, t) in v[c.ops.clone()].iter_mut().zip(shares) {
+                            *slot = Some(t);
+                        }
+                    }
+                    v
+                })
+                .collect();
+            if lists.iter().all(|l| l.iter().all(Option::is_none)) {
+                Vec::new()
+            } else {
+                lists
+            }
+        };
+        let t = ModelTrace {
+            gpu_step_ms: lane(true),
+            cpu_step_ms: lane(false),
+        };
+        (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty()).then_some(t)
+    }
+
+    fn known(&self, id: ModelId) -> bool {
+        self.models.iter().any(|m| m.id == id)
+    }
+
+    /// Number of the window's first frame (frames are numbered from 1 by `frames_seen`; an
+    /// inference belongs to the window when its `since` is greater).
+    fn first_frame(&self) -> u64 {
+        self.frames_seen - self.frames.len() as u64
+    }
+
+    fn chunk(&mut self, id: ModelId, ops: Range<usize>, ms: f64, gpu: bool) {
+        let since = self.frames_seen;
+        let Some(m) = self.models.iter_mut().find(|m| m.id == id) else {
+            self.ignored += 1;
+            return;
+        };
+        if ops.start >= ops.end || ops.end > m.steps.len() || !(ms.is_finite() && ms >= 0.0) {
+            self.ignored += 1;
+            return;
+        }
+        let cap = 2 * m.steps.len() + 16;
+        let inf = m.current.get_or_insert_with(|| InferenceRec {
+            model: id,
+            since,
+            chunks: Vec::new(),
+        });
+        if inf.chunks.len() >= cap {
+            inf.chunks.remove(0);
+        }
+        inf.chunks.push(ChunkRec { ops, ms, gpu });
+    }
+}
+
+/// `name` (or `model` when empty), suffixed `#2`, `#3`... until it is not in `used`; added to it.
+fn unique_name(name: &str, used: &mut HashSet<String>) -> String {
+    let base = if name.is_empty() { "model" } else { name };
+    let mut candidate = base.to_string();
+    let mut k = 2;
+    while used.contains(&candidate) {
+        candidate = format!("{base}#{k}");
+        k += 1;
+    }
+    used.insert(candidate.clone());
+    candidate
+}
+
+/// The median (mean of the two middle values for an even count), `None` when empty.
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let h = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[h]
+    } else {
+        0.5 * (v[h - 1] + v[h])
+    })
+}
+
+/// Splits `target - overhead` (at least 0) over steps of the given `weights` in proportion (equal
+/// shares when the weights do not sum to a positive number), then nudges the last share so that
+/// the shares summed in order plus `overhead` give `target` exactly, as far as floating point
+/// allows: a replay then charges the chunk exactly its measured time.
+fn split(target: f64, overhead: f64, weights: &[f64]) -> Vec<f64> {
+    let n = weights.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let total = (target - overhead).max(0.0);
+    let w: Vec<f64> = weights
+        .iter()
+        .map(|&x| if x.is_finite() && x > 0.0 { x } else { 0.0 })
+        .collect();
+    let sum: f64 = w.iter().copied().sum();
+    let mut shares: Vec<f64> = if sum > 0.0 && sum.is_finite() {
+        w.iter().map(|x| total * (x / sum)).collect()
+    } else {
+        vec![total / n as f64; n]
+    };
+    let head: f64 = shares[..n - 1].iter().copied().sum();
+    shares[n - 1] = (total - head).max(0.0);
+    for _ in 0..64 {
+        let got = shares.iter().copied().sum::<f64>() + overhead;
+        let last = shares[n - 1];
+        let next = if got < target {
+            last.next_up()
+        } else if got > target && last > 0.0 {
+            last.next_down().max(0.0)
+        } else {
+            break;
+        };
+        shares[n - 1] = next;
+    }
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shares follow the weights, sum back exactly (in order, plus the overhead), and are equal
+    /// when the weights are all 0.
+    #[test]
+    fn split_is_proportional_and_exact() {
+        let s = split(3.0, 0.0, &[1.0, 2.0]);
+        assert!(
+            (s[0] - 1.0).abs() < 1e-12 && (s[1] - 2.0).abs() < 1e-12,
+            "{s:?}"
+        );
+        assert_eq!(split(1.0, 0.0, &[0.0, 0.0]), vec![0.5, 0.5]);
+        for (t, o, w) in [
+            (0.7, 0.05, vec![0.1, 0.2, 0.3]),
+            (12.345_678_9, 0.05, vec![1.3, 0.0, 7.7, 2.9]),
+            (1e-3, 0.0, vec![3.0, 1.0, 1.0]),
+        ] {
+            let s = split(t, o, &w);
+            assert_eq!(s.iter().copied().sum::<f64>() + o, t, "{t} {o} {w:?}");
+            assert!(s.iter().all(|x| *x >= 0.0));
+        }
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn names_are_made_unique() {
+        let mut used = HashSet::new();
+        let names: Vec<String> = ["a", "a", "a#2", "", "a"]
+            .iter()
+            .map(|n| unique_name(n, &mut used))
+            .collect();
+        assert_eq!(names, ["a", "a#2", "a#2#2", "model", "a#3"]);
+    }
+}
