@@ -70,6 +70,9 @@ pub struct AppArgs {
     /// `ConvCache::Auto`, gives it to full-frame DNNs where it pays, and the workspace forces it
     /// on for its detectors).
     pub no_conv_cache: bool,
+    /// Record the measured window as a scenario and a replay for `heimdall simulate`
+    /// (`scenario.json`, `replay.json` beside `stats.json`; `HeimdallRecording`).
+    pub record_run: bool,
     /// Record the DNN work after the scene in the frame's own submission instead of submitting
     /// it ahead of the scene (an ablation of `HeimdallSettings::dnn_work_first`).
     pub dnn_after_scene: bool,
@@ -118,6 +121,7 @@ impl Default for AppArgs {
             adaptive_margin: false,
             no_offload: false,
             no_conv_cache: false,
+            record_run: false,
             dnn_after_scene: false,
             early_frame_start: false,
             free_at_timestamps: false,
@@ -135,7 +139,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
+    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--record-run] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
@@ -187,6 +191,7 @@ impl AppArgs {
                 "--adaptive-margin" => a.adaptive_margin = true,
                 "--no-offload" => a.no_offload = true,
                 "--no-conv-cache" => a.no_conv_cache = true,
+                "--record-run" => a.record_run = true,
                 "--dnn-after-scene" => a.dnn_after_scene = true,
                 "--early-frame-start" => a.early_frame_start = true,
                 "--free-at-timestamps" => a.free_at_timestamps = true,

@@ -361,7 +361,7 @@ fn finish_after_frames(
     mut pacer: Option<ResMut<PacerLog>>,
     swapchain: Option<Res<crate::swapchain::SwapchainWaits>>,
     start: Res<RunStart>,
-    mut trace: ResMut<HeimdallTrace>,
+    (mut trace, mut recording): (ResMut<HeimdallTrace>, ResMut<HeimdallRecording>),
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
     mut windowed: Local<bool>,
@@ -385,6 +385,9 @@ fn finish_after_frames(
             startup_summary(&before, offset + args.warmup),
         );
         stats.reset();
+        if args.record_run {
+            recording.start();
+        }
     }
     // Before the window starts (a run shorter than its warm-up), the frame figures skip the
     // warm-up counted from the camera's start.
@@ -431,6 +434,9 @@ fn finish_after_frames(
             &app_report,
         ));
         trace.request();
+        if args.record_run {
+            recording.request();
+        }
     }
     if *done || i + 1 < n {
         return;
@@ -447,6 +453,10 @@ fn finish_after_frames(
         }
         if let Some(t) = trace.take() {
             let _ = std::fs::write(out.join("trace.json"), t);
+        }
+        if let Some(r) = recording.take() {
+            let _ = std::fs::write(out.join("scenario.json"), r.scenario_json);
+            let _ = std::fs::write(out.join("replay.json"), r.replay_json);
         }
         info!("wrote {}", out.join("stats.json").display());
     }

@@ -78,6 +78,41 @@ fn boxes_match_ground_truth(stats: &serde_json::Value) -> (usize, usize) {
     (good, with_face)
 }
 
+/// `--record-run`: the run's scenario and replay load, check and simulate (per frame, in the
+/// plugin's order), every DNN of the app is in them with its requests and completes
+/// inferences in the simulation, and `stats.json` has each DNN's coordinator latency (the one the
+/// simulator reports).
+fn the_recording_simulates(out: &Path, s: &serde_json::Value) {
+    use heimdall_coordinator::sim::{Decisions, Replay, Scenario, SimOptions, simulate_opts};
+    let sc = Scenario::from_file(&out.join("scenario.json")).expect("scenario.json");
+    let replay = Replay::from_file(&out.join("replay.json")).expect("replay.json");
+    replay.check(&sc).expect("the replay fits the scenario");
+    assert_eq!(sc.decisions, Decisions::PerFrame);
+    assert!(sc.dnn_work_first, "the plugin's default order");
+    assert!(!replay.frame_start_ms.is_empty() && !replay.dnn_submit_ms.is_empty());
+    let policy = heimdall_coordinator::policy_by_name("max_total_utility").unwrap();
+    let opts = SimOptions {
+        replay: Some(replay),
+        ..SimOptions::default()
+    };
+    let sim = simulate_opts(&sc, policy, &opts, |_| {}).expect("simulates");
+    for model in [
+        "face_detection_short_range",
+        "face_landmark",
+        "selfie_segmentation",
+    ] {
+        let d = sc.dnns.iter().find(|d| d.name == model);
+        let requests = d.map_or(0, |d| d.request.times(f64::INFINITY).len());
+        assert!(requests > 0, "{model}: no requests recorded");
+        let done = sim.report.dnn(model).map_or(0, |d| d.completed);
+        assert!(done > 0, "{model}: no inference in the simulation");
+        let n = s["models"][model]["admission_to_last_op_ms"]["count"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(n > 0, "{model}: no coordinator latency in stats.json");
+    }
+}
+
 #[test]
 fn emoji_headless_faces_match_the_ground_truth() {
     if skip_gpu() && std::env::var_os("HEIMDALL_EMOJI_OUT").is_none() {
@@ -99,12 +134,16 @@ fn emoji_headless_faces_match_the_ground_truth() {
                     "50",
                     "--resolution",
                     "320x180",
+                    "--record-run",
                 ],
             );
             out
         }
     };
     let s = stats(&out);
+    if out.join("scenario.json").exists() {
+        the_recording_simulates(&out, &s);
+    }
     assert_eq!(s["backend"], "gpu", "{s:#}");
     let frames = s["frames"].as_u64().unwrap_or(0);
     assert!(frames >= 100, "{frames} frames");

@@ -95,7 +95,9 @@ pub mod prelude {
         RegionOfInterest, RequestInference, RequestMode,
     };
     pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
-    pub use crate::results::{BackendKind, HeimdallBackend, HeimdallTrace};
+    pub use crate::results::{
+        BackendKind, HeimdallBackend, HeimdallRecording, HeimdallTrace, RecordedRun,
+    };
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
     pub use crate::stats::HeimdallStats;
     pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
@@ -141,6 +143,7 @@ impl Plugin for HeimdallPlugin {
             .insert_resource(results::Inbox(rx))
             .init_resource::<results::HeimdallBackend>()
             .init_resource::<results::HeimdallTrace>()
+            .init_resource::<results::HeimdallRecording>()
             .init_resource::<requests::PendingRequests>()
             .init_resource::<HeimdallStats>()
             .init_asset::<asset::DnnModel>()

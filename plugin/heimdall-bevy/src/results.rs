@@ -113,6 +113,16 @@ pub(crate) enum RenderMessage {
     },
     /// Where a DNN's accuracy guard stands (see [`crate::guard`]).
     Guard(Entity, GuardStatus),
+    /// The coordinator completed an inference of `dnn` `latency_ms` after admitting it (to its
+    /// last op: the latency the simulator measures).
+    Scheduled {
+        /// The DNN.
+        dnn: Entity,
+        /// Admission → last op, ms.
+        latency_ms: f64,
+    },
+    /// The run's recording, as asked by [`HeimdallRecording::request`].
+    Recording(Box<RecordedRun>),
     /// A DNN started an inference on a frame of its source.
     Started {
         /// The DNN.
@@ -159,6 +169,44 @@ impl HeimdallTrace {
     }
 }
 
+/// The run as `heimdall simulate` replays it (issue #15: the simulator checked against the app):
+/// start it with [`HeimdallRecording::start`] where the measured window begins, ask for it with
+/// [`HeimdallRecording::request`] and read [`HeimdallRecording::take`] a few frames later. The
+/// render world then records every request, frame start and scene time, and each inference's
+/// chunks with their measured times (memory bounded by the coordinator crate's `RunRecorder`).
+#[derive(Resource, Default, Debug)]
+pub struct HeimdallRecording {
+    pub(crate) start_requested: bool,
+    pub(crate) export_requested: bool,
+    latest: Option<RecordedRun>,
+}
+
+/// A recorded run: a scenario file and a replay file (formats in `assets/scenarios/README.md`).
+#[derive(Clone, Debug)]
+pub struct RecordedRun {
+    /// The scenario (`heimdall simulate SCENARIO`), decisions per frame.
+    pub scenario_json: String,
+    /// The measured render and step times (`--replay`).
+    pub replay_json: String,
+}
+
+impl HeimdallRecording {
+    /// Starts recording (again: what was recorded before is forgotten).
+    pub fn start(&mut self) {
+        self.start_requested = true;
+    }
+
+    /// Asks the render world for the recording so far.
+    pub fn request(&mut self) {
+        self.export_requested = true;
+    }
+
+    /// The latest recording that arrived (taken).
+    pub fn take(&mut self) -> Option<RecordedRun> {
+        self.latest.take()
+    }
+}
+
 /// Drains the channel: statuses, results, GPU frame records, traces.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn receive(
@@ -167,6 +215,7 @@ pub(crate) fn receive(
     clock: Res<HeimdallClock>,
     mut stats: ResMut<HeimdallStats>,
     mut trace: ResMut<HeimdallTrace>,
+    mut recording: ResMut<HeimdallRecording>,
     mut backend: ResMut<HeimdallBackend>,
     mut statuses: Query<&mut DnnStatus>,
     mut guards: Query<&mut GuardStatus>,
@@ -175,12 +224,23 @@ pub(crate) fn receive(
     mut frames: Query<&mut CameraFrame>,
 ) {
     trace.requested = false;
+    recording.start_requested = false;
+    recording.export_requested = false;
     for m in inbox.0.try_iter() {
         match m {
             RenderMessage::Status(e, status) => set_status(&mut commands, &mut statuses, e, status),
             RenderMessage::Frame(r) => stats.record_gpu_frame(r),
             RenderMessage::Presented(t, phases) => stats.record_presented(t, phases),
             RenderMessage::Trace(t) => trace.latest = Some(t),
+            RenderMessage::Recording(r) => recording.latest = Some(*r),
+            RenderMessage::Scheduled { dnn, latency_ms } => {
+                let name = dnns
+                    .get(dnn)
+                    .ok()
+                    .and_then(|d| models.get(&d.model))
+                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
+                stats.record_scheduled(&name, dnn, latency_ms);
+            }
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {
                 stats.instances.insert(index, name);

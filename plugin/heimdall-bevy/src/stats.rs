@@ -13,12 +13,12 @@ use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::guard::GuardStatus;
 pub use crate::history::MAX_HISTORY;
-use crate::history::{history, summary, trim};
+use crate::history::{history, summary, trim, trim_to};
 #[cfg(test)]
 use crate::render::phases::PHASE_COUNT;
 use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
-use crate::stages::{LatencyStages, StageTimes};
+use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
 /// What the GPU did in one frame (from its timestamps).
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +91,10 @@ pub struct ModelStats {
     pub guard: GuardStatus,
     /// Where its results' latency went, stage by stage.
     pub stages: LatencyStages,
+    /// The coordinator's latency of its latest inferences: admission to last op (outputs read,
+    /// or the CPU's end), ms, as `heimdall simulate` measures it (a proxy of the scheduler's
+    /// part, not what the user sees; the latest [`crate::stages::STAGE_HISTORY`]).
+    pub scheduled_ms: Vec<f64>,
 }
 
 impl ModelStats {
@@ -109,6 +113,7 @@ impl ModelStats {
         self.cache_hit_rate_last = 0.0;
         self.cache_saved_ms_mean = None;
         self.stages.clear();
+        self.scheduled_ms.clear();
     }
 }
 
@@ -131,6 +136,7 @@ impl Default for ModelStats {
             cache_decision: None,
             guard: GuardStatus::Off,
             stages: LatencyStages::default(),
+            scheduled_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
         }
     }
 }
@@ -300,6 +306,14 @@ impl HeimdallStats {
         m.stages.record(capture_ms, stages, arrived_ms, deadline);
     }
 
+    /// Records the coordinator's latency (admission → last op) of an inference of a DNN.
+    pub(crate) fn record_scheduled(&mut self, name: &str, entity: Entity, latency_ms: f64) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.scheduled_ms.push(latency_ms);
+        trim_to(&mut m.scheduled_ms, STAGE_HISTORY);
+    }
+
     /// Records what the convolution cache did in a GPU run of a DNN (after its
     /// [`HeimdallStats::record_result`]).
     pub(crate) fn record_conv_cache(
@@ -407,6 +421,7 @@ impl HeimdallStats {
                     json!({
                         "latency_ms": summary(&m.latencies_ms),
                         "latency_stages_ms": m.stages.to_json(),
+                        "admission_to_last_op_ms": summary(&m.scheduled_ms),
                         "count": m.latencies_ms.len(),
                         "rate_hz": rate,
                         "cpu_results": m.cpu_results,

@@ -302,6 +302,9 @@ fn a_light_model_stays_on_an_idle_gpu() {
         alpha: 0.01,
         decisions: Default::default(),
         render_estimate_ms: None,
+        dnn_work_first: false,
+        results_at_frame_start: false,
+        readback_ms: 0.0,
         dnns: vec![d],
     };
     let r = simulate_with(&sc, "max_total_utility", false, |_| {})

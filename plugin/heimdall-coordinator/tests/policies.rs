@@ -40,6 +40,9 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         alpha: 0.01,
         decisions: Default::default(),
         render_estimate_ms: None,
+        dnn_work_first: false,
+        results_at_frame_start: false,
+        readback_ms: 0.0,
         dnns,
     };
     s.validate().unwrap();

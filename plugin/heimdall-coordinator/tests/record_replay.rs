@@ -134,6 +134,137 @@ fn per_frame_a_cpu_fallback_step_waits_for_two_frame_starts() {
     assert_times(&exact(&per_event).completions, &[(0.0, 0.0, 6.5)]);
 }
 
+/// The plugin's frame order, by hand (`ONE_REQUEST`: render 4 ms, one chunk of 6 ms, request at
+/// 5 ms, admitted at the frame start 16.67). `results_at_frame_start`: the chunk ends at 26.67
+/// but the inference completes when its outputs are read at the next frame start, 33.33 (latency
+/// one period). `dnn_work_first` as well: the chunk runs first, 16.67..22.67, and the frame's
+/// render after it, 22.67..26.67, still before the next vsync (on time). Each flag alone changes
+/// the run, so each is used.
+#[test]
+fn the_plugins_frame_order_by_hand() {
+    let sc = Scenario::from_json(ONE_REQUEST).unwrap();
+    let read_at_frame_start = Scenario {
+        results_at_frame_start: true,
+        ..sc.clone()
+    };
+    let out = exact(&read_at_frame_start);
+    assert_times(&out.completions, &[(5.0, P, 2.0 * P)]);
+    assert!(close(out.report.dnns[0].gpu_busy_ms, 6.0));
+
+    let plugin = Scenario {
+        dnn_work_first: true,
+        ..read_at_frame_start
+    };
+    let out = exact(&plugin);
+    assert_times(&out.completions, &[(5.0, P, 2.0 * P)]);
+    assert_eq!(out.report.frames.on_time_rate, 1.0);
+    let dnn_first_only = Scenario {
+        dnn_work_first: true,
+        ..sc
+    };
+    // Chunk 16.67..22.67: completes at its end, before its frame's render.
+    assert_times(&exact(&dnn_first_only).completions, &[(5.0, P, P + 6.0)]);
+
+    // A chunk that overruns the frame makes the render late only when it goes first: GPU steps
+    // of 14 ms (one chunk, oversized) and a 4 ms render: 16.67 + 14 + 4 = 34.67 > 33.33.
+    let heavy = ONE_REQUEST.replace("[1, 2, 3]", "[14, 0, 0]");
+    let after = Scenario::from_json(&heavy).unwrap();
+    let first = Scenario {
+        dnn_work_first: true,
+        ..after.clone()
+    };
+    let (a, f) = (exact(&after).report.frames, exact(&first).report.frames);
+    assert_eq!(a.on_time_rate, 1.0);
+    assert!(f.on_time_rate < 1.0, "{f:?}");
+}
+
+/// Replayed submission delays, no skipped frame and the GPU-work proxy, by hand, in the
+/// plugin's order (`dnn_work_first`): each frame's DNN work reaches the GPU 2 ms after its start
+/// and its scene 3 ms after. Frame 0: render 3..7. Frame 1 (16.67): the chunk (6 ms) runs from
+/// 18.67 to 24.67, the render from 24.67 (its submission at 19.67 came earlier) to 28.67; the
+/// inference took 24.67 - 16.67 = 8 ms from admission. With a 14 ms step instead, frame 1's work
+/// is 14 + 4 = 18 ms and its render ends at 36.67, after frame 2's start (33.33): frame 1 is
+/// late, and frame 2 still renders (per frame no frame is skipped, as in the plugin), 36.67 to
+/// 40.67, on time. Work fits in the period in 29 of 30 frames.
+#[test]
+fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
+    let sc = Scenario {
+        dnn_work_first: true,
+        ..Scenario::from_json(ONE_REQUEST).unwrap()
+    };
+    let replay = Replay {
+        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
+        render_ms: Vec::new(),
+        models: Default::default(),
+        dnn_submit_ms: vec![Some(2.0)],
+        scene_submit_ms: vec![Some(3.0)],
+        frame_start_ms: Vec::new(),
+    };
+    replay.check(&sc).unwrap();
+    let opts = SimOptions {
+        replay: Some(replay.clone()),
+        ..SimOptions::default()
+    };
+    let out = run(&sc, "max_total_utility", &opts);
+    assert_times(&out.completions, &[(5.0, P, P + 2.0 + 6.0)]);
+    assert_eq!(out.report.frames.work_fits_rate, 1.0);
+
+    let heavy = Scenario {
+        dnn_work_first: true,
+        ..Scenario::from_json(&ONE_REQUEST.replace("[1, 2, 3]", "[14, 0, 0]")).unwrap()
+    };
+    let f = run(&heavy, "max_total_utility", &opts).report.frames;
+    assert_eq!((f.frames, f.rendered), (30, 30), "{f:?}");
+    assert!(close(f.work_fits_rate, 29.0 / 30.0), "{f:?}");
+    assert!(close(f.on_time_rate, 29.0 / 30.0), "{f:?}");
+    // Without the delays the chunk starts at the frame's start: 16.67 + 6 = 22.67.
+    assert_times(&exact(&sc).completions, &[(5.0, P, P + 6.0)]);
+}
+
+/// The batch's readback, a replayed frame start and `readback_ms`, by hand: two DNNs of one
+/// 6 ms step, each asked at 5 ms, in the plugin's order. Frame 1 starts at its replayed 18 ms
+/// (not 16.67): both are admitted there, their chunks run 18..24 and 24..30 in one submission,
+/// and both complete when it ends plus the 0.5 ms readback, 30.5: latencies 12.5 ms each (the
+/// first one's outputs wait for the second's chunk, as wgpu maps them).
+#[test]
+fn a_frames_dnns_complete_with_their_submission() {
+    let text = r#"{"frame_rate": 60, "render_ms": 4, "duration_s": 0.5, "cpu_workers": 1,
+        "decisions": "per_frame", "dnn_work_first": true, "readback_ms": 0.5,
+        "dnns": [{"name": "a", "gpu_op_ms": [6], "cpu_op_ms": [50], "request": {"events_ms": [5]}},
+                 {"name": "b", "gpu_op_ms": [6], "cpu_op_ms": [50], "request": {"events_ms": [5]}}]}"#;
+    let sc = Scenario::from_json(text).unwrap();
+    assert_eq!(sc.readback_ms, 0.5);
+    let replay = Replay {
+        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
+        render_ms: Vec::new(),
+        models: Default::default(),
+        dnn_submit_ms: Vec::new(),
+        scene_submit_ms: Vec::new(),
+        frame_start_ms: vec![0.0, 18.0],
+    };
+    replay.check(&sc).unwrap();
+    let out = run(
+        &sc,
+        "max_total_utility",
+        &SimOptions {
+            replay: Some(replay),
+            ..SimOptions::default()
+        },
+    );
+    assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
+    // A decreasing start is refused, naming the field.
+    let bad = Replay {
+        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
+        render_ms: Vec::new(),
+        models: Default::default(),
+        dnn_submit_ms: Vec::new(),
+        scene_submit_ms: Vec::new(),
+        frame_start_ms: vec![0.0, 18.0, 17.0],
+    };
+    let err = bad.check(&sc).unwrap_err().to_string();
+    assert!(err.contains("frame_start_ms[2]"), "{err}");
+}
+
 fn scenario_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../assets/scenarios");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -195,8 +326,15 @@ fn compare(name: &str, a: &SimOutput, b: &SimOutput) -> Result<(), String> {
 #[test]
 fn record_then_replay_reproduces_every_scenario_exactly() {
     let mut checked = 0;
-    for path in scenario_files() {
-        let sc = per_frame(&path);
+    for (path, plugin_order) in scenario_files()
+        .into_iter()
+        .flat_map(|p| [(p.clone(), false), (p, true)])
+    {
+        let sc = Scenario {
+            dnn_work_first: plugin_order,
+            results_at_frame_start: plugin_order,
+            ..per_frame(&path)
+        };
         for policy in ["max_total_utility", "least_slack_time", "fifo"] {
             for seed in [1, 2, 3] {
                 let name = format!("{} {policy} seed {seed}", path.display());
@@ -210,6 +348,8 @@ fn record_then_replay_reproduces_every_scenario_exactly() {
                 scenario.validate().unwrap();
                 replay.check(&scenario).unwrap();
                 assert_eq!(scenario.decisions, Decisions::PerFrame);
+                assert_eq!(scenario.dnn_work_first, plugin_order);
+                assert_eq!(scenario.results_at_frame_start, plugin_order);
                 let replayed = run(
                     &scenario,
                     policy,
@@ -224,7 +364,7 @@ fn record_then_replay_reproduces_every_scenario_exactly() {
             }
         }
     }
-    assert_eq!(checked, 4 * 3 * 3);
+    assert_eq!(checked, 2 * 4 * 3 * 3);
 }
 
 /// The check can fail: the same replay with every model's inferences shifted by one (inference
@@ -244,8 +384,11 @@ fn a_replay_off_by_one_inference_does_not_reproduce_the_run() {
     let (scenario, replay) = original.recorded.clone().unwrap();
     let mut shifted = replay.clone();
     for m in shifted.models.values_mut() {
-        m.gpu_step_ms.rotate_left(1);
-        m.cpu_step_ms.rotate_left(1);
+        for runs in [&mut m.gpu_step_ms, &mut m.cpu_step_ms] {
+            if !runs.is_empty() {
+                runs.rotate_left(1);
+            }
+        }
     }
     let with = |s: &Scenario, r: Replay| {
         run(
@@ -302,6 +445,9 @@ fn the_render_estimate_at_time_0_is_recorded() {
     compare("as exported", &original, &with(&scenario)).unwrap();
     let no_estimate = Scenario {
         render_estimate_ms: None,
+        dnn_work_first: false,
+        results_at_frame_start: false,
+        readback_ms: 0.0,
         ..scenario.clone()
     };
     assert!(compare("no estimate", &original, &with(&no_estimate)).is_err());

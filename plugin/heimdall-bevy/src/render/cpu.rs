@@ -29,7 +29,7 @@ pub(crate) fn dispatch_cpu(
     outbox: &Outbox,
 ) {
     let Some(e) = dnns.entity_of(work.model) else {
-        sched.coordinator.cpu_done(work.id, 0, now, now);
+        sched.cpu_done(work.id, 0, now, now);
         return;
     };
     let worker = workers.pool.size() - workers.pool.idle();
@@ -38,7 +38,7 @@ pub(crate) fn dispatch_cpu(
     };
     let finish = d.finish(e, outbox, clock);
     let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
-        sched.coordinator.cpu_done(work.id, worker, now, now);
+        sched.cpu_done(work.id, worker, now, now);
         return;
     };
     let fallback_step = c.gpu.is_some()

@@ -170,7 +170,7 @@ fn record(
     let mut works = Vec::new();
     for g in std::mem::take(&mut plan.gpu) {
         let Some(e) = dnns.entity_of(g.model) else {
-            sched.coordinator.gpu_done(g.id, now, now);
+            sched.gpu_done(g.id, now, now);
             continue;
         };
         let d = dnns.map.get_mut(&e).expect("entity_of found it");
@@ -207,7 +207,7 @@ fn record(
             Err(err) => {
                 error!("heimdall: encoding {} ops {:?}: {err}", d.name, g.ops);
                 d.job = None;
-                sched.coordinator.gpu_done(g.id, now, now);
+                sched.gpu_done(g.id, now, now);
             }
         }
     }

@@ -224,7 +224,12 @@ fn fail(e: Entity, name: &str, why: String, outbox: &Outbox) -> GuardPhase {
 
 /// Replaces the running model of every idle DNN whose guarded model is ready: the coordinator
 /// registers it anew (its profile) at this frame's planning, and its status becomes decided.
-pub(crate) fn swap_when_idle(dnns: &mut RenderDnns, outbox: &Outbox) {
+/// Returns the coordinator ids the replaced models had.
+pub(crate) fn swap_when_idle(
+    dnns: &mut RenderDnns,
+    outbox: &Outbox,
+) -> Vec<heimdall_coordinator::ModelId> {
+    let mut retired = Vec::new();
     let ready: Vec<Entity> = dnns
         .map
         .iter()
@@ -258,7 +263,7 @@ pub(crate) fn swap_when_idle(dnns: &mut RenderDnns, outbox: &Outbox) {
             }
         }
         d.state = ModelState::Ready(Box::new(compiled));
-        d.model_id = None;
+        retired.extend(d.model_id.take());
         d.last_crop = None;
         dnns.newly_ready.push(e);
         outbox.send(RenderMessage::Guard(
@@ -269,6 +274,7 @@ pub(crate) fn swap_when_idle(dnns: &mut RenderDnns, outbox: &Outbox) {
             }),
         ));
     }
+    retired
 }
 
 #[cfg(test)]

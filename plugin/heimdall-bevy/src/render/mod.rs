@@ -28,6 +28,7 @@ pub(crate) mod models;
 pub mod pacing;
 pub mod phases;
 pub(crate) mod readback;
+pub(crate) mod record;
 pub(crate) mod schedule;
 pub(crate) mod state;
 pub mod timer;
@@ -84,6 +85,7 @@ pub(crate) fn build(
         .init_resource::<ExtractedRequests>()
         .init_resource::<extract::ExtractedDisplay>()
         .init_resource::<extract::ExtractedTraceRequest>()
+        .init_resource::<extract::ExtractedRecording>()
         .init_resource::<schedule::FramePlan>()
         .init_resource::<phases::PhaseClock>()
         .init_resource::<PresentationTime>()
@@ -104,6 +106,7 @@ pub(crate) fn build(
                 extract_frames,
                 extract_requests,
                 extract::extract_display_and_trace,
+                extract::extract_recording,
                 phases::stamp::<{ Stamp::Extract as usize }>,
             ),
         )
@@ -194,10 +197,26 @@ fn stamp_presented(
     outbox: Res<Outbox>,
     mut clock: ResMut<phases::PhaseClock>,
     mut shown: ResMut<PresentationTime>,
-    sched: Option<Res<schedule::Scheduler>>,
+    sched: Option<ResMut<schedule::Scheduler>>,
+    settings: Res<HeimdallSettings>,
 ) {
     let now = std::time::Instant::now();
-    let phases = clock.presented(now, sched.map(|s| s.frame));
+    let mut sched = sched;
+    let phases = clock.presented(now, sched.as_ref().map(|s| s.frame));
+    // The run's recording: when this frame's DNN work and scene reached the GPU queue, after
+    // its decision (phase 4, ours, records and submits the DNN work ahead of the scene; the
+    // scene's submission ends phase 8).
+    if let (Some(p), Some(s)) = (&phases, sched.as_mut()) {
+        let ms = |r: std::ops::Range<usize>| p.ms[r].iter().map(|&m| f64::from(m)).sum::<f64>();
+        let scene = ms(4..9);
+        let dnn = if settings.dnn_work_first {
+            ms(4..5)
+        } else {
+            scene
+        };
+        let frame = s.frame.saturating_sub(1);
+        s.log.submits(frame, dnn, scene);
+    }
     let at = shown.0.take().unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));
 }

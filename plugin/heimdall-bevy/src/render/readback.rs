@@ -280,7 +280,7 @@ pub(crate) fn collect_outputs(
             if let (true, Some(read), Some(id)) =
                 (settings.free_at_readback, done.read_ms, d.model_id)
             {
-                sched.coordinator.gpu_outputs_read(id, read);
+                sched.gpu_outputs_read(id, read);
             }
             // Cached runs get cheaper: the coordinator's expected costs follow the hit rate.
             if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
@@ -289,7 +289,7 @@ pub(crate) fn collect_outputs(
         }
     }
     for report in workers.done.drain() {
-        sched.coordinator.cpu_done(
+        sched.cpu_done(
             report.work,
             report.worker,
             report.start_ms,

@@ -12,19 +12,20 @@ use bevy::render::renderer::RenderQueue;
 use bevy::render::texture::GpuImage;
 use heimdall_coordinator::{
     CacheSpec, Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork,
-    ModelProfile, Request, WorkId, policy_by_name,
+    ModelId, ModelProfile, Request, WorkId, policy_by_name,
 };
 
 use super::backend::InferenceBackend;
-use super::extract::{ExtractedDisplay, ExtractedTraceRequest};
+use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
 use super::models::{Job, ReadbackState, RenderDnns};
 use super::pacing::PacingMargin;
+use super::record::RunLog;
 use super::timer::{FrameMarks, FrameTimer};
 use crate::camera::ExtractedFrames;
 use crate::clock::HeimdallClock;
 use crate::requests::ExtractedRequests;
-use crate::results::{Outbox, RenderMessage};
+use crate::results::{Outbox, RecordedRun, RenderMessage};
 use crate::settings::{CoordinationMode, HeimdallSettings};
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
@@ -41,6 +42,8 @@ pub(crate) struct Scheduler {
     pub timed: HashMap<u64, (f64, Vec<(WorkId, f64)>)>,
     /// The margin learned from the wall clock (`Heimdall` mode with `adaptive_margin`).
     pub pacing: PacingMargin,
+    /// The run as the simulator will replay it, and each inference's scheduler latency.
+    pub log: RunLog,
 }
 
 impl Scheduler {
@@ -68,7 +71,28 @@ impl Scheduler {
             untimed: Vec::new(),
             timed: HashMap::new(),
             pacing: PacingMargin::default(),
+            log: RunLog::new(&cfg),
         }
+    }
+
+    /// Reports GPU work `id` done (see [`Coordinator::gpu_done`]), to the run's log too.
+    pub fn gpu_done(&mut self, id: WorkId, start_ms: f64, end_ms: f64) {
+        let c = self.coordinator.gpu_done(id, start_ms, end_ms);
+        self.log.work_done(id, start_ms, end_ms);
+        self.log.completed(c);
+    }
+
+    /// Reports CPU work `id` of `worker` done (see [`Coordinator::cpu_done`]), to the log too.
+    pub fn cpu_done(&mut self, id: WorkId, worker: usize, start_ms: f64, end_ms: f64) {
+        let c = self.coordinator.cpu_done(id, worker, start_ms, end_ms);
+        self.log.work_done(id, start_ms, end_ms);
+        self.log.completed(c);
+    }
+
+    /// `model`'s outputs were read at `at_ms` (see [`Coordinator::gpu_outputs_read`]).
+    pub fn gpu_outputs_read(&mut self, model: ModelId, at_ms: f64) {
+        let c = self.coordinator.gpu_outputs_read(model, at_ms);
+        self.log.completed(c);
     }
 
     /// Feeds one frame's timestamps back: the scene's GPU time and each chunk's.
@@ -77,6 +101,7 @@ impl Scheduler {
             return;
         };
         let scene = marks.scene_ms();
+        self.log.scene(marks.frame, scene);
         if heimdall_mode {
             self.coordinator.observe_render(scene);
         }
@@ -86,8 +111,7 @@ impl Scheduler {
         for (work, instance, start, end) in marks.chunks() {
             prev = end;
             if let Some((id, _)) = works.iter().find(|(id, _)| id.0 == work) {
-                self.coordinator
-                    .gpu_done(*id, encode_ms + start, encode_ms + end);
+                self.gpu_done(*id, encode_ms + start, encode_ms + end);
                 reported.push(*id);
             }
             chunks.push((instance, end - start));
@@ -95,7 +119,7 @@ impl Scheduler {
         // Chunks past the query set's capacity: their estimates.
         for (id, est) in works.iter().filter(|(id, _)| !reported.contains(id)) {
             let s = encode_ms + prev;
-            self.coordinator.gpu_done(*id, s, s + est);
+            self.gpu_done(*id, s, s + est);
         }
         outbox.send(RenderMessage::Frame(FrameRecord {
             frame: marks.frame,
@@ -130,12 +154,12 @@ impl Scheduler {
         for f in stale {
             if let Some((at, works)) = self.timed.remove(&f) {
                 for (id, est) in works {
-                    self.coordinator.gpu_done(id, at, at + est);
+                    self.gpu_done(id, at, at + est);
                 }
             }
         }
         for (id, s, e) in std::mem::take(&mut self.untimed) {
-            self.coordinator.gpu_done(id, s, e);
+            self.gpu_done(id, s, e);
         }
     }
 }
@@ -163,6 +187,7 @@ pub(crate) fn plan_frame(
     frames: Res<ExtractedFrames>,
     display: Res<ExtractedDisplay>,
     trace: Res<ExtractedTraceRequest>,
+    recording: Res<ExtractedRecording>,
     images: Res<RenderAssets<GpuImage>>,
     queue: Option<Res<RenderQueue>>,
     settings: Res<HeimdallSettings>,
@@ -174,7 +199,9 @@ pub(crate) fn plan_frame(
     let dnns = &mut *dnns;
     let now = clock.now_ms();
     // Guarded models replace the f32 ones of idle DNNs (registered below, as new models are).
-    super::guard::swap_when_idle(dnns, &outbox);
+    for old in super::guard::swap_when_idle(dnns, &outbox) {
+        sched.log.recorder.remove_model(old);
+    }
     for e in std::mem::take(&mut dnns.newly_ready) {
         let Some(d) = dnns.map.get_mut(&e) else {
             continue;
@@ -187,6 +214,10 @@ pub(crate) fn plan_frame(
             d.utility,
             d.deadline_ms,
         );
+        sched
+            .log
+            .recorder
+            .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
         let cached = c
             .gpu
             .as_ref()
@@ -216,9 +247,18 @@ pub(crate) fn plan_frame(
     let heimdall_mode = matches!(settings.mode, CoordinationMode::Heimdall);
     sched.collect_timings(backend.timer.as_mut(), heimdall_mode, &outbox);
 
+    if recording.start {
+        let cfg = *sched.coordinator.config();
+        sched
+            .log
+            .start(&cfg, settings.dnn_work_first, settings.free_at_readback);
+    }
     for r in &requests.0 {
         if let Some(d) = dnns.map.get_mut(&r.dnn) {
             d.pending = Some(r.crop);
+            if let (Some(id), Some(f)) = (d.model_id, frames.0.get(&d.source)) {
+                sched.log.request(id, f.capture_ms, f.content_variation);
+            }
         }
     }
     // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
@@ -313,6 +353,7 @@ pub(crate) fn plan_frame(
             content_variation: frame.content_variation,
         };
         sched.coordinator.submit(id, request, now);
+        sched.log.admitted(id);
     }
 
     // This frame's chunks follow its scene passes: the window opens after the measured render
@@ -334,6 +375,21 @@ pub(crate) fn plan_frame(
             .coordinator
             .schedule(now, Event::FrameRendered, window, workers.pool.idle());
     sched.pacing.planned(!decision.gpu.is_empty());
+    let frame = sched.frame;
+    sched.log.planned(frame, now, &decision.gpu, &decision.cpu);
+    for (model, latency_ms) in sched.log.latencies.drain(..) {
+        if let Some(dnn) = dnns.entity_of(model) {
+            outbox.send(RenderMessage::Scheduled { dnn, latency_ms });
+        }
+    }
+    if recording.export
+        && let Some((scenario, replay)) = sched.log.export()
+    {
+        outbox.send(RenderMessage::Recording(Box::new(RecordedRun {
+            scenario_json: scenario,
+            replay_json: replay,
+        })));
+    }
     *plan = FramePlan {
         now_ms: now,
         gpu: decision.gpu,

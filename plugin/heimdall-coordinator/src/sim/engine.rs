@@ -17,6 +17,8 @@ use crate::model::ModelId;
 use crate::policy::{Policy, UnknownPolicy, policy_by_name};
 use crate::timeline::{Lane, Timeline};
 
+mod per_frame;
+
 /// How a simulation departs from the scenario's exact times.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimOptions {
@@ -81,9 +83,23 @@ pub struct SimOutput {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     GpuDone(GpuItem),
-    CpuDone { worker: usize, id: WorkId },
+    /// Per frame: the submission holding the last chunk of `model`'s inference (`id`, which
+    /// ran `start..end`) completed, so its outputs are mapped and read now.
+    OutputsRead {
+        id: WorkId,
+        model: ModelId,
+        start: f64,
+        end: f64,
+    },
+    CpuDone {
+        worker: usize,
+        id: WorkId,
+    },
     Vsync(usize),
-    Request { dnn: usize, index: usize },
+    Request {
+        dnn: usize,
+        index: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,13 +112,15 @@ enum GpuItem {
         id: WorkId,
         model: ModelId,
         start: f64,
+        /// It ends its inference on the GPU (its ops reach the model's last step).
+        last: bool,
     },
 }
 
 impl Kind {
     fn rank(&self) -> u8 {
         match self {
-            Kind::GpuDone(_) => 0,
+            Kind::GpuDone(_) | Kind::OutputsRead { .. } => 0,
             Kind::CpuDone { .. } => 1,
             Kind::Vsync(_) => 2,
             Kind::Request { .. } => 3,
@@ -168,6 +186,16 @@ struct Sim<'a> {
     held: Vec<Option<Request>>,
     /// Per frame: a rendered frame started at this instant, so a decision is due.
     frame_due: bool,
+    /// Per frame with `dnn_work_first`: the vsync's render (frame, render time), queued after
+    /// the frame's chunks.
+    render_due: Option<(usize, f64)>,
+    /// GPU work issued in each frame's period (its render and the chunks decided then), ms.
+    work_ms: Vec<f64>,
+    /// The frame whose vsync came last.
+    frame_now: usize,
+    /// Per frame with `results_at_frame_start`: finished GPU chunks not yet told to the
+    /// coordinator (id, model, start, end, last), in the order they ended.
+    unreported: Vec<(WorkId, ModelId, f64, f64, bool)>,
     recorder: Option<RunRecorder>,
 }
 
@@ -271,6 +299,7 @@ pub fn simulate_opts(
             .sum();
         let mut r = RunRecorder::with_capacity(&cfg, frames.max(requests));
         r.set_frame_rate(scenario.frame_rate);
+        r.set_frame_order(scenario.dnn_work_first, scenario.results_at_frame_start);
         r
     });
     let mut coord = Coordinator::new(cfg, policy);
@@ -321,6 +350,10 @@ pub fn simulate_opts(
         per_frame: scenario.decisions == Decisions::PerFrame,
         held: vec![None; n],
         frame_due: false,
+        render_due: None,
+        work_ms: Vec::new(),
+        frame_now: 0,
+        unreported: Vec::new(),
         recorder,
     };
     sim.run();
@@ -343,7 +376,7 @@ impl Sim<'_> {
 
     fn run(&mut self) {
         for k in 0..self.frames() {
-            self.push(k as f64 * self.period, Kind::Vsync(k));
+            self.push(self.vsync_at(k), Kind::Vsync(k));
         }
         for (i, d) in self.sc.dnns.iter().enumerate() {
             for (index, t) in d.request.times(self.end_ms).into_iter().enumerate() {
@@ -380,7 +413,9 @@ impl Sim<'_> {
         Some(match ev.kind {
             Kind::Vsync(k) => {
                 self.next_vsync = k + 1;
-                if self.last_render_end > now {
+                self.frame_now = k;
+                // Per frame, as in the plugin, no frame is skipped: a late GPU queues it.
+                if !self.per_frame && self.last_render_end > now {
                     if let Some(r) = self.recorder.as_mut() {
                         r.frame(now, None);
                     }
@@ -394,21 +429,24 @@ impl Sim<'_> {
                         );
                     }
                 } else {
-                    let start = now.max(self.gpu_end);
                     let render = self.render_ms(k);
+                    let (dnn, scene) = self.submit_delays(k);
                     if let Some(r) = self.recorder.as_mut() {
-                        r.frame(now, Some(render));
+                        r.frame_submitted(now, Some(render), Some(dnn), Some(scene));
                     }
-                    let end = start + render;
-                    self.gpu_end = end;
                     self.frame_due = true;
-                    self.last_render_end = end;
-                    self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
+                    if self.per_frame && self.sc.dnn_work_first {
+                        // Queued after the chunks of this frame's decision.
+                        self.render_due = Some((k, render));
+                        self.last_render_end = f64::INFINITY;
+                    } else {
+                        self.queue_render(now, k, render);
+                    }
                 }
                 return None;
             }
             Kind::GpuDone(GpuItem::Render { frame, start }) => {
-                let vsync = frame as f64 * self.period;
+                let vsync = self.vsync_at(frame);
                 let on_time = now <= vsync + self.period + 1e-9;
                 self.frames_on_time += usize::from(on_time);
                 self.render_ends.push(now);
@@ -429,9 +467,32 @@ impl Sim<'_> {
                 }
                 Event::FrameRendered
             }
-            Kind::GpuDone(GpuItem::Chunk { id, model, start }) => {
+            Kind::GpuDone(GpuItem::Chunk {
+                id,
+                model,
+                start,
+                last,
+            }) => {
                 self.gpu_busy[model.0] += now - start;
-                if let Some(c) = self.coord.gpu_done(id, start, now) {
+                if self.per_frame && self.sc.results_at_frame_start {
+                    self.unreported.push((id, model, start, now, last));
+                } else if let Some(c) = self.coord.gpu_done(id, start, now) {
+                    self.completed(c);
+                }
+                Event::GpuWorkDone
+            }
+            Kind::OutputsRead {
+                id,
+                model,
+                start,
+                end,
+            } => {
+                self.gpu_busy[model.0] += end - start;
+                if let Some(c) = self.coord.gpu_outputs_read(model, now) {
+                    self.completed(c);
+                }
+                // The chunk's measured times refine the profile (the frame's timestamps).
+                if let Some(c) = self.coord.gpu_done(id, start, end) {
                     self.completed(c);
                 }
                 Event::GpuWorkDone
@@ -535,6 +596,12 @@ impl Sim<'_> {
             per_window.iter().copied().min().unwrap_or(0) as f64 * 3.0
         };
         let (wall_on_time_rate, max_interval_periods) = presentation_intervals(&self.presented);
+        let rendered = self.render_ends.len();
+        let fits = self
+            .work_ms
+            .iter()
+            .filter(|&&w| w > 0.0 && w <= self.period + 1e-9)
+            .count();
         let frame_stats = FrameStats {
             target_fps: sc.frame_rate,
             frames: frames as u64,
@@ -543,6 +610,11 @@ impl Sim<'_> {
                 1.0
             } else {
                 self.frames_on_time as f64 / frames as f64
+            },
+            work_fits_rate: if rendered == 0 {
+                1.0
+            } else {
+                fits.min(rendered) as f64 / rendered as f64
             },
             fps_mean: self.render_ends.len() as f64 / dur,
             fps_min_window,
@@ -608,24 +680,6 @@ impl Sim<'_> {
         self.dispatch(now, event, window);
     }
 
-    /// The per-frame decision at a rendered frame's start, as the plugin's `plan_frame`: the held
-    /// requests of idle DNNs are submitted (admitted now), then the coordinator decides for the
-    /// window from now plus its render estimate to the next frame start; the frame's render is
-    /// already queued, so the chunks follow it.
-    fn decide_frame(&mut self, now: f64) {
-        for i in 0..self.held.len() {
-            if self.held[i].is_some() && !self.coord.busy(ModelId(i)) {
-                let req = self.held[i].take().expect("checked");
-                self.coord.submit(ModelId(i), req, now);
-            }
-        }
-        let window = GpuWindow {
-            start_ms: now + self.coord.config().budget.render_ms,
-            end_ms: now + self.period,
-        };
-        self.dispatch(now, Event::FrameRendered, window);
-    }
-
     /// Asks the coordinator for a decision and puts its GPU chunks on the queue (in order, after
     /// what is queued) and its CPU work on idle workers.
     fn dispatch(&mut self, now: f64, event: Event, window: GpuWindow) {
@@ -633,21 +687,48 @@ impl Sim<'_> {
         let t0 = Instant::now();
         let d: Decision = self.coord.schedule(now, event, window, idle);
         self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        let frame = if self.per_frame {
+            self.frame_now
+        } else {
+            (now / self.period + 1e-9).floor() as usize
+        };
+        let submitted = now + self.submit_delays(frame).0;
+        // Per frame (the plugin), a DNN's outputs are read when the frame's submission holding
+        // its last chunk has completed (wgpu maps a buffer once the submission that last used it
+        // is done), not when that chunk ends.
+        let read_with_submission = self.per_frame && !self.sc.results_at_frame_start;
+        let mut read_at_end = Vec::new();
         for g in d.gpu {
             let cost = self.steps_ms(g.model.0, g.ops.clone(), true) + self.sc.chunk_overhead_ms;
             if let Some(r) = self.recorder.as_mut() {
                 r.gpu_chunk(g.model, g.ops.clone(), cost);
             }
-            let start = now.max(self.gpu_end);
+            self.add_work(frame, cost);
+            let start = now.max(self.gpu_end).max(submitted);
             self.gpu_end = start + cost;
+            let last = g.ops.end >= self.sc.dnns[g.model.0].gpu_op_ms.len();
+            if read_with_submission && last {
+                read_at_end.push((g.id, g.model, start, self.gpu_end));
+                continue;
+            }
             self.push(
                 self.gpu_end,
                 Kind::GpuDone(GpuItem::Chunk {
                     id: g.id,
                     model: g.model,
                     start,
+                    last,
                 }),
             );
+        }
+        for (id, model, start, end) in read_at_end {
+            let kind = Kind::OutputsRead {
+                id,
+                model,
+                start,
+                end,
+            };
+            self.push(self.gpu_end + self.sc.readback_ms, kind);
         }
         for c in d.cpu {
             let worker = self

@@ -22,8 +22,11 @@
 //!   idle, so they are admitted there while keeping their arrival as capture time. The frame's
 //!   render is queued first and the decision's chunks after it, for the window from the frame
 //!   start plus the coordinator's render estimate to the next frame start; CPU work goes to the
-//!   idle workers only then too. A dropped frame (its predecessor's render still pending) makes
-//!   no decision.
+//!   idle workers only then too. No frame is dropped (the plugin renders every frame): a late
+//!   GPU queues it. With the scenario's `dnn_work_first` the chunks go before the render; a GPU
+//!   inference completes when the submission holding its last chunk ends (plus `readback_ms`),
+//!   or with `results_at_frame_start` at the next frame start. A replay may give each frame's
+//!   start and its submissions' delays.
 //!
 //! [`RunRecorder`] turns a run (an app's, or a simulated one with
 //! [`SimOptions::record_run`]) into a per-frame scenario and a replay of its measured times.

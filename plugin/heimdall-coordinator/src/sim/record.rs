@@ -29,6 +29,9 @@ use crate::utility::UtilityParams;
 struct FrameRec {
     start_ms: f64,
     scene_ms: Option<f64>,
+    /// Delays after the start until the frame's DNN work and scene were submitted, ms.
+    dnn_submit_ms: Option<f64>,
+    scene_submit_ms: Option<f64>,
 }
 
 /// One request.
@@ -84,6 +87,9 @@ pub struct RunRecorder {
     config_render_ms: f64,
     /// The coordinator's render estimate at the window's start, if known.
     render_estimate_ms: Option<f64>,
+    /// The frame order the export describes ([`RunRecorder::set_frame_order`]).
+    dnn_work_first: bool,
+    results_at_frame_start: bool,
     capacity: usize,
     models: Vec<ModelRec>,
     frames: VecDeque<FrameRec>,
@@ -121,6 +127,8 @@ impl RunRecorder {
             chunk_overhead_ms: b.chunk_overhead_ms,
             config_render_ms: b.render_ms,
             render_estimate_ms: Some(b.render_ms),
+            dnn_work_first: false,
+            results_at_frame_start: false,
             capacity: capacity.max(1),
             models: Vec::new(),
             frames: VecDeque::new(),
@@ -143,6 +151,15 @@ impl RunRecorder {
         if hz.is_finite() && hz > 0.0 {
             self.frame_rate = hz;
         }
+    }
+
+    /// Sets how the run ordered each frame's work, exported as the scenario's `dnn_work_first`
+    /// and `results_at_frame_start` (both false until set): whether the frame's chunks went to
+    /// the GPU before its scene, and whether a GPU inference completed when its outputs were
+    /// read at the next frame start (the Bevy plugin's defaults: both).
+    pub fn set_frame_order(&mut self, dnn_work_first: bool, results_at_frame_start: bool) {
+        self.dnn_work_first = dnn_work_first;
+        self.results_at_frame_start = results_at_frame_start;
     }
 
     /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
@@ -185,6 +202,12 @@ impl RunRecorder {
         }
     }
 
+    /// Forgets DNN `id` (e.g. its model was replaced by another registration: the app's DNN now
+    /// runs under a new id); unknown ids are ignored.
+    pub fn remove_model(&mut self, id: ModelId) {
+        self.models.retain(|m| m.id != id);
+    }
+
     /// A request the app made for `id` (capture time on the run's clock, ms; content variation
     /// C). Requests of unknown DNNs and non-finite values are ignored ([`RunRecorder::ignored`]).
     pub fn request(&mut self, id: ModelId, capture_ms: f64, content_variation: f64) {
@@ -206,6 +229,20 @@ impl RunRecorder {
     /// export falls back to the median of the measured ones). A non-finite start is ignored; a
     /// scene time that is not finite and >= 0 counts as not measured.
     pub fn frame(&mut self, start_ms: f64, scene_gpu_ms: Option<f64>) {
+        self.frame_submitted(start_ms, scene_gpu_ms, None, None);
+    }
+
+    /// [`RunRecorder::frame`] with how long after its start the frame's DNN work and its scene
+    /// were submitted to the GPU, ms (`None`: not measured); exported as the replay's
+    /// `dnn_submit_ms` and `scene_submit_ms` (left out when no frame has them). Delays that are
+    /// not finite and >= 0 count as not measured.
+    pub fn frame_submitted(
+        &mut self,
+        start_ms: f64,
+        scene_gpu_ms: Option<f64>,
+        dnn_submit_ms: Option<f64>,
+        scene_submit_ms: Option<f64>,
+    ) {
         if !start_ms.is_finite() {
             self.ignored += 1;
             return;
@@ -213,8 +250,13 @@ impl RunRecorder {
         if self.frames.len() == self.capacity {
             self.frames.pop_front();
         }
-        let scene_ms = scene_gpu_ms.filter(|t| t.is_finite() && *t >= 0.0);
-        self.frames.push_back(FrameRec { start_ms, scene_ms });
+        let ok = |t: Option<f64>| t.filter(|t| t.is_finite() && *t >= 0.0);
+        self.frames.push_back(FrameRec {
+            start_ms,
+            scene_ms: ok(scene_gpu_ms),
+            dnn_submit_ms: ok(dnn_submit_ms),
+            scene_submit_ms: ok(scene_submit_ms),
+        });
         self.frames_seen += 1;
         // Finished inferences that began before the window can no longer be exported.
         let first = self.first_frame();
@@ -310,6 +352,15 @@ impl RunRecorder {
         Ok((s, r))
     }
 
+    /// One submission delay of every frame (empty when no frame has one).
+    fn submit_lane(&self, of: impl Fn(&FrameRec) -> Option<f64>) -> Vec<Option<f64>> {
+        if self.frames.iter().any(|f| of(f).is_some()) {
+            self.frames.iter().map(of).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The recorded window as a scenario and its replay.
     ///
     /// The scenario: decisions per frame; time 0 = the first recorded frame's start; duration =
@@ -395,6 +446,9 @@ impl RunRecorder {
             alpha: self.alpha,
             decisions: Decisions::PerFrame,
             render_estimate_ms: self.render_estimate_ms,
+            dnn_work_first: self.dnn_work_first,
+            results_at_frame_start: self.results_at_frame_start,
+            readback_ms: 0.0,
             dnns,
         };
         let replay = Replay {
@@ -405,6 +459,9 @@ impl RunRecorder {
                 .map(|f| f.scene_ms.unwrap_or(render_ms))
                 .collect(),
             models,
+            frame_start_ms: self.frames.iter().map(|f| f.start_ms - t0).collect(),
+            dnn_submit_ms: self.submit_lane(|f| f.dnn_submit_ms),
+            scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
         };
         (scenario, replay)
     }

@@ -70,6 +70,19 @@ pub struct Replay {
     /// Per model (by scenario name).
     #[serde(default)]
     pub models: BTreeMap<String, ModelTrace>,
+    /// Per frame (cycled; empty: 0), with per-frame decisions: how long after the frame's start
+    /// (its decision) the frame's DNN work reached the GPU queue, ms (the plugin records and
+    /// submits it on the render thread; `null`: not measured, 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dnn_submit_ms: Vec<Option<f64>>,
+    /// Per frame, likewise: how long after the frame's start its scene reached the GPU queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scene_submit_ms: Vec<Option<f64>>,
+    /// With per-frame decisions, when each frame started, ms from the first one (the app's
+    /// frame loop is not a perfect clock); frames past the list start on the grid of periods.
+    /// Must not decrease.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_start_ms: Vec<f64>,
 }
 
 fn invalid(field: String, problem: &str) -> ReplayError {
@@ -114,6 +127,26 @@ impl Replay {
                 ));
             }
         }
+        for (lane, v) in [
+            ("dnn_submit_ms", &self.dnn_submit_ms),
+            ("scene_submit_ms", &self.scene_submit_ms),
+        ] {
+            for (k, t) in v.iter().enumerate() {
+                if t.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
+                    return Err(invalid(format!("{lane}[{k}]"), "must be finite and >= 0"));
+                }
+            }
+        }
+        let mut prev = 0.0;
+        for (k, &t) in self.frame_start_ms.iter().enumerate() {
+            if !(t.is_finite() && t >= prev) {
+                return Err(invalid(
+                    format!("frame_start_ms[{k}]"),
+                    "must be finite, >= 0 and not below the one before",
+                ));
+            }
+            prev = t;
+        }
         for (name, m) in &self.models {
             let Some(d) = scenario.dnns.iter().find(|d| &d.name == name) else {
                 return Err(invalid(
@@ -154,6 +187,23 @@ impl Replay {
     /// Render time of frame `f`, if replayed.
     pub fn render(&self, f: usize) -> Option<f64> {
         (!self.render_ms.is_empty()).then(|| self.render_ms[f % self.render_ms.len()])
+    }
+
+    /// Start of frame `f`, if replayed.
+    pub fn frame_start(&self, f: usize) -> Option<f64> {
+        self.frame_start_ms.get(f).copied()
+    }
+
+    /// Delays of frame `f`'s submissions after its start, ms: (DNN work, scene); 0 where not
+    /// replayed.
+    pub fn submits(&self, f: usize) -> (f64, f64) {
+        let at = |v: &[Option<f64>]| {
+            (!v.is_empty())
+                .then(|| v[f % v.len()])
+                .flatten()
+                .unwrap_or(0.0)
+        };
+        (at(&self.dnn_submit_ms), at(&self.scene_submit_ms))
     }
 
     /// Time of step `i` of inference `k` of `model` on the GPU (`gpu`) or the CPU, if replayed.

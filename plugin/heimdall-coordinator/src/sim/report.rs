@@ -11,10 +11,15 @@ pub struct FrameStats {
     pub target_fps: f64,
     /// Vsyncs in the run (frames that should have been rendered).
     pub frames: u64,
-    /// Frames actually rendered (a vsync is skipped while the previous render is pending).
+    /// Frames actually rendered (per event a vsync is skipped while the previous render is
+    /// pending; per frame none is).
     pub rendered: u64,
     /// Frames whose render finished before the next vsync, over all vsyncs.
     pub on_time_rate: f64,
+    /// Rendered frames whose own GPU work (their render and the chunks decided in their
+    /// period) fits in one period: the apps' `on_time_rate`, the GPU-timestamp proxy (blind to
+    /// work queued behind an earlier frame).
+    pub work_fits_rate: f64,
     /// Rendered frames per second over the run.
     pub fps_mean: f64,
     /// Lowest frame rate over windows of 1/3 s (as in the paper).

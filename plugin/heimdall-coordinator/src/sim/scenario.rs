@@ -66,6 +66,20 @@ pub struct Scenario {
     /// so that the simulated coordinator starts where the app's did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render_estimate_ms: Option<f64>,
+    /// Per frame: the frame's chunks go on the GPU queue before its render, as the plugin's
+    /// `HeimdallSettings::dnn_work_first` submits them (default false: after the render).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dnn_work_first: bool,
+    /// Per frame: an inference that ends on the GPU completes when its outputs are read, at the
+    /// first frame start after its last chunk, as the plugin's `free_at_readback` frees it; the
+    /// chunks' own times reach the coordinator then too (default false: each at its end).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub results_at_frame_start: bool,
+    /// Per frame: from the end of the GPU submission that holds an inference's last chunk to
+    /// its outputs in host memory, ms (the readback's map and the wait for it; default 0, as the
+    /// plugin's recordings export it: it is not measured there).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub readback_ms: f64,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
 }
@@ -91,6 +105,10 @@ impl Decisions {
     pub fn is_per_event(&self) -> bool {
         *self == Decisions::PerEvent
     }
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn default_margin() -> f64 {
@@ -247,6 +265,11 @@ impl Scenario {
             "must be > 0",
         )?;
         let period = 1000.0 / self.frame_rate;
+        check(
+            nonneg(self.readback_ms),
+            "readback_ms",
+            "must be finite and >= 0",
+        )?;
         check(
             nonneg(self.render_ms) && self.render_ms < period,
             "render_ms",

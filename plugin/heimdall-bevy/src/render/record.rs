@@ -1,0 +1,397 @@
+//! What the scheduler saw and did, for the simulator (render world): the requests, each frame's
+//! start and scene time, each inference's chunks with their measured times, turned by the
+//! coordinator crate's [`RunRecorder`] into a scenario and a replay that `heimdall simulate` runs
+//! (issue #15: the simulator checked against a real run). Also the coordinator's own latency of
+//! every inference (admission → last op, as the simulator measures it), for `stats.json`.
+//!
+//! An inference's chunk times come back after it completed (the outputs are read before the
+//! frame's timestamps), so they are kept per inference until every piece has reported and only
+//! then handed to the recorder, in order, followed by its end.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+
+use heimdall_coordinator::sim::RunRecorder;
+use heimdall_coordinator::{Completion, CoordinatorConfig, CpuWork, GpuWork, ModelId, WorkId};
+
+/// Frames whose scene time may still come back (the timestamps' horizon in `schedule.rs`).
+const SCENE_HORIZON: u64 = 16;
+
+/// Inferences of one model kept while their pieces report (an inference abandoned without
+/// completing is forgotten once this many follow it).
+const OPEN_INFERENCES: usize = 64;
+
+/// One inference's measured pieces: (ops, ms, on the GPU).
+#[derive(Default)]
+struct OpenInference {
+    pieces: Vec<(Range<usize>, f64, bool)>,
+    outstanding: usize,
+    completed: bool,
+}
+
+/// A planned frame waiting for its measurements.
+struct FrameEntry {
+    /// Render-world frame number.
+    frame: u64,
+    /// Its start (the decision), ms on the plugin's clock.
+    start_ms: f64,
+    /// The scene's GPU time, once the timestamps came back.
+    scene_ms: Option<f64>,
+    /// How long after the start the DNN work and the scene were submitted, ms.
+    submits: Option<(f64, f64)>,
+}
+
+/// Work handed out and not yet reported: its model, ops, processor and inference number.
+struct WorkInfo {
+    model: ModelId,
+    ops: Range<usize>,
+    gpu: bool,
+    inference: u64,
+}
+
+/// The render world's record of the run (inside [`super::schedule::Scheduler`]).
+pub(crate) struct RunLog {
+    /// Knows the DNNs from the start (`add_model` as the coordinator registers them,
+    /// `remove_model` when a guarded model replaces one); records frames, requests and
+    /// inferences once `recording`.
+    pub recorder: RunRecorder,
+    recording: bool,
+    /// Inferences admitted per model (the current one's number).
+    admitted: HashMap<ModelId, u64>,
+    open: HashMap<ModelId, VecDeque<(u64, OpenInference)>>,
+    works: HashMap<WorkId, WorkInfo>,
+    /// Frames planned, oldest first.
+    frames: VecDeque<FrameEntry>,
+    /// Completed inferences not yet sent to the main world: (model, admission → last op, ms).
+    pub latencies: Vec<(ModelId, f64)>,
+}
+
+impl RunLog {
+    /// A log for a coordinator configured as `cfg` (not recording yet).
+    pub fn new(cfg: &CoordinatorConfig) -> Self {
+        RunLog {
+            recorder: RunRecorder::new(cfg),
+            recording: false,
+            admitted: HashMap::new(),
+            open: HashMap::new(),
+            works: HashMap::new(),
+            frames: VecDeque::new(),
+            latencies: Vec::new(),
+        }
+    }
+
+    /// Starts (or restarts) recording: what was recorded so far is forgotten. `cfg` is the
+    /// coordinator's configuration now (frame rate, render estimate); the two flags are the
+    /// plugin's frame order (`dnn_work_first`, `free_at_readback`: an inference freed when its
+    /// outputs are read completes as its GPU work ends; freed by the frame's timestamps, it
+    /// completes at a later frame's start).
+    pub fn start(&mut self, cfg: &CoordinatorConfig, dnn_work_first: bool, free_at_readback: bool) {
+        let r = &mut self.recorder;
+        r.reset();
+        r.set_frame_rate(1000.0 / cfg.budget.frame_period_ms);
+        r.set_render_estimate(cfg.budget.render_ms);
+        r.set_frame_order(dnn_work_first, !free_at_readback);
+        self.recording = true;
+        self.frames.clear();
+        self.open.clear();
+        self.works.clear();
+    }
+
+    /// The recording so far as (scenario JSON, replay JSON); frames still waiting for their
+    /// scene time go in without it.
+    pub fn export(&mut self) -> Option<(String, String)> {
+        if !self.recording {
+            return None;
+        }
+        self.flush_frames(u64::MAX);
+        let (scenario, replay) = self.recorder.export();
+        let s = serde_json::to_string_pretty(&scenario).ok()?;
+        let r = serde_json::to_string(&replay).ok()?;
+        Some((s, r))
+    }
+
+    /// The app asked `id` for an inference on a frame captured at `capture_ms`.
+    pub fn request(&mut self, id: ModelId, capture_ms: f64, content_variation: f64) {
+        if self.recording {
+            self.recorder.request(id, capture_ms, content_variation);
+        }
+    }
+
+    /// The coordinator admitted `id`'s next inference.
+    pub fn admitted(&mut self, id: ModelId) {
+        *self.admitted.entry(id).or_default() += 1;
+    }
+
+    /// This frame's decision: the frame started at `start_ms` and hands out `gpu` and `cpu`.
+    pub fn planned(&mut self, frame: u64, start_ms: f64, gpu: &[GpuWork], cpu: &[CpuWork]) {
+        let pieces = gpu
+            .iter()
+            .map(|g| (g.id, g.model, g.ops.clone(), true))
+            .chain(cpu.iter().map(|c| (c.id, c.model, c.ops.clone(), false)));
+        for (id, model, ops, on_gpu) in pieces {
+            let inference = self.admitted.get(&model).copied().unwrap_or(0);
+            self.works.insert(
+                id,
+                WorkInfo {
+                    model,
+                    ops,
+                    gpu: on_gpu,
+                    inference,
+                },
+            );
+            if self.recording {
+                self.open_inference(model, inference).outstanding += 1;
+            }
+        }
+        if self.recording {
+            self.frames.push_back(FrameEntry {
+                frame,
+                start_ms,
+                scene_ms: None,
+                submits: None,
+            });
+            self.flush_frames(frame);
+        }
+    }
+
+    /// The scene of render-world frame `frame` took `ms` on the GPU.
+    pub fn scene(&mut self, frame: u64, ms: f64) {
+        if let Some(f) = self.frames.iter_mut().find(|f| f.frame == frame) {
+            f.scene_ms = Some(ms);
+        }
+    }
+
+    /// Render-world frame `frame`'s DNN work and scene were submitted `dnn_ms` and `scene_ms`
+    /// after its start (from the render thread's phases).
+    pub fn submits(&mut self, frame: u64, dnn_ms: f64, scene_ms: f64) {
+        if let Some(f) = self.frames.iter_mut().find(|f| f.frame == frame) {
+            f.submits = Some((dnn_ms, scene_ms));
+        }
+    }
+
+    /// Work `id` ran from `start_ms` to `end_ms` (a zero span: it did not run).
+    pub fn work_done(&mut self, id: WorkId, start_ms: f64, end_ms: f64) {
+        let Some(w) = self.works.remove(&id) else {
+            return;
+        };
+        if !self.recording {
+            return;
+        }
+        let open = self.open_inference(w.model, w.inference);
+        open.outstanding = open.outstanding.saturating_sub(1);
+        if end_ms > start_ms {
+            open.pieces.push((w.ops, end_ms - start_ms, w.gpu));
+        }
+        self.flush_inferences(w.model);
+    }
+
+    /// The coordinator completed an inference.
+    pub fn completed(&mut self, c: Option<Completion>) {
+        let Some(c) = c else { return };
+        self.latencies.push((c.model, c.latency_ms()));
+        if !self.recording {
+            return;
+        }
+        let n = self.admitted.get(&c.model).copied().unwrap_or(0);
+        self.open_inference(c.model, n).completed = true;
+        self.flush_inferences(c.model);
+    }
+
+    fn open_inference(&mut self, model: ModelId, n: u64) -> &mut OpenInference {
+        let q = self.open.entry(model).or_default();
+        let at = match q.iter().position(|(k, _)| *k >= n) {
+            Some(i) if q[i].0 == n => i,
+            Some(i) => {
+                q.insert(i, (n, OpenInference::default()));
+                i
+            }
+            None => {
+                q.push_back((n, OpenInference::default()));
+                q.len() - 1
+            }
+        };
+        &mut q[at].1
+    }
+
+    /// Hands `model`'s leading inferences that completed and fully reported to the recorder.
+    fn flush_inferences(&mut self, model: ModelId) {
+        let (true, Some(q)) = (self.recording, self.open.get_mut(&model)) else {
+            return;
+        };
+        let r = &mut self.recorder;
+        while q.len() > OPEN_INFERENCES {
+            q.pop_front();
+        }
+        while q
+            .front()
+            .is_some_and(|(_, o)| o.completed && o.outstanding == 0)
+        {
+            let (_, o) = q.pop_front().expect("front exists");
+            for (ops, ms, gpu) in o.pieces {
+                if gpu {
+                    r.gpu_chunk(model, ops, ms);
+                } else {
+                    r.cpu_chunk(model, ops, ms);
+                }
+            }
+            r.finished(model);
+        }
+    }
+
+    /// Hands the frames whose scene time came back, or can no longer come, to the recorder.
+    fn flush_frames(&mut self, now_frame: u64) {
+        if !self.recording {
+            return;
+        }
+        let r = &mut self.recorder;
+        while let Some(f) = self.frames.front() {
+            if f.scene_ms.is_none() && f.frame.saturating_add(SCENE_HORIZON) >= now_frame {
+                break;
+            }
+            r.frame_submitted(
+                f.start_ms,
+                f.scene_ms,
+                f.submits.map(|s| s.0),
+                f.submits.map(|s| s.1),
+            );
+            self.frames.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use heimdall_coordinator::{FrameBudget, Request, StepCost, UtilityParams};
+
+    use super::*;
+
+    fn gpu(id: u64, model: ModelId, ops: Range<usize>) -> GpuWork {
+        GpuWork {
+            id: WorkId(id),
+            model,
+            ops,
+            est_ms: 1.0,
+            planned_start_ms: 0.0,
+            oversized: false,
+            deadline_override: false,
+        }
+    }
+
+    fn done(model: ModelId) -> Option<Completion> {
+        Some(Completion {
+            model,
+            request: Request {
+                capture_ms: 0.0,
+                content_variation: 0.0,
+            },
+            admitted_ms: 0.0,
+            finished_ms: 1.0,
+            deadline_met: None,
+            offloaded: false,
+        })
+    }
+
+    /// Each step's times in the exported replay, per inference, as sums.
+    fn runs(log: &mut RunLog, name: &str) -> Vec<f64> {
+        let (_, replay) = log.export().expect("recording");
+        let r: serde_json::Value = serde_json::from_str(&replay).unwrap();
+        r["models"][name]["gpu_step_ms"]
+            .as_array()
+            .map(|runs| {
+                runs.iter()
+                    .map(|run| {
+                        run.as_array()
+                            .unwrap()
+                            .iter()
+                            .filter_map(|v| v.as_f64())
+                            .sum()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The plugin reads an inference's outputs before its chunks' timestamps come back: the
+    /// chunk times reported after the completion still go to that inference, and the next
+    /// inference's to the next, in order; the coordinator's latency of each is kept for the
+    /// main world. A model replaced by a guarded one (`retire`) is not exported.
+    #[test]
+    fn chunk_times_after_the_completion_go_to_their_inference() {
+        let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5));
+        let m = ModelId(0);
+        let steps = vec![StepCost::gpu_and_cpu(1.0, 4.0); 2];
+        let mut log = RunLog::new(&cfg);
+        log.recorder
+            .add_model(m, "m", &steps, Some(50.0), UtilityParams::default());
+        log.start(&cfg, true, true);
+        for (k, frame) in [(1u64, 0u64), (2, 1)] {
+            log.request(m, frame as f64 * 16.0, 0.0);
+            log.admitted(m);
+            log.planned(frame, frame as f64 * 16.0, &[gpu(k, m, 0..2)], &[]);
+            log.submits(frame, 1.0, 3.0);
+            log.completed(done(m));
+            assert_eq!(log.latencies.len(), k as usize, "a latency per completion");
+        }
+        // Timestamps come back late, and the second inference's first.
+        log.work_done(WorkId(2), 20.0, 22.5);
+        log.scene(0, 2.0);
+        log.scene(1, 2.0);
+        assert!(
+            runs(&mut log, "m").is_empty(),
+            "the first is not complete yet"
+        );
+        log.work_done(WorkId(1), 3.0, 4.5);
+        assert_eq!(runs(&mut log, "m"), vec![1.5, 2.5]);
+
+        log.recorder.remove_model(m);
+        let (scenario, _) = log.export().unwrap();
+        assert!(!scenario.contains("\"m\""), "{scenario}");
+    }
+
+    /// Frames reach the recorder in order, each with its scene time and submission delays once
+    /// known; a frame whose timestamps never come back goes without its scene time after the
+    /// horizon.
+    #[test]
+    fn frames_go_in_order_with_what_was_measured() {
+        let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5));
+        let m = ModelId(0);
+        let mut log = RunLog::new(&cfg);
+        log.recorder.add_model(
+            m,
+            "m",
+            &[StepCost::gpu_and_cpu(1.0, 4.0)],
+            None,
+            UtilityParams::default(),
+        );
+        log.start(&cfg, true, true);
+        for f in 0..20u64 {
+            log.request(m, f as f64 * 16.0, 0.0);
+            log.planned(f, f as f64 * 16.0 + 0.25, &[], &[]);
+            log.submits(f, 1.0, 4.0);
+            if f != 3 {
+                log.scene(f, 2.0 + f as f64);
+            }
+        }
+        let (scenario, replay) = log.export().unwrap();
+        let r: serde_json::Value = serde_json::from_str(&replay).unwrap();
+        let starts: Vec<f64> = r["frame_start_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(starts.len(), 20);
+        assert!(starts.windows(2).all(|w| (w[1] - w[0] - 16.0).abs() < 1e-9));
+        let render = r["render_ms"].as_array().unwrap();
+        assert_eq!(render[4].as_f64(), Some(6.0));
+        // Frame 3's scene never came: the median stands in.
+        assert_eq!(render[3].as_f64(), Some(12.0));
+        assert_eq!(r["dnn_submit_ms"][5].as_f64(), Some(1.0));
+        assert_eq!(r["scene_submit_ms"][5].as_f64(), Some(4.0));
+        let s: serde_json::Value = serde_json::from_str(&scenario).unwrap();
+        assert_eq!(s["dnn_work_first"], true);
+        // The first request was captured before the window's first frame started: left out.
+        let events = s["dnns"][0]["request"]["events_ms"].as_array().unwrap();
+        assert_eq!(events.len(), 19);
+    }
+}

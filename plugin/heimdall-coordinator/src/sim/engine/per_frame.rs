@@ -1,0 +1,83 @@
+//! The per-frame decision mode (`"decisions": "per_frame"`): how the Bevy plugin orders a
+//! frame's work, its submissions and its readbacks.
+
+use super::{Event, GpuItem, GpuWindow, Kind, ModelId, Sim};
+
+impl Sim<'_> {
+    /// The per-frame decision at a frame's start, as the plugin's `plan_frame`: what the GPU
+    /// finished is reported (with `results_at_frame_start`), the held requests of idle DNNs are
+    /// submitted (admitted now), then the coordinator decides for the window from now plus its
+    /// render estimate to the next frame start. The chunks follow the frame's render, already
+    /// queued, or with `dnn_work_first` go before it.
+    pub(super) fn decide_frame(&mut self, now: f64) {
+        self.report_gpu_at_frame_start(now);
+        for i in 0..self.held.len() {
+            if self.held[i].is_some() && !self.coord.busy(ModelId(i)) {
+                let req = self.held[i].take().expect("checked");
+                self.coord.submit(ModelId(i), req, now);
+            }
+        }
+        let window = GpuWindow {
+            start_ms: now + self.coord.config().budget.render_ms,
+            end_ms: now + self.period,
+        };
+        self.dispatch(now, Event::FrameRendered, window);
+        if let Some((k, render)) = self.render_due.take() {
+            self.queue_render(now, k, render);
+        }
+    }
+
+    /// Queues frame `k`'s render (`render` ms) on the GPU after what is queued.
+    pub(super) fn queue_render(&mut self, now: f64, k: usize, render: f64) {
+        self.add_work(k, render);
+        let start = now.max(self.gpu_end).max(now + self.submit_delays(k).1);
+        let end = start + render;
+        self.gpu_end = end;
+        self.last_render_end = end;
+        self.push(end, Kind::GpuDone(GpuItem::Render { frame: k, start }));
+    }
+
+    /// With `results_at_frame_start`, at a frame start: the GPU chunks that ended since the last
+    /// one reach the coordinator, as the plugin learns of them. An inference whose last chunk
+    /// ended completes now, its outputs read (`gpu_outputs_read`); the chunks' measured times
+    /// follow (`gpu_done`), as the frame's timestamps do.
+    pub(super) fn report_gpu_at_frame_start(&mut self, now: f64) {
+        let done = std::mem::take(&mut self.unreported);
+        for &(_, model, _, _, last) in &done {
+            if last && let Some(c) = self.coord.gpu_outputs_read(model, now) {
+                self.completed(c);
+            }
+        }
+        for (id, _, start, end, _) in done {
+            if let Some(c) = self.coord.gpu_done(id, start, end) {
+                self.completed(c);
+            }
+        }
+    }
+
+    /// When frame `k` starts: `k` periods, or per frame its replayed start.
+    pub(super) fn vsync_at(&self, k: usize) -> f64 {
+        let replayed = match &self.opts.replay {
+            Some(r) if self.per_frame => r.frame_start(k),
+            _ => None,
+        };
+        replayed.unwrap_or(k as f64 * self.period)
+    }
+
+    /// Per frame, the replayed delays of frame `k`'s submissions after its start (DNN work,
+    /// scene); none per event.
+    pub(super) fn submit_delays(&self, k: usize) -> (f64, f64) {
+        match &self.opts.replay {
+            Some(r) if self.per_frame => r.submits(k),
+            _ => (0.0, 0.0),
+        }
+    }
+
+    /// Counts `ms` of GPU work issued in frame `k`'s period.
+    pub(super) fn add_work(&mut self, k: usize, ms: f64) {
+        if self.work_ms.len() <= k {
+            self.work_ms.resize(k + 1, 0.0);
+        }
+        self.work_ms[k] += ms;
+    }
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The simulator against a real app run (issue #15, item 6).
+
+Each RUN directory is an app's `--out` of a run made with `--record-run`: `stats.json` (what the
+app measured), and `scenario.json` + `replay.json` (the same workload as the plugin's coordinator
+saw it: the app's requests, each frame's scene time, each inference's chunks with their GPU
+timestamps). This runs `heimdall simulate scenario.json --replay replay.json --jitter 0` under the
+run's policy and compares, per run:
+
+- frames on time by the same definition on both sides: the share of frames whose own GPU work
+  (scene passes and the chunks of that frame, timed by GPU timestamps in the app) fits in one
+  period: the app's `on_time_rate` (a proxy) against the simulator's `work_fits_rate`;
+  agreement: within 1 point. Beside it, not compared: the app's `wall_on_time_rate` (frames
+  leaving the render thread, which the simulator does not model: it has no CPU) and the
+  simulator's display model (each frame shown at the first vsync after its render, so work
+  queued behind an earlier frame shows);
+- per DNN, the coordinator's latency, admission to last op (`admission_to_last_op_ms` in
+  stats.json, the simulator's latency by the same definition), mean and p99; agreement: mean
+  within 10 %;
+- per DNN, inferences completed (both count the recorded window).
+
+`--readback-ms X` sets the scenario's `readback_ms` (from the end of the GPU submission holding an
+inference's last chunk to its outputs in host memory; the plugin does not measure it, so its
+recordings say 0): a figure measured elsewhere, e.g. `heimdall bench`'s wall time minus run
+time (docs/gpu.md), plus half the readback thread's 0.3 ms poll interval.
+
+Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--json OUT] RUN [RUN...]
+Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def simulate(heimdall, run, policy, readback_ms):
+    scenario = os.path.join(run, "scenario.json")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        if readback_ms:
+            s = load(scenario)
+            s["readback_ms"] = readback_ms
+            json.dump(s, tmp)
+            scenario = tmp.name
+    cmd = [heimdall, "simulate", scenario, "--replay", os.path.join(run, "replay.json"),
+           "--jitter", "0", "--policy", policy, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    os.unlink(tmp.name)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def base(name):
+    """A DNN's model name without the instance suffix ("hand_landmark_lite#2")."""
+    return name.split("#")[0]
+
+
+def compare(run, heimdall, readback_ms):
+    stats = load(os.path.join(run, "stats.json"))
+    policy = stats.get("policy") or "max_total_utility"
+    if stats.get("mode") == "fifo":
+        policy = "fifo"
+    sim = simulate(heimdall, run, policy, readback_ms)
+    app_on = stats["on_time_rate"]
+    sim_on = sim["frames"]["work_fits_rate"]
+    rows = []
+    # Per model name: the app keys instances "name", "name#2"...; so does the scenario.
+    app_models = stats.get("models", {})
+    sim_dnns = {d["name"]: d for d in sim["dnns"]}
+    names = sorted(set(app_models) | set(sim_dnns))
+    ok = abs(app_on - sim_on) <= 0.01
+    for n in names:
+        a = app_models.get(n, {}).get("admission_to_last_op_ms") or {}
+        s = sim_dnns.get(n)
+        if not a.get("count") or s is None or not s["completed"]:
+            rows.append({"dnn": n, "app_count": a.get("count", 0),
+                         "sim_count": s["completed"] if s else 0, "agree": False})
+            ok = False
+            continue
+        am, sm = a["mean"], s["latency_ms"]["mean"]
+        rel = abs(sm - am) / am if am > 0 else float("inf")
+        agree = rel <= 0.10
+        ok &= agree
+        rows.append({"dnn": n, "app_count": a["count"], "sim_count": s["completed"],
+                     "app_mean_ms": am, "sim_mean_ms": sm, "rel_diff": rel,
+                     "app_p99_ms": a.get("p99"), "sim_p99_ms": s["latency_ms"]["p99"],
+                     "agree": agree})
+    return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
+            "app_on_time_rate": app_on, "sim_work_fits_rate": sim_on,
+            "app_wall_on_time_rate": stats["wall_on_time_rate"],
+            "sim_display_on_time_rate": sim["frames"]["wall_on_time_rate"],
+            "on_time_diff_pts": 100 * (sim_on - app_on), "dnns": rows, "agree": ok}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--heimdall", default="target/release/heimdall")
+    p.add_argument("--readback-ms", type=float, default=0.0)
+    p.add_argument("--json")
+    a = p.parse_args()
+    results = []
+    for run in a.runs:
+        try:
+            results.append(compare(run, a.heimdall, a.readback_ms))
+        except (OSError, KeyError, ValueError, RuntimeError) as e:
+            print(f"{run}: {e}", file=sys.stderr)
+            return 2
+    for r in results:
+        print(f"{r['run']} ({r['mode']}, {r['policy']}): frames whose GPU work fits a period: "
+              f"app {100 * r['app_on_time_rate']:.2f} %, sim {100 * r['sim_work_fits_rate']:.2f} % "
+              f"({r['on_time_diff_pts']:+.2f} pts); not compared: app wall clock "
+              f"{100 * r['app_wall_on_time_rate']:.2f} %, sim display model "
+              f"{100 * r['sim_display_on_time_rate']:.2f} %")
+        for d in r["dnns"]:
+            if "app_mean_ms" not in d:
+                print(f"  {d['dnn']:<24} app {d['app_count']} results, sim {d['sim_count']}: "
+                      "nothing to compare")
+                continue
+            print(f"  {d['dnn']:<24} admission->last op mean app {d['app_mean_ms']:7.2f} ms, "
+                  f"sim {d['sim_mean_ms']:7.2f} ms ({100 * d['rel_diff']:.1f} %); p99 app "
+                  f"{d['app_p99_ms']:.2f}, sim {d['sim_p99_ms']:.2f}; inferences app "
+                  f"{d['app_count']}, sim {d['sim_count']}")
+        print(f"  agree: {'yes' if r['agree'] else 'NO'}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"runs": results}, f, indent=1)
+    return 0 if all(r["agree"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
