@@ -19,6 +19,11 @@ use crate::timeline::{Lane, Timeline};
 
 mod per_frame;
 
+/// Events this close (ms) are one instant: a recorded run's times read back from JSON may differ
+/// from the ones the run computed by an ulp (serde_json's default float parsing), which must not
+/// split what happened at one instant over two decisions.
+const SAME_INSTANT_MS: f64 = 1e-9;
+
 /// How a simulation departs from the scenario's exact times.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimOptions {
@@ -391,7 +396,12 @@ impl Sim<'_> {
             let mut event = self.handle(ev);
             // What happens at one instant is seen by one decision, as a render loop collects a
             // frame's requests and completions before it decides.
-            while self.heap.peek().is_some_and(|n| n.t <= now) {
+            // Within SAME_INSTANT_MS: times read back from a file may be an ulp apart.
+            while self
+                .heap
+                .peek()
+                .is_some_and(|n| n.t <= now + SAME_INSTANT_MS)
+            {
                 let next = self.heap.pop().expect("peeked");
                 event = merge(event, self.handle(next));
             }
