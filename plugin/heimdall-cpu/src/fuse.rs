@@ -24,6 +24,23 @@ use heimdall_ir::{Graph, Op, OpKind, Pad2d, PadMode, TensorId};
 
 use crate::step::{Kernel, StepIo};
 
+/// The ops the CPU backend runs for `graph`, one per op of the graph in its order, once its
+/// own fusions rewired them: a fused reflect pad reads and writes nothing, the instance
+/// normalisation or resize writing it writes the pad's output instead of its own, and a
+/// convolution reading a pad fused into it reads the pad's input.
+///
+/// A backend that hands a partly run model to the CPU (resuming at op `k` with the values ops
+/// `0..k` computed elsewhere) must provide exactly the tensors these ops write before `k` and
+/// read from `k` on (or that are graph outputs): the others have no storage in a
+/// [`crate::CpuModel`] or are never read ([`crate::CpuModel::set_tensor`] refuses a tensor
+/// without storage).
+pub fn cpu_ops(graph: &Graph) -> Vec<Op> {
+    let pads = ReflectPads::find(graph);
+    (graph.ops.iter().enumerate())
+        .map(|(k, op)| pads.op(k, op))
+        .collect()
+}
+
 /// The step of a fused pad: nothing to do.
 pub(crate) struct FusedPad;
 
@@ -287,6 +304,32 @@ mod tests {
             assert_eq!(f.source(2), None);
             assert_eq!(f.op(0, &g.ops[0]).outputs, [TensorId(2)]);
         }
+    }
+
+    /// `cpu_ops` is the graph's ops as the fusions rewire them: what another backend resuming
+    /// on the CPU must provide.
+    #[test]
+    fn cpu_ops_are_the_rewired_ops() {
+        let g = graph(Case {
+            norm: true,
+            ..PLAIN
+        });
+        let ops = super::cpu_ops(&g);
+        assert_eq!(ops.len(), 3);
+        assert_eq!(
+            ops[0].outputs,
+            [TensorId(2)],
+            "the norm writes the padded tensor"
+        );
+        assert!(ops[1].inputs.is_empty() && ops[1].outputs.is_empty());
+        assert_eq!(ops[2], g.ops[2]);
+        let g = graph(PLAIN);
+        let ops = super::cpu_ops(&g);
+        assert_eq!(
+            ops[1].inputs[0],
+            TensorId(0),
+            "the convolution reads the pad's input"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod plan;
 mod step;
 
 pub use error::CpuError;
+pub use fuse::cpu_ops;
 pub use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 pub use kernels::par::MAX_THREADS;
 pub use model::{CpuModel, CpuOptions};

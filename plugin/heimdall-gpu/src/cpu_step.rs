@@ -107,7 +107,9 @@ impl CpuStep {
         encoder: &mut wgpu::CommandEncoder,
         slots: &[wgpu::Buffer],
     ) -> Result<(), GpuError> {
-        let sources: Vec<&wgpu::Buffer> = self.inputs.iter().map(|t| &slots[t.slot]).collect();
+        let sources: Vec<(&wgpu::Buffer, u64)> = (self.inputs.iter())
+            .map(|t| (&slots[t.slot], t.offset))
+            .collect();
         self.download.encode(encoder, &sources, None)
     }
 

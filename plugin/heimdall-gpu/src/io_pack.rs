@@ -272,16 +272,17 @@ impl DenseOutputs {
         matches!(self.tensors.get(index), Some(Some(_)))
     }
 
-    /// Where output `index` is copied from: its dense buffer, or its slot in `slots`.
+    /// Where output `index` is copied from: its dense buffer, or its slot in `slots`, with the
+    /// byte offset there.
     pub fn source<'a>(
         &'a self,
         index: usize,
         output: &IoTensor,
         slots: &'a [wgpu::Buffer],
-    ) -> &'a wgpu::Buffer {
+    ) -> (&'a wgpu::Buffer, u64) {
         match self.tensors.get(index) {
-            Some(Some(t)) => &t.buffer,
-            _ => &slots[output.slot],
+            Some(Some(t)) => (&t.buffer, 0),
+            _ => (&slots[output.slot], output.offset),
         }
     }
 

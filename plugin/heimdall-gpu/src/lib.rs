@@ -21,7 +21,8 @@
 //! per op family beside its shader, and the catalogue of every composed variant); then
 //! [`options`], [`memory`] (activation slots by liveness), [`plan`] (GPU or CPU per step), the
 //! storage precisions, slot aliases and wgpu resources of a compiled model, [`model`] (compile
-//! and encode), the readback of outputs, [`profile`], [`preprocess`] (camera texture to model
+//! and encode), the readback of outputs, [`resume`] (the live activations at a step boundary,
+//! for a CPU run of the remaining ops), [`profile`], [`preprocess`] (camera texture to model
 //! input), [`tensor_to_rgba`] (model output to an RGBA texture), [`probe`] (measured FMA and
 //! bandwidth ceilings) and [`guard`] (the accuracy guard: f16 checked against the CPU reference,
 //! f32 where it must).
@@ -53,6 +54,7 @@ pub mod probe;
 pub mod profile;
 mod readback;
 mod resources;
+pub mod resume;
 #[cfg(test)]
 mod shader_tests;
 pub mod sources;
@@ -71,3 +73,4 @@ pub use options::{CompileReport, GpuOptions, PipelineCacheState};
 pub use plan::Placement;
 pub use precision::Precision;
 pub use profile::{RunProfile, StepProfile, TimingSource};
+pub use resume::{NotResumable, ResumeDownload, ResumeError, ResumeState, restore_cpu};

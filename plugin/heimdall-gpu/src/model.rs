@@ -23,6 +23,7 @@ use crate::plan::{Placement, placement};
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
 use crate::resources::{self, EncodedDispatch, open_pipeline_cache, write_atomically};
+use crate::resume::{ResumeSources, ResumeTable};
 use crate::storage::{op_precisions, tensor_precisions};
 
 /// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
@@ -42,6 +43,8 @@ struct Bound {
     inputs: Vec<IoTensor>,
     outputs: Vec<IoTensor>,
     cpu_steps: Vec<Option<CpuStep>>,
+    /// What a CPU run resuming at each step boundary downloads ([`crate::resume`]).
+    resume: ResumeTable,
 }
 
 /// A graph compiled for a [`GpuContext`].
@@ -282,6 +285,7 @@ impl GpuModel {
         }
         let (shared, plans) = built?;
         let mut bound = Vec::with_capacity(plans.len());
+        let cpu_ops = heimdall_cpu::cpu_ops(graph);
         for (mem, slots, steps) in plans {
             let io = |t: heimdall_ir::TensorId| -> Result<IoTensor, GpuError> {
                 let slot = mem.slot_of[t.index()].ok_or_else(|| {
@@ -292,6 +296,7 @@ impl GpuModel {
                 })?;
                 Ok(IoTensor {
                     slot,
+                    offset: mem.view_of[t.index()].map_or(0, |v| v.0),
                     geom: Phwc4::of(&graph.tensor(t).shape)?,
                     precision: precisions[t.index()],
                     shape: graph.tensor(t).shape.clone(),
@@ -315,7 +320,14 @@ impl GpuModel {
                     Placement::Gpu => Ok(None),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            let sources = ResumeSources {
+                graph,
+                placement: &placement,
+                aliases: &aliases,
+                cpu_ops: &cpu_ops,
+            };
             bound.push(Bound {
+                resume: ResumeTable::new(&sources, mem, io)?,
                 steps,
                 slots,
                 inputs,
@@ -395,6 +407,12 @@ impl GpuModel {
     /// The plan the model was compiled with (its input and output buffers are every plan's).
     fn first_plan(&self) -> &Bound {
         &self.bound[0]
+    }
+
+    /// The resume table and the slots of the current run's plan.
+    pub(crate) fn resume_plan(&self) -> (&ResumeTable, &[wgpu::Buffer]) {
+        let plan = self.plan();
+        (&plan.resume, &plan.slots)
     }
 
     /// Number of steps (one per op of the graph, in graph order).
@@ -648,7 +666,7 @@ impl GpuModel {
     pub fn encode_readback(&self, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
         let plan = self.plan();
         self.dense_outputs.encode(encoder);
-        let sources: Vec<&wgpu::Buffer> = (plan.outputs.iter().enumerate())
+        let sources: Vec<(&wgpu::Buffer, u64)> = (plan.outputs.iter().enumerate())
             .map(|(i, o)| self.dense_outputs.source(i, o, &plan.slots))
             .collect();
         self.readback.encode(

@@ -14,6 +14,9 @@ use crate::precision::Precision;
 pub(crate) struct IoTensor {
     /// Slot buffer index.
     pub slot: usize,
+    /// Byte offset of the tensor in its slot: 0 but for the input of a free concatenation,
+    /// stored in its part of the output's slot ([`crate::memory::MemoryPlan::view_of`]).
+    pub offset: u64,
     /// PHWC4 geometry.
     pub geom: Phwc4,
     /// Storage precision.
@@ -104,12 +107,12 @@ impl Readback {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records copies of the outputs (from `sources`, one buffer per output: its dense buffer
-    /// or its slot) into the staging buffers.
+    /// Records copies of the outputs (from `sources`, one buffer and byte offset per output:
+    /// its dense buffer, or its slot and its offset there) into the staging buffers.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        sources: &[&wgpu::Buffer],
+        sources: &[(&wgpu::Buffer, u64)],
         extra: Option<&wgpu::Buffer>,
     ) -> Result<(), GpuError> {
         let mut state = self.state();
@@ -119,8 +122,8 @@ impl Readback {
                 *state
             )));
         }
-        for (src, staging) in sources.iter().zip(&self.staging) {
-            encoder.copy_buffer_to_buffer(src, 0, staging, 0, staging.size());
+        for ((src, offset), staging) in sources.iter().zip(&self.staging) {
+            encoder.copy_buffer_to_buffer(src, *offset, staging, 0, staging.size());
         }
         if let (Some(src), Some((dst, bytes))) = (extra, &self.extra) {
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, *bytes);
