@@ -460,6 +460,7 @@ impl HeimdallStats {
             "update_on_time_rate": if updates.is_empty() { 0.0 } else { updates_on_time as f64 / updates.len() as f64 },
             "on_time_rate": if gpu.is_empty() { Value::Null } else { json!(on_time as f64 / gpu.len() as f64) },
             "on_time_definition": "frames whose GPU work (scene passes + DNN chunks, timestamps) fits in the frame period",
+            "admission_to_last_op_definition": "per model: the coordinator's latency of an inference, from its admission (the frame's decision) to its outputs read (GPU) or its last op's end (CPU); the latency heimdall simulate reports, a proxy of the scheduler's part of latency_ms",
             "timed_frames": gpu.len(),
             "wall_on_time_rate": if wall.is_empty() { 0.0 } else { wall_on_time as f64 / wall.len() as f64 },
             // The late intervals themselves (at most 100): [frame after the warm-up, ms].
