@@ -423,3 +423,57 @@ fn an_overdue_job_progresses_on_a_device_behind_the_frame_rate() {
     assert_eq!(steps, 10, "the whole inference");
     assert_eq!(c.status(id, 2000.0).mode, Processor::Gpu);
 }
+
+/// Resumable steps per model (`set_resumable_steps`, e.g. the GPU model's `resumable_steps()`)
+/// decide where the switch of `without_resuming_the_switch_weighs_the_whole_cpu_run` goes, over
+/// the configuration's flag: the GPU ran steps 0..8; with boundary 8 listed the inference
+/// continues on the CPU from it (2 ms, sooner than the GPU's 2.27 ms) even with the flag off;
+/// with 8 left out (a boundary the CPU's fusions make unresumable) it finishes on the GPU even
+/// with the flag on; `None` gives the flag back.
+#[test]
+fn resumable_steps_per_model_decide_over_the_flag() {
+    for (flag, steps, resumes) in [
+        (false, Some(vec![0, 4, 8, 10]), true),
+        (true, Some(vec![0, 4, 7, 9, 10, 99]), false),
+        (false, None, false),
+        (true, None, true),
+    ] {
+        let (mut c, id) =
+            coordinator_resuming(vec![StepCost::gpu_and_cpu(1.0, 1.0); 10], 100.0, flag);
+        c.set_resumable_steps(id, steps.as_deref());
+        let d = offload_at_150(&mut c, id, 9.0, 0..8);
+        let s = c.status(id, 150.0);
+        let case = format!("flag {flag}, steps {steps:?}: {d:?}");
+        if resumes {
+            assert_eq!(d.cpu[0].ops, 8..10, "{case}");
+            assert_eq!(d.cpu[0].resume, Resume::FromGpu, "{case}");
+            assert_eq!(s.resumed_from_gpu, 1, "{case}");
+        } else {
+            assert!(d.cpu.is_empty(), "{case}");
+            assert_eq!(d.gpu[0].ops, 8..10, "{case}");
+            assert_eq!(s.finished_on_gpu_after_offload, 1, "{case}");
+        }
+    }
+}
+
+/// Where restarting on the CPU is sooner than finishing on the GPU (the GPU's steps 10 ms each,
+/// the CPU's 1 ms), an unlisted boundary restarts the inference from its input, a listed one
+/// continues from it.
+#[test]
+fn an_unresumable_boundary_restarts_from_the_input() {
+    for (steps, ops, resume) in [
+        (vec![0, 10], 0..10, Resume::Input),
+        (vec![0, 2, 10], 2..10, Resume::FromGpu),
+    ] {
+        let (mut c, id) =
+            coordinator_resuming(vec![StepCost::gpu_and_cpu(10.0, 1.0); 10], 100.0, true);
+        c.set_resumable_steps(id, Some(&steps));
+        let d = offload_at_150(&mut c, id, 25.0, 0..2);
+        assert!(d.gpu.is_empty(), "{d:?}");
+        assert_eq!(
+            (d.cpu[0].ops.clone(), d.cpu[0].resume),
+            (ops, resume),
+            "{steps:?}"
+        );
+    }
+}

@@ -23,6 +23,26 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Declares at which boundaries `model`'s caller can continue an inference on the CPU from
+    /// the GPU's activations (`steps`: the `k` after ops `0..k`, e.g. the GPU model's
+    /// `resumable_steps()`; steps past the model's end are ignored). An offloaded inference the
+    /// GPU ran to a listed boundary continues there (`Resume::FromGpu`); at another it starts
+    /// again from its input, and the switch weighs that whole CPU run against finishing on the
+    /// GPU. `None` goes back to `CoordinatorConfig::offload_resumes_from_gpu` for every
+    /// boundary.
+    pub fn set_resumable_steps(&mut self, model: ModelId, steps: Option<&[usize]>) {
+        let m = &mut self.models[model.0];
+        m.resumable = steps.map(|steps| {
+            let mut r = vec![false; m.analysis.len() + 1];
+            for &k in steps {
+                if let Some(slot) = r.get_mut(k) {
+                    *slot = true;
+                }
+            }
+            r
+        });
+    }
+
     /// Reports the convolution cache's hit rate (`CacheCounts::hit_rate`, in `[0, 1]`) of the
     /// run of `model` that just completed: call it once per run, after the
     /// [`Coordinator::gpu_done`] / [`Coordinator::cpu_done`] that completed it. The measured

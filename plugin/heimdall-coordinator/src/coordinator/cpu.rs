@@ -3,7 +3,7 @@
 //! input, where the caller cannot resume from the GPU's activations).
 
 use super::Coordinator;
-use super::state::{Rank, cmp_rank};
+use super::state::{Rank, cmp_rank, resumes_at};
 use super::types::{CpuWork, Decision, Resume};
 use crate::model::ModelId;
 use crate::policy::PolicyContext;
@@ -41,9 +41,10 @@ impl Coordinator {
             let offloaded = job.processor == Processor::Cpu;
             // An offloaded inference the GPU had started restarts from its input where the
             // caller cannot resume from the GPU's activations.
+            let by_default = self.cfg.offload_resumes_from_gpu;
             let restart = offloaded
                 && job.last_on == Some(Processor::Gpu)
-                && !self.cfg.offload_resumes_from_gpu;
+                && !resumes_at(&m.resumable, job.planned, by_default);
             let start = if restart { 0 } else { job.planned };
             let end = if offloaded {
                 a.len()

@@ -4,6 +4,7 @@
 //! on the GPU when that is sooner).
 
 use super::Coordinator;
+use super::state::resumes_at;
 use crate::model::ModelId;
 use crate::offload::{self, GpuLoad, OffloadView};
 use crate::processor::Processor;
@@ -94,7 +95,7 @@ impl Coordinator {
                     let p = job.planned;
                     let gpu_rest = a.costs.range_ms(p..n, Processor::Gpu) * period / budget
                         + a.fallback_ms(p..n);
-                    let from = if self.cfg.offload_resumes_from_gpu {
+                    let from = if resumes_at(&m.resumable, p, self.cfg.offload_resumes_from_gpu) {
                         p
                     } else {
                         0

@@ -73,6 +73,19 @@ pub(super) struct ModelState {
     pub overrides: u64,
     pub resumed_from_gpu: u64,
     pub finished_on_gpu_after_offload: u64,
+    /// The boundaries at which the caller can continue an inference on the CPU from the GPU's
+    /// activations (`resumable[k]`: after ops `0..k`); `None`: as
+    /// `CoordinatorConfig::offload_resumes_from_gpu` says for every boundary.
+    pub resumable: Option<Vec<bool>>,
+}
+
+/// Whether an inference the GPU ran to boundary `k` can continue on the CPU from there, by a
+/// model's `resumable` table (`by_default` without one).
+pub(super) fn resumes_at(resumable: &Option<Vec<bool>>, k: usize, by_default: bool) -> bool {
+    match resumable {
+        Some(r) => r.get(k).copied().unwrap_or(false),
+        None => by_default,
+    }
 }
 
 impl ModelState {
@@ -100,6 +113,7 @@ impl ModelState {
             overrides: 0,
             resumed_from_gpu: 0,
             finished_on_gpu_after_offload: 0,
+            resumable: None,
         }
     }
 }
