@@ -327,6 +327,11 @@ pub struct DnnOutput {
     pub backend: Backend,
     /// The crop that was used (model input uv to frame uv).
     pub crop: Crop,
+    /// For an inference the GPU started and the coordinator then moved to the CPU: the step
+    /// from which the CPU went on with the GPU's activations (`backend` is then `Cpu`). `None`
+    /// when one processor ran it all (an offloaded inference restarted from its input
+    /// included).
+    pub resumed_from_step: Option<usize>,
 }
 
 /// A finished inference, triggered on the DNN's entity once its [`DnnOutput`] and its

@@ -68,6 +68,8 @@ pub(crate) struct FinishedInference {
     pub cache: Option<ConvCacheRun>,
     /// When it passed each stage on its way here.
     pub stages: StageTimes,
+    /// Where the CPU took over the GPU's activations (an offloaded inference), if it did.
+    pub resumed_from_step: Option<usize>,
 }
 
 /// The convolution cache's work in one GPU run.
@@ -292,6 +294,9 @@ pub(crate) fn receive(
                     f.pin_result(r.dnn, r.frame_index);
                 }
                 stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
+                if r.resumed_from_step.is_some() {
+                    stats.record_resumed(&name, r.dnn);
+                }
                 stats.record_stages(&name, r.dnn, r.capture_ms, &r.stages, clock.now_ms());
                 if let Some(c) = r.cache {
                     stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops, c.saved_ms);
@@ -303,6 +308,7 @@ pub(crate) fn receive(
                     tensors: r.tensors,
                     backend: r.backend,
                     crop: r.crop,
+                    resumed_from_step: r.resumed_from_step,
                 };
                 let (dnn, decoded) = (r.dnn, r.decoded);
                 commands.queue(move |world: &mut World| {

@@ -60,6 +60,9 @@ pub struct ModelStats {
     pub frame_indices: Vec<u64>,
     /// Results computed on the CPU.
     pub cpu_results: usize,
+    /// Of those, inferences the GPU had started and the CPU finished from its activations
+    /// ([`crate::dnn::DnnOutput::resumed_from_step`]).
+    pub resumed_from_gpu: usize,
     /// When each result arrived (ms since the clock's origin).
     pub arrivals_ms: Vec<f64>,
     /// The DNN's deadline (relative to capture), if it has one.
@@ -105,6 +108,7 @@ impl ModelStats {
         self.frame_indices.clear();
         self.arrivals_ms.clear();
         self.cpu_results = 0;
+        self.resumed_from_gpu = 0;
         self.deadline_misses = 0;
         self.results = 0;
         self.cache_runs = 0;
@@ -123,6 +127,7 @@ impl Default for ModelStats {
             latencies_ms: history(-1.0),
             frame_indices: history(u64::MAX),
             cpu_results: 0,
+            resumed_from_gpu: 0,
             arrivals_ms: history(-1.0),
             deadline_ms: None,
             deadline_misses: 0,
@@ -290,6 +295,13 @@ impl HeimdallStats {
         }
     }
 
+    /// Counts a result the CPU finished from the GPU's activations (after its
+    /// [`HeimdallStats::record_result`]).
+    pub(crate) fn record_resumed(&mut self, name: &str, entity: Entity) {
+        let key = self.key_of(name, entity);
+        self.models.entry(key).or_default().resumed_from_gpu += 1;
+    }
+
     /// Records where a result's latency went (after its [`HeimdallStats::record_result`]):
     /// captured at `capture_ms`, through `stages`, received at `arrived_ms`.
     pub(crate) fn record_stages(
@@ -425,6 +437,7 @@ impl HeimdallStats {
                         "count": m.latencies_ms.len(),
                         "rate_hz": rate,
                         "cpu_results": m.cpu_results,
+                        "resumed_from_gpu": m.resumed_from_gpu,
                         "deadline_ms": m.deadline_ms,
                         "deadline_misses": m.deadline_misses,
                         "deadline_miss_rate": m.deadline_misses as f64 / m.results.max(1) as f64,

@@ -6,49 +6,8 @@
 mod common;
 
 use bevy::prelude::*;
+use common::{DecodedIndex, FrameIndexDecoder};
 use heimdall_bevy::prelude::*;
-use heimdall_testkit::decode_frame_index;
-use heimdall_vision::RgbaImage;
-
-/// The frame index found in an identity model's output.
-#[derive(Component, Clone, Copy, Debug)]
-struct DecodedIndex {
-    /// What the pixels say.
-    decoded: u32,
-    /// What the decoder was told the input frame was.
-    stamped: u64,
-}
-
-/// A decoder of this test: output pixels back to an image, then the index code.
-struct FrameIndexDecoder;
-
-impl DnnDecoder for FrameIndexDecoder {
-    type Output = DecodedIndex;
-
-    fn decode(&self, input: &DecodeInput) -> Result<DecodedIndex, DecodeError> {
-        let t = input.output(0)?;
-        let &[1, h, w, 3] = input.shapes[0].as_slice() else {
-            return Err(format!("not an image: {:?}", input.shapes[0]).into());
-        };
-        let data: Vec<u8> = t
-            .chunks_exact(3)
-            .flat_map(|p| {
-                let b = |v: f32| (v * 255.0).round().clamp(0.0, 255.0) as u8;
-                [b(p[0]), b(p[1]), b(p[2]), 255]
-            })
-            .collect();
-        let image = RgbaImage::from_raw(w as u32, h as u32, data)?;
-        let decoded = decode_frame_index(&image).ok_or("no clean index code in the result")?;
-        Ok(DecodedIndex {
-            decoded,
-            stamped: input.frame_index,
-        })
-    }
-
-    fn deliver(&self, index: DecodedIndex, entity: &mut EntityWorldMut) {
-        entity.insert(index);
-    }
-}
 
 /// Every decoded index, in arrival order (an observer reads the component the decoder inserted
 /// before the event).

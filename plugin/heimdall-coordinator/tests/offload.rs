@@ -477,3 +477,55 @@ fn an_unresumable_boundary_restarts_from_the_input() {
         );
     }
 }
+
+/// A model the caller replaced (the plugin's f16 guard registers the checked model under a new
+/// id) gives its place on the CPU up once retired. One CPU worker: the old model was offloaded;
+/// the new one is as late at 350 ms, and moves to the CPU only if the old one was retired.
+#[test]
+fn a_retired_model_holds_no_place_on_the_cpu() {
+    for retire in [false, true] {
+        let mut cfg = CoordinatorConfig::new(FrameBudget::new(30.0, 3.0, 1.0, 0.0));
+        cfg.offload.interval_ms = 100.0;
+        cfg.cpu_workers = 1;
+        let mut c = Coordinator::new(cfg, policy_by_name("max_total_utility").unwrap());
+        let spec = || ModelSpec {
+            name: "m".into(),
+            steps: vec![StepCost::gpu_and_cpu(10.0, 1.0); 10],
+            utility: UtilityParams::default(),
+            deadline_ms: Some(100.0),
+        };
+        let old = c.register(spec());
+        let d = offload_at_150(&mut c, old, 25.0, 0..2);
+        assert!(c.cpu_done(d.cpu[0].id, 0, 150.0, 158.0).is_some());
+        let new = c.register(spec());
+        if retire {
+            c.retire(old);
+            c.submit(old, Request::default(), 199.0);
+            assert!(!c.busy(old), "a retired model takes no request");
+        }
+        c.submit(new, Request::default(), 200.0);
+        let w = GpuWindow {
+            start_ms: 200.0,
+            end_ms: 225.0,
+        };
+        let d = c.schedule(200.0, Event::FrameRendered, w, 1);
+        assert_eq!(d.gpu[0].ops, 0..2);
+        c.gpu_done(d.gpu[0].id, 200.0, 224.0);
+        let w = GpuWindow {
+            start_ms: 350.0,
+            end_ms: 383.3,
+        };
+        let d = c.schedule(350.0, Event::FrameRendered, w, 1);
+        let mode = c.status(new, 350.0).mode;
+        if retire {
+            assert_eq!(mode, Processor::Cpu, "{d:?}");
+            assert_eq!(d.cpu[0].ops, 2..10);
+        } else {
+            assert_eq!(
+                mode,
+                Processor::Gpu,
+                "the old model holds the one place: {d:?}"
+            );
+        }
+    }
+}

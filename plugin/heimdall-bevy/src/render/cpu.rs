@@ -3,12 +3,13 @@
 //! (offloaded by the coordinator, or the CPU-only mode). Nothing here waits on a worker.
 
 use bevy::prelude::*;
-use heimdall_coordinator::CpuWork;
+use heimdall_coordinator::{CpuWork, Resume};
 use heimdall_gpu::Placement;
 use heimdall_vision::image::resample;
 
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
+use super::state::ResumeJob;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::results::Outbox;
@@ -53,15 +54,46 @@ pub(crate) fn dispatch_cpu(
         job.cpu_step = Some((work.id, work.ops.start, false));
         return;
     }
-    // The rest of the inference on the CPU model. The coordinator restarts an offloaded
-    // inference the GPU had started from op 0 (`offload_resumes_from_gpu` is off: GPU
-    // activations are not copied back); op 0 here too if it did not, to be safe.
-    let start_op = if job.on_cpu { work.ops.start } else { 0 };
     if let Some(gpu) = &c.gpu {
         // The GPU may have run the first cached ops on this frame and not the rest: its
         // convolution cache no longer holds one frame's activations.
         gpu.invalidate_conv_cache();
     }
+    // An offloaded inference the GPU ran to a resumable boundary continues from the GPU's
+    // activations there: downloaded after this frame's chunks, run once they arrive
+    // ([`run_ready_cpu_steps`]).
+    if let Some(gpu) = &c.gpu
+        && work.offloaded
+        && work.resume == Resume::FromGpu
+        && !job.on_cpu
+        && work.ops.start > 0
+    {
+        match gpu.encode_resume_download(work.ops.start, encoder) {
+            Ok(download) => {
+                debug!(
+                    "heimdall: {}: the CPU goes on from the GPU's step {}",
+                    d.name, work.ops.start
+                );
+                job.on_cpu = true;
+                job.resume = Some(ResumeJob {
+                    work: work.id,
+                    ops: work.ops.clone(),
+                    download,
+                    requested: false,
+                    finish,
+                });
+                return;
+            }
+            Err(e) => warn!(
+                "heimdall: {}: resuming at step {} on the CPU: {e}; starting again from the input",
+                d.name, work.ops.start
+            ),
+        }
+    }
+    // The rest of the inference on the CPU model: from op 0 when the GPU's work cannot be
+    // taken over (the coordinator restarts an offloaded inference at a boundary that is not
+    // resumable; op 0 here too if it did not, to be safe).
+    let start_op = if job.on_cpu { work.ops.start } else { 0 };
     job.on_cpu = true;
     let cpu = c.cpu.clone();
     let [h, w, ch] = c.input;
@@ -122,12 +154,22 @@ pub(crate) fn dispatch_cpu(
     });
 }
 
-/// CPU fallback steps whose inputs arrived: run them on a worker.
+/// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
+/// run them on a worker.
 pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, clock: HeimdallClock) {
     for (e, d) in &mut dnns.map {
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };
+        if job
+            .resume
+            .as_ref()
+            .is_some_and(|r| r.requested && r.download.is_ready())
+            && let Some(r) = job.resume.take()
+        {
+            resume_on_worker(*e, r, c.cpu.clone(), c.steps, workers, clock);
+            continue;
+        }
         let Some((id, step, true)) = job.cpu_step else {
             continue;
         };
@@ -161,4 +203,58 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
             .ok();
         });
     }
+}
+
+/// Runs an offloaded inference's ops on a worker from the GPU's state at their start (taken from
+/// its download, set into the CPU model), and sends the outputs on when it ends the inference.
+fn resume_on_worker(
+    e: Entity,
+    r: ResumeJob,
+    cpu: std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>,
+    steps: usize,
+    workers: &Workers,
+    clock: HeimdallClock,
+) {
+    let tx = workers.done.sender();
+    let worker = workers.pool.size() - workers.pool.idle();
+    workers.pool.spawn(move || {
+        let start_ms = clock.now_ms();
+        let last = r.ops.end == steps;
+        let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
+            let state = (r.download.take().map_err(|e| e.to_string())?)
+                .ok_or("the GPU state was not ready")?;
+            let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
+            heimdall_gpu::restore_cpu(&mut m, &state).map_err(|e| e.to_string())?;
+            m.run_range(r.ops.clone()).map_err(|e| e.to_string())?;
+            if !last {
+                return Ok(None);
+            }
+            let n = m.output_shapes().len();
+            (0..n)
+                .map(|i| m.output(i).map(<[f32]>::to_vec).map_err(|e| e.to_string()))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        };
+        let (finished, error) = match run() {
+            Ok(Some(outputs)) => {
+                if let Some(mut finish) = r.finish {
+                    finish.resumed_from_step = Some(r.ops.start);
+                    finish.send(outputs, Backend::Cpu, None);
+                }
+                (true, None)
+            }
+            Ok(None) => (false, None),
+            Err(e) => (false, Some(e)),
+        };
+        tx.send(CpuDone {
+            entity: e,
+            work: r.work,
+            worker,
+            start_ms,
+            end_ms: clock.now_ms(),
+            finished,
+            error,
+        })
+        .ok();
+    });
 }

@@ -29,6 +29,9 @@ pub(crate) struct Finish {
     pub decoder: Option<DecoderHandle>,
     pub shapes: Arc<Vec<Vec<usize>>>,
     pub outbox: Outbox,
+    /// The step from which the CPU went on with the GPU's activations, for an offloaded
+    /// inference the GPU had started.
+    pub resumed_from_step: Option<usize>,
 }
 
 impl Finish {
@@ -67,6 +70,7 @@ impl Finish {
                 decoded,
                 cache,
                 stages,
+                resumed_from_step: self.resumed_from_step,
             })));
     }
 }

@@ -218,10 +218,15 @@ pub(crate) fn prepare_models(
     outbox: Res<Outbox>,
 ) {
     let dnns = &mut *dnns;
+    let removed = &mut dnns.removed;
     dnns.map.retain(|e, d| {
-        ex.0.get(e).is_some_and(|x| {
+        let keep = ex.0.get(e).is_some_and(|x| {
             x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
-        })
+        });
+        if !keep {
+            removed.extend(d.model_id);
+        }
+        keep
     });
     for (e, d) in &ex.0 {
         if let Some(existing) = dnns.map.get_mut(e) {

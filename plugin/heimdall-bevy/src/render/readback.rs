@@ -250,6 +250,14 @@ pub(crate) fn map_outputs(
                 Err(e) => error!("heimdall: {}: CPU step {step}: {e}", d.name),
             }
         }
+        if let Some(r) = job.resume.as_mut()
+            && !r.requested
+        {
+            match r.download.request() {
+                Ok(()) => r.requested = true,
+                Err(e) => error!("heimdall: {}: resuming on the CPU: {e}", d.name),
+            }
+        }
     }
     if let Some(ctx) = backend.gpu() {
         // Runs map callbacks that are due; never waits.

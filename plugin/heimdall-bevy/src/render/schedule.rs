@@ -54,9 +54,10 @@ impl Scheduler {
         let mut cfg = CoordinatorConfig::new(budget);
         cfg.cpu_workers = settings.cpu_workers.max(1);
         cfg.offload.enabled = settings.offload && gpu;
-        // A worker starts a CPU inference from its input (`render/cpu.rs`): the GPU's live
-        // activations of a model are not downloaded, so an offloaded inference the GPU had
-        // started either finishes there or starts again on the CPU, whichever is sooner.
+        // An offloaded inference the GPU had started goes on from the GPU's activations at the
+        // boundaries each model lists as resumable (`set_resumable_steps` as it registers);
+        // without the list (no GPU model) it starts again on the CPU, or finishes on the GPU if
+        // that is sooner.
         cfg.offload_resumes_from_gpu = false;
         let policy = policy_by_name(&settings.policy_name()).unwrap_or_else(|_| {
             warn!(
@@ -199,8 +200,15 @@ pub(crate) fn plan_frame(
     let dnns = &mut *dnns;
     let now = clock.now_ms();
     // Guarded models replace the f32 ones of idle DNNs (registered below, as new models are).
+    // The replaced models, and those of removed DNNs, leave the coordination: otherwise one
+    // offloaded when it was replaced would hold its place on the CPU for good.
+    // A recording keeps a removed DNN (its requests were made) but not a replaced model.
     for old in super::guard::swap_when_idle(dnns, &outbox) {
+        sched.coordinator.retire(old);
         sched.log.recorder.remove_model(old);
+    }
+    for old in std::mem::take(&mut dnns.removed) {
+        sched.coordinator.retire(old);
     }
     for e in std::mem::take(&mut dnns.newly_ready) {
         let Some(d) = dnns.map.get_mut(&e) else {
@@ -218,6 +226,13 @@ pub(crate) fn plan_frame(
             .log
             .recorder
             .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
+        // Where an offloaded inference can go on from the GPU's activations
+        // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
+        if let Some(g) = &c.gpu {
+            sched
+                .coordinator
+                .set_resumable_steps(id, Some(&g.resumable_steps()));
+        }
         let cached = c
             .gpu
             .as_ref()
@@ -347,6 +362,7 @@ pub(crate) fn plan_frame(
             need_readback: false,
             readback: ReadbackState::None,
             cpu_step: None,
+            resume: None,
         });
         let request = Request {
             capture_ms: frame.capture_ms,

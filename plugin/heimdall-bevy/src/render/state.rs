@@ -110,6 +110,23 @@ pub(crate) struct Job {
     pub readback: ReadbackState,
     /// CPU fallback step whose inputs are being downloaded: (work, step, requested).
     pub cpu_step: Option<(heimdall_coordinator::WorkId, usize, bool)>,
+    /// The offloaded rest of the inference, waiting for the GPU's activations.
+    pub resume: Option<ResumeJob>,
+}
+
+/// An offloaded inference that continues on the CPU from the GPU's activations at `ops.start`
+/// (downloaded after this frame's chunks) instead of starting again from its input.
+pub(crate) struct ResumeJob {
+    /// The coordinator's CPU work.
+    pub work: heimdall_coordinator::WorkId,
+    /// The ops the CPU runs.
+    pub ops: std::ops::Range<usize>,
+    /// The state's download.
+    pub download: heimdall_gpu::ResumeDownload,
+    /// Its mapping was requested (after the frame's submission).
+    pub requested: bool,
+    /// Sends the outputs on, when the CPU ends the inference.
+    pub finish: Option<Finish>,
 }
 
 /// One DNN entity in the render world.
@@ -162,6 +179,7 @@ impl RenderDnn {
                 .map(|c| c.output_shapes.clone())
                 .unwrap_or_default(),
             outbox: outbox.clone(),
+            resumed_from_step: None,
         })
     }
 
@@ -182,6 +200,8 @@ pub(crate) struct RenderDnns {
     pub next_index: u32,
     /// Compiled this frame: to register with the coordinator.
     pub newly_ready: Vec<Entity>,
+    /// Coordinator models of DNNs removed (or recompiled) since the last planning: to retire.
+    pub removed: Vec<ModelId>,
 }
 
 impl RenderDnns {

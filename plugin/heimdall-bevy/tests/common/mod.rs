@@ -206,6 +206,47 @@ pub fn synthetic_camera(width: u32, height: u32) -> CameraSource {
     )
 }
 
+/// The frame index found in an identity model's output.
+#[derive(Component, Clone, Copy, Debug)]
+pub struct DecodedIndex {
+    /// What the pixels say.
+    pub decoded: u32,
+    /// What the decoder was told the input frame was.
+    pub stamped: u64,
+}
+
+/// A decoder of this test: output pixels back to an image, then the index code.
+pub struct FrameIndexDecoder;
+
+impl DnnDecoder for FrameIndexDecoder {
+    type Output = DecodedIndex;
+
+    fn decode(&self, input: &DecodeInput) -> Result<DecodedIndex, DecodeError> {
+        let t = input.output(0)?;
+        let &[1, h, w, 3] = input.shapes[0].as_slice() else {
+            return Err(format!("not an image: {:?}", input.shapes[0]).into());
+        };
+        let data: Vec<u8> = t
+            .chunks_exact(3)
+            .flat_map(|p| {
+                let b = |v: f32| (v * 255.0).round().clamp(0.0, 255.0) as u8;
+                [b(p[0]), b(p[1]), b(p[2]), 255]
+            })
+            .collect();
+        let image = heimdall_vision::RgbaImage::from_raw(w as u32, h as u32, data)?;
+        let decoded = heimdall_testkit::decode_frame_index(&image)
+            .ok_or("no clean index code in the result")?;
+        Ok(DecodedIndex {
+            decoded,
+            stamped: input.frame_index,
+        })
+    }
+
+    fn deliver(&self, index: DecodedIndex, entity: &mut EntityWorldMut) {
+        entity.insert(index);
+    }
+}
+
 /// Intersection over union of `[x, y, w, h]` boxes.
 pub fn iou(a: [f64; 4], b: [f64; 4]) -> f64 {
     let ix = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);

@@ -193,9 +193,13 @@ impl Coordinator {
     }
 
     /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight;
-    /// otherwise it waits, replacing any older waiting request (the latest frame wins).
+    /// otherwise it waits, replacing any older waiting request (the latest frame wins). A
+    /// retired model's requests are ignored.
     pub fn submit(&mut self, model: ModelId, request: Request, now_ms: f64) {
         let m = &mut self.models[model.0];
+        if m.retired {
+            return;
+        }
         if let Some(last) = m.last_request_ms {
             let gap = (now_ms - last).max(0.0);
             m.request_interval_ms =
@@ -208,6 +212,22 @@ impl Coordinator {
             self.next_seq += 1;
             m.job = Some(Job::new(self.next_seq, request, now_ms, m.mode));
         }
+    }
+
+    /// Takes `model` out of the coordination for good: the caller replaced it (a model compiled
+    /// again, e.g. in another precision, registers under a new id) or removed it. Its running and
+    /// waiting inferences are dropped (work of it still in flight may be reported and only feeds
+    /// its profile), later requests to it are ignored, and it no longer counts in the GPU load or
+    /// holds a place on the CPU in the offload decisions. Its id stays valid for
+    /// [`Self::status`].
+    pub fn retire(&mut self, model: ModelId) {
+        let Some(m) = self.models.get_mut(model.0) else {
+            return;
+        };
+        m.retired = true;
+        m.job = None;
+        m.pending = None;
+        m.gpu_recent_ms = 0.0;
     }
 
     /// Whether `model` has an inference in flight.

@@ -20,7 +20,7 @@ impl Coordinator {
         let total_recent: f64 = self
             .models
             .iter()
-            .filter(|m| m.mode == Processor::Gpu)
+            .filter(|m| m.mode == Processor::Gpu && !m.retired)
             .map(|m| m.gpu_recent_ms)
             .sum();
         let load = GpuLoad {
@@ -32,6 +32,7 @@ impl Coordinator {
             .models
             .iter()
             .enumerate()
+            .filter(|(_, m)| !m.retired)
             .map(|(i, m)| {
                 let own = if m.mode == Processor::Gpu {
                     m.gpu_recent_ms
@@ -67,7 +68,11 @@ impl Coordinator {
             m.gpu_recent_ms = 0.0;
             m.worst_recent_gpu_latency = None;
         }
-        let reserve = usize::from(self.models.iter().any(|m| m.analysis.has_cpu_only));
+        let reserve = usize::from(
+            self.models
+                .iter()
+                .any(|m| !m.retired && m.analysis.has_cpu_only),
+        );
         let max_on_cpu = self.cfg.cpu_workers.saturating_sub(reserve);
         let Some(sw) = offload::decide(&views, self.cfg.offload.margin, max_on_cpu, load) else {
             return;

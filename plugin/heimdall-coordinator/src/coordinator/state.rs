@@ -77,6 +77,9 @@ pub(super) struct ModelState {
     /// activations (`resumable[k]`: after ops `0..k`); `None`: as
     /// `CoordinatorConfig::offload_resumes_from_gpu` says for every boundary.
     pub resumable: Option<Vec<bool>>,
+    /// Replaced or removed by the caller ([`super::Coordinator::retire`]): it takes no requests
+    /// and counts in no load or offload decision.
+    pub retired: bool,
 }
 
 /// Whether an inference the GPU ran to boundary `k` can continue on the CPU from there, by a
@@ -114,6 +117,7 @@ impl ModelState {
             resumed_from_gpu: 0,
             finished_on_gpu_after_offload: 0,
             resumable: None,
+            retired: false,
         }
     }
 }
