@@ -19,10 +19,9 @@ run's policy and compares, per run:
   within 10 %;
 - per DNN, inferences completed (both count the recorded window).
 
-`--readback-ms X` sets the scenario's `readback_ms` (from the end of the GPU submission holding an
-inference's last chunk to its outputs in host memory; the plugin does not measure it, so its
-recordings say 0): a figure measured elsewhere, e.g. `heimdall bench`'s wall time minus run
-time (docs/gpu.md), plus half the readback thread's 0.3 ms poll interval.
+The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
+to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
+before it did); `--readback-ms X` overrides it.
 
 Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--json OUT] RUN [RUN...]
 Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
@@ -44,7 +43,7 @@ def load(path):
 def simulate(heimdall, run, policy, readback_ms):
     scenario = os.path.join(run, "scenario.json")
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
-        if readback_ms:
+        if readback_ms is not None:
             s = load(scenario)
             s["readback_ms"] = readback_ms
             json.dump(s, tmp)
@@ -72,27 +71,39 @@ def compare(run, heimdall, readback_ms):
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []
-    # Per model name: the app keys instances "name", "name#2"...; so does the scenario.
+    # Instances of one model are keyed "name", "name#2"... on both sides, but each numbers them
+    # in its own order (the app's statistics as results first arrive, the scenario by
+    # registration): within a model, instances are paired by inference count, most first.
     app_models = stats.get("models", {})
     sim_dnns = {d["name"]: d for d in sim["dnns"]}
-    names = sorted(set(app_models) | set(sim_dnns))
     ok = abs(app_on - sim_on) <= 0.01
-    for n in names:
-        a = app_models.get(n, {}).get("admission_to_last_op_ms") or {}
-        s = sim_dnns.get(n)
-        if not a.get("count") or s is None or not s["completed"]:
-            rows.append({"dnn": n, "app_count": a.get("count", 0),
-                         "sim_count": s["completed"] if s else 0, "agree": False})
-            ok = False
-            continue
-        am, sm = a["mean"], s["latency_ms"]["mean"]
-        rel = abs(sm - am) / am if am > 0 else float("inf")
-        agree = rel <= 0.10
-        ok &= agree
-        rows.append({"dnn": n, "app_count": a["count"], "sim_count": s["completed"],
-                     "app_mean_ms": am, "sim_mean_ms": sm, "rel_diff": rel,
-                     "app_p99_ms": a.get("p99"), "sim_p99_ms": s["latency_ms"]["p99"],
-                     "agree": agree})
+    for model in sorted({base(n) for n in set(app_models) | set(sim_dnns)}):
+        def count_app(n):
+            return (app_models[n].get("admission_to_last_op_ms") or {}).get("count", 0)
+        apps = sorted((n for n in app_models if base(n) == model), key=lambda n: -count_app(n))
+        sims = sorted((n for n in sim_dnns if base(n) == model),
+                      key=lambda n: -sim_dnns[n]["completed"])
+        for k in range(max(len(apps), len(sims))):
+            an = apps[k] if k < len(apps) else None
+            sn = sims[k] if k < len(sims) else None
+            n = an if an == sn or sn is None else (sn if an is None else f"{an} / sim {sn}")
+            a = (app_models[an].get("admission_to_last_op_ms") or {}) if an else {}
+            s = sim_dnns.get(sn) if sn else None
+            if not a.get("count") or s is None or not s["completed"]:
+                # Agreement only where neither side ran it (an event that never came).
+                none = not a.get("count") and not (s and s["completed"])
+                rows.append({"dnn": n, "app_count": a.get("count", 0),
+                             "sim_count": s["completed"] if s else 0, "agree": none})
+                ok &= none
+                continue
+            am, sm = a["mean"], s["latency_ms"]["mean"]
+            rel = abs(sm - am) / am if am > 0 else float("inf")
+            agree = rel <= 0.10
+            ok &= agree
+            rows.append({"dnn": n, "app_count": a["count"], "sim_count": s["completed"],
+                         "app_mean_ms": am, "sim_mean_ms": sm, "rel_diff": rel,
+                         "app_p99_ms": a.get("p99"), "sim_p99_ms": s["latency_ms"]["p99"],
+                         "agree": agree})
     return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
             "app_on_time_rate": app_on, "sim_work_fits_rate": sim_on,
             "app_wall_on_time_rate": stats["wall_on_time_rate"],
@@ -104,7 +115,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--heimdall", default="target/release/heimdall")
-    p.add_argument("--readback-ms", type=float, default=0.0)
+    p.add_argument("--readback-ms", type=float, default=None,
+                   help="override the recording's readback_ms")
     p.add_argument("--json")
     a = p.parse_args()
     results = []

@@ -43,6 +43,15 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// [`summary`] with the 10th percentile (`p10`: a floor of a delay that only load adds to).
+pub(crate) fn low_summary(v: &[f64]) -> Value {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let mut out = summary(&s);
+    out["p10"] = json!(percentile(&s, 0.1));
+    out
+}
+
 /// `{count, mean, p50, p99, max}` of `v`.
 pub(crate) fn summary(v: &[f64]) -> Value {
     let mut s = v.to_vec();

@@ -123,6 +123,14 @@ pub(crate) enum RenderMessage {
         /// Admission → last op, ms.
         latency_ms: f64,
     },
+    /// While recording: a GPU inference of `dnn` had its outputs read `ms` after its
+    /// submission's GPU work ended (`render/record.rs`).
+    Readback {
+        /// The DNN.
+        dnn: Entity,
+        /// Submission's GPU end → outputs read, ms.
+        ms: f64,
+    },
     /// The run's recording, as asked by [`HeimdallRecording::request`].
     Recording(Box<RecordedRun>),
     /// A DNN started an inference on a frame of its source.
@@ -242,6 +250,14 @@ pub(crate) fn receive(
                     .and_then(|d| models.get(&d.model))
                     .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
                 stats.record_scheduled(&name, dnn, latency_ms);
+            }
+            RenderMessage::Readback { dnn, ms } => {
+                let name = dnns
+                    .get(dnn)
+                    .ok()
+                    .and_then(|d| models.get(&d.model))
+                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
+                stats.record_readback(&name, dnn, ms);
             }
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {

@@ -13,7 +13,7 @@ use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::guard::GuardStatus;
 pub use crate::history::MAX_HISTORY;
-use crate::history::{history, summary, trim, trim_to};
+use crate::history::{history, low_summary, summary, trim, trim_to};
 #[cfg(test)]
 use crate::render::phases::PHASE_COUNT;
 use crate::render::phases::{FramePhases, PHASES};
@@ -98,6 +98,10 @@ pub struct ModelStats {
     /// or the CPU's end), ms, as `heimdall simulate` measures it (a proxy of the scheduler's
     /// part, not what the user sees; the latest [`crate::stages::STAGE_HISTORY`]).
     pub scheduled_ms: Vec<f64>,
+    /// While a run is recorded: its latest GPU inferences' readbacks, from the end of the GPU
+    /// work of the submission holding their last chunk to their outputs read, ms (a proxy: the
+    /// GPU's start after the submission counts in it).
+    pub readback_ms: Vec<f64>,
 }
 
 impl ModelStats {
@@ -118,6 +122,7 @@ impl ModelStats {
         self.cache_saved_ms_mean = None;
         self.stages.clear();
         self.scheduled_ms.clear();
+        self.readback_ms.clear();
     }
 }
 
@@ -142,6 +147,7 @@ impl Default for ModelStats {
             guard: GuardStatus::Off,
             stages: LatencyStages::default(),
             scheduled_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
+            readback_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
         }
     }
 }
@@ -326,6 +332,14 @@ impl HeimdallStats {
         trim_to(&mut m.scheduled_ms, STAGE_HISTORY);
     }
 
+    /// Records a GPU inference's measured readback (while recording), ms.
+    pub(crate) fn record_readback(&mut self, name: &str, entity: Entity, ms: f64) {
+        let key = self.key_of(name, entity);
+        let m = self.models.entry(key).or_default();
+        m.readback_ms.push(ms);
+        trim_to(&mut m.readback_ms, STAGE_HISTORY);
+    }
+
     /// Records what the convolution cache did in a GPU run of a DNN (after its
     /// [`HeimdallStats::record_result`]).
     pub(crate) fn record_conv_cache(
@@ -434,6 +448,7 @@ impl HeimdallStats {
                         "latency_ms": summary(&m.latencies_ms),
                         "latency_stages_ms": m.stages.to_json(),
                         "admission_to_last_op_ms": summary(&m.scheduled_ms),
+                        "readback_ms": low_summary(&m.readback_ms),
                         "count": m.latencies_ms.len(),
                         "rate_hz": rate,
                         "cpu_results": m.cpu_results,

@@ -281,6 +281,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
         gpu_op_ms: vec![2.0; 10],
         cpu_op_ms: vec![1.5; 10],
         cpu_only_ops: vec![],
+        resumable_steps: None,
         request: RequestPattern {
             period_ms: Some(500.0),
             start_ms: Some(25.0),

@@ -16,6 +16,7 @@ fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> D
         gpu_op_ms: vec![op_ms; ops],
         cpu_op_ms: vec![op_ms * cpu_factor; ops],
         cpu_only_ops: vec![],
+        resumable_steps: None,
         request: RequestPattern {
             period_ms: Some(period_ms),
             start_ms: None,

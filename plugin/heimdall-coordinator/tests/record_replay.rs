@@ -18,6 +18,23 @@ fn exact(sc: &Scenario) -> SimOutput {
     run(sc, "max_total_utility", &SimOptions::default())
 }
 
+/// Jitter 0.2 with `seed`, the run recorded ([`SimOptions::record_run`]).
+fn recording(seed: u64) -> SimOptions {
+    SimOptions {
+        noise: Noise { sigma: 0.2, seed },
+        record_run: true,
+        ..SimOptions::default()
+    }
+}
+
+/// The times of `replay`, no noise.
+fn replaying(replay: Replay) -> SimOptions {
+    SimOptions {
+        replay: Some(replay),
+        ..SimOptions::default()
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -201,10 +218,7 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
         frame_start_ms: Vec::new(),
     };
     replay.check(&sc).unwrap();
-    let opts = SimOptions {
-        replay: Some(replay.clone()),
-        ..SimOptions::default()
-    };
+    let opts = replaying(replay);
     let out = run(&sc, "max_total_utility", &opts);
     assert_times(&out.completions, &[(5.0, P, P + 2.0 + 6.0)]);
     assert_eq!(out.report.frames.work_fits_rate, 1.0);
@@ -243,14 +257,7 @@ fn a_frames_dnns_complete_with_their_submission() {
         frame_start_ms: vec![0.0, 18.0],
     };
     replay.check(&sc).unwrap();
-    let out = run(
-        &sc,
-        "max_total_utility",
-        &SimOptions {
-            replay: Some(replay),
-            ..SimOptions::default()
-        },
-    );
+    let out = run(&sc, "max_total_utility", &replaying(replay));
     assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
     // A decreasing start is refused, naming the field.
     let bad = Replay {
@@ -338,26 +345,14 @@ fn record_then_replay_reproduces_every_scenario_exactly() {
         for policy in ["max_total_utility", "least_slack_time", "fifo"] {
             for seed in [1, 2, 3] {
                 let name = format!("{} {policy} seed {seed}", path.display());
-                let opts = SimOptions {
-                    noise: Noise { sigma: 0.2, seed },
-                    record_run: true,
-                    ..SimOptions::default()
-                };
-                let original = run(&sc, policy, &opts);
+                let original = run(&sc, policy, &recording(seed));
                 let (scenario, replay) = original.recorded.clone().expect("recorded");
                 scenario.validate().unwrap();
                 replay.check(&scenario).unwrap();
                 assert_eq!(scenario.decisions, Decisions::PerFrame);
                 assert_eq!(scenario.dnn_work_first, plugin_order);
                 assert_eq!(scenario.results_at_frame_start, plugin_order);
-                let replayed = run(
-                    &scenario,
-                    policy,
-                    &SimOptions {
-                        replay: Some(replay),
-                        ..SimOptions::default()
-                    },
-                );
+                let replayed = run(&scenario, policy, &replaying(replay));
                 compare(&name, &original, &replayed).unwrap();
                 assert!(original.completions.len() > 10, "{name}");
                 checked += 1;
@@ -372,15 +367,7 @@ fn record_then_replay_reproduces_every_scenario_exactly() {
 #[test]
 fn a_replay_off_by_one_inference_does_not_reproduce_the_run() {
     let sc = per_frame(&scenario_files()[0]);
-    let opts = SimOptions {
-        noise: Noise {
-            sigma: 0.2,
-            seed: 1,
-        },
-        record_run: true,
-        ..SimOptions::default()
-    };
-    let original = run(&sc, "max_total_utility", &opts);
+    let original = run(&sc, "max_total_utility", &recording(1));
     let (scenario, replay) = original.recorded.clone().unwrap();
     let mut shifted = replay.clone();
     for m in shifted.models.values_mut() {
@@ -390,16 +377,7 @@ fn a_replay_off_by_one_inference_does_not_reproduce_the_run() {
             }
         }
     }
-    let with = |s: &Scenario, r: Replay| {
-        run(
-            s,
-            "max_total_utility",
-            &SimOptions {
-                replay: Some(r),
-                ..SimOptions::default()
-            },
-        )
-    };
+    let with = |s: &Scenario, r: Replay| run(s, "max_total_utility", &replaying(r));
     assert!(compare("shifted", &original, &with(&scenario, shifted)).is_err());
     compare("as exported", &original, &with(&scenario, replay)).unwrap();
 }
@@ -421,27 +399,10 @@ fn the_render_estimate_at_time_0_is_recorded() {
             .replace(r#""events_ms": [5]"#, r#""period_ms": 100"#),
     )
     .unwrap();
-    let opts = SimOptions {
-        noise: Noise {
-            sigma: 0.2,
-            seed: 5,
-        },
-        record_run: true,
-        ..SimOptions::default()
-    };
-    let original = run(&sc, "max_total_utility", &opts);
+    let original = run(&sc, "max_total_utility", &recording(5));
     let (scenario, replay) = original.recorded.clone().unwrap();
     assert_eq!(scenario.render_estimate_ms, Some(10.0));
-    let with = |s: &Scenario| {
-        run(
-            s,
-            "max_total_utility",
-            &SimOptions {
-                replay: Some(replay.clone()),
-                ..SimOptions::default()
-            },
-        )
-    };
+    let with = |s: &Scenario| run(s, "max_total_utility", &replaying(replay.clone()));
     compare("as exported", &original, &with(&scenario)).unwrap();
     let no_estimate = Scenario {
         render_estimate_ms: None,
@@ -453,39 +414,67 @@ fn the_render_estimate_at_time_0_is_recorded() {
     assert!(compare("no estimate", &original, &with(&no_estimate)).is_err());
 }
 
+/// The DNNs' resumable steps are part of the recording: one DNN of ten 10 ms GPU steps (1 ms
+/// each on the CPU, deadline 100 ms, a request every 250 ms) is late on the GPU and the offload
+/// moves it to the CPU with an inference the GPU had started. With no boundary resumable, that
+/// inference restarts on the CPU from its input, although the configuration resumes
+/// (`offload_resumes_from_gpu`, on by default). The export carries `resumable_steps: []` and
+/// reproduces the run; the same replay without the field resumes from the GPU's boundary, and
+/// does not.
+#[test]
+fn the_resumable_steps_are_recorded() {
+    let sc = Scenario::from_json(
+        r#"{"frame_rate": 30, "render_ms": 3, "duration_s": 3, "cpu_workers": 1,
+            "decisions": "per_frame",
+            "dnns": [{"name": "m", "gpu_op_ms": [10, 10, 10, 10, 10, 10, 10, 10, 10, 10],
+                      "cpu_op_ms": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "deadline_ms": 100,
+                      "resumable_steps": [],
+                      "request": {"period_ms": 250, "start_ms": 180}}]}"#,
+    )
+    .unwrap();
+    let original = run(&sc, "max_total_utility", &recording(1));
+    let d = &original.report.dnns[0];
+    assert_eq!((d.offload_switches, d.resumed_from_gpu), (1, 0), "{d:?}");
+    let (scenario, replay) = original.recorded.clone().unwrap();
+    assert_eq!(scenario.dnns[0].resumable_steps, Some(vec![]));
+    let with = |s: &Scenario| run(s, "max_total_utility", &replaying(replay.clone()));
+    compare("as exported", &original, &with(&scenario)).unwrap();
+    let mut unknown = scenario.clone();
+    unknown.dnns[0].resumable_steps = None;
+    let resumed = with(&unknown);
+    assert_eq!(resumed.report.dnns[0].resumed_from_gpu, 1);
+    assert!(compare("without the field", &original, &resumed).is_err());
+}
+
 /// The exported files round-trip through JSON (the format `heimdall simulate` reads) and
-/// validate, and the run from the files read back agrees with the original within 1e-9 ms on
-/// every completion, with equal frame statistics and counts (every scenario file, per frame,
-/// three seeds). Not bit for bit: serde_json's default float parsing (without its
-/// `float_roundtrip` feature) rounds about one value in ten 1 ulp off, which moved finish times
-/// by at most 4e-12 ms in 40 such runs.
+/// validate, keeping each DNN's `resumable_steps` (every other boundary here), and the run from
+/// the files read back agrees with the original within 1e-9 ms on every completion, with equal
+/// frame statistics and counts (every scenario file, per frame, three seeds). Not bit for bit:
+/// serde_json's default float parsing (without its `float_roundtrip` feature) rounds about one
+/// value in ten 1 ulp off, which moved finish times by at most 4e-12 ms in 40 such runs.
 #[test]
 fn exported_files_round_trip_through_json() {
     for path in scenario_files() {
-        let sc = per_frame(&path);
+        let mut sc = per_frame(&path);
+        for d in &mut sc.dnns {
+            d.resumable_steps = Some((0..=d.gpu_op_ms.len()).step_by(2).collect());
+        }
+        let resumable = |s: &Scenario| -> Vec<Option<Vec<usize>>> {
+            s.dnns.iter().map(|d| d.resumable_steps.clone()).collect()
+        };
         for seed in [1, 2, 3] {
-            let opts = SimOptions {
-                noise: Noise { sigma: 0.2, seed },
-                record_run: true,
-                ..SimOptions::default()
-            };
-            let original = run(&sc, "max_total_utility", &opts);
+            let original = run(&sc, "max_total_utility", &recording(seed));
             let (scenario, replay) = original.recorded.clone().unwrap();
+            assert_eq!(resumable(&scenario), resumable(&sc));
             let text = serde_json::to_string_pretty(&scenario).unwrap();
             assert!(text.contains(r#""decisions": "per_frame""#), "{text}");
             let s2 = Scenario::from_json(&text).unwrap();
+            assert_eq!(resumable(&s2), resumable(&sc));
             let r2 = Replay::from_json(&replay.to_json()).unwrap();
             r2.check(&s2).unwrap();
             assert_eq!(s2.dnns.len(), scenario.dnns.len());
             assert_eq!(r2.render_ms.len(), replay.render_ms.len());
-            let again = run(
-                &s2,
-                "max_total_utility",
-                &SimOptions {
-                    replay: Some(r2),
-                    ..SimOptions::default()
-                },
-            );
+            let again = run(&s2, "max_total_utility", &replaying(r2));
             let name = format!("{} seed {seed}", path.display());
             assert_eq!(again.report.frames, original.report.frames, "{name}");
             assert_eq!(
@@ -517,7 +506,9 @@ fn cfg60() -> CoordinatorConfig {
 /// scene times 2, unmeasured and 4 ms (median 3: the unmeasured frame replays 3); requests at
 /// 990 (before the window: dropped) and 1005 ms (5 ms in the window); a GPU chunk over steps
 /// 0..2 (profile 1 and 3 ms) measured 8 ms is split 2 + 6; a CPU step (the profile's CPU-only
-/// step 2) 0.5 ms; two DNNs called "face" become "face" and "face#2".
+/// step 2) 0.5 ms; two DNNs called "face" become "face" and "face#2". The first one's resumable
+/// steps [3, 1, 9, 1] are exported sorted, once, without 9 (past its 3 steps), and kept when it
+/// is added again; the second one's, given and then forgotten (`None`), are left out.
 #[test]
 fn a_hand_fed_recorder_exports_what_it_was_given() {
     let mut r = RunRecorder::new(&cfg60());
@@ -539,6 +530,10 @@ fn a_hand_fed_recorder_exports_what_it_was_given() {
         None,
         UtilityParams::default(),
     );
+    r.set_resumable_steps(ModelId(4), Some(&[3, 1, 9, 1]));
+    r.add_model(ModelId(4), "face", &steps, Some(100.0), u);
+    r.set_resumable_steps(ModelId(7), Some(&[0]));
+    r.set_resumable_steps(ModelId(7), None);
     r.request(ModelId(4), 990.0, 0.1);
     r.frame(1000.0, Some(2.0));
     r.request(ModelId(4), 1005.0, 0.3);
@@ -565,6 +560,8 @@ fn a_hand_fed_recorder_exports_what_it_was_given() {
     assert_eq!(d.request.events_ms, Some(vec![5.0]));
     assert_eq!(d.content_variation, [0.3]);
     assert_eq!((d.deadline_ms, d.utility), (Some(100.0), u));
+    assert_eq!(d.resumable_steps, Some(vec![1, 3]));
+    assert_eq!(s.dnns[1].resumable_steps, None);
     assert_eq!(s.dnns[1].request.events_ms, Some(vec![]));
     assert_eq!(rep.render_ms, [2.0, 3.0, 4.0]);
     let t = &rep.models["face"];
@@ -573,14 +570,7 @@ fn a_hand_fed_recorder_exports_what_it_was_given() {
     assert!(!rep.models.contains_key("face#2"));
     assert_eq!(r.ignored(), 0);
     // The exported pair runs.
-    let out = run(
-        &s,
-        "max_total_utility",
-        &SimOptions {
-            replay: Some(rep),
-            ..SimOptions::default()
-        },
-    );
+    let out = run(&s, "max_total_utility", &replaying(rep));
     assert_eq!(out.report.frames.frames, 3);
 }
 
@@ -656,8 +646,9 @@ fn bad_input_is_ignored_and_a_bad_export_names_the_field() {
     r.cpu_chunk(ModelId(0), 0..1, -1.0);
     r.gpu_chunk(ModelId(0), 0..1, f64::INFINITY);
     r.finished(ModelId(3));
+    r.set_resumable_steps(ModelId(3), Some(&[0]));
     r.frame(f64::NAN, None);
-    assert_eq!(r.ignored(), 8);
+    assert_eq!(r.ignored(), 9);
     r.frame(P, Some(f64::NAN)); // counts as unmeasured
     let (s, rep) = r.try_export().unwrap();
     assert_eq!(rep.render_ms, [3.0, 3.0]);

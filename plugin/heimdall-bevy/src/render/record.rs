@@ -7,6 +7,14 @@
 //! An inference's chunk times come back after it completed (the outputs are read before the
 //! frame's timestamps), so they are kept per inference until every piece has reported and only
 //! then handed to the recorder, in order, followed by its end.
+//!
+//! The readback is measured too: for a GPU inference, from the end of the GPU submission that
+//! held its last chunk, as the simulator models that end (the submission's time plus the GPU
+//! times of that frame's DNN chunks, by their timestamps), to its outputs read. What the
+//! simulator leaves out of the submission counts in it: the GPU's start after the submission (an
+//! earlier frame still running, on a loaded GPU), the gaps between chunks, the map: a proxy. The
+//! median goes into the scenario's `readback_ms`, which the simulator adds to the end of every
+//! GPU inference.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -16,6 +24,9 @@ use heimdall_coordinator::{Completion, CoordinatorConfig, CpuWork, GpuWork, Mode
 
 /// Frames whose scene time may still come back (the timestamps' horizon in `schedule.rs`).
 const SCENE_HORIZON: u64 = 16;
+
+/// Readbacks kept for the median (a ring: the latest ones).
+const READBACK_SAMPLES: usize = 1 << 16;
 
 /// Inferences of one model kept while their pieces report (an inference abandoned without
 /// completing is forgotten once this many follow it).
@@ -27,6 +38,8 @@ struct OpenInference {
     pieces: Vec<(Range<usize>, f64, bool)>,
     outstanding: usize,
     completed: bool,
+    /// The frame of its last piece planned so far, and whether that piece is GPU work.
+    last_piece: Option<(u64, bool)>,
 }
 
 /// A planned frame waiting for its measurements.
@@ -39,6 +52,10 @@ struct FrameEntry {
     scene_ms: Option<f64>,
     /// How long after the start the DNN work and the scene were submitted, ms.
     submits: Option<(f64, f64)>,
+    /// The GPU time of its DNN chunks (timestamps), ms.
+    dnn_gpu_ms: Option<f64>,
+    /// Outputs of GPU inferences whose last chunk ran in this frame: (model, read at).
+    reads: Vec<(ModelId, f64)>,
 }
 
 /// Work handed out and not yet reported: its model, ops, processor and inference number.
@@ -47,6 +64,7 @@ struct WorkInfo {
     ops: Range<usize>,
     gpu: bool,
     inference: u64,
+    frame: u64,
 }
 
 /// The render world's record of the run (inside [`super::schedule::Scheduler`]).
@@ -64,6 +82,14 @@ pub(crate) struct RunLog {
     frames: VecDeque<FrameEntry>,
     /// Completed inferences not yet sent to the main world: (model, admission → last op, ms).
     pub latencies: Vec<(ModelId, f64)>,
+    /// Readbacks measured and not yet sent to the main world: (model, ms).
+    pub measured_readbacks: Vec<(ModelId, f64)>,
+    /// Whether a GPU inference completes when its outputs are read (the readback is measured
+    /// only then, with the DNN work submitted ahead of the scene).
+    measure_readback: bool,
+    /// Measured readbacks, ms (the latest [`READBACK_SAMPLES`]), and how many were measured.
+    readbacks: Vec<f64>,
+    readbacks_seen: usize,
 }
 
 impl RunLog {
@@ -77,6 +103,10 @@ impl RunLog {
             works: HashMap::new(),
             frames: VecDeque::new(),
             latencies: Vec::new(),
+            measured_readbacks: Vec::new(),
+            measure_readback: false,
+            readbacks: Vec::new(),
+            readbacks_seen: 0,
         }
     }
 
@@ -92,9 +122,12 @@ impl RunLog {
         r.set_render_estimate(cfg.budget.render_ms);
         r.set_frame_order(dnn_work_first, !free_at_readback);
         self.recording = true;
+        self.measure_readback = dnn_work_first && free_at_readback;
         self.frames.clear();
         self.open.clear();
         self.works.clear();
+        self.readbacks.clear();
+        self.readbacks_seen = 0;
     }
 
     /// The recording so far as (scenario JSON, replay JSON); frames still waiting for their
@@ -104,7 +137,10 @@ impl RunLog {
             return None;
         }
         self.flush_frames(u64::MAX);
-        let (scenario, replay) = self.recorder.export();
+        let (mut scenario, replay) = self.recorder.export();
+        if let Some(ms) = median(&self.readbacks) {
+            scenario.readback_ms = ms;
+        }
         let s = serde_json::to_string_pretty(&scenario).ok()?;
         let r = serde_json::to_string(&replay).ok()?;
         Some((s, r))
@@ -137,10 +173,13 @@ impl RunLog {
                     ops,
                     gpu: on_gpu,
                     inference,
+                    frame,
                 },
             );
             if self.recording {
-                self.open_inference(model, inference).outstanding += 1;
+                let open = self.open_inference(model, inference);
+                open.outstanding += 1;
+                open.last_piece = Some((frame, on_gpu));
             }
         }
         if self.recording {
@@ -149,6 +188,8 @@ impl RunLog {
                 start_ms,
                 scene_ms: None,
                 submits: None,
+                dnn_gpu_ms: None,
+                reads: Vec::new(),
             });
             self.flush_frames(frame);
         }
@@ -177,6 +218,12 @@ impl RunLog {
         if !self.recording {
             return;
         }
+        if w.gpu
+            && end_ms > start_ms
+            && let Some(f) = self.frames.iter_mut().find(|f| f.frame == w.frame)
+        {
+            *f.dnn_gpu_ms.get_or_insert(0.0) += end_ms - start_ms;
+        }
         let open = self.open_inference(w.model, w.inference);
         open.outstanding = open.outstanding.saturating_sub(1);
         if end_ms > start_ms {
@@ -193,7 +240,14 @@ impl RunLog {
             return;
         }
         let n = self.admitted.get(&c.model).copied().unwrap_or(0);
-        self.open_inference(c.model, n).completed = true;
+        let measure = self.measure_readback;
+        let open = self.open_inference(c.model, n);
+        open.completed = true;
+        if let (true, Some((frame, true))) = (measure, open.last_piece)
+            && let Some(f) = self.frames.iter_mut().find(|f| f.frame == frame)
+        {
+            f.reads.push((c.model, c.finished_ms));
+        }
         self.flush_inferences(c.model);
     }
 
@@ -248,6 +302,22 @@ impl RunLog {
             if f.scene_ms.is_none() && f.frame.saturating_add(SCENE_HORIZON) >= now_frame {
                 break;
             }
+            // The submission ends its chunks' GPU time after it was submitted.
+            if let (Some((dnn_submit, _)), Some(gpu_ms)) = (f.submits, f.dnn_gpu_ms) {
+                let end = f.start_ms + dnn_submit + gpu_ms;
+                for (model, ms) in f.reads.iter().map(|(m, read)| (*m, read - end)) {
+                    if !(ms.is_finite() && ms >= 0.0) {
+                        continue;
+                    }
+                    self.measured_readbacks.push((model, ms));
+                    if self.readbacks.len() < READBACK_SAMPLES {
+                        self.readbacks.push(ms);
+                    } else {
+                        self.readbacks[self.readbacks_seen % READBACK_SAMPLES] = ms;
+                    }
+                    self.readbacks_seen += 1;
+                }
+            }
             r.frame_submitted(
                 f.start_ms,
                 f.scene_ms,
@@ -257,6 +327,14 @@ impl RunLog {
             self.frames.pop_front();
         }
     }
+}
+
+/// The median of `v`, if it has any value.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    (n > 0).then(|| 0.5 * (s[(n - 1) / 2] + s[n / 2]))
 }
 
 #[cfg(test)]
@@ -346,6 +424,66 @@ mod tests {
         log.recorder.remove_model(m);
         let (scenario, _) = log.export().unwrap();
         assert!(!scenario.contains("\"m\""), "{scenario}");
+    }
+
+    /// The readback of a GPU inference: from the end of its frame's DNN submission as the
+    /// simulator has it (submitted 1 ms after the frame's start, its two chunks 1 and 1.5 ms of
+    /// GPU time, the 0.5 ms between them left out) to its outputs read (4.1 ms after the
+    /// start): 0.6 ms, the scenario's `readback_ms`. An inference whose last
+    /// piece ran on the CPU is no readback; nor is anything when the DNN work goes after the
+    /// scene (its outputs wait for the whole frame).
+    #[test]
+    fn the_readback_is_measured_from_the_submissions_gpu_end() {
+        let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5));
+        let (m, c) = (ModelId(0), ModelId(1));
+        let steps = vec![StepCost::gpu_and_cpu(1.0, 4.0); 2];
+        for (work_first, expected) in [(true, Some(0.6)), (false, None)] {
+            let mut log = RunLog::new(&cfg);
+            for (id, name) in [(m, "m"), (c, "c")] {
+                log.recorder
+                    .add_model(id, name, &steps, None, UtilityParams::default());
+            }
+            log.start(&cfg, work_first, true);
+            for frame in 0..3u64 {
+                let t = frame as f64 * 16.0;
+                log.request(m, t, 0.0);
+                log.request(c, t, 0.0);
+                log.admitted(m);
+                log.admitted(c);
+                let cpu = CpuWork {
+                    id: WorkId(100 + frame),
+                    model: c,
+                    ops: 0..2,
+                    est_ms: 8.0,
+                    offloaded: true,
+                    resume: heimdall_coordinator::Resume::Input,
+                };
+                let works = [gpu(frame, m, 0..1), gpu(50 + frame, m, 1..2)];
+                log.planned(frame, t, &works, &[cpu]);
+                log.submits(frame, 1.0, 3.0);
+                let finished = |model, at| {
+                    done(model).map(|d| Completion {
+                        finished_ms: at,
+                        ..d
+                    })
+                };
+                log.completed(finished(m, t + 4.1));
+                log.completed(finished(c, t + 9.0));
+                // Timestamps on the plugin's clock: encoded at t + 0.5.
+                log.work_done(WorkId(frame), t + 10.0, t + 11.0);
+                log.work_done(WorkId(50 + frame), t + 11.5, t + 13.0);
+                log.work_done(WorkId(100 + frame), t + 1.0, t + 9.0);
+                log.scene(frame, 2.0);
+            }
+            let (scenario, _) = log.export().unwrap();
+            let s: serde_json::Value = serde_json::from_str(&scenario).unwrap();
+            let readback = s["readback_ms"].as_f64().unwrap_or(0.0);
+            match expected {
+                Some(ms) => assert!((readback - ms).abs() < 1e-9, "{readback}"),
+                None => assert_eq!(readback, 0.0),
+            }
+            assert_eq!(log.readbacks.len(), if work_first { 3 } else { 0 });
+        }
     }
 
     /// Frames reach the recorder in order, each with its scene time and submission delays once

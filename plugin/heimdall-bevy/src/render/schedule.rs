@@ -229,9 +229,9 @@ pub(crate) fn plan_frame(
         // Where an offloaded inference can go on from the GPU's activations
         // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
         if let Some(g) = &c.gpu {
-            sched
-                .coordinator
-                .set_resumable_steps(id, Some(&g.resumable_steps()));
+            let steps = g.resumable_steps();
+            sched.coordinator.set_resumable_steps(id, Some(&steps));
+            sched.log.recorder.set_resumable_steps(id, Some(&steps));
         }
         let cached = c
             .gpu
@@ -396,6 +396,11 @@ pub(crate) fn plan_frame(
     for (model, latency_ms) in sched.log.latencies.drain(..) {
         if let Some(dnn) = dnns.entity_of(model) {
             outbox.send(RenderMessage::Scheduled { dnn, latency_ms });
+        }
+    }
+    for (model, ms) in sched.log.measured_readbacks.drain(..) {
+        if let Some(dnn) = dnns.entity_of(model) {
+            outbox.send(RenderMessage::Readback { dnn, ms });
         }
     }
     if recording.export

@@ -325,8 +325,15 @@ pub fn simulate_opts(
                 spec.deadline_ms,
                 spec.utility,
             );
+            if d.resumable_steps.is_some() {
+                r.set_resumable_steps(ModelId(i), d.resumable_steps.as_deref());
+            }
         }
-        coord.register(spec);
+        let id = coord.register(spec);
+        debug_assert_eq!(id, ModelId(i), "the simulator's DNN index is its model id");
+        if d.resumable_steps.is_some() {
+            coord.set_resumable_steps(id, d.resumable_steps.as_deref());
+        }
     }
     let mut sim = Sim {
         sc: scenario,

@@ -69,6 +69,9 @@ struct ModelRec {
     steps: Vec<StepCost>,
     deadline_ms: Option<f64>,
     utility: UtilityParams,
+    /// Boundaries where an offloaded inference continues from the GPU's activations
+    /// ([`RunRecorder::set_resumable_steps`]; `None`: not given).
+    resumable_steps: Option<Vec<usize>>,
     /// The inference whose pieces are being recorded.
     current: Option<InferenceRec>,
 }
@@ -175,8 +178,9 @@ impl RunRecorder {
 
     /// A DNN of the run: its coordinator id, name (made unique in the export by suffixing "#2",
     /// "#3"... when two DNNs share a name), per-step profile (the costs the coordinator was
-    /// given), deadline and utility. Adding an id again replaces its description (what was
-    /// recorded for it is kept). A DNN without steps is left out of the export.
+    /// given), deadline and utility. Adding an id again replaces this description; what was
+    /// recorded for it and its resumable steps ([`RunRecorder::set_resumable_steps`]) are kept.
+    /// A DNN without steps is left out of the export.
     pub fn add_model(
         &mut self,
         id: ModelId,
@@ -191,14 +195,34 @@ impl RunRecorder {
             steps: steps.to_vec(),
             deadline_ms,
             utility,
+            resumable_steps: None,
             current: None,
         };
         match self.models.iter_mut().find(|m| m.id == id) {
             Some(m) => {
                 let current = m.current.take();
-                *m = ModelRec { current, ..rec };
+                let resumable_steps = m.resumable_steps.take();
+                *m = ModelRec {
+                    current,
+                    resumable_steps,
+                    ..rec
+                };
             }
             None => self.models.push(rec),
+        }
+    }
+
+    /// The boundaries at which an offloaded inference of DNN `id` continues on the CPU from the
+    /// GPU's activations, as given to its coordinator (`Coordinator::set_resumable_steps`; call
+    /// it after [`RunRecorder::add_model`]), exported as the DNN's `resumable_steps` (sorted,
+    /// without repeats or boundaries past its last step). `None` forgets them: the export leaves
+    /// the field out, so the simulation resumes as its configuration's
+    /// `offload_resumes_from_gpu` says. A later call replaces an earlier one. Unknown DNNs are
+    /// ignored ([`RunRecorder::ignored`]).
+    pub fn set_resumable_steps(&mut self, id: ModelId, steps: Option<&[usize]>) {
+        match self.models.iter_mut().find(|m| m.id == id) {
+            Some(m) => m.resumable_steps = steps.map(<[usize]>::to_vec),
+            None => self.ignored += 1,
         }
     }
 
@@ -371,7 +395,7 @@ impl RunRecorder {
     /// the step-less ones): `gpu_op_ms`/`cpu_op_ms` from its profile (0 for the GPU time of a
     /// step the GPU cannot run), `cpu_only_ops` from the profile's processors, the request
     /// `{"events_ms": ...}` of its capture times shifted to the window (only those inside it)
-    /// with their content variations, deadline and utility.
+    /// with their content variations, deadline, utility and resumable steps (when given).
     ///
     /// The replay: `render_ms` per frame (the median where not measured); per DNN one list per
     /// recorded inference that began in the window, on each processor (a processor on which none
@@ -423,6 +447,16 @@ impl RunRecorder {
                 utility: m.utility,
                 priority: None,
                 content_variation: reqs.iter().map(|r| r.1).collect(),
+                resumable_steps: m.resumable_steps.as_ref().map(|steps| {
+                    let mut v: Vec<usize> = steps
+                        .iter()
+                        .copied()
+                        .filter(|&k| k <= m.steps.len())
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                }),
             });
             let runs: Vec<&InferenceRec> = self
                 .done

@@ -134,6 +134,13 @@ pub struct DnnScenario {
     /// Ops the GPU cannot run (fallback ops), by index.
     #[serde(default)]
     pub cpu_only_ops: Vec<usize>,
+    /// Boundaries `k` (after ops `0..k`, so `0..=` the op count) where an offloaded inference
+    /// the GPU ran to `k` continues on the CPU from the GPU's activations; at a boundary not
+    /// listed it restarts from its input (`Coordinator::set_resumable_steps`, what the Bevy
+    /// plugin gives for every GPU model). Absent: as the coordinator configuration's
+    /// `offload_resumes_from_gpu` says, for every boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumable_steps: Option<Vec<usize>>,
     /// When inferences are requested.
     pub request: RequestPattern,
     /// Relative deadline, ms.
@@ -345,6 +352,16 @@ impl Scenario {
                 let field = f(&format!("cpu_only_ops[{k}]"));
                 check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
                 check(seen.insert(op), field, "is listed twice")?;
+            }
+            let mut seen = HashSet::new();
+            for (k, &b) in d.resumable_steps.iter().flatten().enumerate() {
+                let field = f(&format!("resumable_steps[{k}]"));
+                check(
+                    b <= d.gpu_op_ms.len(),
+                    field.clone(),
+                    "is past the last op (a boundary is at most the op count)",
+                )?;
+                check(seen.insert(b), field, "is listed twice")?;
             }
             let r = &d.request;
             match (&r.period_ms, &r.events_ms) {
