@@ -37,4 +37,7 @@ ws)
 shop)
   cmp shopping shopping 150 --fps 60 --resolution 2560x1440 --frames 600 --warmup 60 --quality medium --instances 30;;
 esac
-cd $S && tar czf $OUT/sv_$1.tgz $(find . -name stats.json -o -name scenario.json -o -name replay.json -o -name '*.md') && ls -la $OUT
+# One archive per configuration (a file over ~20 MB does not come back).
+cd $S && for d in */; do d=${d%/}
+  tar czf $OUT/sv_$d.tgz $(find $d -name stats.json -o -name scenario.json -o -name replay.json) $d.md
+done; ls -la $OUT

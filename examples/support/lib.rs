@@ -12,6 +12,7 @@ pub mod args;
 pub mod assets;
 pub mod clip_source;
 pub mod gestures;
+pub mod gpu_shown;
 pub mod harness;
 pub mod harness_camera;
 pub mod latency;

@@ -25,7 +25,8 @@
 //! headless pacer's slots (`pacer::VblankClock`): a frame whose update started at one blank is
 //! shown at the next when the main world's update and the render world's work fit in a period.
 //! The GPU's side is the wait above and the GPU-timestamp proxy: a frame is taken as shown even
-//! if its GPU work ends after the blank. The interval between submissions, what an
+//! if its GPU work ends after the blank. A second book counts it ([`crate::gpu_shown`],
+//! `swapchain.after_gpu`): each frame shown at the first blank after its GPU completion too. The interval between submissions, what an
 //! immediate-mode display would show, is reported beside it (`swapchain.submit_interval_ms`,
 //! `submit_on_time_rate`); `--display immediate` turns the blank off.
 //!
@@ -46,6 +47,7 @@ use bevy::render::RenderApp;
 use bevy::render::renderer::{RenderDevice, RenderGraph, RenderGraphSystems, RenderQueue};
 use heimdall_bevy::render::PresentationTime;
 
+use crate::gpu_shown::{AfterGpuLog, GpuShown};
 use crate::latency::LatencyLog;
 use crate::pacer::VblankClock;
 
@@ -79,6 +81,8 @@ struct WaitLog {
     queue_wait_ms: LatencyLog,
     /// Frames that found the queue full.
     queue_full: usize,
+    /// The display counting each frame's GPU completion too (vsync).
+    after_gpu: AfterGpuLog,
 }
 
 impl SwapchainWaits {
@@ -91,6 +95,7 @@ impl SwapchainWaits {
             log.shown_after_ms = LatencyLog::preallocated();
             log.queue_wait_ms = LatencyLog::preallocated();
             log.queue_full = 0;
+            log.after_gpu = AfterGpuLog::preallocated();
         }
     }
 
@@ -144,6 +149,7 @@ impl SwapchainWaits {
             "submit_on_time_rate": if count == 0 { serde_json::Value::Null } else {
                 serde_json::json!(log.submit_on_time as f64 / count as f64)
             },
+            "after_gpu": if log.vsync { log.after_gpu.to_json() } else { serde_json::Value::Null },
         })
     }
 }
@@ -157,6 +163,8 @@ struct Display {
     last_shown: Option<Instant>,
     /// When the frame before that one was shown.
     before_last_shown: Option<Instant>,
+    /// The same frames, shown after their GPU work.
+    gpu: GpuShown,
 }
 
 /// The submissions of the frames in flight (render world). With `HEIMDALL_SWAPCHAIN_WAIT=all`,
@@ -196,6 +204,7 @@ pub fn add(app: &mut App, vsync: bool) {
                 vsync,
                 last_shown: None,
                 before_last_shown: None,
+                gpu: GpuShown::default(),
             })
             .init_resource::<InFlight>()
             .add_systems(
@@ -255,6 +264,19 @@ fn wait_for_an_image(
     let submitted = Instant::now();
     shown.0 = display.show(submitted);
     waits.record(start.elapsed(), submitted, shown.0, period);
+    if let Some(at) = shown.0 {
+        let display = &mut *display;
+        let q: &wgpu::Queue = &queue;
+        display
+            .gpu
+            .submitted(device.wgpu_device(), q, submitted, at);
+        if let Ok(mut log) = waits.0.lock() {
+            let recording = log.recording;
+            display
+                .gpu
+                .collect(&display.clock, &mut log.after_gpu, recording);
+        }
+    }
     if let Some(free) = display.image_free_at() {
         let wait = free.saturating_duration_since(Instant::now()).min(MAX_WAIT);
         if !wait.is_zero() {
@@ -307,6 +329,7 @@ mod tests {
             vsync: true,
             last_shown: None,
             before_last_shown: None,
+            gpu: GpuShown::default(),
         };
         // Submitted mid-period: shown at the next blank, whatever the jitter within it.
         assert_eq!(d.show(ms(4)), Some(ms(10)));

@@ -7,6 +7,7 @@ use heimdall_coordinator::{CpuWork, Resume};
 use heimdall_gpu::Placement;
 use heimdall_vision::image::resample;
 
+use super::finish::Finish;
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
@@ -103,13 +104,17 @@ pub(crate) fn dispatch_cpu(
     let norm = d.normalization;
     let ops = start_op..work.ops.end;
     let last = work.ops.end == c.steps;
-    let tx = workers.done.sender();
-    let id = work.id;
-    workers.pool.spawn(move || {
-        let start_ms = clock.now_ms();
-        let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
-            let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
-            if ops.start == 0 {
+    spawn_cpu_run(
+        workers,
+        cpu,
+        e,
+        work.id,
+        ops,
+        last,
+        finish,
+        clock,
+        move |m| {
+            if start_op == 0 {
                 let x = resample(
                     &pixels,
                     size.x as usize,
@@ -121,37 +126,9 @@ pub(crate) fn dispatch_cpu(
                 .map_err(|e| e.to_string())?;
                 m.set_input(0, &x).map_err(|e| e.to_string())?;
             }
-            m.run_range(ops.clone()).map_err(|e| e.to_string())?;
-            if !last {
-                return Ok(None);
-            }
-            let n = m.output_shapes().len();
-            (0..n)
-                .map(|i| m.output(i).map(<[f32]>::to_vec).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
-        };
-        let (finished, error) = match run() {
-            Ok(Some(outputs)) => {
-                if let Some(finish) = finish {
-                    finish.send(outputs, Backend::Cpu, None);
-                }
-                (true, None)
-            }
-            Ok(None) => (false, None),
-            Err(e) => (false, Some(e)),
-        };
-        tx.send(CpuDone {
-            entity: e,
-            work: id,
-            worker,
-            start_ms,
-            end_ms: clock.now_ms(),
-            finished,
-            error,
-        })
-        .ok();
-    });
+            Ok(())
+        },
+    );
 }
 
 /// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
@@ -210,22 +187,49 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
 fn resume_on_worker(
     e: Entity,
     r: ResumeJob,
-    cpu: std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>,
+    cpu: SharedCpuModel,
     steps: usize,
-    workers: &Workers,
+    w: &Workers,
     clock: HeimdallClock,
+) {
+    let last = r.ops.end == steps;
+    let finish = r.finish.map(|mut f| {
+        f.resumed_from_step = Some(r.ops.start);
+        f
+    });
+    let download = r.download;
+    spawn_cpu_run(w, cpu, e, r.work, r.ops, last, finish, clock, move |m| {
+        let state =
+            (download.take().map_err(|e| e.to_string())?).ok_or("the GPU state was not ready")?;
+        heimdall_gpu::restore_cpu(m, &state).map_err(|e| e.to_string())
+    });
+}
+
+/// The CPU model of a DNN, shared with the workers.
+type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
+
+/// Runs `ops` of the CPU model on a worker after `prepare` (its input, or the GPU's state),
+/// sends the outputs on when they end the inference (`last`), and reports the work's times.
+#[allow(clippy::too_many_arguments)]
+fn spawn_cpu_run(
+    workers: &Workers,
+    cpu: SharedCpuModel,
+    entity: Entity,
+    work: heimdall_coordinator::WorkId,
+    ops: std::ops::Range<usize>,
+    last: bool,
+    finish: Option<Finish>,
+    clock: HeimdallClock,
+    prepare: impl FnOnce(&mut heimdall_cpu::CpuModel) -> Result<(), String> + Send + 'static,
 ) {
     let tx = workers.done.sender();
     let worker = workers.pool.size() - workers.pool.idle();
     workers.pool.spawn(move || {
         let start_ms = clock.now_ms();
-        let last = r.ops.end == steps;
         let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
-            let state = (r.download.take().map_err(|e| e.to_string())?)
-                .ok_or("the GPU state was not ready")?;
             let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
-            heimdall_gpu::restore_cpu(&mut m, &state).map_err(|e| e.to_string())?;
-            m.run_range(r.ops.clone()).map_err(|e| e.to_string())?;
+            prepare(&mut m)?;
+            m.run_range(ops).map_err(|e| e.to_string())?;
             if !last {
                 return Ok(None);
             }
@@ -237,8 +241,7 @@ fn resume_on_worker(
         };
         let (finished, error) = match run() {
             Ok(Some(outputs)) => {
-                if let Some(mut finish) = r.finish {
-                    finish.resumed_from_step = Some(r.ops.start);
+                if let Some(finish) = finish {
                     finish.send(outputs, Backend::Cpu, None);
                 }
                 (true, None)
@@ -247,8 +250,8 @@ fn resume_on_worker(
             Err(e) => (false, Some(e)),
         };
         tx.send(CpuDone {
-            entity: e,
-            work: r.work,
+            entity,
+            work,
             worker,
             start_ms,
             end_ms: clock.now_ms(),
