@@ -323,8 +323,8 @@ fn save_frames(
 }
 
 /// What happened before the measured window (`frames` camera frames from the camera's start:
-/// start-up and warm-up): the frame pacing, and per model its results, deadline misses and
-/// latencies.
+/// start-up and warm-up): the frame pacing with the late frames' render phases, and per model
+/// its results, deadline misses and latencies.
 fn startup_summary(stats: &serde_json::Value, frames: u64) -> serde_json::Value {
     let models: serde_json::Map<String, serde_json::Value> = stats["models"]
         .as_object()
@@ -345,6 +345,7 @@ fn startup_summary(stats: &serde_json::Value, frames: u64) -> serde_json::Value 
         "wall_on_time_rate": stats["wall_on_time_rate"],
         "frame_interval_ms": stats["frame_interval_ms"],
         "late_frames": stats["late_frames"],
+        "late_frame_phases": stats["late_frame_phases"],
         "models": models,
     })
 }
