@@ -244,20 +244,10 @@ pub(crate) fn receive(
             RenderMessage::Trace(t) => trace.latest = Some(t),
             RenderMessage::Recording(r) => recording.latest = Some(*r),
             RenderMessage::Scheduled { dnn, latency_ms } => {
-                let name = dnns
-                    .get(dnn)
-                    .ok()
-                    .and_then(|d| models.get(&d.model))
-                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
-                stats.record_scheduled(&name, dnn, latency_ms);
+                stats.record_scheduled(&model_name(&dnns, &models, dnn), dnn, latency_ms);
             }
             RenderMessage::Readback { dnn, ms } => {
-                let name = dnns
-                    .get(dnn)
-                    .ok()
-                    .and_then(|d| models.get(&d.model))
-                    .map_or_else(|| format!("{dnn}"), |m| m.name.clone());
-                stats.record_readback(&name, dnn, ms);
+                stats.record_readback(&model_name(&dnns, &models, dnn), dnn, ms);
             }
             RenderMessage::Backend(b) => *backend = b,
             RenderMessage::Instance(index, name) => {
@@ -391,4 +381,12 @@ pub(crate) fn watch_model_loads(
             *status = DnnStatus::Failed(error);
         }
     }
+}
+
+/// The model name of DNN `dnn` for the statistics (the entity while its model is not loaded).
+fn model_name(dnns: &Query<&Dnn>, models: &Assets<DnnModel>, dnn: Entity) -> String {
+    dnns.get(dnn)
+        .ok()
+        .and_then(|d| models.get(&d.model))
+        .map_or_else(|| format!("{dnn}"), |m| m.name.clone())
 }
