@@ -6,13 +6,14 @@
 use std::sync::Arc;
 
 use bevy::prelude::*;
-use bevy::tasks::{AsyncComputeTaskPool, futures::check_ready};
+use bevy::tasks::futures::check_ready;
 use heimdall_cpu::CpuOptions;
 use heimdall_gpu::guard::{compile_guarded, cpu_reference_with};
 use heimdall_gpu::preprocess::preprocess_to_host;
 use heimdall_gpu::{GpuContext, GpuOptions, Precision};
 use heimdall_ir::Graph;
 
+use super::background::BackgroundWork;
 use super::cache::{GpuJob, compile_gpu_reusing};
 use super::guard_store;
 pub(crate) use super::state::{
@@ -152,6 +153,7 @@ pub(crate) fn advance(
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
     outbox: &Outbox,
+    work: &BackgroundWork,
 ) {
     for (e, d) in &mut dnns.map {
         if let GuardPhase::AwaitingInput { key } = &d.guard
@@ -200,8 +202,7 @@ pub(crate) fn advance(
                  in f32 meanwhile)",
                 d.name
             );
-            d.guard =
-                GuardPhase::Running(AsyncComputeTaskPool::get().spawn(async move { run(job) }));
+            d.guard = GuardPhase::Running(work.spawn(async move { run(job) }));
             outbox.send(RenderMessage::Guard(*e, GuardStatus::Checking));
         }
         if let GuardPhase::Running(task) = &mut d.guard

@@ -17,6 +17,7 @@
 //! Nothing here waits on the GPU or on a worker.
 
 pub(crate) mod backend;
+pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod cpu;
 pub(crate) mod encode;
@@ -79,6 +80,7 @@ pub(crate) fn build(
         .insert_resource(outbox)
         .insert_resource(Workers::new(settings.cpu_workers))
         .init_resource::<readback::ReadbackWaiter>()
+        .init_resource::<background::BackgroundWork>()
         .init_resource::<models::ExtractedDnns>()
         .init_resource::<models::RenderDnns>()
         .init_resource::<ExtractedFrames>()

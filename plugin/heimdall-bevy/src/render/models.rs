@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::render::Extract;
-use bevy::tasks::{AsyncComputeTaskPool, futures::check_ready};
+use bevy::tasks::futures::check_ready;
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::{GpuContext, Precision};
 use heimdall_vision::image::{Crop, Normalization};
 
 use super::backend::InferenceBackend;
+use super::background::BackgroundWork;
 use super::cache::{GpuJob, compile_gpu};
 use super::state::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
 pub(crate) use super::state::{
@@ -216,6 +217,7 @@ pub(crate) fn prepare_models(
     backend: Res<InferenceBackend>,
     settings: Res<HeimdallSettings>,
     outbox: Res<Outbox>,
+    work: Res<BackgroundWork>,
 ) {
     let dnns = &mut *dnns;
     let removed = &mut dnns.removed;
@@ -247,7 +249,7 @@ pub(crate) fn prepare_models(
             config,
             store: settings.guard_store.clone(),
         });
-        let task = AsyncComputeTaskPool::get().spawn(async move {
+        let task = work.spawn(async move {
             compile(
                 graph,
                 ctx,
@@ -351,5 +353,5 @@ pub(crate) fn prepare_models(
             }
         }
     }
-    super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox);
+    super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox, &work);
 }

@@ -43,6 +43,11 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
             })
             .set(RenderPlugin {
                 render_creation: render_creation(),
+                // Bevy's pipelines are created on the render thread, not in async-compute
+                // tasks: a task still creating one when a short test ends held the last render
+                // device and destroyed it on a pool thread while the harness ran `exit`, and
+                // lavapipe crashed there (SIGSEGV after the test passed, CI, 2026-11-28).
+                synchronous_pipeline_compilation: true,
                 ..default()
             })
             .disable::<WinitPlugin>()
