@@ -17,32 +17,14 @@ impl GpuModel {
         self.run_ranges(inputs, std::slice::from_ref(&whole))
     }
 
+    /// Waits for everything submitted so far ([`crate::GpuContext::wait_idle`]).
     pub(crate) fn wait(&self) -> Result<(), GpuError> {
-        self.ctx
-            .device
-            .poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: None,
-            })
-            .map(|_| ())
-            .map_err(|e| GpuError::Wgpu(e.to_string()))
+        self.ctx.wait_idle()
     }
 
-    /// Polls until `ready()` holds. One `poll(Wait)` is not enough when several threads poll
-    /// the same device: another thread's poll may be the one running our `map_async` callback,
-    /// and ours can return before that callback has finished.
+    /// Polls until `ready()` holds ([`crate::GpuContext::wait_until`]).
     pub(crate) fn wait_for(&self, ready: impl Fn() -> bool) -> Result<(), GpuError> {
-        let start = std::time::Instant::now();
-        loop {
-            self.wait()?;
-            if ready() {
-                return Ok(());
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                return Err(GpuError::Readback("no result after 60 s of waiting".into()));
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        self.ctx.wait_until(ready)
     }
 
     pub(crate) fn submit_gpu(&self, steps: Range<usize>) -> Result<(), GpuError> {

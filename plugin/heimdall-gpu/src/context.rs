@@ -41,6 +41,12 @@ pub struct GpuContext {
     /// scope), where the device was created with `EXPERIMENTAL_COOPERATIVE_MATRIX`; empty
     /// otherwise (a caller's device: [`GpuContext::with_cooperative_matrices`] sets them).
     pub coop_matrix: Vec<wgpu::CooperativeMatrixProperties>,
+    /// Whether someone else (a renderer) submits work on this device too: then the blocking
+    /// parts of this crate (compilation, profiling, the f16 guard) wait for the GPU with
+    /// non-blocking polls, because a blocking poll holds the lock that every `Queue::submit`
+    /// needs until the GPU is idle ([`GpuContext::wait_idle`]). True for a caller's device
+    /// ([`GpuContext::from_device`]), false for [`GpuContext::create`]'s own.
+    pub shared_device: bool,
 }
 
 impl GpuContext {
@@ -57,7 +63,15 @@ impl GpuContext {
             limits,
             indirect_validation: true,
             coop_matrix: Vec::new(),
+            shared_device: true,
         }
+    }
+
+    /// This context, told whether another user submits on the device too (see
+    /// [`GpuContext::shared_device`]).
+    pub fn with_shared_device(mut self, shared: bool) -> Self {
+        self.shared_device = shared;
+        self
     }
 
     /// This context with the adapter's cooperative matrix configurations
@@ -161,6 +175,7 @@ impl GpuContext {
         DEVICES_CREATED.fetch_add(1, Ordering::AcqRel);
         Ok(Self::from_device(device, queue, info)
             .with_indirect_validation(validated)
+            .with_shared_device(false)
             .with_cooperative_matrices(adapter.cooperative_matrix_properties()))
     }
 

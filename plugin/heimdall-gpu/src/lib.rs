@@ -61,6 +61,7 @@ pub mod sources;
 mod storage;
 pub mod tensor_to_rgba;
 pub mod tiles;
+mod wait;
 pub mod wgsl;
 
 pub use blocking::WallParts;

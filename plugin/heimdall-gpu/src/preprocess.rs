@@ -401,29 +401,18 @@ pub fn preprocess_to_host(
     staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    let start = std::time::Instant::now();
-    let mapped = loop {
-        device
-            .poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: None,
-            })
-            .map_err(|e| GpuError::Wgpu(e.to_string()))?;
-        // Another thread's poll may be the one that runs the callback: wait for it too.
-        match rx.try_recv() {
-            Ok(r) => break r,
-            Err(std::sync::mpsc::TryRecvError::Empty)
-                if start.elapsed() < std::time::Duration::from_secs(60) =>
-            {
-                std::thread::sleep(std::time::Duration::from_micros(100));
-            }
-            Err(_) => {
-                return Err(GpuError::Readback(
-                    "the preprocessed input did not come back".into(),
-                ));
-            }
+    let mapped = std::cell::Cell::new(None);
+    ctx.wait_until(|| match rx.try_recv() {
+        Ok(r) => {
+            mapped.set(Some(r));
+            true
         }
-    };
+        Err(std::sync::mpsc::TryRecvError::Empty) => false,
+        Err(std::sync::mpsc::TryRecvError::Disconnected) => true,
+    })?;
+    let mapped = mapped
+        .take()
+        .ok_or_else(|| GpuError::Readback("the preprocessed input did not come back".into()))?;
     mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
     let values = {
         let data = staging.slice(..).get_mapped_range();

@@ -207,13 +207,7 @@ fn bind(
 }
 
 fn wait(ctx: &GpuContext) -> Result<(), GpuError> {
-    ctx.device
-        .poll(wgpu::PollType::Wait {
-            submission_index: None,
-            timeout: None,
-        })
-        .map(|_| ())
-        .map_err(|e| GpuError::Wgpu(e.to_string()))
+    ctx.wait_idle()
 }
 
 impl Probe {
