@@ -11,9 +11,11 @@ run's policy and compares, per run:
   (scene passes and the chunks of that frame, timed by GPU timestamps in the app) fits in one
   period: the app's `on_time_rate` (a proxy) against the simulator's `work_fits_rate`;
   agreement: within 1 point. Beside it, not compared: the app's `wall_on_time_rate` (frames
-  leaving the render thread, which the simulator does not model: it has no CPU) and the
-  simulator's display model (each frame shown at the first vsync after its render, so work
-  queued behind an earlier frame shows);
+  leaving the render thread, which the simulator does not model: it has no CPU), and the
+  display after the GPU: the app's `swapchain.after_gpu` (each frame shown at the first blank
+  after its GPU completion) against the simulator's display model (each frame shown at the
+  first blank after its render's end), comparable where the recording has the app's blanks
+  (`vsync_phase_ms` in replay.json, recorded since 2026-11-28's second session);
 - per DNN, the coordinator's latency, admission to last op (`admission_to_last_op_ms` in
   stats.json, the simulator's latency by the same definition), mean and p99; agreement: mean
   within 10 %;
@@ -104,7 +106,11 @@ def compare(run, heimdall, readback_ms):
                          "app_mean_ms": am, "sim_mean_ms": sm, "rel_diff": rel,
                          "app_p99_ms": a.get("p99"), "sim_p99_ms": s["latency_ms"]["p99"],
                          "agree": agree})
+    after_gpu = (stats.get("swapchain") or {}).get("after_gpu") or {}
+    blanks = load(os.path.join(run, "replay.json")).get("vsync_phase_ms")
     return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
+            "app_after_gpu_on_time_rate": after_gpu.get("on_time_rate"),
+            "recorded_vsync_phase_ms": blanks,
             "app_on_time_rate": app_on, "sim_work_fits_rate": sim_on,
             "app_wall_on_time_rate": stats["wall_on_time_rate"],
             "sim_display_on_time_rate": sim["frames"]["wall_on_time_rate"],
@@ -130,8 +136,14 @@ def main():
         print(f"{r['run']} ({r['mode']}, {r['policy']}): frames whose GPU work fits a period: "
               f"app {100 * r['app_on_time_rate']:.2f} %, sim {100 * r['sim_work_fits_rate']:.2f} % "
               f"({r['on_time_diff_pts']:+.2f} pts); not compared: app wall clock "
-              f"{100 * r['app_wall_on_time_rate']:.2f} %, sim display model "
-              f"{100 * r['sim_display_on_time_rate']:.2f} %")
+              f"{100 * r['app_wall_on_time_rate']:.2f} %")
+        g = r["app_after_gpu_on_time_rate"]
+        app_gpu = "not measured" if g is None else f"{100 * g:.2f} %"
+        blanks = r["recorded_vsync_phase_ms"]
+        where = ("blanks recorded" if blanks is not None
+                 else "blanks assumed on the frame grid: not comparable")
+        print(f"  display after the GPU: app {app_gpu}, sim display model "
+              f"{100 * r['sim_display_on_time_rate']:.2f} % ({where})")
         for d in r["dnns"]:
             if "app_mean_ms" not in d:
                 print(f"  {d['dnn']:<24} app {d['app_count']} results, sim {d['sim_count']}: "

@@ -79,7 +79,7 @@ fn boxes_match_ground_truth(stats: &serde_json::Value) -> (usize, usize) {
 }
 
 /// `--record-run`: the run's scenario and replay load, check and simulate (per frame, in the
-/// plugin's order), every DNN of the app is in them with its requests and completes
+/// plugin's order, with the emulated display's blanks), every DNN of the app is in them with its requests and completes
 /// inferences in the simulation, and `stats.json` has each DNN's coordinator latency (the one the
 /// simulator reports).
 fn the_recording_simulates(out: &Path, s: &serde_json::Value) {
@@ -90,6 +90,10 @@ fn the_recording_simulates(out: &Path, s: &serde_json::Value) {
     assert_eq!(sc.decisions, Decisions::PerFrame);
     assert!(sc.dnn_work_first, "the plugin's default order");
     assert!(!replay.frame_start_ms.is_empty() && !replay.dnn_submit_ms.is_empty());
+    assert!(
+        replay.vsync_phase_ms.is_some(),
+        "the emulated display's blanks are in the recording"
+    );
     let policy = heimdall_coordinator::policy_by_name("max_total_utility").unwrap();
     let opts = SimOptions {
         replay: Some(replay),

@@ -216,6 +216,7 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
         dnn_submit_ms: vec![Some(2.0)],
         scene_submit_ms: vec![Some(3.0)],
         frame_start_ms: Vec::new(),
+        vsync_phase_ms: None,
     };
     replay.check(&sc).unwrap();
     let opts = replaying(replay);
@@ -255,6 +256,7 @@ fn a_frames_dnns_complete_with_their_submission() {
         dnn_submit_ms: Vec::new(),
         scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0],
+        vsync_phase_ms: None,
     };
     replay.check(&sc).unwrap();
     let out = run(&sc, "max_total_utility", &replaying(replay));
@@ -267,6 +269,7 @@ fn a_frames_dnns_complete_with_their_submission() {
         dnn_submit_ms: Vec::new(),
         scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0, 17.0],
+        vsync_phase_ms: None,
     };
     let err = bad.check(&sc).unwrap_err().to_string();
     assert!(err.contains("frame_start_ms[2]"), "{err}");

@@ -201,6 +201,7 @@ fn stamp_presented(
     mut shown: ResMut<PresentationTime>,
     sched: Option<ResMut<schedule::Scheduler>>,
     settings: Res<HeimdallSettings>,
+    heimdall_clock: Res<HeimdallClock>,
 ) {
     let now = std::time::Instant::now();
     let mut sched = sched;
@@ -219,7 +220,13 @@ fn stamp_presented(
         let frame = s.frame.saturating_sub(1);
         s.log.submits(frame, dnn, scene);
     }
-    let at = shown.0.take().unwrap_or(now);
+    let given = shown.0.take();
+    // Where the display's blanks fall, for the recording's display model.
+    if let (Some(at), Some(s)) = (given, sched.as_mut()) {
+        let since = at.saturating_duration_since(heimdall_clock.start());
+        s.log.shown(HeimdallClock::ms(since));
+    }
+    let at = given.unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));
 }
 

@@ -195,6 +195,13 @@ impl RunLog {
         }
     }
 
+    /// A frame reached the screen at `ms` (a display layer's presentation time).
+    pub fn shown(&mut self, ms: f64) {
+        if self.recording {
+            self.recorder.shown(ms);
+        }
+    }
+
     /// The scene of render-world frame `frame` took `ms` on the GPU.
     pub fn scene(&mut self, frame: u64, ms: f64) {
         if let Some(f) = self.frames.iter_mut().find(|f| f.frame == frame) {
@@ -506,6 +513,8 @@ mod tests {
             log.request(m, f as f64 * 16.0, 0.0);
             log.planned(f, f as f64 * 16.0 + 0.25, &[], &[]);
             log.submits(f, 1.0, 4.0);
+            // Blanks 7 ms after the first frame's start, on the 60 Hz grid.
+            log.shown(f as f64 * 1000.0 / 60.0 + 7.25);
             if f != 3 {
                 log.scene(f, 2.0 + f as f64);
             }
@@ -526,6 +535,8 @@ mod tests {
         assert_eq!(render[3].as_f64(), Some(12.0));
         assert_eq!(r["dnn_submit_ms"][5].as_f64(), Some(1.0));
         assert_eq!(r["scene_submit_ms"][5].as_f64(), Some(4.0));
+        let phase = r["vsync_phase_ms"].as_f64().unwrap();
+        assert!((phase - 7.0).abs() < 1e-9, "{phase}");
         let s: serde_json::Value = serde_json::from_str(&scenario).unwrap();
         assert_eq!(s["dnn_work_first"], true);
         // The first request was captured before the window's first frame started: left out.

@@ -467,9 +467,9 @@ impl Sim<'_> {
                 let on_time = now <= vsync + self.period + 1e-9;
                 self.frames_on_time += usize::from(on_time);
                 self.render_ends.push(now);
-                // Shown at the first vsync at or after the render's end.
-                self.presented
-                    .push((now / self.period - 1e-9).ceil() as u64);
+                // Shown at the display's first blank at or after the render's end.
+                let blanks = (now - self.vsync_phase()) / self.period;
+                self.presented.push((blanks - 1e-9).ceil().max(0.0) as u64);
                 self.coord.observe_render(now - start);
                 if self.record {
                     let args = vec![("on_time", on_time.to_string())];

@@ -99,6 +99,8 @@ pub struct RunRecorder {
     /// Frames recorded since the recorder was made (the window's first frame is number
     /// `frames_seen - frames.len()`).
     frames_seen: u64,
+    /// When frames reached the screen (a display layer's presentation times), ms.
+    shown: VecDeque<f64>,
     requests: VecDeque<RequestRec>,
     done: VecDeque<InferenceRec>,
     ignored: u64,
@@ -136,6 +138,7 @@ impl RunRecorder {
             models: Vec::new(),
             frames: VecDeque::new(),
             frames_seen: 0,
+            shown: VecDeque::new(),
             requests: VecDeque::new(),
             done: VecDeque::new(),
             ignored: 0,
@@ -289,6 +292,40 @@ impl RunRecorder {
         }
     }
 
+    /// A frame reached the screen at `shown_ms` (the run's clock): the presentation time a
+    /// display layer gave, such as the headless harness's emulated vertical blank. Exported as
+    /// the replay's `vsync_phase_ms`: where these times fall in the frame period. Non-finite
+    /// times are ignored.
+    pub fn shown(&mut self, shown_ms: f64) {
+        if !shown_ms.is_finite() {
+            self.ignored += 1;
+            return;
+        }
+        if self.shown.len() == self.capacity {
+            self.shown.pop_front();
+        }
+        self.shown.push_back(shown_ms);
+    }
+
+    /// Where the presentation times fall in the frame period, ms after `t0` modulo the period:
+    /// their circular mean (a phase near 0 and one near the period are close). `None` without
+    /// presentation times, or where they spread evenly over the period.
+    fn vsync_phase(&self, t0: f64) -> Option<f64> {
+        use std::f64::consts::TAU;
+        let period = 1000.0 / self.frame_rate;
+        let (sin, cos) = self.shown.iter().fold((0.0, 0.0), |(s, c), &t| {
+            let a = TAU * (t - t0).rem_euclid(period) / period;
+            (s + a.sin(), c + a.cos())
+        });
+        let n = self.shown.len() as f64;
+        if n == 0.0 || sin.hypot(cos) < 1e-6 * n {
+            return None;
+        }
+        let phase = (sin.atan2(cos).rem_euclid(TAU) / TAU * period).rem_euclid(period);
+        // `rem_euclid` may round up to the period itself.
+        Some(if phase < period { phase } else { 0.0 })
+    }
+
     /// Measured time of a GPU chunk (ops range of the model's steps) of `id`'s current
     /// inference, ms, as the GPU timed it: the configuration's chunk overhead is taken off for
     /// the steps (the export keeps the overhead, so a replay charges the chunk `ms` again).
@@ -328,6 +365,7 @@ impl RunRecorder {
     pub fn reset(&mut self) {
         // `frames_seen` goes on counting: what is recorded from now on is newer than the window.
         self.frames.clear();
+        self.shown.clear();
         self.requests.clear();
         self.done.clear();
         for m in &mut self.models {
@@ -496,6 +534,7 @@ impl RunRecorder {
             frame_start_ms: self.frames.iter().map(|f| f.start_ms - t0).collect(),
             dnn_submit_ms: self.submit_lane(|f| f.dnn_submit_ms),
             scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
+            vsync_phase_ms: self.vsync_phase(t0),
         };
         (scenario, replay)
     }

@@ -83,6 +83,12 @@ pub struct Replay {
     /// Must not decrease.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frame_start_ms: Vec<f64>,
+    /// Where the display's vertical blanks fall: ms after the first frame's start, modulo the
+    /// frame period (measured: the circular mean of the presentation times the app's display
+    /// layer gave). The simulator's display model shows each frame at the first blank at or
+    /// after its render's end. Left out: the blanks fall on the frame grid (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vsync_phase_ms: Option<f64>,
 }
 
 fn invalid(field: String, problem: &str) -> ReplayError {
@@ -137,6 +143,16 @@ impl Replay {
                 }
             }
         }
+        let period = 1000.0 / scenario.frame_rate;
+        if self
+            .vsync_phase_ms
+            .is_some_and(|p| !(p.is_finite() && p >= 0.0 && p < period))
+        {
+            return Err(invalid(
+                "vsync_phase_ms".into(),
+                "must be finite, >= 0 and below the frame period",
+            ));
+        }
         let mut prev = 0.0;
         for (k, &t) in self.frame_start_ms.iter().enumerate() {
             if !(t.is_finite() && t >= prev) {
@@ -187,6 +203,11 @@ impl Replay {
     /// Render time of frame `f`, if replayed.
     pub fn render(&self, f: usize) -> Option<f64> {
         (!self.render_ms.is_empty()).then(|| self.render_ms[f % self.render_ms.len()])
+    }
+
+    /// Where the display's blanks fall in the period, ms (0 where not replayed).
+    pub fn vsync_phase(&self) -> f64 {
+        self.vsync_phase_ms.unwrap_or(0.0)
     }
 
     /// Start of frame `f`, if replayed.

@@ -64,6 +64,11 @@ impl Sim<'_> {
         replayed.unwrap_or(k as f64 * self.period)
     }
 
+    /// Where the display's blanks fall in the period, ms (the replay's; 0: on the frame grid).
+    pub(super) fn vsync_phase(&self) -> f64 {
+        self.opts.replay.as_ref().map_or(0.0, |r| r.vsync_phase())
+    }
+
     /// Per frame, the replayed delays of frame `k`'s submissions after its start (DNN work,
     /// scene); none per event.
     pub(super) fn submit_delays(&self, k: usize) -> (f64, f64) {
