@@ -217,6 +217,7 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
         scene_submit_ms: vec![Some(3.0)],
         frame_start_ms: Vec::new(),
         vsync_phase_ms: None,
+        readback_ms: Vec::new(),
     };
     replay.check(&sc).unwrap();
     let opts = replaying(replay);
@@ -240,7 +241,8 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
 /// 6 ms step, each asked at 5 ms, in the plugin's order. Frame 1 starts at its replayed 18 ms
 /// (not 16.67): both are admitted there, their chunks run 18..24 and 24..30 in one submission,
 /// and both complete when it ends plus the 0.5 ms readback, 30.5: latencies 12.5 ms each (the
-/// first one's outputs wait for the second's chunk, as wgpu maps them).
+/// first one's outputs wait for the second's chunk, as wgpu maps them). A replayed readback of
+/// frame 1 replaces the 0.5 ms.
 #[test]
 fn a_frames_dnns_complete_with_their_submission() {
     let text = r#"{"frame_rate": 60, "render_ms": 4, "duration_s": 0.5, "cpu_workers": 1,
@@ -257,9 +259,25 @@ fn a_frames_dnns_complete_with_their_submission() {
         scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0],
         vsync_phase_ms: None,
+        readback_ms: Vec::new(),
     };
     replay.check(&sc).unwrap();
-    let out = run(&sc, "max_total_utility", &replaying(replay));
+    let out = run(&sc, "max_total_utility", &replaying(replay.clone()));
+    assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
+    // Frame 1's measured readback, 2 ms, stands in for the scenario's; a frame without one
+    // keeps the scenario's.
+    let measured = Replay {
+        readback_ms: vec![None, Some(2.0)],
+        ..replay.clone()
+    };
+    measured.check(&sc).unwrap();
+    let out = run(&sc, "max_total_utility", &replaying(measured));
+    assert_times(&out.completions, &[(5.0, 18.0, 32.0), (5.0, 18.0, 32.0)]);
+    let unmeasured = Replay {
+        readback_ms: vec![Some(2.0), None],
+        ..replay
+    };
+    let out = run(&sc, "max_total_utility", &replaying(unmeasured));
     assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
     // A decreasing start is refused, naming the field.
     let bad = Replay {
@@ -270,6 +288,7 @@ fn a_frames_dnns_complete_with_their_submission() {
         scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0, 17.0],
         vsync_phase_ms: None,
+        readback_ms: Vec::new(),
     };
     let err = bad.check(&sc).unwrap_err().to_string();
     assert!(err.contains("frame_start_ms[2]"), "{err}");

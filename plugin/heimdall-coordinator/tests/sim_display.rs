@@ -65,6 +65,7 @@ fn the_display_model_uses_the_recorded_blanks() {
             scene_submit_ms: Vec::new(),
             frame_start_ms: Vec::new(),
             vsync_phase_ms: phase,
+            readback_ms: Vec::new(),
         };
         replay.check(&sc).unwrap();
         let opts = SimOptions {
@@ -106,6 +107,7 @@ fn a_phase_outside_the_period_is_refused() {
             scene_submit_ms: Vec::new(),
             frame_start_ms: Vec::new(),
             vsync_phase_ms: Some(bad),
+            readback_ms: Vec::new(),
         };
         let err = replay.check(&sc).unwrap_err().to_string();
         assert!(err.contains("vsync_phase_ms"), "{bad}: {err}");

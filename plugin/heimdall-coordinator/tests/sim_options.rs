@@ -127,6 +127,7 @@ fn replaying_the_scenarios_own_times_changes_nothing() {
         scene_submit_ms: Vec::new(),
         frame_start_ms: Vec::new(),
         vsync_phase_ms: None,
+        readback_ms: Vec::new(),
     };
     // Round trip through the file format.
     let replay = Replay::from_json(&replay.to_json()).unwrap();

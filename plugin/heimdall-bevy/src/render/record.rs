@@ -12,9 +12,10 @@
 //! held its last chunk, as the simulator models that end (the submission's time plus the GPU
 //! times of that frame's DNN chunks, by their timestamps), to its outputs read. What the
 //! simulator leaves out of the submission counts in it: the GPU's start after the submission (an
-//! earlier frame still running, on a loaded GPU), the gaps between chunks, the map: a proxy. The
-//! median goes into the scenario's `readback_ms`, which the simulator adds to the end of every
-//! GPU inference.
+//! earlier frame still running, on a loaded GPU), the gaps between chunks, the map: a proxy. Each
+//! frame's mean over its inferences goes into the replay's `readback_ms`, which the simulator adds
+//! to the end of that frame's GPU inferences; the median of all of them into the scenario's
+//! `readback_ms`, for frames without one.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -310,12 +311,14 @@ impl RunLog {
                 break;
             }
             // The submission ends its chunks' GPU time after it was submitted.
+            let (mut sum, mut count) = (0.0, 0usize);
             if let (Some((dnn_submit, _)), Some(gpu_ms)) = (f.submits, f.dnn_gpu_ms) {
                 let end = f.start_ms + dnn_submit + gpu_ms;
                 for (model, ms) in f.reads.iter().map(|(m, read)| (*m, read - end)) {
                     if !(ms.is_finite() && ms >= 0.0) {
                         continue;
                     }
+                    (sum, count) = (sum + ms, count + 1);
                     self.measured_readbacks.push((model, ms));
                     if self.readbacks.len() < READBACK_SAMPLES {
                         self.readbacks.push(ms);
@@ -325,11 +328,12 @@ impl RunLog {
                     self.readbacks_seen += 1;
                 }
             }
-            r.frame_submitted(
+            r.frame_read(
                 f.start_ms,
                 f.scene_ms,
                 f.submits.map(|s| s.0),
                 f.submits.map(|s| s.1),
+                (count > 0).then(|| sum / count as f64),
             );
             self.frames.pop_front();
         }
@@ -482,12 +486,25 @@ mod tests {
                 log.work_done(WorkId(100 + frame), t + 1.0, t + 9.0);
                 log.scene(frame, 2.0);
             }
-            let (scenario, _) = log.export().unwrap();
+            let (scenario, replay) = log.export().unwrap();
             let s: serde_json::Value = serde_json::from_str(&scenario).unwrap();
             let readback = s["readback_ms"].as_f64().unwrap_or(0.0);
+            // Each frame's own readback is in the replay too.
+            let r: serde_json::Value = serde_json::from_str(&replay).unwrap();
+            let per_frame: Vec<f64> = r["readback_ms"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+                .unwrap_or_default();
             match expected {
-                Some(ms) => assert!((readback - ms).abs() < 1e-9, "{readback}"),
-                None => assert_eq!(readback, 0.0),
+                Some(ms) => {
+                    assert!((readback - ms).abs() < 1e-9, "{readback}");
+                    assert!(!per_frame.is_empty(), "{r}");
+                    assert!(per_frame.iter().all(|v| (v - ms).abs() < 1e-9), "{r}");
+                }
+                None => {
+                    assert_eq!(readback, 0.0);
+                    assert!(per_frame.is_empty(), "{r}");
+                }
             }
             assert_eq!(log.readbacks.len(), if work_first { 3 } else { 0 });
         }

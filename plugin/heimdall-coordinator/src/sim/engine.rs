@@ -738,6 +738,7 @@ impl Sim<'_> {
                 }),
             );
         }
+        let readback = self.readback(frame);
         for (id, model, start, end) in read_at_end {
             let kind = Kind::OutputsRead {
                 id,
@@ -745,7 +746,7 @@ impl Sim<'_> {
                 start,
                 end,
             };
-            self.push(self.gpu_end + self.sc.readback_ms, kind);
+            self.push(self.gpu_end + readback, kind);
         }
         for c in d.cpu {
             let worker = self

@@ -32,6 +32,8 @@ struct FrameRec {
     /// Delays after the start until the frame's DNN work and scene were submitted, ms.
     dnn_submit_ms: Option<f64>,
     scene_submit_ms: Option<f64>,
+    /// The measured readback of the GPU inferences that ended in the frame's submission, ms.
+    readback_ms: Option<f64>,
 }
 
 /// One request.
@@ -270,6 +272,22 @@ impl RunRecorder {
         dnn_submit_ms: Option<f64>,
         scene_submit_ms: Option<f64>,
     ) {
+        self.frame_read(start_ms, scene_gpu_ms, dnn_submit_ms, scene_submit_ms, None);
+    }
+
+    /// [`RunRecorder::frame_submitted`] with the frame's measured readback, ms (`None`: no GPU
+    /// inference ended in the frame's submission, or not measured): for those inferences, the
+    /// mean time from the submission's end (as the simulator models it: its submission plus its
+    /// chunks' GPU times) to their outputs read. Exported as the replay's `readback_ms` (left out
+    /// when no frame has one); a value that is not finite and >= 0 counts as not measured.
+    pub fn frame_read(
+        &mut self,
+        start_ms: f64,
+        scene_gpu_ms: Option<f64>,
+        dnn_submit_ms: Option<f64>,
+        scene_submit_ms: Option<f64>,
+        readback_ms: Option<f64>,
+    ) {
         if !start_ms.is_finite() {
             self.ignored += 1;
             return;
@@ -283,6 +301,7 @@ impl RunRecorder {
             scene_ms: ok(scene_gpu_ms),
             dnn_submit_ms: ok(dnn_submit_ms),
             scene_submit_ms: ok(scene_submit_ms),
+            readback_ms: ok(readback_ms),
         });
         self.frames_seen += 1;
         // Finished inferences that began before the window can no longer be exported.
@@ -535,6 +554,7 @@ impl RunRecorder {
             dnn_submit_ms: self.submit_lane(|f| f.dnn_submit_ms),
             scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
             vsync_phase_ms: self.vsync_phase(t0),
+            readback_ms: self.submit_lane(|f| f.readback_ms),
         };
         (scenario, replay)
     }

@@ -89,6 +89,12 @@ pub struct Replay {
     /// after its render's end. Left out: the blanks fall on the frame grid (0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vsync_phase_ms: Option<f64>,
+    /// Per frame (cycled), with per-frame decisions: the measured readback of the GPU
+    /// inferences whose last chunk was in the frame's submission, from that submission's end to
+    /// their outputs read, ms (`null`: none ended there; then, and past an empty list, the
+    /// scenario's `readback_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readback_ms: Vec<Option<f64>>,
 }
 
 fn invalid(field: String, problem: &str) -> ReplayError {
@@ -136,6 +142,7 @@ impl Replay {
         for (lane, v) in [
             ("dnn_submit_ms", &self.dnn_submit_ms),
             ("scene_submit_ms", &self.scene_submit_ms),
+            ("readback_ms", &self.readback_ms),
         ] {
             for (k, t) in v.iter().enumerate() {
                 if t.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
@@ -225,6 +232,13 @@ impl Replay {
                 .unwrap_or(0.0)
         };
         (at(&self.dnn_submit_ms), at(&self.scene_submit_ms))
+    }
+
+    /// The measured readback of frame `f`'s GPU inferences, ms, if replayed.
+    pub fn readback(&self, f: usize) -> Option<f64> {
+        (!self.readback_ms.is_empty())
+            .then(|| self.readback_ms[f % self.readback_ms.len()])
+            .flatten()
     }
 
     /// Time of step `i` of inference `k` of `model` on the GPU (`gpu`) or the CPU, if replayed.

@@ -69,6 +69,15 @@ impl Sim<'_> {
         self.opts.replay.as_ref().map_or(0.0, |r| r.vsync_phase())
     }
 
+    /// The readback of frame `k`'s GPU inferences, ms: the replay's, else the scenario's.
+    pub(super) fn readback(&self, k: usize) -> f64 {
+        self.opts
+            .replay
+            .as_ref()
+            .and_then(|r| r.readback(k))
+            .unwrap_or(self.sc.readback_ms)
+    }
+
     /// Per frame, the replayed delays of frame `k`'s submissions after its start (DNN work,
     /// scene); none per event.
     pub(super) fn submit_delays(&self, k: usize) -> (f64, f64) {
