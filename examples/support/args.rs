@@ -82,6 +82,9 @@ pub struct AppArgs {
     /// Free a DNN only when its frame's GPU timestamps come back (an ablation of
     /// `HeimdallSettings::free_at_readback`).
     pub free_at_timestamps: bool,
+    /// `--blocking-gpu-waits`: the plugin's background work waits for the GPU with wgpu's
+    /// blocking poll (for comparison; `HeimdallSettings::nonblocking_gpu_waits`).
+    pub blocking_gpu_waits: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -125,6 +128,7 @@ impl Default for AppArgs {
             dnn_after_scene: false,
             early_frame_start: false,
             free_at_timestamps: false,
+            blocking_gpu_waits: false,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -140,6 +144,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
     [--adaptive-margin] [--no-offload] [--no-conv-cache] [--record-run] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
+    [--blocking-gpu-waits]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
@@ -195,6 +200,7 @@ impl AppArgs {
                 "--dnn-after-scene" => a.dnn_after_scene = true,
                 "--early-frame-start" => a.early_frame_start = true,
                 "--free-at-timestamps" => a.free_at_timestamps = true,
+                "--blocking-gpu-waits" => a.blocking_gpu_waits = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {

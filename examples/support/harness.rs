@@ -94,6 +94,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         dnn_work_first: !args.dnn_after_scene,
         late_frame_start: !args.early_frame_start,
         free_at_readback: !args.free_at_timestamps,
+        nonblocking_gpu_waits: !args.blocking_gpu_waits,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

@@ -111,6 +111,12 @@ pub struct HeimdallSettings {
     /// not when the frame's GPU timestamps come back after the scene: a DNN asked every frame
     /// then runs every frame instead of every other one. `false`: the earlier behaviour.
     pub free_at_readback: bool,
+    /// The plugin's background work (compilation, profiling, the convolution cache's
+    /// calibration, the f16 guard's checks) waits for the GPU without holding wgpu's device locks
+    /// (the default; [`heimdall_gpu::GpuContext::shared_device`]). `false`: wgpu's blocking poll,
+    /// which holds the lock every `Queue::submit` needs until the GPU is idle, so the app's frames
+    /// wait behind it while models start (for comparison).
+    pub nonblocking_gpu_waits: bool,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -134,6 +140,7 @@ impl Default for HeimdallSettings {
             dnn_work_first: true,
             late_frame_start: true,
             free_at_readback: true,
+            nonblocking_gpu_waits: true,
             trace_path: None,
         }
     }

@@ -116,7 +116,8 @@ pub(crate) fn choose(
         (**queue.0).clone(),
         (*info).clone(),
     )
-    .with_indirect_validation(validated);
+    .with_indirect_validation(validated)
+    .with_shared_device(settings.nonblocking_gpu_waits);
     let adapter = Some(ctx.describe());
     if settings.force_cpu {
         warn!(
