@@ -29,8 +29,11 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 ";
 
-/// The most work groups a job dispatches (WebGPU's limit per dimension).
+/// The most work groups one dispatch has (WebGPU's limit per dimension); a longer job
+/// dispatches several times.
 const MAX_GROUPS: u32 = 65535;
+/// The most work groups a job has (a fast GPU needs many dispatches for 300 ms).
+const MAX_JOB: u32 = 1 << 28;
 
 struct Busy {
     pipeline: wgpu::ComputePipeline,
@@ -80,12 +83,17 @@ impl Busy {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &self.bind, &[]);
-            pass.dispatch_workgroups(n, 1, 1);
+            let mut left = n;
+            while left > 0 {
+                let groups = left.min(MAX_GROUPS);
+                pass.dispatch_workgroups(groups, 1, 1);
+                left -= groups;
+            }
         }
         ctx.queue.submit([encoder.finish()]);
     }
 
-    /// A job length taking between 300 ms and a few seconds, and its time alone.
+    /// A job taking 300 ms or more (up to a few seconds), and its time alone.
     fn calibrate(&self, ctx: &GpuContext) -> (u32, Duration) {
         let mut n = 16u32;
         loop {
@@ -93,11 +101,11 @@ impl Busy {
             self.submit(ctx, n);
             ctx.wait_idle().expect("the GPU finishes");
             let took = start.elapsed();
-            if took >= Duration::from_millis(300) || n >= MAX_GROUPS {
+            if took >= Duration::from_millis(300) || n >= MAX_JOB {
                 return (n, took);
             }
-            let factor = (350.0 / took.as_secs_f64().max(1e-3) / 1e3).clamp(2.0, 16.0);
-            n = (f64::from(n) * factor).min(f64::from(MAX_GROUPS)) as u32;
+            let factor = (0.35 / took.as_secs_f64().max(1e-3)).clamp(2.0, 16.0);
+            n = (f64::from(n) * factor).min(f64::from(MAX_JOB)) as u32;
         }
     }
 }
