@@ -210,14 +210,9 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
         ..Scenario::from_json(ONE_REQUEST).unwrap()
     };
     let replay = Replay {
-        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
-        render_ms: Vec::new(),
-        models: Default::default(),
         dnn_submit_ms: vec![Some(2.0)],
         scene_submit_ms: vec![Some(3.0)],
-        frame_start_ms: Vec::new(),
-        vsync_phase_ms: None,
-        readback_ms: Vec::new(),
+        ..Replay::default()
     };
     replay.check(&sc).unwrap();
     let opts = replaying(replay);
@@ -252,14 +247,8 @@ fn a_frames_dnns_complete_with_their_submission() {
     let sc = Scenario::from_json(text).unwrap();
     assert_eq!(sc.readback_ms, 0.5);
     let replay = Replay {
-        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
-        render_ms: Vec::new(),
-        models: Default::default(),
-        dnn_submit_ms: Vec::new(),
-        scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0],
-        vsync_phase_ms: None,
-        readback_ms: Vec::new(),
+        ..Replay::default()
     };
     replay.check(&sc).unwrap();
     let out = run(&sc, "max_total_utility", &replaying(replay.clone()));
@@ -281,14 +270,8 @@ fn a_frames_dnns_complete_with_their_submission() {
     assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
     // A decreasing start is refused, naming the field.
     let bad = Replay {
-        format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
-        render_ms: Vec::new(),
-        models: Default::default(),
-        dnn_submit_ms: Vec::new(),
-        scene_submit_ms: Vec::new(),
         frame_start_ms: vec![0.0, 18.0, 17.0],
-        vsync_phase_ms: None,
-        readback_ms: Vec::new(),
+        ..Replay::default()
     };
     let err = bad.check(&sc).unwrap_err().to_string();
     assert!(err.contains("frame_start_ms[2]"), "{err}");

@@ -58,14 +58,9 @@ fn the_display_model_uses_the_recorded_blanks() {
     let sc = Scenario::from_json(text).unwrap();
     let run = |phase: Option<f64>| {
         let replay = Replay {
-            format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
             render_ms: vec![5.0, 14.0],
-            models: Default::default(),
-            dnn_submit_ms: Vec::new(),
-            scene_submit_ms: Vec::new(),
-            frame_start_ms: Vec::new(),
             vsync_phase_ms: phase,
-            readback_ms: Vec::new(),
+            ..Replay::default()
         };
         replay.check(&sc).unwrap();
         let opts = SimOptions {
@@ -100,14 +95,8 @@ fn a_phase_outside_the_period_is_refused() {
     let sc = Scenario::from_json(text).unwrap();
     for bad in [-1.0, P, 20.0, f64::NAN] {
         let replay = Replay {
-            format: heimdall_coordinator::sim::REPLAY_FORMAT.into(),
-            render_ms: Vec::new(),
-            models: Default::default(),
-            dnn_submit_ms: Vec::new(),
-            scene_submit_ms: Vec::new(),
-            frame_start_ms: Vec::new(),
             vsync_phase_ms: Some(bad),
-            readback_ms: Vec::new(),
+            ..Replay::default()
         };
         let err = replay.check(&sc).unwrap_err().to_string();
         assert!(err.contains("vsync_phase_ms"), "{bad}: {err}");

@@ -120,14 +120,9 @@ fn replaying_the_scenarios_own_times_changes_nothing() {
         })
         .collect();
     let replay = Replay {
-        format: REPLAY_FORMAT.into(),
         render_ms: vec![sc.render_ms],
         models,
-        dnn_submit_ms: Vec::new(),
-        scene_submit_ms: Vec::new(),
-        frame_start_ms: Vec::new(),
-        vsync_phase_ms: None,
-        readback_ms: Vec::new(),
+        ..Replay::default()
     };
     // Round trip through the file format.
     let replay = Replay::from_json(&replay.to_json()).unwrap();

@@ -97,6 +97,22 @@ pub struct Replay {
     pub readback_ms: Vec<Option<f64>>,
 }
 
+impl Default for Replay {
+    /// A replay of nothing in the current format: every time falls back to the scenario's.
+    fn default() -> Self {
+        Replay {
+            format: REPLAY_FORMAT.to_string(),
+            render_ms: Vec::new(),
+            models: BTreeMap::new(),
+            dnn_submit_ms: Vec::new(),
+            scene_submit_ms: Vec::new(),
+            frame_start_ms: Vec::new(),
+            vsync_phase_ms: None,
+            readback_ms: Vec::new(),
+        }
+    }
+}
+
 fn invalid(field: String, problem: &str) -> ReplayError {
     ReplayError::Invalid {
         field,
