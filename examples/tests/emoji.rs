@@ -79,9 +79,9 @@ fn boxes_match_ground_truth(stats: &serde_json::Value) -> (usize, usize) {
 }
 
 /// `--record-run`: the run's scenario and replay load, check and simulate (per frame, in the
-/// plugin's order, with the emulated display's blanks), every DNN of the app is in them with its requests and completes
-/// inferences in the simulation, and `stats.json` has each DNN's coordinator latency (the one the
-/// simulator reports).
+/// plugin's order, with the emulated display's blanks), every DNN of the app is in them with
+/// its requests and completes inferences in the simulation, and `stats.json` has each DNN's
+/// coordinator latency (the one the simulator reports).
 fn the_recording_simulates(out: &Path, s: &serde_json::Value) {
     use heimdall_coordinator::sim::{Decisions, Replay, Scenario, SimOptions, simulate_opts};
     let sc = Scenario::from_file(&out.join("scenario.json")).expect("scenario.json");

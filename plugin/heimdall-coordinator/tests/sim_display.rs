@@ -45,16 +45,17 @@ fn the_recording_says_where_the_blanks_fall() {
     assert_eq!(r.export().1.vsync_phase_ms, None);
 }
 
-/// 30 frames whose renders alternate 5 and 14 ms (the one DNN is asked after the run). With the blanks on the frame grid every render
-/// ends before the next blank: each frame is shown one period after the one before, 100 %.
-/// With the blanks 10 ms into the period, a 5 ms render makes its frame's own blank at +10 and a
+/// 30 frames whose renders alternate 5 and 14 ms (the one DNN is asked after the run). With
+/// the blanks on the frame grid every render ends before the next blank: each frame is shown
+/// one period after the one before, 100 %. With the blanks 10 ms into the period, a 5 ms render makes its frame's own blank at +10 and a
 /// 14 ms one the next at +26.7: frames are shown at blanks 0, 2, 2, 4, 4, ..., half the
 /// intervals two periods long. The GPU proxy does not depend on the blanks.
 #[test]
 fn the_display_model_uses_the_recorded_blanks() {
     let text = r#"{"frame_rate": 60, "render_ms": 5, "duration_s": 0.5, "cpu_workers": 1,
         "decisions": "per_frame",
-        "dnns": [{"name": "a", "gpu_op_ms": [0.1], "cpu_op_ms": [50], "request": {"events_ms": [2000]}}]}"#;
+        "dnns": [{"name": "a", "gpu_op_ms": [0.1], "cpu_op_ms": [50],
+                  "request": {"events_ms": [2000]}}]}"#;
     let sc = Scenario::from_json(text).unwrap();
     let run = |phase: Option<f64>| {
         let replay = Replay {
@@ -91,7 +92,8 @@ fn the_display_model_uses_the_recorded_blanks() {
 #[test]
 fn a_phase_outside_the_period_is_refused() {
     let text = r#"{"frame_rate": 60, "render_ms": 5, "duration_s": 0.1, "cpu_workers": 1,
-        "dnns": [{"name": "a", "gpu_op_ms": [0.1], "cpu_op_ms": [50], "request": {"events_ms": [5]}}]}"#;
+        "dnns": [{"name": "a", "gpu_op_ms": [0.1], "cpu_op_ms": [50],
+                  "request": {"events_ms": [5]}}]}"#;
     let sc = Scenario::from_json(text).unwrap();
     for bad in [-1.0, P, 20.0, f64::NAN] {
         let replay = Replay {

@@ -206,10 +206,6 @@ fn bind(
     })
 }
 
-fn wait(ctx: &GpuContext) -> Result<(), GpuError> {
-    ctx.wait_idle()
-}
-
 impl Probe {
     /// Median time of the dispatch over `runs` runs after `warmup`.
     fn time(
@@ -245,7 +241,7 @@ impl Probe {
                 encoder.resolve_query_set(set, 0..2, resolve, 0);
                 encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, 16);
             }
-            wait(ctx)?;
+            ctx.wait_idle()?;
             let start = Instant::now();
             ctx.queue.submit([encoder.finish()]);
             let t = match &queries {
@@ -257,7 +253,7 @@ impl Probe {
                     });
                     let begin = Instant::now();
                     while state.load(Ordering::SeqCst) == 0 {
-                        wait(ctx)?;
+                        ctx.wait_idle()?;
                         if begin.elapsed() > Duration::from_secs(60) {
                             return Err(GpuError::Readback("probe timestamps: no result".into()));
                         }
@@ -274,7 +270,7 @@ impl Probe {
                     Duration::from_nanos((ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64)
                 }
                 None => {
-                    wait(ctx)?;
+                    ctx.wait_idle()?;
                     start.elapsed()
                 }
             };
