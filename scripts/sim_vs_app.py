@@ -11,11 +11,13 @@ run's policy and compares, per run:
   (scene passes and the chunks of that frame, timed by GPU timestamps in the app) fits in one
   period: the app's `on_time_rate` (a proxy) against the simulator's `work_fits_rate`;
   agreement: within 1 point. Beside it, not compared: the app's `wall_on_time_rate` (frames
-  leaving the render thread, which the simulator does not model: it has no CPU), and the
-  display after the GPU: the app's `swapchain.after_gpu` (each frame shown at the first blank
-  after its GPU completion) against the simulator's display model (each frame shown at the
-  first blank after its render's end), comparable where the recording has the app's blanks
-  (`vsync_phase_ms` in replay.json, recorded since 2026-11-28's second session);
+  leaving the render thread, which the simulator does not model: it has no CPU);
+- the display after the GPU: the app's `swapchain.after_gpu` (each frame shown at the first
+  blank at or after both its emulated presentation and its GPU completion, one per blank)
+  against the simulator's display model, which does the same where the recording has each
+  frame's presentation (`present_ms` in replay.json, recorded since 2026-11-28's third
+  session); agreement: within 1 point. Older recordings (the blanks' phase only, or nothing)
+  print it without comparing;
 - per DNN, the coordinator's latency, admission to last op (`admission_to_last_op_ms` in
   stats.json, the simulator's latency by the same definition), mean and p99; agreement: mean
   within 10 %;
@@ -23,9 +25,15 @@ run's policy and compares, per run:
 
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
-before it did); `--readback-ms X` overrides it.
+before it did); the replay has each frame's and each model's in each frame, which the simulator
+takes first. Replayed, a DNN's readback is the residual of its measured completion beyond what
+the simulator models, so where the simulator decides as the app did its latency comes out as the
+app's: the comparison then checks the decisions and the GPU queue. `--median-readbacks` replaces
+each DNN's per-frame readbacks by their median (one figure per DNN, the frames' means left out),
+which checks the simulator's prediction instead. `--readback-ms X` overrides the scenario's.
 
-Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--json OUT] RUN [RUN...]
+Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--median-readbacks]
+                                     [--json OUT] RUN [RUN...]
 Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 """
 
@@ -42,21 +50,48 @@ def load(path):
         return json.load(f)
 
 
-def simulate(heimdall, run, policy, readback_ms):
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return 0.5 * (v[(n - 1) // 2] + v[n // 2])
+
+
+def model_readbacks(replay):
+    """The replay with each model's per-frame readbacks replaced by their median and the frames'
+    means left out: a model of the readback (one figure per DNN) instead of a replay of it."""
+    for trace in replay.get("models", {}).values():
+        measured = [x for x in trace.get("readback_ms", []) if x is not None]
+        if measured:
+            trace["readback_ms"] = [median(measured)]
+    replay.pop("readback_ms", None)
+    return replay
+
+
+def simulate(heimdall, run, policy, readback_ms, per_model_median):
     scenario = os.path.join(run, "scenario.json")
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
-        if readback_ms is not None:
-            s = load(scenario)
-            s["readback_ms"] = readback_ms
-            json.dump(s, tmp)
-            scenario = tmp.name
-    cmd = [heimdall, "simulate", scenario, "--replay", os.path.join(run, "replay.json"),
+    replay = os.path.join(run, "replay.json")
+    temps = []
+    if readback_ms is not None:
+        s = load(scenario)
+        s["readback_ms"] = readback_ms
+        scenario = write_temp(s, temps)
+    if per_model_median:
+        replay = write_temp(model_readbacks(load(replay)), temps)
+    cmd = [heimdall, "simulate", scenario, "--replay", replay,
            "--jitter", "0", "--policy", policy, "--json"]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(tmp.name)
+    for t in temps:
+        os.unlink(t)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {out.stderr.strip()}")
     return json.loads(out.stdout)
+
+
+def write_temp(value, temps):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        json.dump(value, tmp)
+    temps.append(tmp.name)
+    return tmp.name
 
 
 def base(name):
@@ -64,12 +99,12 @@ def base(name):
     return name.split("#")[0]
 
 
-def compare(run, heimdall, readback_ms):
+def compare(run, heimdall, readback_ms, per_model_median=False):
     stats = load(os.path.join(run, "stats.json"))
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
         policy = "fifo"
-    sim = simulate(heimdall, run, policy, readback_ms)
+    sim = simulate(heimdall, run, policy, readback_ms, per_model_median)
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []
@@ -107,13 +142,24 @@ def compare(run, heimdall, readback_ms):
                          "app_p99_ms": a.get("p99"), "sim_p99_ms": s["latency_ms"]["p99"],
                          "agree": agree})
     after_gpu = (stats.get("swapchain") or {}).get("after_gpu") or {}
-    blanks = load(os.path.join(run, "replay.json")).get("vsync_phase_ms")
+    replay = load(os.path.join(run, "replay.json"))
+    blanks = replay.get("vsync_phase_ms")
+    presented = bool(replay.get("present_ms"))
+    app_shown = after_gpu.get("on_time_rate")
+    sim_shown = sim["frames"]["wall_on_time_rate"]
+    # With each frame's presentation recorded, both sides show a frame at the first blank at or
+    # after its presentation and its GPU's end, one per blank: compared, within 1 point.
+    display_compared = presented and blanks is not None and app_shown is not None
+    display_agree = display_compared and abs(sim_shown - app_shown) <= 0.01
+    if display_compared:
+        ok &= display_agree
     return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
-            "app_after_gpu_on_time_rate": after_gpu.get("on_time_rate"),
-            "recorded_vsync_phase_ms": blanks,
+            "app_after_gpu_on_time_rate": app_shown,
+            "recorded_vsync_phase_ms": blanks, "recorded_presentations": presented,
+            "display_compared": display_compared, "display_agree": display_agree,
             "app_on_time_rate": app_on, "sim_work_fits_rate": sim_on,
             "app_wall_on_time_rate": stats["wall_on_time_rate"],
-            "sim_display_on_time_rate": sim["frames"]["wall_on_time_rate"],
+            "sim_display_on_time_rate": sim_shown,
             "on_time_diff_pts": 100 * (sim_on - app_on), "dnns": rows, "agree": ok}
 
 
@@ -123,12 +169,15 @@ def main():
     p.add_argument("--heimdall", default="target/release/heimdall")
     p.add_argument("--readback-ms", type=float, default=None,
                    help="override the recording's readback_ms")
+    p.add_argument("--median-readbacks", action="store_true",
+                   help="replace each DNN's recorded per-frame readbacks by their median (a "
+                        "model of the readback, not a replay of it)")
     p.add_argument("--json")
     a = p.parse_args()
     results = []
     for run in a.runs:
         try:
-            results.append(compare(run, a.heimdall, a.readback_ms))
+            results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks))
         except (OSError, KeyError, ValueError, RuntimeError) as e:
             print(f"{run}: {e}", file=sys.stderr)
             return 2
@@ -140,10 +189,16 @@ def main():
         g = r["app_after_gpu_on_time_rate"]
         app_gpu = "not measured" if g is None else f"{100 * g:.2f} %"
         blanks = r["recorded_vsync_phase_ms"]
-        where = ("blanks recorded" if blanks is not None
-                 else "blanks assumed on the frame grid: not comparable")
+        if r["display_compared"]:
+            where = ("blanks and presentations recorded: compared, "
+                     + ("within 1 point" if r["display_agree"] else "NOT within 1 point"))
+        elif blanks is not None:
+            where = "blanks recorded, presentations not: not compared"
+        else:
+            where = "blanks assumed on the frame grid: not comparable"
+        g_diff = "" if g is None else f" ({100 * (r['sim_display_on_time_rate'] - g):+.2f} pts)"
         print(f"  display after the GPU: app {app_gpu}, sim display model "
-              f"{100 * r['sim_display_on_time_rate']:.2f} % ({where})")
+              f"{100 * r['sim_display_on_time_rate']:.2f} %{g_diff} ({where})")
         for d in r["dnns"]:
             if "app_mean_ms" not in d:
                 print(f"  {d['dnn']:<24} app {d['app_count']} results, sim {d['sim_count']}: "

@@ -37,7 +37,8 @@ ws)
 shop)
   cmp shopping shopping 150 --fps 60 --resolution 2560x1440 --frames 600 --warmup 60 --quality medium --instances 30;;
 esac
-# One archive per configuration (a file over ~20 MB does not come back).
+# One archive per configuration, xz (a file over ~20 MB does not come back; the 15-model emoji
+# runs are ~12 MB each gzipped).
 cd $S && for d in */; do d=${d%/}
-  tar czf $OUT/sv_$d.tgz $(find $d -name stats.json -o -name scenario.json -o -name replay.json) $d.md
+  XZ_OPT=-T0 tar cJf $OUT/sv_$d.txz $(find $d -name stats.json -o -name scenario.json -o -name replay.json) $d.md
 done; ls -la $OUT

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use heimdall_coordinator::sim::{
-    Decisions, Noise, Replay, Report, RunRecorder, Scenario, SimOptions, SimOutput, simulate_opts,
+    Decisions, ModelTrace, Noise, Replay, Report, RunRecorder, Scenario, SimOptions, SimOutput,
+    simulate_opts,
 };
 use heimdall_coordinator::{
     Completion, CoordinatorConfig, FrameBudget, ModelId, StepCost, UtilityParams, policy_by_name,
@@ -237,7 +238,7 @@ fn replayed_submission_delays_and_the_gpu_work_proxy_by_hand() {
 /// (not 16.67): both are admitted there, their chunks run 18..24 and 24..30 in one submission,
 /// and both complete when it ends plus the 0.5 ms readback, 30.5: latencies 12.5 ms each (the
 /// first one's outputs wait for the second's chunk, as wgpu maps them). A replayed readback of
-/// frame 1 replaces the 0.5 ms.
+/// frame 1 replaces the 0.5 ms, and a model's own readback in that frame replaces the frame's.
 #[test]
 fn a_frames_dnns_complete_with_their_submission() {
     let text = r#"{"frame_rate": 60, "render_ms": 4, "duration_s": 0.5, "cpu_workers": 1,
@@ -266,8 +267,29 @@ fn a_frames_dnns_complete_with_their_submission() {
         readback_ms: vec![Some(2.0), None],
         ..replay
     };
-    let out = run(&sc, "max_total_utility", &replaying(unmeasured));
+    let out = run(&sc, "max_total_utility", &replaying(unmeasured.clone()));
     assert_times(&out.completions, &[(5.0, 18.0, 30.5), (5.0, 18.0, 30.5)]);
+    // A model's own readback in a frame stands in for the frame's mean: b's 3 ms in frame 1
+    // (read after a's), a keeps the frame's 2 ms.
+    let mut own = Replay {
+        readback_ms: vec![None, Some(2.0)],
+        ..unmeasured.clone()
+    };
+    own.models.insert(
+        "b".into(),
+        ModelTrace {
+            readback_ms: vec![None, Some(3.0)],
+            ..ModelTrace::default()
+        },
+    );
+    own.check(&sc).unwrap();
+    let out = run(&sc, "max_total_utility", &replaying(own.clone()));
+    let mut ends: Vec<f64> = out.completions.iter().map(|c| c.finished_ms).collect();
+    ends.sort_by(f64::total_cmp);
+    assert!(close(ends[0], 32.0) && close(ends[1], 33.0), "{ends:?}");
+    own.models.get_mut("b").unwrap().readback_ms = vec![Some(-1.0)];
+    let err = own.check(&sc).unwrap_err().to_string();
+    assert!(err.contains("models.b.readback_ms[0]"), "{err}");
     // A decreasing start is refused, naming the field.
     let bad = Replay {
         frame_start_ms: vec![0.0, 18.0, 17.0],
@@ -275,6 +297,43 @@ fn a_frames_dnns_complete_with_their_submission() {
     };
     let err = bad.check(&sc).unwrap_err().to_string();
     assert!(err.contains("frame_start_ms[2]"), "{err}");
+}
+
+/// The recorder exports each model's readback per frame beside the frame's mean: two models
+/// read in frame 0 (0.5 and 2 ms), only the second in frame 1 (1 ms), nothing in frame 2; a
+/// negative or non-finite readback is ignored.
+#[test]
+fn the_recording_has_each_models_readback_per_frame() {
+    let mut r = RunRecorder::new(&CoordinatorConfig::new(FrameBudget::new(
+        60.0, 3.0, 1.0, 5.0,
+    )));
+    r.set_frame_rate(60.0);
+    let (a, b) = (ModelId(0), ModelId(1));
+    for (id, name) in [(a, "a"), (b, "b")] {
+        r.add_model(
+            id,
+            name,
+            &[StepCost::gpu_and_cpu(1.0, 4.0)],
+            None,
+            UtilityParams::default(),
+        );
+    }
+    r.frame_read(0.0, Some(2.0), Some(0.5), Some(1.0), Some(1.25));
+    r.model_read(a, 0.5);
+    r.model_read(b, 2.0);
+    r.frame_read(P, Some(2.0), Some(0.5), Some(1.0), Some(1.0));
+    r.model_read(b, 1.0);
+    r.model_read(a, f64::NAN);
+    r.model_read(a, -1.0);
+    r.frame_read(2.0 * P, Some(2.0), Some(0.5), Some(1.0), None);
+    assert_eq!(r.ignored(), 2);
+    let replay = r.export().1;
+    assert_eq!(replay.readback_ms, vec![Some(1.25), Some(1.0), None]);
+    assert_eq!(replay.models["a"].readback_ms, vec![Some(0.5), None, None]);
+    assert_eq!(
+        replay.models["b"].readback_ms,
+        vec![Some(2.0), Some(1.0), None]
+    );
 }
 
 fn scenario_files() -> Vec<PathBuf> {

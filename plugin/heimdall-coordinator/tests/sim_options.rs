@@ -115,6 +115,7 @@ fn replaying_the_scenarios_own_times_changes_nothing() {
                 ModelTrace {
                     gpu_step_ms: some(&d.gpu_op_ms),
                     cpu_step_ms: some(&d.cpu_op_ms),
+                    readback_ms: Vec::new(),
                 },
             )
         })

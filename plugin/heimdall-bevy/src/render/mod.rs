@@ -224,7 +224,8 @@ fn stamp_presented(
     // Where the display's blanks fall, for the recording's display model.
     if let (Some(at), Some(s)) = (given, sched.as_mut()) {
         let since = at.saturating_duration_since(heimdall_clock.start());
-        s.log.shown(HeimdallClock::ms(since));
+        let frame = s.frame.saturating_sub(1);
+        s.log.shown(frame, HeimdallClock::ms(since));
     }
     let at = given.unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));

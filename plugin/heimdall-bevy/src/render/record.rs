@@ -9,10 +9,10 @@
 //! then handed to the recorder, in order, followed by its end.
 //!
 //! The readback is measured too: for a GPU inference, from the end of the GPU submission that
-//! held its last chunk, as the simulator models that end (the submission's time plus the GPU
-//! times of that frame's DNN chunks, by their timestamps), to its outputs read. What the
-//! simulator leaves out of the submission counts in it: the GPU's start after the submission (an
-//! earlier frame still running, on a loaded GPU), the gaps between chunks, the map: a proxy. Each
+//! held its last chunk, as the simulator models that end (the submission's time or the modelled
+//! end of the frames before it on the GPU, whichever is later, plus the GPU times of that frame's
+//! DNN chunks, by their timestamps), to its outputs read. What the simulator leaves out counts in
+//! it: the gaps between chunks, the GPU's own start-up, the map: a proxy. Each
 //! frame's mean over its inferences goes into the replay's `readback_ms`, which the simulator adds
 //! to the end of that frame's GPU inferences; the median of all of them into the scenario's
 //! `readback_ms`, for frames without one.
@@ -57,6 +57,8 @@ struct FrameEntry {
     dnn_gpu_ms: Option<f64>,
     /// Outputs of GPU inferences whose last chunk ran in this frame: (model, read at).
     reads: Vec<(ModelId, f64)>,
+    /// When the display layer presents it, ms on the plugin's clock.
+    shown_ms: Option<f64>,
 }
 
 /// Work handed out and not yet reported: its model, ops, processor and inference number.
@@ -91,6 +93,8 @@ pub(crate) struct RunLog {
     /// Measured readbacks, ms (the latest [`READBACK_SAMPLES`]), and how many were measured.
     readbacks: Vec<f64>,
     readbacks_seen: usize,
+    /// When the frames flushed so far have left the GPU as the simulator models it, ms.
+    gpu_free_ms: f64,
 }
 
 impl RunLog {
@@ -108,6 +112,7 @@ impl RunLog {
             measure_readback: false,
             readbacks: Vec::new(),
             readbacks_seen: 0,
+            gpu_free_ms: 0.0,
         }
     }
 
@@ -129,6 +134,7 @@ impl RunLog {
         self.works.clear();
         self.readbacks.clear();
         self.readbacks_seen = 0;
+        self.gpu_free_ms = 0.0;
     }
 
     /// The recording so far as (scenario JSON, replay JSON); frames still waiting for their
@@ -191,15 +197,17 @@ impl RunLog {
                 submits: None,
                 dnn_gpu_ms: None,
                 reads: Vec::new(),
+                shown_ms: None,
             });
             self.flush_frames(frame);
         }
     }
 
-    /// A frame reached the screen at `ms` (a display layer's presentation time).
-    pub fn shown(&mut self, ms: f64) {
-        if self.recording {
-            self.recorder.shown(ms);
+    /// Render-world frame `frame` reaches the screen at `ms` (a display layer's presentation
+    /// time, on the plugin's clock).
+    pub fn shown(&mut self, frame: u64, ms: f64) {
+        if let Some(f) = self.frames.iter_mut().find(|f| f.frame == frame) {
+            f.shown_ms = Some(ms);
         }
     }
 
@@ -310,15 +318,26 @@ impl RunLog {
             if f.scene_ms.is_none() && f.frame.saturating_add(SCENE_HORIZON) >= now_frame {
                 break;
             }
-            // The submission ends its chunks' GPU time after it was submitted.
+            // The GPU as the simulator models it: the frame's DNN work starts at its submission
+            // or when the frames before it have left the GPU, whichever is later, and runs for
+            // its chunks' GPU time; the scene follows it. The readback counts from the end of
+            // that DNN work (counting the wait for the frames before in the readback too would
+            // charge it twice in the simulator, which queues the work behind them).
+            let (dnn_submit, scene_submit) = f.submits.unwrap_or((0.0, 0.0));
+            let dnn_end =
+                (f.start_ms + dnn_submit).max(self.gpu_free_ms) + f.dnn_gpu_ms.unwrap_or(0.0);
+            let scene_start = (f.start_ms + scene_submit).max(dnn_end);
+            self.gpu_free_ms = scene_start + f.scene_ms.unwrap_or(0.0);
             let (mut sum, mut count) = (0.0, 0usize);
-            if let (Some((dnn_submit, _)), Some(gpu_ms)) = (f.submits, f.dnn_gpu_ms) {
-                let end = f.start_ms + dnn_submit + gpu_ms;
+            let mut per_model = Vec::new();
+            if f.submits.is_some() && f.dnn_gpu_ms.is_some() {
+                let end = dnn_end;
                 for (model, ms) in f.reads.iter().map(|(m, read)| (*m, read - end)) {
                     if !(ms.is_finite() && ms >= 0.0) {
                         continue;
                     }
                     (sum, count) = (sum + ms, count + 1);
+                    per_model.push((model, ms));
                     self.measured_readbacks.push((model, ms));
                     if self.readbacks.len() < READBACK_SAMPLES {
                         self.readbacks.push(ms);
@@ -335,6 +354,12 @@ impl RunLog {
                 f.submits.map(|s| s.1),
                 (count > 0).then(|| sum / count as f64),
             );
+            for (model, ms) in per_model {
+                r.model_read(model, ms);
+            }
+            if let Some(ms) = f.shown_ms {
+                r.shown(ms);
+            }
             self.frames.pop_front();
         }
     }
@@ -510,6 +535,47 @@ mod tests {
         }
     }
 
+    /// A frame's DNN work queued behind the frame before on the GPU: frame 0's DNN work (1 ms
+    /// after its start, 2.5 ms of GPU time) ends at 3.5 ms, its scene (submitted at 3 ms) runs
+    /// 20 ms to 23.5; frame 1's DNN work, submitted at 17 ms, starts there and ends at 26 ms, and
+    /// its outputs read at 26.6 ms are a 0.6 ms readback, as frame 0's (counted from the
+    /// submission, 19.5 ms, it would be 7.1 ms: the wait the simulator models again).
+    #[test]
+    fn the_readback_counts_from_the_work_queued_behind_the_frame_before() {
+        let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5));
+        let m = ModelId(0);
+        let steps = vec![StepCost::gpu_and_cpu(1.0, 4.0); 2];
+        let mut log = RunLog::new(&cfg);
+        log.recorder
+            .add_model(m, "m", &steps, None, UtilityParams::default());
+        log.start(&cfg, true, true);
+        for (frame, read) in [(0u64, 4.1), (1, 26.6)] {
+            let t = frame as f64 * 16.0;
+            log.request(m, t, 0.0);
+            log.admitted(m);
+            log.planned(
+                frame,
+                t,
+                &[gpu(frame, m, 0..1), gpu(50 + frame, m, 1..2)],
+                &[],
+            );
+            log.submits(frame, 1.0, 3.0);
+            log.completed(done(m).map(|d| Completion {
+                finished_ms: read,
+                ..d
+            }));
+            log.work_done(WorkId(frame), t + 10.0, t + 11.0);
+            log.work_done(WorkId(50 + frame), t + 11.5, t + 13.0);
+            log.scene(frame, 20.0);
+        }
+        let (_, replay) = log.export().unwrap();
+        let r: serde_json::Value = serde_json::from_str(&replay).unwrap();
+        for k in 0..2 {
+            let ms = r["readback_ms"][k].as_f64().unwrap();
+            assert!((ms - 0.6).abs() < 1e-9, "frame {k}: {ms}");
+        }
+    }
+
     /// Frames reach the recorder in order, each with its scene time and submission delays once
     /// known; a frame whose timestamps never come back goes without its scene time after the
     /// horizon.
@@ -531,7 +597,7 @@ mod tests {
             log.planned(f, f as f64 * 16.0 + 0.25, &[], &[]);
             log.submits(f, 1.0, 4.0);
             // Blanks 7 ms after the first frame's start, on the 60 Hz grid.
-            log.shown(f as f64 * 1000.0 / 60.0 + 7.25);
+            log.shown(f, f as f64 * 1000.0 / 60.0 + 7.25);
             if f != 3 {
                 log.scene(f, 2.0 + f as f64);
             }
@@ -554,6 +620,12 @@ mod tests {
         assert_eq!(r["scene_submit_ms"][5].as_f64(), Some(4.0));
         let phase = r["vsync_phase_ms"].as_f64().unwrap();
         assert!((phase - 7.0).abs() < 1e-9, "{phase}");
+        // Frame 5 started at 80.25 ms and is shown at 5 periods + 7.25 ms.
+        let present = r["present_ms"][5].as_f64().unwrap();
+        assert!(
+            (present - (5.0 * 1000.0 / 60.0 + 7.0 - 80.0)).abs() < 1e-9,
+            "{present}"
+        );
         let s: serde_json::Value = serde_json::from_str(&scenario).unwrap();
         assert_eq!(s["dnn_work_first"], true);
         // The first request was captured before the window's first frame started: left out.

@@ -467,9 +467,8 @@ impl Sim<'_> {
                 let on_time = now <= vsync + self.period + 1e-9;
                 self.frames_on_time += usize::from(on_time);
                 self.render_ends.push(now);
-                // Shown at the display's first blank at or after the render's end.
-                let blanks = (now - self.vsync_phase()) / self.period;
-                self.presented.push((blanks - 1e-9).ceil().max(0.0) as u64);
+                let blank = self.display_blank(frame, now);
+                self.presented.push(blank);
                 self.coord.observe_render(now - start);
                 if self.record {
                     let args = vec![("on_time", on_time.to_string())];
@@ -738,8 +737,8 @@ impl Sim<'_> {
                 }),
             );
         }
-        let readback = self.readback(frame);
         for (id, model, start, end) in read_at_end {
+            let readback = self.readback(frame, model);
             let kind = Kind::OutputsRead {
                 id,
                 model,

@@ -25,7 +25,7 @@ use crate::processor::Processor;
 use crate::utility::UtilityParams;
 
 /// One frame: its start and its scene's measured GPU time.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct FrameRec {
     start_ms: f64,
     scene_ms: Option<f64>,
@@ -34,6 +34,10 @@ struct FrameRec {
     scene_submit_ms: Option<f64>,
     /// The measured readback of the GPU inferences that ended in the frame's submission, ms.
     readback_ms: Option<f64>,
+    /// When the display layer said the frame reaches the screen (the run's clock), ms.
+    shown_ms: Option<f64>,
+    /// Each model's measured readback of the outputs read with the frame's submission, ms.
+    model_reads: Vec<(ModelId, f64)>,
 }
 
 /// One request.
@@ -302,6 +306,8 @@ impl RunRecorder {
             dnn_submit_ms: ok(dnn_submit_ms),
             scene_submit_ms: ok(scene_submit_ms),
             readback_ms: ok(readback_ms),
+            shown_ms: None,
+            model_reads: Vec::new(),
         });
         self.frames_seen += 1;
         // Finished inferences that began before the window can no longer be exported.
@@ -311,14 +317,30 @@ impl RunRecorder {
         }
     }
 
-    /// A frame reached the screen at `shown_ms` (the run's clock): the presentation time a
-    /// display layer gave, such as the headless harness's emulated vertical blank. Exported as
-    /// the replay's `vsync_phase_ms`: where these times fall in the frame period. Non-finite
-    /// times are ignored.
+    /// The frame recorded last read `model`'s outputs `ms` after its submission's end (as in
+    /// [`RunRecorder::frame_read`], whose mean over the frame's models this refines). Exported
+    /// per frame as the model's `readback_ms` in the replay (left out for a model without one);
+    /// a value that is not finite and >= 0 is ignored.
+    pub fn model_read(&mut self, model: ModelId, ms: f64) {
+        match self.frames.back_mut() {
+            Some(f) if ms.is_finite() && ms >= 0.0 => f.model_reads.push((model, ms)),
+            _ => self.ignored += 1,
+        }
+    }
+
+    /// The frame recorded last reaches the screen at `shown_ms` (the run's clock): the
+    /// presentation time a display layer gave it, such as the headless harness's emulated
+    /// vertical blank (a FIFO swap chain's blank for a frame counts its submission and the frames
+    /// queued before it, not its GPU work). Exported per frame as the replay's `present_ms`, and
+    /// as its `vsync_phase_ms`: where these times fall in the frame period. Non-finite times are
+    /// ignored.
     pub fn shown(&mut self, shown_ms: f64) {
         if !shown_ms.is_finite() {
             self.ignored += 1;
             return;
+        }
+        if let Some(f) = self.frames.back_mut() {
+            f.shown_ms = Some(shown_ms);
         }
         if self.shown.len() == self.capacity {
             self.shown.pop_front();
@@ -522,7 +544,19 @@ impl RunRecorder {
                 .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
                 .filter(|i| i.since > first)
                 .collect();
-            if let Some(t) = self.trace(m, &runs) {
+            let trace = self.trace(m, &runs);
+            let reads = self.submit_lane(|f| {
+                let v: Vec<f64> = f
+                    .model_reads
+                    .iter()
+                    .filter(|(id, _)| *id == m.id)
+                    .map(|r| r.1)
+                    .collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            });
+            if trace.is_some() || !reads.is_empty() {
+                let mut t = trace.unwrap_or_default();
+                t.readback_ms = reads;
                 models.insert(name, t);
             }
         }
@@ -555,6 +589,11 @@ impl RunRecorder {
             scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
             vsync_phase_ms: self.vsync_phase(t0),
             readback_ms: self.submit_lane(|f| f.readback_ms),
+            present_ms: self.submit_lane(|f| {
+                f.shown_ms
+                    .map(|t| t - f.start_ms)
+                    .filter(|d| d.is_finite() && *d >= 0.0)
+            }),
         };
         (scenario, replay)
     }
@@ -594,6 +633,7 @@ impl RunRecorder {
         let t = ModelTrace {
             gpu_step_ms: lane(true),
             cpu_step_ms: lane(false),
+            readback_ms: Vec::new(),
         };
         (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty()).then_some(t)
     }

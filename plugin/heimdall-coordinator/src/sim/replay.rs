@@ -56,6 +56,13 @@ pub struct ModelTrace {
     /// CPU time of each step, one list per measured inference.
     #[serde(default)]
     pub cpu_step_ms: Vec<Vec<Option<f64>>>,
+    /// Per frame (cycled, as the replay's `readback_ms`), with per-frame decisions: the measured
+    /// readback of this model's GPU inference whose last chunk was in the frame's submission, ms
+    /// (`null`: none there). A frame's models are read one after another, so one with small
+    /// outputs read beside a large one waits longer than it: the simulator takes this model's
+    /// own readback where the frame has one, else the frame's mean (`readback_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readback_ms: Vec<Option<f64>>,
 }
 
 /// The measured times of an app run.
@@ -95,6 +102,15 @@ pub struct Replay {
     /// scenario's `readback_ms`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readback_ms: Vec<Option<f64>>,
+    /// Per frame, with per-frame decisions: when the app's display layer presents the frame, ms
+    /// after its start (`null`: not recorded). A FIFO swap chain assigns a frame the blank after
+    /// the frames queued before it, counting its submission, not its GPU work: where a recording
+    /// has these times, the display model shows frame `k` at the first blank at or after both
+    /// its presentation and its render's end, and one frame per blank, as the app's
+    /// `swapchain.after_gpu` book does. Not cycled: frames past the list, or `null`, are shown at
+    /// the first blank after their render's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present_ms: Vec<Option<f64>>,
 }
 
 impl Default for Replay {
@@ -109,6 +125,7 @@ impl Default for Replay {
             frame_start_ms: Vec::new(),
             vsync_phase_ms: None,
             readback_ms: Vec::new(),
+            present_ms: Vec::new(),
         }
     }
 }
@@ -159,6 +176,7 @@ impl Replay {
             ("dnn_submit_ms", &self.dnn_submit_ms),
             ("scene_submit_ms", &self.scene_submit_ms),
             ("readback_ms", &self.readback_ms),
+            ("present_ms", &self.present_ms),
         ] {
             for (k, t) in v.iter().enumerate() {
                 if t.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
@@ -193,6 +211,14 @@ impl Replay {
                     "is not a DNN of the scenario",
                 ));
             };
+            for (k, t) in m.readback_ms.iter().enumerate() {
+                if t.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
+                    return Err(invalid(
+                        format!("models.{name}.readback_ms[{k}]"),
+                        "must be finite and >= 0",
+                    ));
+                }
+            }
             for (lane, runs) in [
                 ("gpu_step_ms", &m.gpu_step_ms),
                 ("cpu_step_ms", &m.cpu_step_ms),
@@ -250,11 +276,19 @@ impl Replay {
         (at(&self.dnn_submit_ms), at(&self.scene_submit_ms))
     }
 
-    /// The measured readback of frame `f`'s GPU inferences, ms, if replayed.
-    pub fn readback(&self, f: usize) -> Option<f64> {
-        (!self.readback_ms.is_empty())
-            .then(|| self.readback_ms[f % self.readback_ms.len()])
-            .flatten()
+    /// The measured readback of frame `f`'s GPU inferences, ms, if replayed: `model`'s own
+    /// where the frame has it, else the frame's mean.
+    pub fn readback(&self, f: usize, model: &str) -> Option<f64> {
+        let at = |v: &[Option<f64>]| (!v.is_empty()).then(|| v[f % v.len()]).flatten();
+        self.models
+            .get(model)
+            .and_then(|m| at(&m.readback_ms))
+            .or_else(|| at(&self.readback_ms))
+    }
+
+    /// When frame `f` is presented, ms after its start, if recorded.
+    pub fn present(&self, f: usize) -> Option<f64> {
+        self.present_ms.get(f).copied().flatten()
     }
 
     /// Time of step `i` of inference `k` of `model` on the GPU (`gpu`) or the CPU, if replayed.

@@ -69,12 +69,38 @@ impl Sim<'_> {
         self.opts.replay.as_ref().map_or(0.0, |r| r.vsync_phase())
     }
 
-    /// The readback of frame `k`'s GPU inferences, ms: the replay's, else the scenario's.
-    pub(super) fn readback(&self, k: usize) -> f64 {
+    /// The blank (counted from the first at or after time 0) at which the display model shows
+    /// frame `k`, whose render ended at `end`: the first at or after `end`. Where the replay has
+    /// the frame's presentation time (per frame), also at or after that blank (the one nearest
+    /// to it: the recorded time is a blank) and after the blank of the frame before, one frame
+    /// per blank, as a FIFO swap chain shows them.
+    pub(super) fn display_blank(&self, k: usize, end: f64) -> u64 {
+        let phase = self.vsync_phase();
+        let mut blank = ((end - phase) / self.period - 1e-9).ceil().max(0.0) as u64;
+        let given = match &self.opts.replay {
+            Some(r) if self.per_frame => r.present(k),
+            _ => None,
+        };
+        if let Some(p) = given {
+            let at = ((self.vsync_at(k) + p - phase) / self.period)
+                .round()
+                .max(0.0) as u64;
+            blank = blank.max(at);
+            if let Some(&last) = self.presented.last() {
+                blank = blank.max(last + 1);
+            }
+        }
+        blank
+    }
+
+    /// The readback of model `m`'s outputs read with frame `k`'s submission, ms: the replay's
+    /// (the model's own in that frame, else the frame's mean), else the scenario's.
+    pub(super) fn readback(&self, k: usize, m: ModelId) -> f64 {
+        let name = &self.sc.dnns[m.0].name;
         self.opts
             .replay
             .as_ref()
-            .and_then(|r| r.readback(k))
+            .and_then(|r| r.readback(k, name))
             .unwrap_or(self.sc.readback_ms)
     }
 
