@@ -105,6 +105,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         .insert_resource(args.clone())
         .init_resource::<AppReport>()
         .init_resource::<RunStart>()
+        .init_resource::<ModelsReady>()
         .add_message::<ScriptedEvent>()
         .add_systems(PreStartup, make_target)
         .add_systems(
@@ -173,11 +174,31 @@ pub fn spawn_camera(commands: &mut Commands, source: CameraSource) -> Entity {
     e
 }
 
+/// When every model was ready and the camera started: ms after the app was built (the wall
+/// clock, at the start of the update that saw it), reported as `startup.models_ready_ms`.
+#[derive(Resource)]
+pub struct ModelsReady {
+    /// When the app was built.
+    pub since: std::time::Instant,
+    /// Once ready, ms after `since`.
+    pub ms: Option<f64>,
+}
+
+impl Default for ModelsReady {
+    fn default() -> Self {
+        ModelsReady {
+            since: std::time::Instant::now(),
+            ms: None,
+        }
+    }
+}
+
 fn start_camera(
     mut commands: Commands,
     mut stats: ResMut<HeimdallStats>,
     dnns: Query<&DnnStatus>,
     mut pending: Query<(Entity, &mut PendingSource)>,
+    mut ready: ResMut<ModelsReady>,
 ) {
     let Ok((e, mut p)) = pending.single_mut() else {
         return;
@@ -186,6 +207,7 @@ fn start_camera(
         return;
     }
     if let Some(source) = p.0.take() {
+        ready.ms = Some(ready.since.elapsed().as_secs_f64() * 1e3);
         stats.reset();
         commands.entity(e).insert(source).remove::<PendingSource>();
         info!("every model is ready; the camera starts");
@@ -324,9 +346,13 @@ fn save_frames(
 }
 
 /// What happened before the measured window (`frames` camera frames from the camera's start:
-/// start-up and warm-up): the frame pacing with the late frames' render phases, and per model
-/// its results, deadline misses and latencies.
-fn startup_summary(stats: &serde_json::Value, frames: u64) -> serde_json::Value {
+/// start-up and warm-up): when every model was ready (`ready_ms`), the frame pacing with the
+/// late frames' render phases, and per model its results, deadline misses and latencies.
+fn startup_summary(
+    stats: &serde_json::Value,
+    frames: u64,
+    ready_ms: Option<f64>,
+) -> serde_json::Value {
     let models: serde_json::Map<String, serde_json::Value> = stats["models"]
         .as_object()
         .into_iter()
@@ -343,6 +369,7 @@ fn startup_summary(stats: &serde_json::Value, frames: u64) -> serde_json::Value 
         .collect();
     serde_json::json!({
         "frames": frames,
+        "models_ready_ms": ready_ms,
         "wall_on_time_rate": stats["wall_on_time_rate"],
         "frame_interval_ms": stats["frame_interval_ms"],
         "late_frames": stats["late_frames"],
@@ -362,7 +389,7 @@ fn finish_after_frames(
     mut app_report: ResMut<AppReport>,
     mut pacer: Option<ResMut<PacerLog>>,
     swapchain: Option<Res<crate::swapchain::SwapchainWaits>>,
-    start: Res<RunStart>,
+    (start, ready): (Res<RunStart>, Res<ModelsReady>),
     (mut trace, mut recording): (ResMut<HeimdallTrace>, ResMut<HeimdallRecording>),
     mut exit: MessageWriter<AppExit>,
     mut done: Local<bool>,
@@ -384,7 +411,7 @@ fn finish_after_frames(
         let before = stats.to_json(&settings, &backend.name(), 0);
         app_report.0.insert(
             "startup".into(),
-            startup_summary(&before, offset + args.warmup),
+            startup_summary(&before, offset + args.warmup, ready.ms),
         );
         stats.reset();
         if args.record_run {

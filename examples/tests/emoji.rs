@@ -94,6 +94,12 @@ fn the_recording_simulates(out: &Path, s: &serde_json::Value) {
         replay.vsync_phase_ms.is_some(),
         "the emulated display's blanks are in the recording"
     );
+    let presented = replay.present_ms.iter().filter(|p| p.is_some()).count();
+    assert!(
+        2 * presented >= replay.frame_start_ms.len(),
+        "each frame's presentation is in the recording ({presented} of {})",
+        replay.frame_start_ms.len()
+    );
     let policy = heimdall_coordinator::policy_by_name("max_total_utility").unwrap();
     let opts = SimOptions {
         replay: Some(replay),
@@ -149,6 +155,10 @@ fn emoji_headless_faces_match_the_ground_truth() {
         the_recording_simulates(&out, &s);
     }
     assert_eq!(s["backend"], "gpu", "{s:#}");
+    if let Some(startup) = s.get("startup") {
+        let ready = startup["models_ready_ms"].as_f64().unwrap_or(0.0);
+        assert!(ready > 0.0, "when the models were ready: {startup:#}");
+    }
     let frames = s["frames"].as_u64().unwrap_or(0);
     assert!(frames >= 100, "{frames} frames");
     let pngs = std::fs::read_dir(&out)
