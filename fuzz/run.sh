@@ -1,13 +1,14 @@
 #!/bin/sh
-# The recorded fuzz run (docs/fuzzing.md): seeds the corpora, then runs the three targets one
+# The recorded fuzz run (docs/fuzzing.md): seeds the corpora, then runs the four targets one
 # after the other, each bounded in time and in memory (-rss_limit_mb; -malloc_limit_mb flags any
-# single allocation above it). Usage: fuzz/run.sh [SECONDS_TFLITE SECONDS_ONNX SECONDS_SCENARIO]
+# single allocation above it).
+# Usage: fuzz/run.sh [SECONDS_TFLITE SECONDS_ONNX SECONDS_SCENARIO SECONDS_REPLAY]
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 fuzz/seed.sh
 target_dir=${CARGO_TARGET_DIR:-$root/fuzz/target}/fuzz
-for spec in "scenario ${3:-300}" "tflite ${1:-900}" "onnx ${2:-600}"; do
+for spec in "scenario ${3:-300}" "replay ${4:-300}" "tflite ${1:-900}" "onnx ${2:-600}"; do
     set -- $spec
     echo "== $1 for $2 s"
     mkdir -p fuzz/artifacts

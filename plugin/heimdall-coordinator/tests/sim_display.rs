@@ -118,6 +118,11 @@ fn the_display_model_shows_a_frame_no_earlier_than_its_presentation() {
     assert_eq!(own.max_interval_periods, 2.0);
     // The GPU proxy does not depend on the display.
     assert_eq!(own.work_fits_rate, queued.work_fits_rate);
+    // Presentations far past the run (a valid, absurd recording): every frame lands on the
+    // last blank the count can hold, without overflowing (this panicked in a debug build).
+    let far = alternating(Some(10.0), Some(1e300));
+    assert_eq!(far.rendered, 30);
+    assert_eq!(far.max_interval_periods, 0.0, "{far:?}");
 }
 
 /// The recorder exports each frame's presentation after its start.

@@ -87,7 +87,7 @@ impl Sim<'_> {
                 .max(0.0) as u64;
             blank = blank.max(at);
             if let Some(&last) = self.presented.last() {
-                blank = blank.max(last + 1);
+                blank = blank.max(last.saturating_add(1));
             }
         }
         blank
