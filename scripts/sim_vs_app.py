@@ -40,6 +40,7 @@ Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,19 +51,13 @@ def load(path):
         return json.load(f)
 
 
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return 0.5 * (v[(n - 1) // 2] + v[n // 2])
-
-
 def model_readbacks(replay):
     """The replay with each model's per-frame readbacks replaced by their median and the frames'
     means left out: a model of the readback (one figure per DNN) instead of a replay of it."""
     for trace in replay.get("models", {}).values():
         measured = [x for x in trace.get("readback_ms", []) if x is not None]
         if measured:
-            trace["readback_ms"] = [median(measured)]
+            trace["readback_ms"] = [statistics.median(measured)]
     replay.pop("readback_ms", None)
     return replay
 

@@ -175,7 +175,7 @@ pub fn spawn_camera(commands: &mut Commands, source: CameraSource) -> Entity {
 }
 
 /// When every model was ready and the camera started: ms after the app was built (the wall
-/// clock, at the start of the update that saw it), reported as `startup.models_ready_ms`.
+/// clock, when the update's `start_camera` saw it), reported as `startup.models_ready_ms`.
 #[derive(Resource)]
 pub struct ModelsReady {
     /// When the app was built.

@@ -546,13 +546,12 @@ impl RunRecorder {
                 .collect();
             let trace = self.trace(m, &runs);
             let reads = self.submit_lane(|f| {
-                let v: Vec<f64> = f
+                let (sum, n) = f
                     .model_reads
                     .iter()
                     .filter(|(id, _)| *id == m.id)
-                    .map(|r| r.1)
-                    .collect();
-                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                    .fold((0.0, 0usize), |(s, n), r| (s + r.1, n + 1));
+                (n > 0).then(|| sum / n as f64)
             });
             if trace.is_some() || !reads.is_empty() {
                 let mut t = trace.unwrap_or_default();
