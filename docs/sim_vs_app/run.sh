@@ -4,7 +4,8 @@
 # simulator. One app per call: carry .gl (the Vulkan loader debs), the app's binary in
 # .devpace/APP.xz and the models it needs that the tree lacks in .devpace/am/*.xz (shopping:
 # the SSD detector; workspace: PP-OCRv6).
-# usage: bash docs/sim_vs_app/run.sh emoji|ws|shop       (env MODES, RUNS)
+# usage: bash docs/sim_vs_app/run.sh emoji|ws|shop       (env MODES, RUNS; EMOJI: the emoji
+#        configurations, default "plain s600 90_15"; REC=0: without --record-run)
 set -u
 export PYTHONUNBUFFERED=1
 K=/tmp/keep
@@ -20,18 +21,22 @@ done
 export BEVY_ASSET_ROOT=$PWD
 MODES=${MODES:-heimdall,fifo}
 RUNS=${RUNS:-2}
+EMOJI=${EMOJI:-plain s600 90_15}
+REC=${REC:-1}
 S=/tmp/sv
 rm -rf $S && mkdir -p $S
 cmp() { # app out-name timeout args...
   local app=$1 name=$2 t=$3; shift 3
   python3 scripts/compare_modes.py --app $app --bin $K/$app --modes $MODES --runs $RUNS --timeout $t \
-    --out $S/$name -- --record-run "$@" 2>&1 | grep -v '^run ' > $S/$name.md
+    --out $S/$name -- $([ "$REC" = 1 ] && echo --record-run) "$@" 2>&1 | grep -v '^run ' > $S/$name.md
 }
 case $1 in
 emoji)
-  cmp emoji emoji_plain 100 --fps 60 --resolution 1280x720 --frames 600 --warmup 60
-  cmp emoji emoji_s600 100 --fps 60 --resolution 1280x720 --frames 600 --warmup 60 --scene-load 600
-  cmp emoji emoji_90_15 120 --fps 90 --resolution 1280x720 --frames 900 --warmup 90 --scene-load 300 --extra-models 12;;
+  for c in $EMOJI; do case $c in
+  plain) cmp emoji emoji_plain 100 --fps 60 --resolution 1280x720 --frames 600 --warmup 60;;
+  s600) cmp emoji emoji_s600 100 --fps 60 --resolution 1280x720 --frames 600 --warmup 60 --scene-load 600;;
+  90_15) cmp emoji emoji_90_15 120 --fps 90 --resolution 1280x720 --frames 900 --warmup 90 --scene-load 300 --extra-models 12;;
+  esac; done;;
 ws)
   cmp workspace workspace 150 --fps 60 --resolution 2560x1440 --frames 600 --warmup 60 --quality high;;
 shop)

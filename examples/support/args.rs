@@ -85,6 +85,9 @@ pub struct AppArgs {
     /// `--blocking-gpu-waits`: the plugin's background work waits for the GPU with wgpu's
     /// blocking poll (for comparison; `HeimdallSettings::nonblocking_gpu_waits`).
     pub blocking_gpu_waits: bool,
+    /// `--decode-on-readback-thread`: GPU results are decoded on the readback thread, one after
+    /// another (for comparison; `HeimdallSettings::parallel_decode`).
+    pub decode_on_readback_thread: bool,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -129,6 +132,7 @@ impl Default for AppArgs {
             early_frame_start: false,
             free_at_timestamps: false,
             blocking_gpu_waits: false,
+            decode_on_readback_thread: false,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -144,7 +148,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
     [--adaptive-margin] [--no-offload] [--no-conv-cache] [--record-run] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
-    [--blocking-gpu-waits]
+    [--blocking-gpu-waits] [--decode-on-readback-thread]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
@@ -201,6 +205,7 @@ impl AppArgs {
                 "--early-frame-start" => a.early_frame_start = true,
                 "--free-at-timestamps" => a.free_at_timestamps = true,
                 "--blocking-gpu-waits" => a.blocking_gpu_waits = true,
+                "--decode-on-readback-thread" => a.decode_on_readback_thread = true,
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {

@@ -95,6 +95,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         late_frame_start: !args.early_frame_start,
         free_at_readback: !args.free_at_timestamps,
         nonblocking_gpu_waits: !args.blocking_gpu_waits,
+        parallel_decode: !args.decode_on_readback_thread,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

@@ -117,6 +117,11 @@ pub struct HeimdallSettings {
     /// which holds the lock every `Queue::submit` needs until the GPU is idle, so the app's frames
     /// wait behind it while models start (for comparison).
     pub nonblocking_gpu_waits: bool,
+    /// Decode GPU results on two decode threads (the default; one DNN's results in the order
+    /// they were read), so the readback thread only reads and one DNN's long decode (PP-OCR's
+    /// text boxes, 3 ms) does not delay the results read after it. `false`: decode on the
+    /// readback thread, one result after another (for comparison).
+    pub parallel_decode: bool,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -141,6 +146,7 @@ impl Default for HeimdallSettings {
             late_frame_start: true,
             free_at_readback: true,
             nonblocking_gpu_waits: true,
+            parallel_decode: true,
             trace_path: None,
         }
     }

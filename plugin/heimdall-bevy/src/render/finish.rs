@@ -1,6 +1,7 @@
 //! The end of an inference, wherever it ran: its outputs are decoded by the DNN's decoder and
-//! sent to the main world at once, from the thread that got them (the readback waiter for the
-//! GPU, a worker for the CPU), so a result never waits for the next render frame.
+//! sent to the main world at once, away from the render world (a decode thread for the GPU's
+//! read-back outputs, the worker that computed them for the CPU), so a result never waits for
+//! the next render frame.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +40,21 @@ impl Finish {
     /// counts of the run, if it used the cache).
     pub fn send(self, outputs: Vec<Vec<f32>>, backend: Backend, cache: Option<ConvCacheRun>) {
         // The outputs are here: read back (GPU) or computed (CPU) just now.
+        let ready_ms = self.clock.now_ms();
+        self.send_ready_at(outputs, backend, cache, ready_ms);
+    }
+
+    /// As [`Finish::send`], for outputs that were in host memory at `ready_ms` (the plugin's
+    /// clock): read back by the readback thread, decoded here on a decode thread.
+    pub fn send_ready_at(
+        self,
+        outputs: Vec<Vec<f32>>,
+        backend: Backend,
+        cache: Option<ConvCacheRun>,
+        ready_ms: f64,
+    ) {
         let mut stages = self.stages;
-        stages.ready_ms = self.clock.now_ms();
+        stages.ready_ms = ready_ms;
         let decoded = self.decoder.and_then(|decoder| {
             let input = DecodeInput {
                 outputs: &outputs,

@@ -20,6 +20,7 @@ pub(crate) mod backend;
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod cpu;
+pub(crate) mod decode_pool;
 pub(crate) mod encode;
 pub(crate) mod extract;
 pub(crate) mod finish;
@@ -79,7 +80,11 @@ pub(crate) fn build(
         .insert_resource(clock)
         .insert_resource(outbox)
         .insert_resource(Workers::new(settings.cpu_workers))
-        .init_resource::<readback::ReadbackWaiter>()
+        .insert_resource(readback::ReadbackWaiter::new(if settings.parallel_decode {
+            decode_pool::DECODE_THREADS
+        } else {
+            0
+        }))
         .init_resource::<background::BackgroundWork>()
         .init_resource::<models::ExtractedDnns>()
         .init_resource::<models::RenderDnns>()

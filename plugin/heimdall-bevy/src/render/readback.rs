@@ -1,8 +1,9 @@
 //! Results coming back, never waiting on the GPU on the frame path: after the frame's submission
 //! the output copies and the timestamps are mapped (`map_async`); a readback thread polls the
 //! device (without blocking it: a blocking wait would hold the lock that `queue.submit` needs)
-//! until the outputs are there, decodes them and sends the result to the main world at once. The
-//! render world then learns that the DNN is idle again, and collects finished CPU work.
+//! until the outputs are there and copies them out; a decode thread ([`super::decode_pool`])
+//! decodes them and sends the result to the main world at once. The render world then learns
+//! that the DNN is idle again, and collects finished CPU work.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,6 +15,7 @@ use heimdall_gpu::GpuModel;
 
 use super::backend::InferenceBackend;
 use super::cpu::run_ready_cpu_steps;
+use super::decode_pool::{DECODE_THREADS, DecodePool};
 use super::finish::Finish;
 use super::models::{ModelState, ReadbackState, RenderDnns};
 use super::schedule::Scheduler;
@@ -33,6 +35,8 @@ struct Pending {
     gpu: Arc<GpuModel>,
     finish: Finish,
     since: Instant,
+    /// Output elements to copy out (smaller outputs are read first).
+    elements: usize,
 }
 
 /// The device readbacks may be read from (`None`: none).
@@ -65,8 +69,11 @@ impl ReadbackWaiter {
     }
 }
 
-impl Default for ReadbackWaiter {
-    fn default() -> Self {
+impl ReadbackWaiter {
+    /// Starts the readback thread; with `decode_threads` > 0 the outputs it reads are decoded
+    /// on that many decode threads ([`HeimdallSettings::parallel_decode`]), with 0 on the
+    /// readback thread itself, one after another.
+    pub fn new(decode_threads: usize) -> Self {
         let (tx, rx) = unbounded::<Pending>();
         let done = Mailbox::default();
         let done_tx = done.sender();
@@ -74,7 +81,10 @@ impl Default for ReadbackWaiter {
         let current = device.clone();
         let thread = std::thread::Builder::new()
             .name("heimdall-readback".into())
-            .spawn(move || wait_loop(rx, done_tx, current))
+            .spawn(move || {
+                let decoders = (decode_threads > 0).then(|| DecodePool::new(decode_threads));
+                wait_loop(rx, done_tx, current, decoders)
+            })
             .ok();
         ReadbackWaiter {
             tx: Some(tx),
@@ -82,6 +92,12 @@ impl Default for ReadbackWaiter {
             thread,
             device,
         }
+    }
+}
+
+impl Default for ReadbackWaiter {
+    fn default() -> Self {
+        Self::new(DECODE_THREADS)
     }
 }
 
@@ -94,7 +110,12 @@ impl Drop for ReadbackWaiter {
     }
 }
 
-fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: CurrentDevice) {
+fn wait_loop(
+    rx: Receiver<Pending>,
+    done: Sender<ReadbackDone>,
+    current: CurrentDevice,
+    mut decoders: Option<DecodePool<Entity>>,
+) {
     let mut pending: Vec<Pending> = Vec::new();
     loop {
         if pending.is_empty() {
@@ -109,6 +130,11 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return,
             }
+        }
+        if pending.len() > 1 {
+            // Of the outputs ready in one poll, the small ones are copied out first: a hand's
+            // 63 landmarks do not wait for the copy of a text detector's whole-frame map.
+            pending.sort_by_key(|p| p.elements);
         }
         if let Some(p) = pending.first() {
             // Runs the map callbacks that are due; never waits on the GPU.
@@ -132,7 +158,13 @@ fn wait_loop(rx: Receiver<Pending>, done: Sender<ReadbackDone>, current: Current
                 Ok((outputs, cache)) => {
                     let hit = cache.as_ref().map(|c| c.counts.hit_rate());
                     let read = p.finish.clock.now_ms();
-                    p.finish.clone().send(outputs, Backend::Gpu, cache);
+                    let finish = p.finish.clone();
+                    match decoders.as_mut() {
+                        Some(pool) => pool.run(dnn, move || {
+                            finish.send_ready_at(outputs, Backend::Gpu, cache, read)
+                        }),
+                        None => finish.send_ready_at(outputs, Backend::Gpu, cache, read),
+                    }
                     (None, hit, Some(read))
                 }
                 Err(e) => (Some(e), None, None),
@@ -232,10 +264,16 @@ pub(crate) fn map_outputs(
                 Ok(()) => {
                     job.readback = ReadbackState::Requested;
                     if let (Some(tx), Some(finish)) = (&waiter.tx, finish) {
+                        let elements = finish
+                            .shapes
+                            .iter()
+                            .map(|s| s.iter().product::<usize>())
+                            .sum();
                         let _ = tx.send(Pending {
                             gpu: gpu.clone(),
                             finish,
                             since: Instant::now(),
+                            elements,
                         });
                     }
                 }
