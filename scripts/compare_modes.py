@@ -58,7 +58,8 @@ def run_once(binary, mode, out, extra, timeout):
     """Runs the app once; returns its stats.json (or raises with the app's stderr)."""
     name, *flags = mode.split("+")
     cmd = [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
-    cmd += [f"--{f}" for f in flags]
+    for f in flags:  # "flag" or "flag=value" (e.g. heimdall+background-burst-ms=4)
+        cmd += [f"--{f.split('=', 1)[0]}"] + f.split("=", 1)[1:]
     cmd += extra
     t, before, started = time.monotonic(), cpu_times(), time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -88,6 +88,9 @@ pub struct AppArgs {
     /// `--decode-on-readback-thread`: GPU results are decoded on the readback thread, one after
     /// another (for comparison; `HeimdallSettings::parallel_decode`).
     pub decode_on_readback_thread: bool,
+    /// `--background-burst-ms MS`: `HeimdallSettings::background_burst_ms` (default: the
+    /// plugin's).
+    pub background_burst_ms: Option<f64>,
     /// The text detector's short side (RapidOCR's `limit_side_len`; workspace).
     pub text_side: u32,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
@@ -133,6 +136,7 @@ impl Default for AppArgs {
             free_at_timestamps: false,
             blocking_gpu_waits: false,
             decode_on_readback_thread: false,
+            background_burst_ms: None,
             text_side: 736,
             no_overlay: false,
             display_immediate: false,
@@ -148,7 +152,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
     [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
     [--adaptive-margin] [--no-offload] [--no-conv-cache] [--record-run] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
-    [--blocking-gpu-waits] [--decode-on-readback-thread]
+    [--blocking-gpu-waits] [--decode-on-readback-thread] [--background-burst-ms MS]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
     [--duration SECONDS] [--sample-every SECONDS]";
@@ -206,6 +210,13 @@ impl AppArgs {
                 "--free-at-timestamps" => a.free_at_timestamps = true,
                 "--blocking-gpu-waits" => a.blocking_gpu_waits = true,
                 "--decode-on-readback-thread" => a.decode_on_readback_thread = true,
+                "--background-burst-ms" => {
+                    let ms: f64 = num(&value("--background-burst-ms")?)?;
+                    if ms.is_nan() || ms < 0.0 {
+                        return Err(format!("--background-burst-ms: {ms} is not >= 0"));
+                    }
+                    a.background_burst_ms = Some(ms);
+                }
                 "--text-side" => a.text_side = num(&value("--text-side")?)?,
                 "--no-overlay" => a.no_overlay = true,
                 "--display" => {
@@ -273,7 +284,13 @@ mod tests {
         let soak = parse("--headless --duration 120 --sample-every 10").unwrap();
         assert_eq!((soak.frames, soak.duration), (None, Some(120.0)));
         assert_eq!(soak.sample_every, 10.0);
+        let ablation = parse("--decode-on-readback-thread --background-burst-ms 4").unwrap();
+        assert!(ablation.decode_on_readback_thread);
+        assert_eq!(ablation.background_burst_ms, Some(4.0));
+        assert_eq!(parse("").unwrap().background_burst_ms, None);
         for bad in [
+            "--background-burst-ms -1",
+            "--background-burst-ms nan",
             "--fps 0",
             "--resolution 10",
             "--mode x",

@@ -96,6 +96,9 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         free_at_readback: !args.free_at_timestamps,
         nonblocking_gpu_waits: !args.blocking_gpu_waits,
         parallel_decode: !args.decode_on_readback_thread,
+        background_burst_ms: args
+            .background_burst_ms
+            .unwrap_or_else(|| HeimdallSettings::default().background_burst_ms),
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings));

@@ -122,6 +122,13 @@ pub struct HeimdallSettings {
     /// text boxes, 3 ms) does not delay the results read after it. `false`: decode on the
     /// readback thread, one result after another (for comparison).
     pub parallel_decode: bool,
+    /// The most GPU time, ms, of the plugin's background runs (each model's profile and
+    /// convolution cache calibration at start-up) submitted before it waits for them
+    /// ([`heimdall_gpu::GpuContext::background_burst_ms`]; default
+    /// [`heimdall_gpu::context::DEFAULT_BACKGROUND_BURST_MS`], 1 ms). Each wait also waits for
+    /// the frames queued before it, so a larger burst makes the models ready sooner and delays
+    /// the frames queued behind it more; 0: one run per wait.
+    pub background_burst_ms: f64,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
     pub trace_path: Option<PathBuf>,
@@ -147,6 +154,7 @@ impl Default for HeimdallSettings {
             free_at_readback: true,
             nonblocking_gpu_waits: true,
             parallel_decode: true,
+            background_burst_ms: heimdall_gpu::context::DEFAULT_BACKGROUND_BURST_MS,
             trace_path: None,
         }
     }

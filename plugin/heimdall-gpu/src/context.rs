@@ -47,7 +47,17 @@ pub struct GpuContext {
     /// needs until the GPU is idle ([`GpuContext::wait_idle`]). True for a caller's device
     /// ([`GpuContext::from_device`]), false for [`GpuContext::create`]'s own.
     pub shared_device: bool,
+    /// The most GPU time, ms, of background runs (profiles, the convolution cache's
+    /// calibration) submitted before the host waits for them ([`crate::pipelined`]). Each wait
+    /// also waits for the frames queued before it, so larger bursts make a model ready sooner,
+    /// and on a device shared with a renderer they also delay the frames queued behind them.
+    /// [`DEFAULT_BACKGROUND_BURST_MS`] on a caller's device; unbounded on an own one.
+    pub background_burst_ms: f64,
 }
+
+/// [`GpuContext::background_burst_ms`] on a device shared with a renderer: about one of the
+/// chunks the coordinator interleaves with the frames (its margin is 1 ms).
+pub const DEFAULT_BACKGROUND_BURST_MS: f64 = 1.0;
 
 impl GpuContext {
     /// Wraps a caller-supplied device and queue (e.g. Bevy's `RenderDevice`/`RenderQueue`).
@@ -64,13 +74,24 @@ impl GpuContext {
             indirect_validation: true,
             coop_matrix: Vec::new(),
             shared_device: true,
+            background_burst_ms: DEFAULT_BACKGROUND_BURST_MS,
         }
     }
 
     /// This context, told whether another user submits on the device too (see
-    /// [`GpuContext::shared_device`]).
+    /// [`GpuContext::shared_device`]); an own device also takes unbounded background bursts.
     pub fn with_shared_device(mut self, shared: bool) -> Self {
         self.shared_device = shared;
+        if !shared {
+            self.background_burst_ms = f64::INFINITY;
+        }
+        self
+    }
+
+    /// This context with [`GpuContext::background_burst_ms`] = `ms` (0: one run per wait;
+    /// negative or NaN: 0).
+    pub fn with_background_burst_ms(mut self, ms: f64) -> Self {
+        self.background_burst_ms = if ms > 0.0 { ms } else { 0.0 };
         self
     }
 

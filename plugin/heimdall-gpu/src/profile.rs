@@ -3,8 +3,6 @@
 //! timestamps, the wall time of submitting the step alone and waiting for it; CPU steps are
 //! timed on the wall clock including their transfers. Median of several runs after warm-up.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::GpuError;
@@ -71,7 +69,7 @@ pub fn timestamp_buffers(
     (set, resolve, staging)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
@@ -91,6 +89,9 @@ impl GpuModel {
         let timestamps = self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY)
             && n > 0
             && 2 * n <= wgpu::QUERY_SET_MAX_QUERIES as usize;
+        if timestamps && self.placement.iter().all(|p| *p == Placement::Gpu) {
+            return self.profile_pipelined(inputs, warmup, runs);
+        }
         let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); n];
         let device = &self.ctx.device;
         let queries =
@@ -125,24 +126,7 @@ impl GpuModel {
                     continue;
                 }
                 match &queries {
-                    Some((set, _, _)) => {
-                        let cache = self.cache_starting_in(&(i..i + 1));
-                        if let Some(c) = cache {
-                            c.begin_run(&self.ctx.queue, &mut encoder);
-                        }
-                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                            label: Some(self.step_name(i)),
-                            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                                query_set: set,
-                                beginning_of_pass_write_index: Some(2 * i as u32),
-                                end_of_pass_write_index: Some(2 * i as u32 + 1),
-                            }),
-                        });
-                        if let Some(c) = cache {
-                            c.record(&mut pass);
-                        }
-                        self.record_step(&mut pass, i);
-                    }
+                    Some((set, _, _)) => self.record_timed_step(&mut encoder, set, i),
                     None => {
                         self.ctx.queue.submit([encoder.finish()]);
                         self.wait()?;
@@ -160,22 +144,9 @@ impl GpuModel {
             }
             self.ctx.queue.submit([encoder.finish()]);
             if let Some((_, _, staging)) = &queries {
-                // 0 = pending, 1 = mapped, 2 = failed.
-                let state = Arc::new(AtomicU8::new(0));
-                let flag = state.clone();
-                staging.map_async(wgpu::MapMode::Read, .., move |r| {
-                    flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
-                });
-                self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
-                if state.load(Ordering::SeqCst) != 1 {
-                    return Err(GpuError::Readback("mapping the timestamps failed".into()));
-                }
+                self.wait_for_maps(std::slice::from_ref(staging))?;
                 {
-                    let view = staging.get_mapped_range(..);
-                    let ticks: Vec<u64> = view
-                        .chunks_exact(8)
-                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                        .collect();
+                    let ticks = ticks_of(staging);
                     for i in (0..n).filter(|&i| self.placement[i] == Placement::Gpu) {
                         let dt = ticks[2 * i + 1].saturating_sub(ticks[2 * i]);
                         times[i] = Duration::from_nanos((dt as f64 * period) as u64);
@@ -201,6 +172,35 @@ impl GpuModel {
             },
             runs,
         })
+    }
+}
+
+impl GpuModel {
+    /// Records step `i` in a compute pass of its own with timestamps `2i` and `2i + 1` of `set`
+    /// (the convolution cache's run set up and its prologue recorded where the step starts
+    /// the cache's range).
+    pub(crate) fn record_timed_step(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        set: &wgpu::QuerySet,
+        i: usize,
+    ) {
+        let cache = self.cache_starting_in(&(i..i + 1));
+        if let Some(c) = cache {
+            c.begin_run(&self.ctx.queue, encoder);
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(self.step_name(i)),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: set,
+                beginning_of_pass_write_index: Some(2 * i as u32),
+                end_of_pass_write_index: Some(2 * i as u32 + 1),
+            }),
+        });
+        if let Some(c) = cache {
+            c.record(&mut pass);
+        }
+        self.record_step(&mut pass, i);
     }
 }
 
@@ -302,16 +302,20 @@ impl GpuModel {
             return Ok(None);
         }
         let mut samples: [Vec<f64>; 3] = Default::default();
-        for run in 0..warmup + runs {
-            // Plain; cached and full; cached again on the same input: nothing changed.
-            for (k, cached) in [false, true, true].into_iter().enumerate() {
-                self.set_conv_cache_active(cached);
-                if k == 1 {
-                    self.invalidate_conv_cache();
-                }
-                let (_, t) = self.run_profiled(inputs)?;
-                if run >= warmup {
-                    samples[k].push(t.map_or(0.0, |t| t.as_secs_f64() * 1e3));
+        if self.placement.iter().all(|p| *p == Placement::Gpu) {
+            samples = self.calibration_runs_pipelined(inputs, warmup, runs)?;
+        } else {
+            for run in 0..warmup + runs {
+                // Plain; cached and full; cached again on the same input: nothing changed.
+                for (k, cached) in [false, true, true].into_iter().enumerate() {
+                    self.set_conv_cache_active(cached);
+                    if k == 1 {
+                        self.invalidate_conv_cache();
+                    }
+                    let (_, t) = self.run_profiled(inputs)?;
+                    if run >= warmup {
+                        samples[k].push(t.map_or(0.0, |t| t.as_secs_f64() * 1e3));
+                    }
                 }
             }
         }
@@ -337,7 +341,7 @@ impl GpuModel {
     }
 
     /// The maximal ranges of GPU steps.
-    fn gpu_ranges(&self) -> Vec<std::ops::Range<usize>> {
+    pub(crate) fn gpu_ranges(&self) -> Vec<std::ops::Range<usize>> {
         let n = self.num_steps();
         let mut ranges = Vec::new();
         let mut start = 0;
@@ -358,9 +362,25 @@ impl GpuModel {
     fn timed_run(
         &self,
         ranges: &[std::ops::Range<usize>],
-        (set, resolve, staging): (&wgpu::QuerySet, &wgpu::Buffer, &wgpu::Buffer),
+        buffers: (&wgpu::QuerySet, &wgpu::Buffer, &wgpu::Buffer),
         readback: bool,
     ) -> Result<u64, GpuError> {
+        self.submit_timed_run(ranges, buffers, readback)?;
+        let staging = buffers.2;
+        self.wait_for_maps(std::slice::from_ref(staging))?;
+        let total = range_ticks(staging, ranges.len());
+        staging.unmap();
+        Ok(total)
+    }
+
+    /// [`GpuModel::timed_run`] up to its submission: the timestamps land in `staging` once the
+    /// GPU has run it (CPU steps between the ranges still run blocking).
+    pub(crate) fn submit_timed_run(
+        &self,
+        ranges: &[std::ops::Range<usize>],
+        (set, resolve, staging): (&wgpu::QuerySet, &wgpu::Buffer, &wgpu::Buffer),
+        readback: bool,
+    ) -> Result<(), GpuError> {
         let device = &self.ctx.device;
         let n = self.num_steps();
         let count = 2 * ranges.len().max(1) as u32;
@@ -417,26 +437,22 @@ impl GpuModel {
         encoder.resolve_query_set(set, 0..count, resolve, 0);
         encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, size);
         self.ctx.queue.submit([encoder.finish()]);
-        let state = Arc::new(AtomicU8::new(0));
-        let flag = state.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
-        });
-        self.wait_for(|| state.load(Ordering::SeqCst) != 0)?;
-        if state.load(Ordering::SeqCst) != 1 {
-            return Err(GpuError::Readback("mapping the timestamps failed".into()));
-        }
-        let total: u64 = {
-            let view = staging.get_mapped_range(..);
-            let ticks: Vec<u64> = view
-                .chunks_exact(8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                .collect();
-            (0..ranges.len())
-                .map(|k| ticks[2 * k + 1].saturating_sub(ticks[2 * k]))
-                .sum()
-        };
-        staging.unmap();
-        Ok(total)
+        Ok(())
     }
+}
+
+/// The timestamps in a mapped staging buffer (8 bytes each).
+pub(crate) fn ticks_of(staging: &wgpu::Buffer) -> Vec<u64> {
+    let view = staging.get_mapped_range(..);
+    view.chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+/// The summed ticks of `ranges` begin/end pairs in a mapped staging buffer.
+fn range_ticks(staging: &wgpu::Buffer, ranges: usize) -> u64 {
+    let ticks = ticks_of(staging);
+    (0..ranges)
+        .map(|k| ticks[2 * k + 1].saturating_sub(ticks[2 * k]))
+        .sum()
 }

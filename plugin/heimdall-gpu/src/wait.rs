@@ -5,6 +5,7 @@
 //! wait polls without blocking instead; on an own device (the CLI, benchmarks) it blocks, which
 //! wakes up sooner.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,10 +21,24 @@ const SPIN_FOR: Duration = Duration::from_micros(500);
 /// The sleep between two polls after [`SPIN_FOR`].
 const SLEEP: Duration = Duration::from_micros(50);
 
+thread_local! {
+    /// Waits for the GPU made on this thread ([`waits_on_this_thread`]).
+    static WAITS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times this thread has waited for the GPU through this crate's blocking calls
+/// (compilation checks, profiles, calibrations, the f16 guard, blocking runs). On a device shared
+/// with a renderer each wait also waits for the frames queued before it, so fewer waits start a
+/// model sooner; a thread's count before and after a call says how many that call made.
+pub fn waits_on_this_thread() -> u64 {
+    WAITS.get()
+}
+
 impl GpuContext {
     /// Waits until the GPU has finished everything submitted on this queue so far.
     pub fn wait_idle(&self) -> Result<(), GpuError> {
         if !self.shared_device {
+            WAITS.set(WAITS.get() + 1);
             return self.block_once();
         }
         let done = Arc::new(AtomicBool::new(false));
@@ -38,6 +53,7 @@ impl GpuContext {
     /// when several threads poll the same device: another thread's poll may be the one running
     /// the callback, and ours can return before that callback has finished.
     pub fn wait_until(&self, ready: impl Fn() -> bool) -> Result<(), GpuError> {
+        WAITS.set(WAITS.get() + 1);
         let start = Instant::now();
         loop {
             if self.shared_device {

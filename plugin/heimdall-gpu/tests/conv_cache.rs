@@ -430,9 +430,20 @@ fn the_cache_switches_off_at_run_time_and_its_worst_case_is_measured() {
     m.cached.run(&[&x]).unwrap();
     let c = m.cached.conv_cache_counts().unwrap();
     assert_eq!(c.computed_tiles, c.tiles);
+    let waits = heimdall_gpu::waits_on_this_thread();
     let cal = m.cached.calibrate_conv_cache(&[&x], 1, 3).unwrap();
-    eprintln!("palm_detection_lite: {cal:?}");
+    let waits = heimdall_gpu::waits_on_this_thread() - waits;
+    eprintln!("palm_detection_lite: {cal:?}, {waits} GPU waits");
     if let Some(c) = cal {
+        // Its 12 runs in bursts, on this own device unbounded: the first alone, then the
+        // other 11, 2 waits for the GPU (one or two per run before).
+        if m.cached
+            .placement()
+            .iter()
+            .all(|p| *p == heimdall_gpu::Placement::Gpu)
+        {
+            assert_eq!(waits, 2);
+        }
         assert!(
             c.plain_ms > 0.0 && c.full_ms > 0.0 && c.hit_ms > 0.0,
             "{c:?}"

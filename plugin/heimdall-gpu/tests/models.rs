@@ -89,6 +89,54 @@ fn per_op_precision_overrides() {
     gpu.assert_no_errors();
 }
 
+/// A profile of a model whose steps all run on the GPU submits its runs in bursts and waits for
+/// the GPU once per burst (on a device shared with a renderer, each wait also waits for the
+/// frames queued meanwhile): on an own device (unbounded bursts) the first run alone, then the
+/// other six together, 2 waits; with a budget of 0, one wait per run, 7.
+#[test]
+fn a_profile_waits_for_the_gpu_once_per_burst() {
+    let Some(gpu) = common::gpu() else { return };
+    let name = "face_detection_short_range";
+    let input = golden_input(name);
+    let timestamps = gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+    for (ctx, expected) in [
+        (gpu.ctx.clone(), 2),
+        (gpu.ctx.clone().with_background_burst_ms(0.0), 7),
+    ] {
+        let model = GpuModel::compile(&ctx, &graph(name), GpuOptions::new(Precision::F16))
+            .expect("compile");
+        let all_gpu = model
+            .placement()
+            .iter()
+            .all(|p| *p == heimdall_gpu::Placement::Gpu);
+        let before = heimdall_gpu::waits_on_this_thread();
+        let prof = model.profile(&[&input], 2, 5).expect("profile");
+        let waits = heimdall_gpu::waits_on_this_thread() - before;
+        assert_eq!(prof.steps.len(), model.num_steps());
+        assert_eq!(prof.runs, 5);
+        if all_gpu && timestamps {
+            assert_eq!(
+                waits, expected,
+                "burst budget {} ms",
+                ctx.background_burst_ms
+            );
+            let timed = prof.steps.iter().filter(|d| !d.is_zero()).count();
+            assert!(
+                timed * 10 >= model.num_steps() * 9,
+                "only {timed} steps timed"
+            );
+        } else {
+            eprintln!("no timestamps or a CPU step here: {waits} waits, one per run or step");
+        }
+        // The model still runs and matches itself after the profile (its buffers were not left
+        // mapped or half-written).
+        let a = model.run(&[&input]).expect("run");
+        let b = model.run(&[&input]).expect("run");
+        assert_eq!(a, b);
+    }
+    gpu.assert_no_errors();
+}
+
 /// Per-step timing: every step gets a time, GPU steps from timestamps where the adapter has
 /// them. Prints each model's GPU time (sum of per-step medians); `HEIMDALL_GPU_TABLE=1` does
 /// every model in f32 and f16 (the lavapipe table of the report), otherwise two models.

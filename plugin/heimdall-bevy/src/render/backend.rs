@@ -117,7 +117,8 @@ pub(crate) fn choose(
         (*info).clone(),
     )
     .with_indirect_validation(validated)
-    .with_shared_device(settings.nonblocking_gpu_waits);
+    .with_shared_device(settings.nonblocking_gpu_waits)
+    .with_background_burst_ms(settings.background_burst_ms);
     let adapter = Some(ctx.describe());
     if settings.force_cpu {
         warn!(

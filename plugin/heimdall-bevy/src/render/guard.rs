@@ -4,6 +4,7 @@
 //! and the guarded model swapped in once the DNN is idle ([`swap_when_idle`]).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bevy::prelude::*;
 use bevy::tasks::futures::check_ready;
@@ -202,7 +203,17 @@ pub(crate) fn advance(
                  in f32 meanwhile)",
                 d.name
             );
-            d.guard = GuardPhase::Running(work.spawn(async move { run(job) }));
+            let name = d.name.clone();
+            d.guard = GuardPhase::Running(work.spawn(async move {
+                let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
+                let guarded = run(job);
+                info!(
+                    "heimdall: {name}: f16 guard task {:.0} ms, {} GPU waits",
+                    since.elapsed().as_secs_f64() * 1e3,
+                    heimdall_gpu::waits_on_this_thread() - waits
+                );
+                guarded
+            }));
             outbox.send(RenderMessage::Guard(*e, GuardStatus::Checking));
         }
         if let GuardPhase::Running(task) = &mut d.guard

@@ -3,7 +3,7 @@
 //! task, warmed and profiled before its first inference, and the inference it has in flight.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy::render::Extract;
@@ -249,8 +249,10 @@ pub(crate) fn prepare_models(
             config,
             store: settings.guard_store.clone(),
         });
+        let name = d.name.clone();
         let task = work.spawn(async move {
-            compile(
+            let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
+            let compiled = compile(
                 graph,
                 ctx,
                 precision,
@@ -258,7 +260,15 @@ pub(crate) fn prepare_models(
                 (cache, roi),
                 min_interval_ms,
                 guard,
-            )
+            );
+            // Each wait for the GPU also waits for the frames queued before it: the count says
+            // what the start-up costs beside a busy renderer.
+            info!(
+                "heimdall: {name}: compile task {:.0} ms, {} GPU waits",
+                since.elapsed().as_secs_f64() * 1e3,
+                heimdall_gpu::waits_on_this_thread() - waits
+            );
+            compiled
         });
         let index = dnns.next_index;
         dnns.next_index += 1;
