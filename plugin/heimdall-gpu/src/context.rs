@@ -48,9 +48,10 @@ pub struct GpuContext {
     /// ([`GpuContext::from_device`]), false for [`GpuContext::create`]'s own.
     pub shared_device: bool,
     /// The most GPU time, ms, of background runs (profiles, the convolution cache's
-    /// calibration) submitted before the host waits for them ([`crate::pipelined`]). Each wait
-    /// also waits for the frames queued before it, so larger bursts make a model ready sooner,
-    /// and on a device shared with a renderer they also delay the frames queued behind them.
+    /// calibration) submitted before the host waits for them ([`crate::GpuModel::profile`]).
+    /// Each wait also waits for the frames queued before it, so larger bursts make a model ready
+    /// sooner, and on a device shared with a renderer they also delay the frames queued behind
+    /// them.
     /// [`DEFAULT_BACKGROUND_BURST_MS`] on a caller's device; unbounded on an own one.
     pub background_burst_ms: f64,
 }
