@@ -176,31 +176,45 @@ impl GpuModel {
 }
 
 impl GpuModel {
-    /// Records step `i` in a compute pass of its own with timestamps `2i` and `2i + 1` of `set`
-    /// (the convolution cache's run set up and its prologue recorded where the step starts
-    /// the cache's range).
+    /// Records `steps` in one compute pass with timestamps `2 * slot` and `2 * slot + 1` of
+    /// `set` (the convolution cache's run set up and its prologue recorded where the range
+    /// starts the cache's steps).
+    pub(crate) fn record_timed_range(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        set: &wgpu::QuerySet,
+        slot: usize,
+        steps: std::ops::Range<usize>,
+        label: &str,
+    ) {
+        let cache = self.cache_starting_in(&steps);
+        if let Some(c) = cache {
+            c.begin_run(&self.ctx.queue, encoder);
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: set,
+                beginning_of_pass_write_index: Some(2 * slot as u32),
+                end_of_pass_write_index: Some(2 * slot as u32 + 1),
+            }),
+        });
+        if let Some(c) = cache {
+            c.record(&mut pass);
+        }
+        for i in steps {
+            self.record_step(&mut pass, i);
+        }
+    }
+
+    /// Step `i` alone in a timestamped pass, in slots `2i` and `2i + 1` of `set`.
     pub(crate) fn record_timed_step(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         set: &wgpu::QuerySet,
         i: usize,
     ) {
-        let cache = self.cache_starting_in(&(i..i + 1));
-        if let Some(c) = cache {
-            c.begin_run(&self.ctx.queue, encoder);
-        }
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(self.step_name(i)),
-            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                query_set: set,
-                beginning_of_pass_write_index: Some(2 * i as u32),
-                end_of_pass_write_index: Some(2 * i as u32 + 1),
-            }),
-        });
-        if let Some(c) = cache {
-            c.record(&mut pass);
-        }
-        self.record_step(&mut pass, i);
+        self.record_timed_range(encoder, set, i, i..i + 1, self.step_name(i));
     }
 }
 
@@ -394,25 +408,7 @@ impl GpuModel {
                 self.run_cpu_step_blocking(i)?;
                 encoder = device.create_command_encoder(&Default::default());
             }
-            let cache = self.cache_starting_in(r);
-            if let Some(c) = cache {
-                c.begin_run(&self.ctx.queue, &mut encoder);
-            }
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("heimdall run"),
-                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                    query_set: set,
-                    beginning_of_pass_write_index: Some(2 * k as u32),
-                    end_of_pass_write_index: Some(2 * k as u32 + 1),
-                }),
-            });
-            if let Some(c) = cache {
-                c.record(&mut pass);
-            }
-            for i in r.clone() {
-                self.record_step(&mut pass, i);
-            }
-            drop(pass);
+            self.record_timed_range(&mut encoder, set, k, r.clone(), "heimdall run");
             next = r.end;
         }
         for i in next..n {

@@ -118,6 +118,7 @@ fn wait_loop(
 ) {
     let mut pending: Vec<Pending> = Vec::new();
     loop {
+        let before = pending.len();
         if pending.is_empty() {
             match rx.recv() {
                 Ok(p) => pending.push(p),
@@ -131,9 +132,10 @@ fn wait_loop(
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        if pending.len() > 1 {
+        if pending.len() > before && pending.len() > 1 {
             // Of the outputs ready in one poll, the small ones are copied out first: a hand's
-            // 63 landmarks do not wait for the copy of a text detector's whole-frame map.
+            // 63 landmarks do not wait for the copy of a text detector's whole-frame map
+            // (sorted when readbacks arrive, not at every poll).
             pending.sort_by_key(|p| p.elements);
         }
         if let Some(p) = pending.first() {
