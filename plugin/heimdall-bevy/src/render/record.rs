@@ -329,7 +329,8 @@ impl RunLog {
             let scene_start = (f.start_ms + scene_submit).max(dnn_end);
             self.gpu_free_ms = scene_start + f.scene_ms.unwrap_or(0.0);
             let (mut sum, mut count) = (0.0, 0usize);
-            let mut per_model = Vec::new();
+            // This frame's readbacks are the ones appended to `measured_readbacks` below.
+            let first = self.measured_readbacks.len();
             if f.submits.is_some() && f.dnn_gpu_ms.is_some() {
                 let end = dnn_end;
                 for (model, ms) in f.reads.iter().map(|(m, read)| (*m, read - end)) {
@@ -337,7 +338,6 @@ impl RunLog {
                         continue;
                     }
                     (sum, count) = (sum + ms, count + 1);
-                    per_model.push((model, ms));
                     self.measured_readbacks.push((model, ms));
                     if self.readbacks.len() < READBACK_SAMPLES {
                         self.readbacks.push(ms);
@@ -354,7 +354,7 @@ impl RunLog {
                 f.submits.map(|s| s.1),
                 (count > 0).then(|| sum / count as f64),
             );
-            for (model, ms) in per_model {
+            for &(model, ms) in &self.measured_readbacks[first..] {
                 r.model_read(model, ms);
             }
             if let Some(ms) = f.shown_ms {
@@ -573,6 +573,12 @@ mod tests {
         for k in 0..2 {
             let ms = r["readback_ms"][k].as_f64().unwrap();
             assert!((ms - 0.6).abs() < 1e-9, "frame {k}: {ms}");
+            // The model's own readback in the frame, as the replay carries it.
+            let own = r["models"]["m"]["readback_ms"][k].as_f64();
+            assert!(
+                own.is_some_and(|ms| (ms - 0.6).abs() < 1e-9),
+                "frame {k}: {own:?}"
+            );
         }
     }
 
