@@ -7,6 +7,8 @@
 //! - [`draw`]: lines, boxes, polygons and dots for drawing results.
 //! - [`image_to_tensor`]: [`ImageToTensor`], MediaPipe's CPU ROI-to-tensor crop.
 //! - [`normalization`]: [`Normalization`], pixel bytes to the model's value range.
+//! - [`pixel_format`]: camera frames (RGB, BGR, grey, YUYV, NV12, Motion-JPEG, padded rows) to
+//!   RGBA8.
 //! - [`resample`](mod@resample): the CPU reference of the preprocessing.
 //! - [`rgba`]: [`RgbaImage`], decoding PNG and JPEG.
 //!
@@ -19,6 +21,7 @@ pub mod draw;
 pub mod error;
 pub mod image_to_tensor;
 pub mod normalization;
+pub mod pixel_format;
 pub mod resample;
 pub mod rgba;
 
@@ -26,5 +29,6 @@ pub use crop::{Border, Crop, CropTransform, RotatedRect, normalize_radians};
 pub use error::ImageError;
 pub use image_to_tensor::ImageToTensor;
 pub use normalization::Normalization;
+pub use pixel_format::{PixelFormat, RawFrame, to_rgba};
 pub use resample::resample;
 pub use rgba::RgbaImage;
