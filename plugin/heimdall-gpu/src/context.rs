@@ -154,7 +154,7 @@ impl GpuContext {
                 compatible_surface: None,
             })
             .await
-            .map_err(|e| GpuError::NoDevice(e.to_string()))?;
+            .map_err(|e| GpuError::NoDevice(no_adapter(&e.to_string())))?;
         let mut wanted = profile.features();
         // Tensor cores (`crate::coop`): cooperative matrices where the adapter offers them on a
         // desktop profile, unless `HEIMDALL_COOP_MATRIX=0`.
@@ -382,6 +382,27 @@ impl GpuContext {
             self.limits.max_compute_invocations_per_workgroup
         )
     }
+}
+
+/// What a user without a GPU adapter reads (one line): what wgpu said, the Vulkan loader's
+/// variables if they point it somewhere, and how to get a driver.
+fn no_adapter(wgpu: &str) -> String {
+    let pointed: Vec<String> = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
+        .iter()
+        .filter_map(|v| Some(format!("{v}={}", std::env::var(v).ok()?)))
+        .collect();
+    let pointed = match pointed.is_empty() {
+        true => String::new(),
+        false => format!("; the Vulkan loader was pointed at {}", pointed.join(" ")),
+    };
+    format!(
+        "wgpu found no adapter ({}{pointed}): install a Vulkan driver, your GPU vendor's or Mesa's \
+         software one (Debian/Ubuntu: `sudo apt-get install mesa-vulkan-drivers libvulkan1`)",
+        wgpu.lines()
+            .next()
+            .unwrap_or("wgpu found none")
+            .trim_end_matches('.')
+    )
 }
 
 /// `HEIMDALL_CONV_BLOCK=BP,BS,TG` (for tuning experiments such as `heimdall bench --probe`):

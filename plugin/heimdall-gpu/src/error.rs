@@ -24,6 +24,11 @@ pub enum GpuError {
         /// What is wrong.
         message: String,
     },
+    /// The device's limits cannot run some ops' kernels (too many storage buffers per shader
+    /// stage, a binding too large): every such op, known before anything is created on the
+    /// device ([`crate::check_limits`]).
+    #[error("the device's limits: {0}")]
+    Limits(#[from] crate::limits::LimitsError),
     /// A composed shader did not validate (a bug of the backend: please report it).
     #[error("shader {name}: {message}")]
     Shader {

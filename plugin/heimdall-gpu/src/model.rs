@@ -9,22 +9,20 @@ use std::time::Instant;
 
 use heimdall_ir::{Graph, OpKind};
 
-use crate::aliases::slot_aliases;
 use crate::context::GpuContext;
 use crate::conv_cache::{CachedDispatch, ConvCache};
 use crate::cpu_step::CpuStep;
-use crate::dispatch::{ConstBuffer, Dispatch, OpContext};
 use crate::error::GpuError;
 use crate::io_pack::{DenseInputs, DenseOutputs};
 use crate::layout::Phwc4;
+use crate::limits::{LimitsError, OpPlan, plan_ops, shortfalls, storage_buffers};
 use crate::memory;
 use crate::options::{CompileReport, GpuOptions, PipelineCacheState};
-use crate::plan::{Placement, placement};
+use crate::plan::Placement;
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
 use crate::resources::{self, EncodedDispatch, open_pipeline_cache, write_atomically};
 use crate::resume::{ResumeSources, ResumeTable};
-use crate::storage::{op_precisions, tensor_precisions};
 
 /// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
 /// reads): its buffer, geometry and precision.
@@ -93,34 +91,20 @@ impl GpuModel {
         options: GpuOptions,
     ) -> Result<GpuModel, GpuError> {
         let start = Instant::now();
-        graph.validate()?;
-        let tuning = match options.tuning {
-            Some(t) => {
-                t.validate(&ctx.limits).map_err(GpuError::Options)?;
-                t
-            }
-            None => ctx.tuning(),
-        };
-        let precision = match options.precision {
-            Precision::F16 if !ctx.has_f16() => Precision::PackedF16,
-            p => p,
-        };
-        let placement = placement(graph);
-        let op_precisions = op_precisions(graph, &options, ctx.has_f16());
-        let precisions = tensor_precisions(graph, precision, &op_precisions);
-        let mut bytes = vec![0u64; graph.tensors.len()];
-        for (i, t) in graph.tensors.iter().enumerate() {
-            if t.constant.is_none() {
-                let g = Phwc4::of(&t.shape)?;
-                bytes[i] = (g.stored_values() * precisions[i].bytes_per_value()) as u64;
-            }
+        let plan = plan_ops(ctx, graph, &options)?;
+        let over = shortfalls(ctx, graph, &plan);
+        if !over.is_empty() {
+            return Err(GpuError::Limits(LimitsError { shortfalls: over }));
         }
-        let aliases = slot_aliases(
-            graph,
-            &placement,
-            &precisions,
-            u64::from(ctx.limits.min_storage_buffer_offset_alignment),
-        );
+        let OpPlan {
+            precision,
+            placement,
+            precisions,
+            bytes,
+            aliases,
+            consts,
+            dispatches,
+        } = plan;
         let cache_plan = match &options.conv_cache {
             Some(c) => {
                 c.validate().map_err(GpuError::Options)?;
@@ -132,58 +116,12 @@ impl GpuModel {
             }
             None => None,
         };
-        let mut consts: Vec<ConstBuffer> = Vec::new();
-        let mut dispatches: Vec<Vec<Dispatch>> = Vec::with_capacity(graph.ops.len());
-        for (index, op) in graph.ops.iter().enumerate() {
-            if placement[index] == Placement::Cpu || aliases.free[index] {
-                // A CPU step, a reshape whose output shares its input's slot, or a concatenation
-                // whose inputs were written into its output's slot: no dispatch.
-                dispatches.push(Vec::new());
-                continue;
-            }
-            let mut octx = OpContext {
-                graph,
-                op,
-                precisions: &precisions,
-                // An op producing a graph output reads f32 (see `tensor_precisions`), so its
-                // weights and constant inputs are f32 too.
-                weights: if op.outputs.iter().any(|o| graph.outputs.contains(o)) {
-                    Precision::F32
-                } else {
-                    op_precisions[index]
-                },
-                tuning,
-                consts: &mut consts,
-            };
-            let d = crate::ops::build(&mut octx).map_err(|message| GpuError::Op {
-                index,
-                name: op.kind.name().into(),
-                message,
-            })?;
-            // The parameters take one more storage binding where they live in one.
-            let params = u32::from(ctx.params_space() == crate::params::ParamsSpace::Storage);
-            for k in &d {
-                let n = k.source.storage_bindings() as u32 + params;
-                if n > ctx.limits.max_storage_buffers_per_shader_stage {
-                    return Err(GpuError::Op {
-                        index,
-                        name: op.kind.name().into(),
-                        message: format!(
-                            "needs {n} storage buffers, the device allows {}",
-                            ctx.limits.max_storage_buffers_per_shader_stage
-                        ),
-                    });
-                }
-            }
-            dispatches.push(d);
-        }
         let f16_arith_ops: Vec<usize> = (dispatches.iter().enumerate())
             .filter(|(_, ds)| ds.iter().any(|d| d.source.f16_arith))
             .map(|(i, _)| i)
             .collect();
         // The conv cache's dispatches: ops it may skip whose one dispatch has a known thread
         // order and a binding to spare for its work group list. Their outputs keep their slots.
-        let params_binding = u32::from(ctx.params_space() == crate::params::ParamsSpace::Storage);
         let mut cached: Vec<CachedDispatch> = Vec::new();
         let mut persistent = vec![false; graph.tensors.len()];
         if let Some((_, plan)) = &cache_plan {
@@ -201,7 +139,7 @@ impl GpuModel {
                 else {
                     continue;
                 };
-                let bindings = d.source.storage_bindings() as u32 + params_binding + 1;
+                let bindings = storage_buffers(ctx, d) + 1;
                 if bindings > ctx.limits.max_storage_buffers_per_shader_stage || d.workgroups == 0 {
                     continue;
                 }

@@ -2,7 +2,7 @@
 //! model against the reference engines' outputs) on the GPU backend, once per storage precision:
 //! `gpu_f32`, `gpu_f16` (native `shader-f16` where the device has it, else packed) and
 //! `gpu_packed_f16`, and in f32 and f16 again on a second device held to a phone's limits and
-//! features (`gpu_mobile_f32`, `gpu_mobile_f16`: `heimdall_gpu::DeviceProfile::Mobile`, see
+//! features (`gpu_mobile_f32`, `gpu_mobile_f16`: `heimdall_gpu::DeviceProfile::MobileTypical`, see
 //! docs/mobile-limits.md). Bounds are the suite's
 //! (`heimdall_testkit::goldens::RuntimeKind::bound`).
 //!

@@ -21,7 +21,10 @@ pub fn gpu() -> Option<&'static Gpu> {
     static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
     GPU.get_or_init(|| {
         if std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1") {
-            eprintln!("HEIMDALL_SKIP_GPU=1: skipping GPU tests");
+            heimdall_testkit::skip(
+                env!("CARGO_CRATE_NAME"),
+                "HEIMDALL_SKIP_GPU=1: its GPU tests",
+            );
             return None;
         }
         let ctx = GpuContext::create().unwrap_or_else(|e| {
@@ -33,14 +36,15 @@ pub fn gpu() -> Option<&'static Gpu> {
     .as_ref()
 }
 
-/// A second test device held to a phone's limits and features
-/// ([`heimdall_gpu::DeviceProfile::Mobile`]) on the same adapter, or `None` when
+/// A second test device held to a typical phone's limits and features
+/// ([`heimdall_gpu::DeviceProfile::MobileTypical`]: every kernel of the backend fits them) on
+/// the same adapter, or `None` when
 /// `HEIMDALL_SKIP_GPU=1`.
 pub fn gpu_mobile() -> Option<&'static Gpu> {
     static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
     GPU.get_or_init(|| {
         gpu()?;
-        let profile = heimdall_gpu::DeviceProfile::Mobile;
+        let profile = heimdall_gpu::DeviceProfile::MobileTypical;
         let ctx = pollster::block_on(GpuContext::create_with(profile))
             .unwrap_or_else(|e| panic!("mobile limits: {e}"));
         eprintln!("GPU tests under mobile limits on {}", ctx.describe());

@@ -25,7 +25,7 @@ pub enum RuntimeKind {
     /// The GPU backend with f16 storage packed in `u32` (no `shader-f16` needed).
     GpuPackedF16,
     /// The GPU backend in f32 on a device held to a phone's limits and features
-    /// (`heimdall_gpu::DeviceProfile::Mobile`, see `docs/mobile-limits.md`).
+    /// (`heimdall_gpu::DeviceProfile::MobileTypical`, see `docs/mobile-limits.md`).
     GpuMobileF32,
     /// The GPU backend with f16 storage on a device held to a phone's limits and features (no
     /// `shader-f16`: packed).
