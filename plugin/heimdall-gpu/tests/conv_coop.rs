@@ -29,10 +29,14 @@ fn coop_device() -> bool {
             && ctx.has_f16()
             && heimdall_gpu::coop::has_f16_f32_16(&ctx.coop_matrix);
         if !ok {
-            eprintln!(
-                "skipping the cooperative-matrix kernel tests: {} has no 16x16x16 f16/f32 cooperative matrices on an NVIDIA GPU ({} configurations)",
-                ctx.info.name,
-                ctx.coop_matrix.len()
+            heimdall_testkit::skip(
+                "conv_coop (the cooperative-matrix kernel tests)",
+                &format!(
+                    "{} has no 16x16x16 f16/f32 cooperative matrices on an NVIDIA GPU ({} \
+                     configurations)",
+                    ctx.info.name,
+                    ctx.coop_matrix.len()
+                ),
             );
         }
         ok
@@ -221,7 +225,10 @@ fn several_tiles_in_every_direction() {
 fn nvidia_with_coop_picks_it_for_large_f16_layers() {
     let Some(gpu) = gpu() else { return };
     if std::env::var_os("HEIMDALL_CONV_COOP").is_some() || !gpu.ctx.has_f16() {
-        eprintln!("skipped: HEIMDALL_CONV_COOP is set or the device has no f16");
+        heimdall_testkit::skip(
+            "conv_coop::nvidia_with_coop_picks_it_for_large_f16_layers",
+            "HEIMDALL_CONV_COOP is set or the device has no f16",
+        );
         return;
     }
     let mut ctx = gpu.ctx.clone();

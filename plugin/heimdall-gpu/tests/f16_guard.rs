@@ -15,7 +15,7 @@ use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::guard::{DEFAULT_BOUND, GuardConfig, GuardError, compile_guarded, cpu_reference};
 use heimdall_gpu::{GpuOptions, Precision};
 use heimdall_ir::{BinaryFn, Constant, DType, Graph, Op, OpKind, TensorId, TensorInfo};
-use heimdall_testkit::{goldens_dir, model_path, model_present, rel_l2_floored};
+use heimdall_testkit::{goldens_dir, model_path, rel_l2_floored};
 use heimdall_vision::{Crop, Normalization, RgbaImage};
 
 /// The golden suites' floor for the GPU runtimes on TFLite goldens.
@@ -106,10 +106,6 @@ fn a_model_that_meets_the_f16_bound_stays_f16() {
 fn pose_landmark_full_meets_the_f16_bound_with_the_guard() {
     let Some(gpu) = common::gpu() else { return };
     let name = "pose_landmark_full";
-    if !model_present(name) {
-        eprintln!("{name} is not in the model cache (python3 scripts/fetch_models.py): skipped");
-        return;
-    }
     let graph = load(name);
     let input = golden_input(name, "astronaut");
     let (reference, guarded) = guard_f16(&gpu.ctx, &graph, &input);

@@ -1,8 +1,8 @@
 //! Moving a run to the CPU between two steps (`heimdall_gpu::resume`): ops `0..k` on the GPU,
 //! the state at boundary `k` downloaded and set into a fresh `CpuModel`, ops `k..n` on the CPU.
 //!
-//! For every model of the golden suite that is present (the bundled MediaPipe models and
-//! multistyle26 always; the others when `.cache/models` has them), in f32 and in f16 (through the
+//! For every model of the golden suite (the bundled ones, the others fetched into the model
+//! cache when missing), in f32 and in f16 (through the
 //! accuracy guard, as the golden suite and the Bevy plugin compile f16), the outputs of the
 //! resumed runs are held to the bounds the golden suite holds the GPU to in that precision
 //! (`RuntimeKind::bound`), here against the CPU backend's own whole run on the model's first
@@ -27,7 +27,6 @@ use heimdall_ir::conv_cache::ConvCacheConfig;
 use heimdall_ir::{
     BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, PadMode, TensorId, UnaryKind,
 };
-use heimdall_testkit::ModelCache;
 use heimdall_testkit::goldens::{
     Format, GOLDEN_MODELS, GoldenCase, GoldenModel, RuntimeKind, calibration_inputs, cases,
     golden_model,
@@ -59,17 +58,12 @@ impl Case {
 
 /// The model file if it is bundled or cached (never fetched here).
 fn present(model: &GoldenModel) -> Option<PathBuf> {
-    let ext = match model.format {
-        Format::Tflite => "tflite",
-        Format::Onnx => "onnx",
+    // Bundled, cached, or fetched now: a test never passes for want of its model.
+    let path = match model.format {
+        Format::Tflite => heimdall_testkit::model_path(model.file),
+        Format::Onnx => heimdall_testkit::onnx_model_path(model.file),
     };
-    let file = format!("{}.{ext}", model.file);
-    [
-        heimdall_testkit::assets_dir().join("models").join(&file),
-        ModelCache::workspace().models_dir().join(&file),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
+    Some(path.unwrap_or_else(|e| panic!("{}: {e}", model.file)))
 }
 
 /// Loads golden model `id` for its first case, `None` when the model is not present.

@@ -12,6 +12,7 @@
 //!   demand (serialised across threads and processes).
 //! - [`npy`]: the goldens' tensors.
 //! - [`heap`]: the C heap's counters (soak runs, memory tests).
+//! - [`skip`]: tests that cannot check what they claim here say so, and CI counts them.
 //! - [`rng`]: the deterministic pseudo-random numbers of the tests ([`XorShift`]).
 //! - [`clip`]: the bundled camera clips (`assets/clips/`): a virtual camera moving over a still
 //!   photo with moving RGBA cut-outs over it, with per-frame ground truth (boxes and points).
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod npy;
 pub mod paths;
 pub mod rng;
+pub mod skip;
 pub mod synthetic;
 pub mod warp;
 
@@ -46,6 +48,7 @@ pub use paths::{
     workspace_root,
 };
 pub use rng::XorShift;
+pub use skip::{skip, skip_gpu};
 pub use synthetic::{SyntheticSource, decode_frame_index};
 
 /// Expands to one `#[test]` per MediaPipe model ([`MEDIAPIPE_MODELS`]), each calling
