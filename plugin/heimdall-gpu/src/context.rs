@@ -112,6 +112,23 @@ impl GpuContext {
         self
     }
 
+    /// This context held to `profile`'s limits and features on a device that has more: every
+    /// limit the kernels are chosen for and checked against ([`crate::check_limits`]) is the
+    /// lower of the device's and the profile's, and the features the profile lacks (timestamp
+    /// queries, `SHADER_F16`, cooperative matrices on a phone) are not used. For a renderer
+    /// whose own pipelines need more than a phone's limits (Bevy 0.19's GPU preprocessing binds
+    /// 8 storage buffers and its sparse buffer updates use 256-invocation work groups), so its
+    /// device cannot be created with them, while heimdall's kernels are held to them. `Desktop`
+    /// changes nothing.
+    pub fn held_to(mut self, profile: DeviceProfile) -> Self {
+        if profile.is_mobile() {
+            self.limits = self.limits.or_worse_values_from(&profile.limits());
+            self.features.remove(profile.disabled_features());
+            self.coop_matrix.clear();
+        }
+        self
+    }
+
     /// This context, told whether the device's instance validates indirect dispatches (false
     /// for an instance created without `InstanceFlags::VALIDATION_INDIRECT_CALL`, as Bevy's
     /// release builds do where DX12 is not among the backends).

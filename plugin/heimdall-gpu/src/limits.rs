@@ -14,92 +14,13 @@ use crate::aliases::{SlotAliases, slot_aliases};
 use crate::context::GpuContext;
 use crate::dispatch::{ConstBuffer, Dispatch, OpContext};
 use crate::error::GpuError;
+pub use crate::error::{Limit, LimitShortfall, LimitsError};
 use crate::layout::Phwc4;
 use crate::options::GpuOptions;
 use crate::params::ParamsSpace;
 use crate::plan::{Placement, placement};
 use crate::precision::Precision;
 use crate::storage::{op_precisions, tensor_precisions};
-
-/// A device limit a kernel can exceed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Limit {
-    /// `max_storage_buffers_per_shader_stage`: buffers one kernel binds (its parameters
-    /// included where they live in a storage buffer, [`GpuContext::params_space`]).
-    StorageBuffersPerStage,
-    /// `max_storage_buffer_binding_size`: the bytes of one bound tensor or weight buffer.
-    StorageBindingSize,
-}
-
-impl Limit {
-    /// How the limit reads in a sentence ("5 storage buffers per shader stage").
-    fn unit(self) -> &'static str {
-        match self {
-            Limit::StorageBuffersPerStage => "storage buffers per shader stage",
-            Limit::StorageBindingSize => "bytes in one storage binding",
-        }
-    }
-}
-
-/// One op whose kernels need more of a limit than the device allows.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LimitShortfall {
-    /// The op's index in the graph.
-    pub op: usize,
-    /// The op's name (`CONV_2D`).
-    pub name: String,
-    /// The limit.
-    pub limit: Limit,
-    /// What its kernels need.
-    pub needs: u64,
-    /// What the device allows.
-    pub allows: u64,
-}
-
-impl std::fmt::Display for LimitShortfall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "op {} ({}) needs {} {}, the device allows {}",
-            self.op,
-            self.name,
-            self.needs,
-            self.limit.unit(),
-            self.allows
-        )
-    }
-}
-
-/// The ops of a model that a device's limits cannot run (never empty).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", describe(.shortfalls))]
-pub struct LimitsError {
-    /// Every op over a limit, in graph order.
-    pub shortfalls: Vec<LimitShortfall>,
-}
-
-impl LimitsError {
-    /// How many ops are over a limit.
-    pub fn ops(&self) -> usize {
-        let mut ops: Vec<usize> = self.shortfalls.iter().map(|s| s.op).collect();
-        ops.dedup();
-        ops.len()
-    }
-}
-
-/// The first shortfall in full, then how many more ops there are ("op 3 (CONV_2D) needs 5
-/// storage buffers per shader stage, the device allows 4 (and 41 more ops)").
-fn describe(shortfalls: &[LimitShortfall]) -> String {
-    let Some(first) = shortfalls.first() else {
-        return "no limit exceeded".into();
-    };
-    let mut ops: Vec<usize> = shortfalls.iter().map(|s| s.op).collect();
-    ops.dedup();
-    match ops.len() {
-        1 => first.to_string(),
-        n => format!("{first} (and {} more ops)", n - 1),
-    }
-}
 
 /// Every op turned into its dispatches, with what the rest of a compile needs of that step.
 pub(crate) struct OpPlan {

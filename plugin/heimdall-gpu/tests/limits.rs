@@ -122,3 +122,30 @@ fn a_model_within_a_phones_limits_runs_and_is_profiled_without_timestamps() {
         profile.steps
     );
 }
+
+/// A desktop device held to the phone's profile (`GpuContext::held_to`, what the Bevy plugin does
+/// on a renderer's device) checks a model as the phone's own device does.
+#[test]
+fn a_device_held_to_a_phones_profile_checks_as_the_phone() {
+    let Some(phone) = device(DeviceProfile::Mobile) else {
+        return;
+    };
+    let held = common::gpu()
+        .expect("a device")
+        .ctx
+        .clone()
+        .held_to(DeviceProfile::Mobile);
+    assert_eq!(held.limits.max_storage_buffers_per_shader_stage, 4);
+    assert_eq!(held.limits.max_compute_invocations_per_workgroup, 128);
+    assert!(!held.features.contains(wgpu::Features::TIMESTAMP_QUERY));
+    assert!(!held.has_f16());
+    let graph = face_detector();
+    let options = GpuOptions::new(Precision::F32);
+    match (
+        check_limits(&phone, &graph, &options),
+        check_limits(&held, &graph, &options),
+    ) {
+        (Err(GpuError::Limits(a)), Err(GpuError::Limits(b))) => assert_eq!(a, b),
+        other => panic!("{other:?}"),
+    }
+}

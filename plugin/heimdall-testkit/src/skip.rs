@@ -25,7 +25,7 @@ fn skip_to(test: &str, why: &str, log: Option<&std::path::Path>) {
     let written = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
         .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
     if let Err(e) = written {
         eprintln!("{SKIP_LOG}={}: {e}", path.display());

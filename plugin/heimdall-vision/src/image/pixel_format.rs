@@ -96,7 +96,7 @@ pub fn to_rgba(frame: &RawFrame<'_>) -> Result<RgbaImage, ImageError> {
     let rows = frame.format.rows(h);
     let stride = match frame.stride {
         Some(s) => s,
-        None if frame.data.len() % rows == 0 => frame.data.len() / rows,
+        None if frame.data.len().is_multiple_of(rows) => frame.data.len() / rows,
         None => {
             return Err(ImageError::Parameters(format!(
                 "{:?} {w}x{h}: {} bytes are not {rows} rows of equal length",

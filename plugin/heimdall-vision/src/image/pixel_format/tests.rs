@@ -258,7 +258,7 @@ fn arbitrary_frames_never_panic() {
         let r = bytes(i, 6);
         let format = formats[r[0] as usize % formats.len()];
         let (w, h) = (u32::from(r[1] % 40), u32::from(r[2] % 40));
-        let stride = (r[3] % 4 != 0).then_some(usize::from(r[4]) * 2);
+        let stride = (!r[3].is_multiple_of(4)).then_some(usize::from(r[4]) * 2);
         let len = (usize::from(r[5]) * 16).min(noise.len());
         let _ = to_rgba(&RawFrame {
             format,
