@@ -2,7 +2,11 @@
 //! the `webcam` feature; the examples' bundled clips; the tests' synthetic frames). Each new
 //! frame is written once into an RGBA8 texture that is both the AR background and the input of
 //! the preprocessing kernels; the pixels never come back from the GPU for inference. A source
-//! that fails (a camera unplugged mid-run) is reported once with [`CameraFailed`] and stopped.
+//! whose frame fails (a camera unplugged mid-run, a bad frame) is retried with a growing delay
+//! ([`CameraRetry`]: 50 ms doubling up to 2 s, restarting the source before each retry), each
+//! error reported with a [`CameraError`] event and counted in `stats.json`
+//! (`faults.camera_errors`); the last frame stays meanwhile. A source given up on (only with
+//! [`CameraRetry::give_up_after`]) is reported once with [`CameraFailed`] and stopped.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +17,8 @@ use bevy::asset::RenderAssetUsages;
 use bevy::prelude::*;
 use bevy::render::Extract;
 use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages};
+
+use heimdall_vision::image::{RawFrame, to_rgba};
 
 use crate::clock::HeimdallClock;
 
@@ -25,6 +31,27 @@ pub struct RgbaFrame {
     pub height: u32,
     /// `width * height * 4` bytes, sRGB-encoded, row-major.
     pub data: Vec<u8>,
+}
+
+impl RgbaFrame {
+    /// A frame as a camera delivers it (YUYV, NV12, Motion-JPEG, RGB, BGR, grey; rows possibly
+    /// padded; odd sizes) converted to RGBA8 ([`heimdall_vision::image::to_rgba`]): what the
+    /// `webcam` source does with every captured frame, for any source of raw camera frames. A
+    /// frame that cannot be read (too few bytes for its size and stride, a JPEG that does not
+    /// decode or is not the frame's size) is a [`SourceError::Frame`] of `what`, which the
+    /// camera layer retries ([`CameraRetry`]).
+    pub fn from_raw(raw: &RawFrame<'_>, what: &str) -> Result<RgbaFrame, SourceError> {
+        to_rgba(raw)
+            .map(|img| RgbaFrame {
+                width: img.width,
+                height: img.height,
+                data: img.data,
+            })
+            .map_err(|e| SourceError::Frame {
+                what: what.to_string(),
+                message: e.to_string(),
+            })
+    }
 }
 
 /// Why a source could not produce frames.
@@ -56,6 +83,47 @@ pub trait FrameSource: Send + 'static {
     fn size(&self) -> UVec2;
     /// The next frame, or `None` when a finite source ended (clips loop instead).
     fn next_frame(&mut self) -> Result<Option<RgbaFrame>, SourceError>;
+    /// Called before a retry after an error: a source that can reopen its device (a webcam
+    /// whose capture stopped) does so here. Does nothing by default.
+    fn restart(&mut self) -> Result<(), SourceError> {
+        Ok(())
+    }
+}
+
+/// How a camera source's errors are retried: after the `n`-th error in a row, the next frame is
+/// asked for `first * 2^(n-1)` later, at most `max`; after `give_up_after` errors in a row (if
+/// set) the source stops ([`CameraFailed`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CameraRetry {
+    /// The delay after the first error.
+    pub first: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    /// Errors in a row after which the source stops (`None`: it is retried for as long as the
+    /// app runs, so a camera plugged back in resumes).
+    pub give_up_after: Option<u32>,
+}
+
+impl Default for CameraRetry {
+    /// 50 ms, doubling up to 2 s, for ever.
+    fn default() -> Self {
+        CameraRetry {
+            first: Duration::from_millis(50),
+            max: Duration::from_secs(2),
+            give_up_after: None,
+        }
+    }
+}
+
+impl CameraRetry {
+    /// The delay after the `errors`-th error in a row (1 for the first).
+    pub fn delay(&self, errors: u32) -> Duration {
+        let doublings = errors.saturating_sub(1).min(31);
+        self.first
+            .checked_mul(1 << doublings)
+            .unwrap_or(self.max)
+            .min(self.max)
+    }
 }
 
 /// When a source delivers a new frame.
@@ -73,8 +141,13 @@ pub struct CameraSource {
     source: Arc<Mutex<Box<dyn FrameSource>>>,
     /// Frame pacing.
     pub pacing: FramePacing,
+    /// How errors are retried.
+    pub retry: CameraRetry,
     next_due: Duration,
     failed: bool,
+    /// Errors in a row, and when the next try is due.
+    errors: u32,
+    retry_at: Duration,
     history: usize,
 }
 
@@ -84,10 +157,19 @@ impl CameraSource {
         CameraSource {
             source: Arc::new(Mutex::new(Box::new(source))),
             pacing,
+            retry: CameraRetry::default(),
             next_due: Duration::ZERO,
             failed: false,
+            errors: 0,
+            retry_at: Duration::ZERO,
             history: 1,
         }
+    }
+
+    /// Retries errors as `retry` says (the default: 50 ms doubling up to 2 s, for ever).
+    pub fn with_retry(mut self, retry: CameraRetry) -> Self {
+        self.retry = retry;
+        self
     }
 
     /// Keeps the textures of the latest `frames` frames (at least 1) instead of one texture
@@ -106,10 +188,30 @@ impl CameraSource {
     pub fn failed(&self) -> bool {
         self.failed
     }
+
+    /// Errors in a row so far (0 while frames arrive).
+    pub fn errors_in_a_row(&self) -> u32 {
+        self.errors
+    }
 }
 
-/// A camera source that failed (unplugged, unreadable): triggered once on its entity; the
-/// source delivers no more frames, the last [`CameraFrame`] stays.
+/// A camera source's frame failed and will be retried: triggered on its entity for each error
+/// (the last [`CameraFrame`] stays meanwhile).
+#[derive(EntityEvent, Clone, Debug)]
+pub struct CameraError {
+    /// The source's entity.
+    pub entity: Entity,
+    /// What happened.
+    pub error: String,
+    /// Errors in a row, this one included.
+    pub attempt: u32,
+    /// When the source is asked again.
+    pub retry_in: Duration,
+}
+
+/// A camera source that was given up on ([`CameraRetry::give_up_after`] errors in a row):
+/// triggered once on its entity; the source delivers no more frames, the last [`CameraFrame`]
+/// stays.
 #[derive(EntityEvent, Clone, Debug)]
 pub struct CameraFailed {
     /// The source's entity.
@@ -221,16 +323,18 @@ fn new_texture(size: UVec2) -> Image {
     image
 }
 
-/// Pulls a new frame from every due source and writes it into its texture.
+/// Pulls a new frame from every due source and writes it into its texture; a source whose frame
+/// failed is asked again after its retry delay (restarted first).
 pub(crate) fn advance_sources(
     mut commands: Commands,
     clock: Res<HeimdallClock>,
+    faults: Option<Res<crate::faults::HeimdallFaults>>,
     mut images: ResMut<Assets<Image>>,
     mut sources: Query<(Entity, &mut CameraSource, Option<&mut CameraFrame>)>,
 ) {
     let now = clock.elapsed();
     for (entity, mut source, frame) in &mut sources {
-        if source.failed {
+        if source.failed || (source.errors > 0 && now < source.retry_at) {
             continue;
         }
         if let FramePacing::Rate(fps) = source.pacing {
@@ -240,8 +344,21 @@ pub(crate) fn advance_sources(
             let period = Duration::from_secs_f64(1.0 / fps.max(1e-3));
             source.next_due = (source.next_due + period).max(now);
         }
+        let retrying = source.errors > 0;
         let next = match source.source.lock() {
-            Ok(mut s) => s.next_frame(),
+            // A source that panics is an error of its frame, retried like any other.
+            Ok(mut s) => crate::faults::catch(|| {
+                if retrying {
+                    s.restart()?;
+                }
+                s.next_frame()
+            })
+            .unwrap_or_else(|message| {
+                Err(SourceError::Frame {
+                    what: s.name(),
+                    message: format!("the source panicked: {message}"),
+                })
+            }),
             Err(_) => Err(SourceError::Frame {
                 what: "camera".into(),
                 message: "the source panicked earlier".into(),
@@ -266,15 +383,20 @@ pub(crate) fn advance_sources(
             }
             Ok(None) => continue,
             Err(e) => {
-                error!("heimdall: camera source {entity}: {e}; the source stops");
-                source.failed = true;
-                commands.trigger(CameraFailed {
-                    entity,
-                    error: e.to_string(),
-                });
+                source_error(&mut commands, &mut source, entity, e, now);
+                if let Some(f) = &faults {
+                    f.camera_error();
+                }
                 continue;
             }
         };
+        if source.errors > 0 {
+            info!(
+                "heimdall: camera source {entity}: frames again after {} errors",
+                source.errors
+            );
+            source.errors = 0;
+        }
         let thumb = luma_thumbnail(&rgba);
         let size = UVec2::new(rgba.width, rgba.height);
         match frame {
@@ -335,6 +457,44 @@ pub(crate) fn advance_sources(
     }
 }
 
+/// A source's frame failed: reported, and retried after its delay, or the source given up on.
+fn source_error(
+    commands: &mut Commands,
+    source: &mut CameraSource,
+    entity: Entity,
+    e: SourceError,
+    now: Duration,
+) {
+    source.errors = source.errors.saturating_add(1);
+    let attempt = source.errors;
+    if source.retry.give_up_after.is_some_and(|n| attempt >= n) {
+        error!(
+            "heimdall: camera source {entity}: {e}; {attempt} errors in a row, the source stops"
+        );
+        source.failed = true;
+        commands.trigger(CameraFailed {
+            entity,
+            error: e.to_string(),
+        });
+        return;
+    }
+    let retry_in = source.retry.delay(attempt);
+    source.retry_at = now + retry_in;
+    // Every error of a short streak, then one per doubling of the streak.
+    if attempt <= 5 || attempt.is_power_of_two() {
+        warn!(
+            "heimdall: camera source {entity}: {e}; retrying in {} ms (error {attempt} in a row)",
+            retry_in.as_millis()
+        );
+    }
+    commands.trigger(CameraError {
+        entity,
+        error: e.to_string(),
+        attempt,
+        retry_in,
+    });
+}
+
 /// A camera frame as the render world sees it.
 #[derive(Clone, Debug)]
 pub struct ExtractedFrame {
@@ -376,3 +536,6 @@ pub(crate) fn extract_frames(
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

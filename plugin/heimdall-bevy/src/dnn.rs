@@ -289,6 +289,10 @@ pub enum DnnError {
     /// An inference failed on the device or a worker.
     #[error("running: {0}")]
     Run(String),
+    /// Its decoder, CPU work or readback panicked (caught: the app and the other DNNs go on;
+    /// [`crate::faults::RestartDnn`] compiles it again).
+    #[error("{0}")]
+    Panicked(String),
 }
 
 /// Where a DNN stands (on its entity, kept up to date by the plugin).
@@ -311,6 +315,14 @@ impl DnnStatus {
         matches!(self, DnnStatus::Loading | DnnStatus::Compiling)
     }
 }
+
+/// Why a DNN runs on the CPU backend although the app has a GPU (on its entity from when it
+/// is ready): its kernels need more than the device allows, e.g. more storage buffers per
+/// shader stage than a phone's 4 (`heimdall_gpu::check_limits`, `docs/mobile-limits.md`). Its
+/// status is `Ready(Backend::Cpu)`; `stats.json` has the reason as
+/// `models.<name>.cpu_fallback`.
+#[derive(Component, Clone, Debug, PartialEq, Eq)]
+pub struct CpuFallback(pub String);
 
 /// The latest result of a DNN (a component on its entity; also carried by [`DnnResult`]).
 #[derive(Component, Clone, Debug)]

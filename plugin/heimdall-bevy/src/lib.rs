@@ -52,7 +52,9 @@ pub mod camera;
 pub mod clock;
 pub mod decoder;
 pub mod decoders;
+pub mod device;
 pub mod dnn;
+pub mod faults;
 pub mod frame_start;
 pub mod guard;
 mod history;
@@ -80,7 +82,8 @@ pub mod prelude {
     pub use crate::HeimdallPlugin;
     pub use crate::asset::DnnModel;
     pub use crate::camera::{
-        CameraFailed, CameraFrame, CameraSource, FramePacing, FrameSource, RgbaFrame, SourceError,
+        CameraError, CameraFailed, CameraFrame, CameraRetry, CameraSource, FramePacing,
+        FrameSource, RgbaFrame, SourceError,
     };
     pub use crate::clock::HeimdallClock;
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
@@ -91,9 +94,10 @@ pub mod prelude {
         TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
-        Backend, ConvCache, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus, InputCrop,
-        RegionOfInterest, RequestInference, RequestMode,
+        Backend, ConvCache, CpuFallback, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus,
+        InputCrop, RegionOfInterest, RequestInference, RequestMode,
     };
+    pub use crate::faults::{HeimdallFaults, RestartDnn};
     pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
     pub use crate::results::{
         BackendKind, HeimdallBackend, HeimdallRecording, HeimdallTrace, RecordedRun,
@@ -137,15 +141,21 @@ impl HeimdallPlugin {
 impl Plugin for HeimdallPlugin {
     fn build(&self, app: &mut App) {
         let clock = clock::HeimdallClock::default();
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let faults = faults::HeimdallFaults::default();
+        let (tx, rx) = crossbeam_channel::bounded(faults::RESULTS_QUEUE);
+        let (outbox, failed) = results::Outbox::new(tx, faults.clone());
         app.insert_resource(self.settings.clone())
             .insert_resource(clock)
+            .insert_resource(faults.clone())
+            .insert_resource(outbox.clone())
             .insert_resource(results::Inbox(rx))
             .init_resource::<results::HeimdallBackend>()
             .init_resource::<results::HeimdallTrace>()
             .init_resource::<results::HeimdallRecording>()
             .init_resource::<requests::PendingRequests>()
-            .init_resource::<HeimdallStats>()
+            .insert_resource(HeimdallStats::with_faults(faults.clone()))
+            .init_resource::<faults::PendingRestarts>()
+            .add_message::<faults::RestartDnn>()
             .init_asset::<asset::DnnModel>()
             .init_asset_loader::<asset::DnnModelLoader>()
             .add_message::<dnn::RequestInference>()
@@ -153,7 +163,7 @@ impl Plugin for HeimdallPlugin {
                 PreUpdate,
                 (HeimdallSystems::Results, HeimdallSystems::Camera).chain(),
             )
-            .add_systems(First, requests::clear_requests)
+            .add_systems(First, (requests::clear_requests, faults::take_restarts))
             .add_systems(
                 PreUpdate,
                 (
@@ -167,7 +177,7 @@ impl Plugin for HeimdallPlugin {
                 PostUpdate,
                 requests::issue_requests.in_set(HeimdallSystems::Requests),
             )
-            .add_systems(Last, stats::record_frame)
+            .add_systems(Last, (stats::record_frame, device::count_render_errors))
             .init_resource::<main_phases::MainClock>()
             .init_resource::<frame_start::FrameStart>()
             .add_systems(
@@ -192,7 +202,7 @@ impl Plugin for HeimdallPlugin {
                     main_phases::ours_end.after(HeimdallSystems::Requests),
                 ),
             );
-        render::build(app, &self.settings, clock, results::Outbox(tx));
+        render::build(app, &self.settings, clock, outbox, failed);
     }
 
     fn finish(&self, app: &mut App) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bevy::asset::LoadState;
 use bevy::prelude::*;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use heimdall_ir::conv_cache::CacheCounts;
 use heimdall_vision::image::Crop;
 
@@ -18,6 +18,7 @@ use crate::camera::CameraFrame;
 use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
+use crate::faults::{HeimdallFaults, RESULTS_QUEUE};
 use crate::guard::GuardStatus;
 use crate::stages::StageTimes;
 use crate::stats::{FrameRecord, HeimdallStats};
@@ -133,6 +134,8 @@ pub(crate) enum RenderMessage {
     },
     /// The run's recording, as asked by [`HeimdallRecording::request`].
     Recording(Box<RecordedRun>),
+    /// A DNN runs on the CPU backend because the GPU cannot run its kernels: why.
+    CpuFallback(Entity, String),
     /// A DNN started an inference on a frame of its source.
     Started {
         /// The DNN.
@@ -144,14 +147,52 @@ pub(crate) enum RenderMessage {
     },
 }
 
-/// The render world's and the workers' end of the channel.
+/// The render world's and the workers' end of the channel (bounded: [`RESULTS_QUEUE`]
+/// messages not drained yet; beyond, new ones are dropped and counted), and of the render
+/// world's list of failed DNNs.
 #[derive(Resource, Clone)]
-pub(crate) struct Outbox(pub Sender<RenderMessage>);
+pub(crate) struct Outbox {
+    tx: Sender<RenderMessage>,
+    failed: Sender<(Entity, DnnError)>,
+    faults: HeimdallFaults,
+}
+
+/// DNNs that failed away from the render world (a panic on a decode or worker thread, or in the
+/// main world's delivery): the render world stops them (render world).
+#[derive(Resource)]
+pub(crate) struct FailedDnns(pub Receiver<(Entity, DnnError)>);
 
 impl Outbox {
+    /// The channel to the main world (`tx`, bounded), the render world's list of failed DNNs,
+    /// and the counters of the faults.
+    pub fn new(tx: Sender<RenderMessage>, faults: HeimdallFaults) -> (Self, FailedDnns) {
+        let (failed, failed_rx) = crossbeam_channel::bounded(RESULTS_QUEUE);
+        (Outbox { tx, failed, faults }, FailedDnns(failed_rx))
+    }
+
     pub fn send(&self, m: RenderMessage) {
-        // The main world only goes away when the app exits.
-        let _ = self.0.send(m);
+        match self.tx.try_send(m) {
+            Ok(()) => self.faults.queues().results.depth(self.tx.len()),
+            Err(TrySendError::Full(_)) => self.faults.queues().results.drop_one(),
+            // The main world only goes away when the app exits.
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// `dnn` cannot go on (until [`crate::faults::RestartDnn`]): its status becomes
+    /// `Failed(error)` (a `DnnFailed` event in the main world) and the render world stops it.
+    pub fn fail(&self, dnn: Entity, error: DnnError) {
+        error!("heimdall: DNN {dnn}: {error}");
+        if let DnnError::Panicked(_) = error {
+            self.faults.panicked();
+        }
+        let _ = self.failed.try_send((dnn, error.clone()));
+        self.send(RenderMessage::Status(dnn, DnnStatus::Failed(error)));
+    }
+
+    /// The run's fault counters.
+    pub fn faults(&self) -> &HeimdallFaults {
+        &self.faults
     }
 }
 
@@ -250,6 +291,12 @@ pub(crate) fn receive(
                 stats.record_readback(&model_name(&dnns, &models, dnn), dnn, ms);
             }
             RenderMessage::Backend(b) => *backend = b,
+            RenderMessage::CpuFallback(dnn, why) => {
+                stats.record_cpu_fallback(&model_name(&dnns, &models, dnn), dnn, &why);
+                if let Ok(mut e) = commands.get_entity(dnn) {
+                    e.insert(crate::dnn::CpuFallback(why));
+                }
+            }
             RenderMessage::Instance(index, name) => {
                 stats.instances.insert(index, name);
             }
@@ -322,7 +369,16 @@ pub(crate) fn receive(
                         return; // despawned while the inference ran
                     };
                     if let Some((decoder, value)) = decoded {
-                        decoder.deliver(value, &mut entity);
+                        // An app's decoder that panics delivering fails its DNN, not the app.
+                        if let Err(message) =
+                            crate::faults::catch(|| decoder.deliver(value, &mut entity))
+                        {
+                            let error = crate::faults::panicked("the decoder's delivery", &message);
+                            if let Some(outbox) = world.get_resource::<Outbox>() {
+                                outbox.fail(dnn, error);
+                            }
+                            return;
+                        }
                     }
                     entity.insert(output.clone());
                     world.trigger(DnnResult {

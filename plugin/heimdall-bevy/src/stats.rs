@@ -92,6 +92,8 @@ pub struct ModelStats {
     pub cache_decision: Option<String>,
     /// Where the model's accuracy guard stands ([`crate::guard`]): its decision once decided.
     pub guard: GuardStatus,
+    /// Why the model runs on the CPU backend although the app has a GPU (the device's limits).
+    pub cpu_fallback: Option<String>,
     /// Where its results' latency went, stage by stage.
     pub stages: LatencyStages,
     /// The coordinator's latency of its latest inferences: admission to last op (outputs read,
@@ -145,6 +147,7 @@ impl Default for ModelStats {
             cache_saved_ms_mean: None,
             cache_decision: None,
             guard: GuardStatus::Off,
+            cpu_fallback: None,
             stages: LatencyStages::default(),
             scheduled_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
             readback_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
@@ -182,6 +185,8 @@ pub struct HeimdallStats {
     now_ms: f64,
     keys: std::collections::HashMap<Entity, String>,
     target_hz: Option<f64>,
+    /// The run's faults (panics caught, device errors, queues); kept by [`Self::reset`].
+    pub faults: crate::faults::HeimdallFaults,
 }
 
 impl Default for HeimdallStats {
@@ -199,6 +204,7 @@ impl Default for HeimdallStats {
             now_ms: 0.0,
             keys: Default::default(),
             target_hz: None,
+            faults: Default::default(),
         }
     }
 }
@@ -219,6 +225,14 @@ fn guard_json(g: &GuardStatus) -> Value {
 }
 
 impl HeimdallStats {
+    /// Statistics that report `faults` (the plugin's counters).
+    pub fn with_faults(faults: crate::faults::HeimdallFaults) -> Self {
+        HeimdallStats {
+            faults,
+            ..Default::default()
+        }
+    }
+
     /// Forgets everything recorded so far (e.g. after warm-up), except the instance names, what
     /// became of each model's convolution cache (decided once, when it compiled) and its
     /// accuracy guard. The histories are emptied in place: no allocation, no page touched, so a
@@ -384,6 +398,12 @@ impl HeimdallStats {
         m.cached_ops = cached_ops;
     }
 
+    /// Records why a DNN runs on the CPU backend although the app has a GPU.
+    pub(crate) fn record_cpu_fallback(&mut self, name: &str, entity: Entity, why: &str) {
+        let key = self.key_of(name, entity);
+        self.models.entry(key).or_default().cpu_fallback = Some(why.to_string());
+    }
+
     /// Records where a DNN's accuracy guard stands.
     pub(crate) fn record_guard(&mut self, name: &str, entity: Entity, status: &GuardStatus) {
         let key = self.key_of(name, entity);
@@ -469,6 +489,7 @@ impl HeimdallStats {
                         })),
                         // Null while the guard is off for this model (f32, CPU, settings).
                         "guard": guard_json(&m.guard),
+                        "cpu_fallback": m.cpu_fallback,
                     }),
                 )
             })
@@ -505,6 +526,7 @@ impl HeimdallStats {
             "scene_ms": summary(&gpu.iter().map(|r| r.scene_ms).collect::<Vec<_>>()),
             "pacing_margin_ms": summary(&gpu.iter().map(|r| r.pacing_margin_ms).collect::<Vec<_>>()),
             "models": models,
+            "faults": self.faults.to_json(),
             "instances": self.instances,
             // Per frame after the warm-up (at most 600): scene GPU time and the chunks after it.
             "timeline": gpu.iter().take(600).map(|r| json!({

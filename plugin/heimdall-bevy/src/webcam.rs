@@ -1,21 +1,34 @@
 //! A webcam through `nokhwa` (cargo feature `webcam`). The camera is opened and read on its own
 //! thread (reading a frame blocks until the camera delivers one); the source hands the newest
-//! frame to the app without waiting. No camera gives a clear error at `open`, and apps fall
-//! back to the bundled clip.
+//! frame to the app without waiting. Each frame is converted to RGBA8 by
+//! [`RgbaFrame::from_raw`] (YUYV, NV12, Motion-JPEG, RGB, grey), so no format needs
+//! a C decoder; a frame that cannot be read is an error of that frame, retried by the camera
+//! layer ([`crate::camera::CameraRetry`]), which restarts the capture when its thread stopped
+//! (a camera unplugged and plugged back in). No camera gives a clear error at `open`, and apps
+//! fall back to the bundled clip.
 
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 
 use bevy::math::UVec2;
+use heimdall_vision::image::{PixelFormat, RawFrame};
 use nokhwa::pixel_format::RgbAFormat;
-use nokhwa::utils::{ApiBackend, CameraIndex, RequestedFormat, RequestedFormatType};
+use nokhwa::utils::{ApiBackend, CameraIndex, FrameFormat, RequestedFormat, RequestedFormatType};
 
 use crate::camera::{FrameSource, RgbaFrame, SourceError};
+
+/// Frames the capture thread may hold for the app (it waits when the app has not taken them).
+const CAPTURE_QUEUE: usize = 2;
+
+/// Capture errors in a row after which the capture thread closes the camera.
+const CAPTURE_ERRORS: u32 = 3;
 
 /// A webcam.
 pub struct WebcamSource {
     index: u32,
     size: UVec2,
     frames: Receiver<Result<RgbaFrame, String>>,
+    /// The capture thread stopped: [`FrameSource::restart`] opens the camera again.
+    stopped: bool,
     latest: Option<RgbaFrame>,
 }
 
@@ -26,6 +39,71 @@ fn open_err(index: u32, message: impl ToString) -> SourceError {
     }
 }
 
+/// The layout of a nokhwa frame format.
+pub fn pixel_format(f: FrameFormat) -> PixelFormat {
+    match f {
+        FrameFormat::MJPEG => PixelFormat::Mjpeg,
+        FrameFormat::YUYV => PixelFormat::Yuyv,
+        FrameFormat::NV12 => PixelFormat::Nv12,
+        FrameFormat::GRAY => PixelFormat::Gray8,
+        FrameFormat::RAWRGB => PixelFormat::Rgb8,
+        FrameFormat::RAWBGR => PixelFormat::Bgr8,
+    }
+}
+
+/// Opens camera `index` on a capture thread: its frame size, and the channel of its frames.
+type Capture = (UVec2, Receiver<Result<RgbaFrame, String>>);
+
+fn start_capture(index: u32) -> Result<Capture, SourceError> {
+    let (ready_tx, ready_rx) = sync_channel::<Result<UVec2, String>>(1);
+    let (tx, rx) = sync_channel(CAPTURE_QUEUE);
+    std::thread::Builder::new()
+        .name(format!("heimdall-webcam-{index}"))
+        .spawn(move || {
+            let format =
+                RequestedFormat::new::<RgbAFormat>(RequestedFormatType::AbsoluteHighestFrameRate);
+            let mut camera = match nokhwa::Camera::new(CameraIndex::Index(index), format)
+                .and_then(|mut c| c.open_stream().map(|()| c))
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let r = camera.resolution();
+            let _ = ready_tx.send(Ok(UVec2::new(r.width(), r.height())));
+            let mut errors = 0;
+            loop {
+                let captured = camera.frame();
+                errors = if captured.is_err() { errors + 1 } else { 0 };
+                let frame = captured.map_err(|e| e.to_string()).and_then(|b| {
+                    let r = b.resolution();
+                    let raw = RawFrame {
+                        format: pixel_format(b.source_frame_format()),
+                        width: r.width(),
+                        height: r.height(),
+                        stride: None,
+                        data: b.buffer(),
+                    };
+                    RgbaFrame::from_raw(&raw, &format!("camera {index}")).map_err(|e| e.to_string())
+                });
+                // The app is gone when the receiver is dropped. A camera that failed several
+                // frames in a row is closed: the source opens it again when it retries.
+                if tx.send(frame).is_err() || errors >= CAPTURE_ERRORS {
+                    let _ = camera.stop_stream();
+                    return;
+                }
+            }
+        })
+        .map_err(|e| open_err(index, e))?;
+    let size = ready_rx
+        .recv()
+        .map_err(|e| open_err(index, e))?
+        .map_err(|e| open_err(index, e))?;
+    Ok((size, rx))
+}
+
 impl WebcamSource {
     /// Opens camera `index`, asking for the highest frame rate (the capture size is the
     /// camera's; `_width`/`_height` are hints for future format negotiation).
@@ -34,51 +112,12 @@ impl WebcamSource {
         if cameras.is_empty() {
             return Err(open_err(index, "no camera found"));
         }
-        let (ready_tx, ready_rx) = sync_channel::<Result<UVec2, String>>(1);
-        let (tx, rx) = sync_channel(2);
-        std::thread::Builder::new()
-            .name(format!("heimdall-webcam-{index}"))
-            .spawn(move || {
-                let format = RequestedFormat::new::<RgbAFormat>(
-                    RequestedFormatType::AbsoluteHighestFrameRate,
-                );
-                let mut camera = match nokhwa::Camera::new(CameraIndex::Index(index), format)
-                    .and_then(|mut c| c.open_stream().map(|()| c))
-                {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                let r = camera.resolution();
-                let _ = ready_tx.send(Ok(UVec2::new(r.width(), r.height())));
-                loop {
-                    let frame = camera
-                        .frame()
-                        .and_then(|b| b.decode_image::<RgbAFormat>())
-                        .map(|img| RgbaFrame {
-                            width: img.width(),
-                            height: img.height(),
-                            data: img.into_raw(),
-                        })
-                        .map_err(|e| e.to_string());
-                    // The app is gone when the receiver is dropped.
-                    if tx.send(frame).is_err() {
-                        let _ = camera.stop_stream();
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| open_err(index, e))?;
-        let size = ready_rx
-            .recv()
-            .map_err(|e| open_err(index, e))?
-            .map_err(|e| open_err(index, e))?;
+        let (size, frames) = start_capture(index)?;
         Ok(WebcamSource {
             index,
             size,
-            frames: rx,
+            frames,
+            stopped: false,
             latest: None,
         })
     }
@@ -106,6 +145,7 @@ impl FrameSource for WebcamSource {
                 }
                 Err(TryRecvError::Empty) => return Ok(self.latest.take()),
                 Err(TryRecvError::Disconnected) => {
+                    self.stopped = true;
                     return Err(SourceError::Frame {
                         what: self.name(),
                         message: "the capture thread stopped".into(),
@@ -113,5 +153,13 @@ impl FrameSource for WebcamSource {
                 }
             }
         }
+    }
+
+    fn restart(&mut self) -> Result<(), SourceError> {
+        if self.stopped {
+            let (size, frames) = start_capture(self.index)?;
+            (self.size, self.frames, self.stopped) = (size, frames, false);
+        }
+        Ok(())
     }
 }

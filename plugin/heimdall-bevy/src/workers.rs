@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use bevy::prelude::{Entity, Resource};
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError, bounded, unbounded};
 use heimdall_coordinator::WorkId;
+
+use crate::faults::{HeimdallFaults, WORKER_QUEUE_PER_WORKER};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -18,23 +20,39 @@ pub struct WorkerPool {
     threads: Vec<JoinHandle<()>>,
     busy: Arc<AtomicUsize>,
     size: usize,
+    faults: HeimdallFaults,
 }
 
 impl WorkerPool {
     /// Starts `size` (at least 1) named worker threads.
     pub fn new(size: usize) -> Self {
+        Self::with_faults(size, HeimdallFaults::default())
+    }
+
+    /// Starts `size` (at least 1) named worker threads, counting in `faults` the jobs that
+    /// panicked and the times the job queue ([`WORKER_QUEUE_PER_WORKER`] per worker) was full.
+    /// A job that panics ends neither its worker nor the pool: the panic is caught and counted.
+    pub fn with_faults(size: usize, faults: HeimdallFaults) -> Self {
         let size = size.max(1);
-        let (tx, rx) = unbounded::<Job>();
+        let (tx, rx) = bounded::<Job>(size * WORKER_QUEUE_PER_WORKER);
         let busy = Arc::new(AtomicUsize::new(0));
         let threads = (0..size)
             .filter_map(|i| {
                 let rx = rx.clone();
                 let busy = busy.clone();
+                let faults = faults.clone();
                 std::thread::Builder::new()
                     .name(format!("heimdall-worker-{i}"))
                     .spawn(move || {
                         while let Ok(job) = rx.recv() {
-                            job();
+                            // The plugin's jobs report their own panics to their DNN; this
+                            // keeps the worker alive whatever a job does.
+                            if let Err(message) = crate::faults::catch(job) {
+                                faults.panicked();
+                                bevy::log::error!(
+                                    "heimdall: a job on heimdall-worker-{i} panicked: {message}"
+                                );
+                            }
                             busy.fetch_sub(1, Ordering::AcqRel);
                         }
                     })
@@ -46,6 +64,7 @@ impl WorkerPool {
             threads,
             busy,
             size,
+            faults,
         }
     }
 
@@ -59,12 +78,24 @@ impl WorkerPool {
         self.size.saturating_sub(self.busy.load(Ordering::Acquire))
     }
 
-    /// Queues a job; it runs on the next free worker.
+    /// Queues a job; it runs on the next free worker. With the queue full, waits for room
+    /// (counted in [`HeimdallFaults::queues`]).
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
         if let Some(tx) = &self.jobs {
             self.busy.fetch_add(1, Ordering::AcqRel);
-            if tx.send(Box::new(job)).is_err() {
-                self.busy.fetch_sub(1, Ordering::AcqRel);
+            let queue = &self.faults.queues().workers;
+            let sent = match tx.try_send(Box::new(job)) {
+                Err(TrySendError::Full(job)) => {
+                    queue.block_one();
+                    tx.send(job).map_err(|_| ())
+                }
+                r => r.map_err(|_| ()),
+            };
+            match sent {
+                Ok(()) => queue.depth(tx.len()),
+                Err(()) => {
+                    self.busy.fetch_sub(1, Ordering::AcqRel);
+                }
             }
         }
     }
@@ -130,10 +161,10 @@ pub(crate) struct Workers {
 }
 
 impl Workers {
-    /// `size` workers.
-    pub fn new(size: usize) -> Self {
+    /// `size` workers counting their faults in `faults`.
+    pub fn with_faults(size: usize, faults: HeimdallFaults) -> Self {
         Workers {
-            pool: WorkerPool::new(size),
+            pool: WorkerPool::with_faults(size, faults),
             done: Mailbox::default(),
         }
     }
@@ -165,5 +196,31 @@ mod tests {
         got.sort();
         assert_eq!(got, (0..10).map(|i| i * i).collect::<Vec<_>>());
         drop(pool);
+    }
+
+    /// A job that panics ends neither its worker nor the pool: later jobs run on every worker,
+    /// the panic is counted and the pool's busy count comes back to zero.
+    #[test]
+    fn a_panicking_job_leaves_the_workers_running() {
+        let faults = HeimdallFaults::default();
+        let pool = WorkerPool::with_faults(2, faults.clone());
+        for _ in 0..4 {
+            pool.spawn(|| panic!("a job that panics"));
+        }
+        let mailbox = Mailbox::<usize>::default();
+        for i in 0..10 {
+            let tx = mailbox.sender();
+            pool.spawn(move || tx.send(i).unwrap());
+        }
+        let mut got = Vec::new();
+        let start = std::time::Instant::now();
+        while (got.len() < 10 || pool.idle() < 2) && start.elapsed().as_secs() < 10 {
+            got.extend(mailbox.drain());
+            std::thread::yield_now();
+        }
+        got.sort();
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        assert_eq!(faults.panics(), 4);
+        assert_eq!(pool.idle(), 2);
     }
 }

@@ -11,7 +11,7 @@ use heimdall_bevy::prelude::*;
 #[test]
 fn inference_runs_on_bevys_render_device() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let settings = HeimdallSettings {

@@ -45,7 +45,7 @@ fn stats_of<'a>(app: &'a App, name: &str) -> Option<&'a heimdall_bevy::stats::Mo
 #[test]
 fn forced_default_and_dropped_caches_on_still_cameras() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let mut app = support::app();

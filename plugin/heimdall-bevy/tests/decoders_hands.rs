@@ -19,7 +19,7 @@ use heimdall_bevy::prelude::*;
 #[test]
 fn hands_match_mediapipe() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let refs = support::reference("hands");

@@ -14,7 +14,7 @@ use heimdall_bevy::prelude::*;
 #[test]
 fn a_hand_that_leaves_the_frame_triggers_palm_detection_again() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let hand = support::image("hand_dst.jpg");

@@ -21,7 +21,7 @@ use heimdall_vision::style::StyleWeights;
 #[test]
 fn style_matches_onnx_runtime() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let refs = support::reference("style");

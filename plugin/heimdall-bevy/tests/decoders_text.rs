@@ -31,7 +31,7 @@ fn polygon(v: &serde_json::Value) -> Vec<Vec2> {
 #[test]
 fn text_matches_rapidocr() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let refs = support::reference("text");

@@ -33,7 +33,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 #[test]
 fn the_guard_repairs_an_overflowing_model_keeps_one_that_passes_and_without_it_f16_misses() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let start = std::time::Instant::now();

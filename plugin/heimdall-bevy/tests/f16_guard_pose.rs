@@ -5,9 +5,8 @@
 //! in f32, and its results meet the bound against the CPU backend in f32 on that frame. No
 //! per-model setting: the guard finds the ops by itself.
 //!
-//! The model is not bundled: skipped when it is not in the model cache (`python3
-//! scripts/fetch_models.py --only pose_landmark_full`; this test never fetches). Slow on
-//! lavapipe (the search compiles and runs the 256×256 model about 26 times: minutes).
+//! The model is not bundled: fetched into the model cache when missing (a test never passes
+//! for want of its model). Slow on lavapipe (the search compiles and runs the 256×256 model about 26 times: minutes).
 
 mod common;
 mod decoders_support;
@@ -21,7 +20,7 @@ use guard_support as g;
 use heimdall_bevy::prelude::*;
 use heimdall_gpu::Precision;
 use heimdall_gpu::guard::{cpu_reference, output_error};
-use heimdall_testkit::{model_path, model_present};
+use heimdall_testkit::model_path;
 use heimdall_vision::image::resample;
 
 const TIMEOUT: Duration = Duration::from_secs(900);
@@ -29,14 +28,10 @@ const TIMEOUT: Duration = Duration::from_secs(900);
 #[test]
 fn pose_landmark_full_meets_the_f16_bound_with_the_plugins_defaults() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let name = "pose_landmark_full";
-    if !model_present(name) {
-        eprintln!("{name} is not in the model cache (python3 scripts/fetch_models.py): skipped");
-        return;
-    }
     let start = std::time::Instant::now();
     let mut app = g::app(Some(GuardConfig::default()), None);
     let camera = g::camera(&mut app);

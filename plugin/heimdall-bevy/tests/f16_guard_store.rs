@@ -34,7 +34,7 @@ fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_stored_decision_is_reused_without_a_search() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let start = std::time::Instant::now();

@@ -22,7 +22,7 @@ struct Seen(Vec<(Entity, DecodedIndex, u64, Option<usize>, Backend)>);
 #[test]
 fn an_offloaded_inference_goes_on_from_the_gpus_step() {
     if common::skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
     }
     let (h, w) = (48usize, 64usize);

@@ -118,7 +118,12 @@ pub(crate) fn choose(
     )
     .with_indirect_validation(validated)
     .with_shared_device(settings.nonblocking_gpu_waits)
-    .with_background_burst_ms(settings.background_burst_ms);
+    .with_background_burst_ms(settings.background_burst_ms)
+    .held_to(
+        world
+            .get_resource::<crate::device::HeimdallDeviceProfile>()
+            .map_or_else(Default::default, |p| p.0),
+    );
     let adapter = Some(ctx.describe());
     if settings.force_cpu {
         warn!(

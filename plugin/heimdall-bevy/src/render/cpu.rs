@@ -163,10 +163,11 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
         let worker = workers.pool.size() - workers.pool.idle();
         workers.pool.spawn(move || {
             let start_ms = clock.now_ms();
-            let error = match gpu.run_cpu_step(step) {
+            let run = || gpu.run_cpu_step(step).map_err(|e| e.to_string());
+            let error = match crate::faults::catch_work(run) {
                 Ok(true) => None,
                 Ok(false) => Some("inputs not ready".to_string()),
-                Err(err) => Some(err.to_string()),
+                Err(err) => Some(err),
             };
             tx.send(CpuDone {
                 entity: e,
@@ -239,7 +240,7 @@ fn spawn_cpu_run(
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
         };
-        let (finished, error) = match run() {
+        let (finished, error) = match crate::faults::catch_work(run) {
             Ok(Some(outputs)) => {
                 if let Some(finish) = finish {
                     finish.send(outputs, Backend::Cpu, None);

@@ -6,16 +6,27 @@
 //! earlier one of its DNN, which the main world would then overwrite with the older one): while
 //! a DNN has a decode queued or running, its next one goes to the same thread; otherwise it goes
 //! to the thread with the fewest jobs, so two DNNs read together decode side by side.
+//!
+//! Bounded: a DNN has at most one result waiting for its decode thread. A result read while
+//! the DNN's previous one still waits replaces it (the older one is dropped undecoded and
+//! counted: [`crate::faults::QueuePolicy::DropOldest`]), so a decoder slower than its model
+//! holds one result in memory, not a growing queue. A decode that panics ends neither its thread
+//! nor the pool (the job reports the panic to its DNN; the pool counts it).
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, unbounded};
+use crossbeam_channel::{Sender, TrySendError, bounded};
+
+use crate::faults::{DECODE_QUEUE, HeimdallFaults};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A key's job waiting for its lane (`None` once the lane took it).
+type Waiting = Arc<Mutex<Option<Job>>>;
 
 /// Decode threads in the default configuration (decodes are short next to a frame; two keep one
 /// long decode from delaying the rest).
@@ -25,38 +36,51 @@ pub(crate) const DECODE_THREADS: usize = 2;
 const KEEP_IDLE_KEYS: usize = 256;
 
 struct Lane {
-    tx: Option<Sender<Job>>,
+    /// Each message: a key's waiting job to take and run.
+    tx: Option<Sender<Waiting>>,
     /// Jobs queued or running on this lane.
     load: Arc<AtomicUsize>,
     thread: Option<JoinHandle<()>>,
 }
 
-/// Where a key's last job went, and how many of its jobs are not done.
+/// Where a key's last job went, how many of its jobs are not done, and its job waiting.
 struct Placement {
     lane: usize,
     in_flight: Arc<AtomicUsize>,
+    waiting: Waiting,
 }
 
-/// A fixed set of decode threads, one channel each, used from one thread (the readback thread).
+/// A fixed set of decode threads, one bounded channel each, used from one thread (the readback
+/// thread).
 pub(crate) struct DecodePool<K> {
     lanes: Vec<Lane>,
     placed: HashMap<K, Placement>,
+    faults: HeimdallFaults,
 }
 
 impl<K: Hash + Eq + Copy> DecodePool<K> {
     /// Starts `threads` (at least 1) named decode threads. A thread that cannot be started is
     /// left out; with none, jobs run on the caller ([`DecodePool::run`]).
-    pub fn new(threads: usize) -> Self {
+    pub fn new(threads: usize, faults: HeimdallFaults) -> Self {
         let lanes = (0..threads.max(1))
             .filter_map(|i| {
-                let (tx, rx) = unbounded::<Job>();
+                let (tx, rx) = bounded::<Waiting>(DECODE_QUEUE);
                 let load = Arc::new(AtomicUsize::new(0));
                 let lane_load = load.clone();
+                let faults = faults.clone();
                 let thread = std::thread::Builder::new()
                     .name(format!("heimdall-decode-{i}"))
                     .spawn(move || {
-                        while let Ok(job) = rx.recv() {
-                            job();
+                        while let Ok(waiting) = rx.recv() {
+                            let job = waiting.lock().unwrap_or_else(|e| e.into_inner()).take();
+                            if let Some(job) = job
+                                && let Err(message) = crate::faults::catch(job)
+                            {
+                                faults.panicked();
+                                bevy::log::error!(
+                                    "heimdall: a decode on heimdall-decode-{i} panicked: {message}"
+                                );
+                            }
                             lane_load.fetch_sub(1, Ordering::AcqRel);
                         }
                     })
@@ -71,14 +95,27 @@ impl<K: Hash + Eq + Copy> DecodePool<K> {
         DecodePool {
             lanes,
             placed: HashMap::new(),
+            faults,
         }
     }
 
-    /// Runs `job` for `key` on a decode thread: after `key`'s earlier jobs, beside other keys'.
+    /// Runs `job` for `key` on a decode thread: after `key`'s earlier jobs, beside other keys';
+    /// replaces `key`'s job that waits for its thread, if there is one.
     pub fn run(&mut self, key: K, job: impl FnOnce() + Send + 'static) {
         if self.lanes.is_empty() {
             job();
             return;
+        }
+        let queue = &self.faults.queues().decode;
+        if let Some(p) = self.placed.get(&key) {
+            let mut waiting = p.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            if waiting.is_some() {
+                // The older result was not decoded yet: the newer one takes its place (and its
+                // turn on the lane), the older one is dropped.
+                *waiting = Some(counted(&p.in_flight, job));
+                queue.drop_one();
+                return;
+            }
         }
         let lane = match self.placed.get(&key) {
             Some(p) if p.in_flight.load(Ordering::Acquire) > 0 => p.lane,
@@ -88,29 +125,35 @@ impl<K: Hash + Eq + Copy> DecodePool<K> {
             self.placed
                 .retain(|_, p| p.in_flight.load(Ordering::Acquire) > 0);
         }
-        let in_flight = self
+        let placement = self
             .placed
             .entry(key)
             .and_modify(|p| p.lane = lane)
             .or_insert_with(|| Placement {
                 lane,
                 in_flight: Arc::new(AtomicUsize::new(0)),
-            })
-            .in_flight
-            .clone();
-        in_flight.fetch_add(1, Ordering::AcqRel);
+                waiting: Arc::new(Mutex::new(None)),
+            });
+        let waiting = placement.waiting.clone();
+        *waiting.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(counted(&placement.in_flight, job));
         let l = &self.lanes[lane];
-        l.load.fetch_add(1, Ordering::AcqRel);
-        let done = in_flight.clone();
-        let wrapped: Job = Box::new(move || {
-            job();
-            done.fetch_sub(1, Ordering::AcqRel);
+        let depth = l.load.fetch_add(1, Ordering::AcqRel) + 1;
+        queue.depth(depth);
+        let sent = l.tx.as_ref().map(|tx| match tx.try_send(waiting.clone()) {
+            Err(TrySendError::Full(w)) => {
+                queue.block_one();
+                tx.send(w).map_err(|e| e.into_inner())
+            }
+            r => r.map_err(|e| e.into_inner()),
         });
-        let sent = l.tx.as_ref().map(|tx| tx.send(wrapped));
-        if let Some(Err(e)) = sent {
+        if let Some(Err(w)) = sent {
             // The lane's thread is gone (it cannot be while the pool lives): run it here.
             l.load.fetch_sub(1, Ordering::AcqRel);
-            (e.into_inner())();
+            let job = w.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(job) = job {
+                job();
+            }
         }
     }
 
@@ -120,6 +163,26 @@ impl<K: Hash + Eq + Copy> DecodePool<K> {
             .min_by_key(|&i| self.lanes[i].load.load(Ordering::Acquire))
             .unwrap_or(0)
     }
+}
+
+/// Ends a key's job: counted in its `in_flight` for as long as it lives (run, dropped undecoded,
+/// or unwound by a panic).
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// `job`, counted in `in_flight` until it has run or is dropped.
+fn counted(in_flight: &Arc<AtomicUsize>, job: impl FnOnce() + Send + 'static) -> Job {
+    in_flight.fetch_add(1, Ordering::AcqRel);
+    let guard = InFlight(in_flight.clone());
+    Box::new(move || {
+        let _guard = guard;
+        job();
+    })
 }
 
 impl<K> Drop for DecodePool<K> {
@@ -142,20 +205,80 @@ mod tests {
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
-    /// A key's jobs run in the order given, even when each later one is quicker.
+    /// A key's jobs run in the order given, even when each later one is quicker; those that
+    /// waited behind a newer one were dropped (counted), the last one always runs.
     #[test]
     fn one_keys_jobs_keep_their_order() {
         let order = Arc::new(Mutex::new(Vec::new()));
-        let mut pool = DecodePool::new(3);
+        let faults = HeimdallFaults::default();
+        let mut pool = DecodePool::new(3, faults.clone());
         for i in 0..20u64 {
             let order = order.clone();
             pool.run(7u32, move || {
                 std::thread::sleep(Duration::from_micros(2000 - 100 * i));
                 order.lock().unwrap().push(i);
             });
+            std::thread::sleep(Duration::from_micros(700));
         }
         drop(pool);
-        assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+        let ran = order.lock().unwrap().clone();
+        assert!(ran.windows(2).all(|w| w[0] < w[1]), "{ran:?}");
+        assert_eq!(ran.last(), Some(&19));
+        assert_eq!(ran.len() as u64 + faults.queues().decode.dropped(), 20);
+    }
+
+    /// A decoder slower than its model holds one result, not a queue: while the first decode
+    /// of a DNN runs, 100 more results of it leave one waiting (99 dropped), and the other
+    /// DNN's result is not held back.
+    #[test]
+    fn a_slow_decoder_holds_one_waiting_result_per_dnn() {
+        let faults = HeimdallFaults::default();
+        let mut pool = DecodePool::new(2, faults.clone());
+        let (release, wait) = crossbeam_channel::bounded::<()>(0);
+        let (started, running) = crossbeam_channel::bounded::<()>(1);
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let r = ran.clone();
+        pool.run(1u32, move || {
+            started.send(()).unwrap();
+            let _ = wait.recv();
+            r.lock().unwrap().push(0);
+        });
+        running
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the first decode started");
+        for i in 1..=100 {
+            let r = ran.clone();
+            pool.run(1u32, move || r.lock().unwrap().push(i));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        pool.run(2u32, move || tx.send(()).unwrap());
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the other DNN decoded while the slow one ran");
+        assert_eq!(faults.queues().decode.dropped(), 99);
+        release.send(()).unwrap();
+        drop(pool);
+        assert_eq!(*ran.lock().unwrap(), vec![0, 100]);
+        assert!(faults.queues().decode.max_depth() <= 2);
+    }
+
+    /// A decode that panics ends neither its thread nor the pool, and is counted.
+    #[test]
+    fn a_panicking_decode_leaves_the_threads_running() {
+        let faults = HeimdallFaults::default();
+        let mut pool = DecodePool::new(1, faults.clone());
+        pool.run(3u32, || panic!("a decoder that panics"));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for key in [1u32, 2] {
+            let tx = tx.clone();
+            pool.run(key, move || tx.send(key).unwrap());
+        }
+        let mut got: Vec<u32> = (0..2)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("a decode"))
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![1, 2]);
+        drop(pool);
+        assert_eq!(faults.panics(), 1);
     }
 
     /// A long job of one key does not delay a short job of another given after it: the short
@@ -163,7 +286,7 @@ mod tests {
     #[test]
     fn a_long_decode_does_not_hold_back_another_dnns() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut pool = DecodePool::new(2);
+        let mut pool = DecodePool::new(2, HeimdallFaults::default());
         let start = Instant::now();
         let slow = tx.clone();
         pool.run(1u32, move || {
@@ -185,7 +308,7 @@ mod tests {
     #[test]
     fn every_job_runs_and_idle_keys_are_forgotten() {
         let count = Arc::new(AtomicUsize::new(0));
-        let mut pool = DecodePool::new(2);
+        let mut pool = DecodePool::new(2, HeimdallFaults::default());
         for key in 0..(3 * KEEP_IDLE_KEYS as u32) {
             let c = count.clone();
             pool.run(key, move || {
@@ -214,6 +337,7 @@ mod tests {
         let mut none = DecodePool::<u32> {
             lanes: Vec::new(),
             placed: HashMap::new(),
+            faults: HeimdallFaults::default(),
         };
         let ran = Arc::new(AtomicUsize::new(0));
         let r = ran.clone();

@@ -64,14 +64,25 @@ impl Finish {
                 frame_index: self.frame_index,
                 capture_time: Duration::from_secs_f64(self.capture_ms.max(0.0) / 1e3),
             };
-            match decoder.decode(&input) {
-                Ok(v) => Some((decoder, v)),
-                Err(err) => {
+            match crate::faults::catch(|| decoder.decode(&input)) {
+                Ok(Ok(v)) => Some(Ok((decoder, v))),
+                Ok(Err(err)) => {
                     warn!("heimdall: {}: decoding: {err}", self.name);
                     None
                 }
+                Err(message) => Some(Err(message)),
             }
         });
+        // A decoder that panics fails its DNN (the others go on): no result.
+        let decoded = match decoded {
+            Some(Err(message)) => {
+                let error = crate::faults::panicked("its decoder", &message);
+                self.outbox.fail(self.dnn, error);
+                return;
+            }
+            Some(Ok(d)) => Some(d),
+            None => None,
+        };
         stages.sent_ms = self.clock.now_ms();
         self.outbox
             .send(RenderMessage::Result(Box::new(FinishedInference {

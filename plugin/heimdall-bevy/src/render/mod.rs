@@ -42,8 +42,9 @@ use bevy::render::{ExtractSchedule, Render, RenderApp, RenderStartup, RenderSyst
 
 use crate::camera::{ExtractedFrames, extract_frames};
 use crate::clock::HeimdallClock;
+use crate::faults::{ExtractedRestarts, extract_restarts};
 use crate::requests::{ExtractedRequests, extract_requests};
-use crate::results::{Outbox, RenderMessage};
+use crate::results::{FailedDnns, Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::workers::Workers;
 use phases::Stamp;
@@ -69,22 +70,28 @@ pub(crate) fn build(
     settings: &HeimdallSettings,
     clock: HeimdallClock,
     outbox: Outbox,
+    failed: FailedDnns,
 ) {
     let indirect = backend::IndirectValidation::of(app);
+    let faults = outbox.faults().clone();
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
+    };
+    let decode_threads = if settings.parallel_decode {
+        decode_pool::DECODE_THREADS
+    } else {
+        0
     };
     render_app
         .insert_resource(indirect)
         .insert_resource(settings.clone())
         .insert_resource(clock)
         .insert_resource(outbox)
-        .insert_resource(Workers::new(settings.cpu_workers))
-        .insert_resource(readback::ReadbackWaiter::new(if settings.parallel_decode {
-            decode_pool::DECODE_THREADS
-        } else {
-            0
-        }))
+        .insert_resource(failed)
+        .insert_resource(faults.clone())
+        .insert_resource(Workers::with_faults(settings.cpu_workers, faults.clone()))
+        .insert_resource(readback::ReadbackWaiter::new(decode_threads, faults))
+        .init_resource::<ExtractedRestarts>()
         .init_resource::<background::BackgroundWork>()
         .init_resource::<models::ExtractedDnns>()
         .init_resource::<models::RenderDnns>()
@@ -114,6 +121,7 @@ pub(crate) fn build(
                 extract_requests,
                 extract::extract_display_and_trace,
                 extract::extract_recording,
+                extract_restarts,
                 phases::stamp::<{ Stamp::Extract as usize }>,
             ),
         )
@@ -155,7 +163,11 @@ pub(crate) fn build(
         .add_systems(
             Render,
             (
-                (models::prepare_models, readback::collect_outputs)
+                (
+                    readback::restart_dnns,
+                    models::prepare_models,
+                    readback::collect_outputs,
+                )
                     .chain()
                     .in_set(HeimdallRenderSystems::Prepare),
                 schedule::plan_frame.in_set(HeimdallRenderSystems::Schedule),
@@ -238,10 +250,17 @@ fn stamp_presented(
 
 /// Chooses the backend once the render device exists (`Plugin::finish`).
 pub(crate) fn finish(app: &mut App) {
+    let profile = app
+        .world()
+        .get_resource::<crate::device::HeimdallDeviceProfile>()
+        .copied();
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         warn!("heimdall: no render app (rendering disabled); DNNs cannot run");
         return;
     };
+    if let Some(p) = profile {
+        render_app.world_mut().insert_resource(p);
+    }
     install(render_app.world_mut());
 }
 

@@ -183,6 +183,16 @@ fn compile(
     let Some(ctx) = ctx else {
         return Ok((Compiled::assemble(cpu, None), GuardStart::Off));
     };
+    // Kernels that bind more than the device allows (a phone's 4 storage buffers per shader
+    // stage), known before compiling: the model runs on the CPU backend, and says why.
+    let options = heimdall_gpu::GpuOptions::new(precision);
+    if let Err(heimdall_gpu::GpuError::Limits(e)) =
+        heimdall_gpu::check_limits(&ctx, &graph, &options)
+    {
+        let mut compiled = Compiled::assemble(cpu, None);
+        compiled.cpu_fallback = Some(format!("{} cannot run it: {e}", ctx.info.name));
+        return Ok((compiled, GuardStart::Off));
+    }
     let start = match guard.filter(|_| precision != Precision::F32) {
         Some(plan) => super::guard::start(&ctx, &graph, precision, &plan),
         None => GuardStart::Off,
@@ -252,15 +262,20 @@ pub(crate) fn prepare_models(
         let name = d.name.clone();
         let task = work.spawn(async move {
             let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
-            let compiled = compile(
-                graph,
-                ctx,
-                precision,
-                norm,
-                (cache, roi),
-                min_interval_ms,
-                guard,
-            );
+            // A panic while compiling (a device lost under the profile's readbacks) fails this
+            // DNN, not the render world that polls the task.
+            let compiled = crate::faults::catch(|| {
+                compile(
+                    graph,
+                    ctx,
+                    precision,
+                    norm,
+                    (cache, roi),
+                    min_interval_ms,
+                    guard,
+                )
+            })
+            .unwrap_or_else(|m| Err(crate::faults::panicked("compiling it", &m)));
             // Each wait for the GPU also waits for the frames queued before it: the count says
             // what the start-up costs beside a busy renderer.
             info!(
@@ -327,6 +342,10 @@ pub(crate) fn prepare_models(
                             cached_ops: ops,
                         });
                     }
+                }
+                if let Some(why) = &compiled.cpu_fallback {
+                    warn!("heimdall: {} runs on the CPU backend: {why}", d.name);
+                    outbox.send(RenderMessage::CpuFallback(*e, why.clone()));
                 }
                 d.state = ModelState::Ready(Box::new(compiled));
                 dnns.newly_ready.push(*e);

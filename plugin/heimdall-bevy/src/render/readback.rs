@@ -10,18 +10,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
-use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError, bounded};
 use heimdall_gpu::GpuModel;
 
 use super::backend::InferenceBackend;
 use super::cpu::run_ready_cpu_steps;
-use super::decode_pool::{DECODE_THREADS, DecodePool};
+use super::decode_pool::DecodePool;
 use super::finish::Finish;
 use super::models::{ModelState, ReadbackState, RenderDnns};
 use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
-use crate::results::{ConvCacheRun, Outbox};
+use crate::faults::{ExtractedRestarts, HeimdallFaults, READBACK_QUEUE};
+use crate::results::{ConvCacheRun, FailedDnns, Outbox};
 use crate::settings::HeimdallSettings;
 use crate::workers::{Mailbox, Workers};
 
@@ -72,9 +73,9 @@ impl ReadbackWaiter {
 impl ReadbackWaiter {
     /// Starts the readback thread; with `decode_threads` > 0 the outputs it reads are decoded
     /// on that many decode threads ([`HeimdallSettings::parallel_decode`]), with 0 on the
-    /// readback thread itself, one after another.
-    pub fn new(decode_threads: usize) -> Self {
-        let (tx, rx) = unbounded::<Pending>();
+    /// readback thread itself, one after another. Its queue holds [`READBACK_QUEUE`] readbacks.
+    pub fn new(decode_threads: usize, faults: HeimdallFaults) -> Self {
+        let (tx, rx) = bounded::<Pending>(READBACK_QUEUE);
         let done = Mailbox::default();
         let done_tx = done.sender();
         let device = CurrentDevice::default();
@@ -82,7 +83,8 @@ impl ReadbackWaiter {
         let thread = std::thread::Builder::new()
             .name("heimdall-readback".into())
             .spawn(move || {
-                let decoders = (decode_threads > 0).then(|| DecodePool::new(decode_threads));
+                let decoders =
+                    (decode_threads > 0).then(|| DecodePool::new(decode_threads, faults));
                 wait_loop(rx, done_tx, current, decoders)
             })
             .ok();
@@ -92,12 +94,6 @@ impl ReadbackWaiter {
             thread,
             device,
         }
-    }
-}
-
-impl Default for ReadbackWaiter {
-    fn default() -> Self {
-        Self::new(DECODE_THREADS)
     }
 }
 
@@ -139,50 +135,78 @@ fn wait_loop(
             pending.sort_by_key(|p| p.elements);
         }
         if let Some(p) = pending.first() {
-            // Runs the map callbacks that are due; never waits on the GPU.
-            let _ = p.gpu.context().device.poll(wgpu::PollType::Poll);
+            // Runs the map callbacks that are due; never waits on the GPU. (A device lost under
+            // it may make wgpu panic: the readbacks then time out or are dropped below.)
+            let _ = crate::faults::catch(|| p.gpu.context().device.poll(wgpu::PollType::Poll));
         }
         let device = current.lock().map(|d| d.clone()).unwrap_or(None);
         pending.retain(|p| {
             let alive = device.as_ref() == Some(&p.gpu.context().device);
-            let result = match take(p, alive) {
-                Ok(None) if p.since.elapsed() < READBACK_TIMEOUT => return true,
-                Ok(None) => Err(format!(
-                    "no outputs after {} s (device lost?)",
-                    READBACK_TIMEOUT.as_secs()
-                )),
-                // The cache's counters were read back with the outputs.
-                Ok(Some(outputs)) => Ok((outputs, conv_cache_of(&p.gpu))),
-                Err(e) => Err(e),
-            };
-            let dnn = p.finish.dnn;
-            let (error, cache_hit, read_ms) = match result {
-                Ok((outputs, cache)) => {
-                    let hit = cache.as_ref().map(|c| c.counts.hit_rate());
-                    let read = p.finish.clock.now_ms();
-                    let finish = p.finish.clone();
-                    match decoders.as_mut() {
-                        Some(pool) => pool.run(dnn, move || {
-                            finish.send_ready_at(outputs, Backend::Gpu, cache, read)
-                        }),
-                        None => finish.send_ready_at(outputs, Backend::Gpu, cache, read),
+            // A panic here (a decoder on this thread, wgpu) fails this DNN, not the thread.
+            let step = crate::faults::catch(|| finish_one(p, alive, decoders.as_mut()));
+            let done_now = match step {
+                Ok(None) => return true,
+                Ok(Some(done)) => done,
+                Err(message) => {
+                    let error = crate::faults::panicked("reading back its outputs", &message);
+                    p.finish.outbox.fail(p.finish.dnn, error.clone());
+                    ReadbackDone {
+                        dnn: p.finish.dnn,
+                        error: Some(error.to_string()),
+                        cache_hit: None,
+                        read_ms: None,
                     }
-                    (None, hit, Some(read))
                 }
-                Err(e) => (Some(e), None, None),
             };
-            let _ = done.send(ReadbackDone {
-                dnn,
-                error,
-                cache_hit,
-                read_ms,
-            });
+            let _ = done.send(done_now);
             false
         });
         if !pending.is_empty() {
             std::thread::sleep(POLL_EVERY);
         }
     }
+}
+
+/// Finishes `p` if its outputs are there (or it failed): hands them to a decode thread
+/// (`decoders`, else decodes them here) and says what became of the readback; `None` while
+/// they are not there yet.
+fn finish_one(
+    p: &Pending,
+    alive: bool,
+    decoders: Option<&mut DecodePool<Entity>>,
+) -> Option<ReadbackDone> {
+    let result = match take(p, alive) {
+        Ok(None) if p.since.elapsed() < READBACK_TIMEOUT => return None,
+        Ok(None) => Err(format!(
+            "no outputs after {} s (device lost?)",
+            READBACK_TIMEOUT.as_secs()
+        )),
+        // The cache's counters were read back with the outputs.
+        Ok(Some(outputs)) => Ok((outputs, conv_cache_of(&p.gpu))),
+        Err(e) => Err(e),
+    };
+    let dnn = p.finish.dnn;
+    let (error, cache_hit, read_ms) = match result {
+        Ok((outputs, cache)) => {
+            let hit = cache.as_ref().map(|c| c.counts.hit_rate());
+            let read = p.finish.clock.now_ms();
+            let finish = p.finish.clone();
+            match decoders {
+                Some(pool) => pool.run(dnn, move || {
+                    finish.send_ready_at(outputs, Backend::Gpu, cache, read)
+                }),
+                None => finish.send_ready_at(outputs, Backend::Gpu, cache, read),
+            }
+            (None, hit, Some(read))
+        }
+        Err(e) => (Some(e), None, None),
+    };
+    Some(ReadbackDone {
+        dnn,
+        error,
+        cache_hit,
+        read_ms,
+    })
 }
 
 /// The convolution cache's counts of the run whose outputs were just taken (`None`: off).
@@ -271,12 +295,26 @@ pub(crate) fn map_outputs(
                             .iter()
                             .map(|s| s.iter().product::<usize>())
                             .sum();
-                        let _ = tx.send(Pending {
+                        let pending = Pending {
                             gpu: gpu.clone(),
                             finish,
                             since: Instant::now(),
                             elements,
-                        });
+                        };
+                        let queue = &outbox.faults().queues().readback;
+                        match tx.try_send(pending) {
+                            Ok(()) => queue.depth(tx.len()),
+                            Err(TrySendError::Full(p) | TrySendError::Disconnected(p)) => {
+                                // Given up: the DNN is idle again at the next collection.
+                                queue.drop_one();
+                                let _ = waiter.done.sender().send(ReadbackDone {
+                                    dnn: p.finish.dnn,
+                                    error: Some("the readback queue is full".into()),
+                                    cache_hit: None,
+                                    read_ms: None,
+                                });
+                            }
+                        }
                     }
                 }
                 Err(e) => error!("heimdall: {}: readback: {e}", d.name),
@@ -305,8 +343,31 @@ pub(crate) fn map_outputs(
     }
 }
 
+/// DNNs asked to restart ([`crate::faults::RestartDnn`]) are dropped here, so that
+/// `prepare_models` compiles them again as new ones (their coordinator models are retired).
+pub(crate) fn restart_dnns(restarts: Res<ExtractedRestarts>, mut dnns: ResMut<RenderDnns>) {
+    let dnns = &mut *dnns;
+    for e in &restarts.0 {
+        if let Some(d) = dnns.map.remove(e) {
+            dnns.removed.extend(d.model_id);
+        }
+    }
+}
+
+/// Stops `dnn` for good (until it restarts): no job, no coordinator model, no compiled model.
+fn stop(dnns: &mut RenderDnns, dnn: Entity) {
+    if let Some(d) = dnns.map.get_mut(&dnn) {
+        d.job = None;
+        d.pending = None;
+        dnns.removed.extend(d.model_id.take());
+        d.state = ModelState::Failed;
+    }
+}
+
 /// Frees the DNNs whose results went out (GPU readbacks and finished CPU inferences), reports
-/// CPU work to the coordinator and starts CPU steps whose inputs arrived.
+/// CPU work to the coordinator and starts CPU steps whose inputs arrived; stops the DNNs that
+/// failed on another thread (a panic).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn collect_outputs(
     settings: Res<HeimdallSettings>,
     mut dnns: ResMut<RenderDnns>,
@@ -314,6 +375,8 @@ pub(crate) fn collect_outputs(
     waiter: Res<ReadbackWaiter>,
     workers: Res<Workers>,
     clock: Res<HeimdallClock>,
+    failed: Res<FailedDnns>,
+    outbox: Res<Outbox>,
 ) {
     let dnns = &mut *dnns;
     for done in waiter.done.drain() {
@@ -344,13 +407,23 @@ pub(crate) fn collect_outputs(
             report.end_ms.max(report.start_ms),
         );
         if let Some(err) = &report.error {
-            error!("heimdall: {}: CPU work: {err}", dnns.name_of(report.entity));
+            match err.strip_prefix(crate::faults::PANICKED) {
+                // A CPU job that panicked fails its DNN.
+                Some(message) => {
+                    let error = crate::faults::panicked("its CPU work", message);
+                    outbox.fail(report.entity, error);
+                }
+                None => error!("heimdall: {}: CPU work: {err}", dnns.name_of(report.entity)),
+            }
         }
         if (report.error.is_some() || report.finished)
             && let Some(d) = dnns.map.get_mut(&report.entity)
         {
             d.job = None;
         }
+    }
+    for (dnn, _) in failed.0.try_iter() {
+        stop(dnns, dnn);
     }
     run_ready_cpu_steps(dnns, &workers, *clock);
 }

@@ -76,6 +76,8 @@ pub(crate) struct Compiled {
     pub cache_decision: Option<String>,
     /// Each step's measured time on the CPU, ms.
     pub cpu_ms: Arc<Vec<f64>>,
+    /// Why a model of an app with a GPU runs on the CPU backend (the device's limits).
+    pub cpu_fallback: Option<String>,
 }
 
 pub(crate) enum ModelState {
@@ -305,6 +307,7 @@ impl Compiled {
             placement,
             costs,
             cache_decision,
+            cpu_fallback: None,
         }
     }
 }

@@ -216,11 +216,17 @@ impl FrameTimer {
             match slot.state.load(Ordering::Acquire) {
                 MAPPED => {
                     let n = slot.marks.len();
-                    let ticks: Vec<u64> = {
+                    // A device lost since the mapping makes wgpu panic here: the frame's marks
+                    // are given up (the plugin rebuilds on the new device).
+                    let read = crate::faults::catch(|| {
                         let view = slot.staging.slice(0..n as u64 * 8).get_mapped_range();
                         view.chunks_exact(8)
                             .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                            .collect()
+                            .collect::<Vec<u64>>()
+                    });
+                    let Ok(ticks) = read else {
+                        slot.state.store(IDLE, Ordering::Release);
+                        continue;
                     };
                     slot.staging.unmap();
                     let t0 = ticks.first().copied().unwrap_or(0);

@@ -21,6 +21,29 @@ pub fn skip_gpu() -> bool {
     std::env::var("HEIMDALL_SKIP_GPU").is_ok_and(|v| v == "1")
 }
 
+/// Says that the running test skips, and why (counted by CI: `heimdall_testkit::skip`).
+pub fn skipping(why: &str) {
+    let test = std::thread::current()
+        .name()
+        .map_or_else(|| "?".to_string(), str::to_string);
+    heimdall_testkit::skip(&format!("{}::{test}", env!("CARGO_CRATE_NAME")), why);
+}
+
+/// Whether no render device can be made here (no adapter for the tests' backends: a machine
+/// without a Vulkan driver); if so, says that the running test skips. A headless app would
+/// panic in Bevy's renderer: tests that run on the CPU backend under `HEIMDALL_SKIP_GPU=1` still
+/// need a render device for the app.
+pub fn no_render_device() -> bool {
+    let backends = Backends::from_env().unwrap_or(Backends::PRIMARY);
+    match heimdall_bevy::device::find_adapter(Some(backends)) {
+        Ok(_) => false,
+        Err(e) => {
+            skipping(&e.to_string());
+            true
+        }
+    }
+}
+
 /// The workspace's `assets/`.
 pub fn assets_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets"))
@@ -28,6 +51,16 @@ pub fn assets_dir() -> PathBuf {
 
 /// A headless app with the plugin, ready for `update()`.
 pub fn headless_app(settings: HeimdallSettings) -> App {
+    headless_app_with(settings, render_creation(), |_| {})
+}
+
+/// [`headless_app`] with the render device made as `creation` says, and `setup` run on the
+/// app before its plugins finish.
+pub fn headless_app_with(
+    settings: HeimdallSettings,
+    creation: RenderCreation,
+    setup: impl FnOnce(&mut App),
+) -> App {
     quiet_runtime_dir();
     let mut app = App::new();
     app.add_plugins((
@@ -42,7 +75,7 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
                 ..default()
             })
             .set(RenderPlugin {
-                render_creation: render_creation(),
+                render_creation: creation,
                 // Bevy's pipelines are created on the render thread, not in async-compute
                 // tasks: a task still creating one when a short test ends held the last render
                 // device and destroyed it on a pool thread while the harness ran `exit`, and
@@ -55,6 +88,7 @@ pub fn headless_app(settings: HeimdallSettings) -> App {
         HeimdallPlugin::new(settings),
     ));
     app.init_resource::<Results>().add_observer(collect_results);
+    setup(&mut app);
     while app.plugins_state() == PluginsState::Adding {
         bevy::tasks::tick_global_task_pools_on_main_thread();
         std::thread::sleep(std::time::Duration::from_millis(1));
