@@ -238,6 +238,9 @@ impl AppArgs {
         if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
             return Err("--fps and --resolution must be positive".into());
         }
+        if !(MIN_FPS..=MAX_FPS).contains(&a.fps) {
+            return Err(format!("--fps must be in {MIN_FPS}..={MAX_FPS}"));
+        }
         if a.instances.is_some_and(|n| n > 256) {
             return Err("--instances must be at most 256".into());
         }
@@ -256,6 +259,11 @@ impl AppArgs {
         Ok(a)
     }
 }
+
+/// The slowest `--fps` (one frame a minute: a frame period any clock can hold).
+pub const MIN_FPS: f64 = 1.0 / 60.0;
+/// The fastest `--fps`.
+pub const MAX_FPS: f64 = 10_000.0;
 
 fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.parse().map_err(|_| format!("{s:?} is not a number"))
@@ -292,6 +300,8 @@ mod tests {
             "--background-burst-ms -1",
             "--background-burst-ms nan",
             "--fps 0",
+            "--fps 1e-300",
+            "--fps 1e300",
             "--resolution 10",
             "--mode x",
             "--frames",

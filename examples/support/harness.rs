@@ -11,7 +11,7 @@ use bevy::app::AppExit;
 use bevy::camera::RenderTarget;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureFormat;
-use bevy::render::view::window::screenshot::{Screenshot, save_to_disk};
+use bevy::render::view::window::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
 use heimdall_bevy::overlay::OverlayPlugin;
@@ -47,18 +47,37 @@ pub struct ScriptedEvent {
 
 /// The app for `args`, with the plugin configured from them, the overlay, and the harness
 /// systems. `assets` is the `assets/` folder (see [`crate::assets::asset_dir`]).
+///
+/// Without a GPU adapter (no Vulkan driver), this prints one line naming what is missing and how
+/// to get it, and exits with status 1: Bevy would panic. With `HEIMDALL_MOBILE_LIMITS=baseline`
+/// (4 storage buffers per stage) or `1` (a typical phone's 8) heimdall's kernels are held to a
+/// phone's limits and the render device has no timestamp queries (`heimdall_bevy::device::HeimdallDeviceProfile`). A lost device is recovered from: a
+/// new one, every model compiled again.
 pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
+    if args.headless {
+        // Before the Vulkan loader first runs (the adapter check below).
+        quiet_runtime_dir();
+    }
+    if let Err(e) = heimdall_bevy::device::find_adapter(None) {
+        eprintln!("{title}: {e}");
+        std::process::exit(1);
+    }
+    let profile = heimdall_bevy::device::DeviceProfile::from_env();
+    let render = heimdall_bevy::device::render_plugin_for(profile);
+    let recovery = match &render.render_creation {
+        bevy::render::settings::RenderCreation::Automatic(s) => Some((**s).clone()),
+        bevy::render::settings::RenderCreation::Manual(_) => None,
+    };
     let mut app = App::new();
     let asset_plugin = AssetPlugin {
         file_path: assets.to_string_lossy().into_owned(),
         ..default()
     };
     if args.headless {
-        quiet_runtime_dir();
         app.add_plugins((
             DefaultPlugins
                 .set(asset_plugin)
-                .set(heimdall_bevy::render_plugin())
+                .set(render)
                 .set(WindowPlugin {
                     primary_window: None,
                     exit_condition: ExitCondition::DontExit,
@@ -73,7 +92,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         app.add_plugins(
             DefaultPlugins
                 .set(asset_plugin)
-                .set(heimdall_bevy::render_plugin())
+                .set(render)
                 .set(WindowPlugin {
                     primary_window: Some(Window {
                         title: format!("heimdall: {title}"),
@@ -101,7 +120,11 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
             .unwrap_or_else(|| HeimdallSettings::default().background_burst_ms),
         ..default()
     };
-    app.add_plugins(HeimdallPlugin::new(settings));
+    app.add_plugins(HeimdallPlugin::new(settings))
+        .insert_resource(heimdall_bevy::device::HeimdallDeviceProfile(profile));
+    if let Some(settings) = recovery {
+        heimdall_bevy::device::recover_lost_devices(&mut app, settings);
+    }
     if !args.no_overlay {
         app.add_plugins(OverlayPlugin::default());
     }
@@ -110,6 +133,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         .init_resource::<AppReport>()
         .init_resource::<RunStart>()
         .init_resource::<ModelsReady>()
+        .init_resource::<Shots>()
         .add_message::<ScriptedEvent>()
         .add_systems(PreStartup, make_target)
         .add_systems(
@@ -319,6 +343,19 @@ fn mark_run_start(
     }
 }
 
+/// Screenshots asked for and written: the run ends once every one asked for is on disk (a
+/// screenshot arrives a few frames after it is asked for; exiting before loses it).
+#[derive(Resource, Default, Debug)]
+pub struct Shots {
+    /// Asked for.
+    pub asked: u64,
+    /// Written (or failed to write: counted, so the exit never waits for ever).
+    pub saved: u64,
+}
+
+/// How long the exit waits for screenshots still on their way.
+const SHOTS_TIMEOUT: Duration = Duration::from_secs(60);
+
 fn save_frames(
     args: Res<AppArgs>,
     camera: Option<Res<HarnessCamera>>,
@@ -326,7 +363,7 @@ fn save_frames(
     frames: Query<&CameraFrame>,
     start: Res<RunStart>,
     mut commands: Commands,
-    mut last: Local<Option<u64>>,
+    (mut shots, mut last): (ResMut<Shots>, Local<Option<u64>>),
 ) {
     let (Some(out), k, Some(camera)) = (&args.out, args.save_every, camera) else {
         return;
@@ -335,9 +372,8 @@ fn save_frames(
     let Some(i) = start.frame(f.index) else {
         return;
     };
-    // Not on the last frame: the app exits before a screenshot of it could arrive.
-    let end = args.frames.is_some_and(|n| i + 1 >= n);
-    if k == 0 || i % k != 0 || end || *last == Some(i) {
+    let past_end = args.frames.is_some_and(|n| i >= n);
+    if k == 0 || i % k != 0 || past_end || *last == Some(i) {
         return;
     }
     *last = Some(i);
@@ -346,7 +382,11 @@ fn save_frames(
         Some(t) => Screenshot::image(t),
         None => Screenshot::primary_window(),
     };
-    commands.spawn(shot).observe(save_to_disk(path));
+    shots.asked += 1;
+    commands
+        .spawn(shot)
+        .observe(save_to_disk(path))
+        .observe(|_: On<ScreenshotCaptured>, mut shots: ResMut<Shots>| shots.saved += 1);
 }
 
 /// What happened before the measured window (`frames` camera frames from the camera's start:
@@ -396,8 +436,8 @@ fn finish_after_frames(
     (start, ready): (Res<RunStart>, Res<ModelsReady>),
     (mut trace, mut recording): (ResMut<HeimdallTrace>, ResMut<HeimdallRecording>),
     mut exit: MessageWriter<AppExit>,
-    mut done: Local<bool>,
-    mut windowed: Local<bool>,
+    (shots, mut shots_since): (Res<Shots>, Local<Option<std::time::Instant>>),
+    (mut done, mut windowed): (Local<bool>, Local<bool>),
     mut report: Local<Option<serde_json::Value>>,
     mut timed_end: Local<(Option<std::time::Instant>, Option<u64>)>,
 ) {
@@ -453,6 +493,16 @@ fn finish_after_frames(
     // The statistics end before the trace is asked for: writing the coordinator's timeline out
     // takes the render thread a few milliseconds, which would show as a late frame of the app.
     if args.out.is_some() && i + 5 == n {
+        // The frames this run writes (every `--save-every`-th of its `n`), all of them before
+        // the exit.
+        let asked = match args.save_every {
+            0 => 0,
+            k => n.div_ceil(k),
+        };
+        app_report.0.insert(
+            "screenshots".into(),
+            serde_json::json!({"save_every": args.save_every, "frames": asked}),
+        );
         if let Some(p) = &pacer {
             app_report.0.insert("pacer".into(), p.to_json());
         }
@@ -471,7 +521,25 @@ fn finish_after_frames(
             recording.request();
         }
     }
-    if *done || i + 1 < n {
+    if *done {
+        // Every screenshot asked for is written before the exit.
+        let waited = shots_since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed();
+        if shots.saved >= shots.asked || waited > SHOTS_TIMEOUT {
+            if shots.saved < shots.asked {
+                error!(
+                    "{} of {} screenshots not written after {} s",
+                    shots.asked - shots.saved,
+                    shots.asked,
+                    SHOTS_TIMEOUT.as_secs()
+                );
+            }
+            exit.write(AppExit::Success);
+        }
+        return;
+    }
+    if i + 1 < n {
         return;
     }
     *done = true;
@@ -493,5 +561,7 @@ fn finish_after_frames(
         }
         info!("wrote {}", out.join("stats.json").display());
     }
-    exit.write(AppExit::Success);
+    if shots.saved >= shots.asked {
+        exit.write(AppExit::Success);
+    }
 }

@@ -17,7 +17,7 @@ use heimdall_testkit::Clip;
 use serde_json::Value;
 
 mod common;
-use common::{example_binary, log_of, root, skip_gpu};
+use common::{example_binary, log_of, root};
 
 /// Runs an app headless into a fresh folder; returns the folder and `stats.json`.
 fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
@@ -47,7 +47,15 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
     let log = log_of(&output);
     assert!(output.status.success(), "{name} failed:\n{log}");
     let text = std::fs::read_to_string(out.join("stats.json")).expect("stats.json");
-    (out, serde_json::from_str(&text).expect("valid JSON"))
+    let stats: Value = serde_json::from_str(&text).expect("valid JSON");
+    // What the run is: the scene on the GPU, every DNN on the CPU backend as asked, and no
+    // fault on the way (no wgpu validation error, no panic caught, no device lost).
+    assert_eq!(stats["backend"], "cpu (forced)", "{name}");
+    let faults = &stats["faults"];
+    for counter in ["validation_errors", "panics", "devices_lost"] {
+        assert_eq!(faults[counter], 0, "{name}: {faults:#}");
+    }
+    (out, stats)
 }
 
 fn f(v: &Value) -> f64 {
@@ -102,8 +110,7 @@ fn difference(render: &image::RgbaImage, clip: &image::RgbaImage, region: [f64; 
 
 #[test]
 fn shopping_finds_the_hand_draws_the_couch_and_answers_style_events() {
-    if skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+    if common::skipping_gpu() {
         return;
     }
     let (out, stats) = run_app(
@@ -156,8 +163,7 @@ fn shopping_finds_the_hand_draws_the_couch_and_answers_style_events() {
 
 #[test]
 fn workspace_finds_text_and_hand_places_the_page_and_writes() {
-    if skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+    if common::skipping_gpu() {
         return;
     }
     let (out, stats) = run_app("workspace", &["--frames", "240", "--text-side", "192"]);

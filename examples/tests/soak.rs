@@ -14,7 +14,7 @@
 use std::process::Command;
 
 mod common;
-use common::{example_binary, log_of, root, skip_gpu};
+use common::{example_binary, log_of, root};
 
 /// Limit on RSS growth between the ends after the warm-up (the medians of the first two and the
 /// last two samples, 40 s apart), MB. It fails a leak of more than some 5.5 MB a minute: a
@@ -91,8 +91,7 @@ fn growth_is_measured_between_the_ends() {
 
 #[test]
 fn two_minutes_headless_stay_flat() {
-    if skip_gpu() {
-        eprintln!("HEIMDALL_SKIP_GPU=1: skipped");
+    if common::skipping_gpu() {
         return;
     }
     let exe = example_binary("emoji");
