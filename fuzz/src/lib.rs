@@ -53,3 +53,87 @@ pub fn run_cpu(graph: &Graph) {
         }
     }
 }
+
+/// The GPU target: mutants compiled and run on the GPU backend, within the CPU targets' budget
+/// (the bundled models fit it, so their mutants reach the kernels); it prints how many cases
+/// loaded, compiled and ran at each power of two.
+#[cfg(feature = "gpu")]
+pub mod gpu {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
+    use heimdall_ir::Graph;
+
+    /// Cases that loaded, that fit the budget, that compiled (either precision), that ran.
+    static COUNTS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+    /// Counts `what` (an index of [`COUNTS`]); prints the counts when the loaded cases reach a
+    /// power of two.
+    pub fn count(what: usize) {
+        let n = COUNTS[what].fetch_add(1, Ordering::Relaxed) + 1;
+        if what == 0 && n.is_power_of_two() {
+            let c: Vec<u64> = COUNTS.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+            eprintln!(
+                "gpu target: {} loaded, {} within the budget, {} compiled, {} ran",
+                c[0], c[1], c[2], c[3]
+            );
+        }
+    }
+
+    /// The device every case runs on, and the wgpu errors it reported outside error scopes.
+    struct Device {
+        ctx: GpuContext,
+        errors: Arc<Mutex<Vec<String>>>,
+    }
+
+    fn device() -> &'static Device {
+        static DEVICE: OnceLock<Device> = OnceLock::new();
+        DEVICE.get_or_init(|| {
+            let ctx = GpuContext::create().unwrap_or_else(|e| {
+                panic!("{e}: the GPU target needs a Vulkan driver (lavapipe: mesa-vulkan-drivers)")
+            });
+            eprintln!("gpu target on {}", ctx.describe());
+            let errors = Arc::new(Mutex::new(Vec::new()));
+            let log = errors.clone();
+            ctx.device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                log.lock().unwrap().push(e.to_string());
+            }));
+            Device { ctx, errors }
+        })
+    }
+
+    /// Compiles `graph` for the GPU backend (f32, then f16 storage) and runs it once on a
+    /// constant input, when it fits the budget. Typed errors are fine; a panic, or a wgpu
+    /// error for a model the backend accepted (an invalid dispatch, a binding out of range),
+    /// is the finding.
+    pub fn run_gpu(graph: &Graph) {
+        count(0);
+        if !crate::within_budget(graph) {
+            return;
+        }
+        count(1);
+        let d = device();
+        for precision in [Precision::F32, Precision::F16] {
+            let Ok(model) = GpuModel::compile(&d.ctx, graph, GpuOptions::new(precision)) else {
+                continue;
+            };
+            count(2);
+            let inputs: Vec<Vec<f32>> = graph
+                .inputs
+                .iter()
+                .map(|&t| vec![0.5f32; graph.tensor(t).numel()])
+                .collect();
+            let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
+            if model.run(&refs).is_ok() {
+                count(3);
+            }
+            drop(model);
+            let errors = std::mem::take(&mut *d.errors.lock().unwrap());
+            assert!(
+                errors.is_empty(),
+                "wgpu errors for a model the GPU backend compiled ({precision:?}): {errors:#?}"
+            );
+        }
+    }
+}
