@@ -1,4 +1,4 @@
-//! Camera clips with known ground truth: a virtual camera moving over a still image (the
+//! Camera clips with known ground truth, to preview and test AR apps without a camera: a virtual camera moving over a still image (the
 //! stage), with moving RGBA cut-outs (layers) composited over it.
 //!
 //! A clip directory holds `clip.json` ([`ClipSpec`], described in full in
@@ -26,9 +26,12 @@
 //! frame, normalised (uv), `None` when less than half of that box is in view; every layer point
 //! mapped the same way, `None` outside the frame. [`Clip::ground_truth`] is the face's.
 
+#![warn(missing_docs)]
+
 mod render;
 mod spec;
 mod truth;
+pub mod warp;
 
 use std::path::{Path, PathBuf};
 
