@@ -22,8 +22,8 @@ use crate::precision::Precision;
 use crate::profile::TimingSource;
 use wgpu::CooperativeScalarType;
 
-const FMA_SOURCE: &str = include_str!("../../../shaders/probe_fma.wgsl");
-const COPY_SOURCE: &str = include_str!("../../../shaders/probe_copy.wgsl");
+const FMA_SOURCE: &str = include_str!("../shaders/probe_fma.wgsl");
+const COPY_SOURCE: &str = include_str!("../shaders/probe_copy.wgsl");
 
 /// FMAs per thread per loop turn of `probe_fma.wgsl` (8 vec4 chains unrolled by 4).
 const FMAS_PER_TURN: u64 = 8 * 4 * 4;
