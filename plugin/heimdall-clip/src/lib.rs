@@ -19,7 +19,7 @@
 //! [`crate::warp`]; outside the stage is black), then each layer, bottom first, is sampled
 //! bilinearly through one affine map per frame (frame pixel → layer pixel, transparent outside)
 //! and composited "over" (straight alpha in the PNG). Images drawn at less than half their
-//! resolution are sampled from mipmap levels (box-filtered halves) instead; see [`render`].
+//! resolution are sampled from mipmap levels (box-filtered halves) instead; see `render.rs`.
 //!
 //! Ground truth of frame `i` ([`Clip::truth`]): every annotated box's four corners mapped into the
 //! frame (through its layer's placement, then the camera), their bounding box clipped to the
