@@ -59,9 +59,12 @@ pub fn model(assets: &Path, name: &str) -> Result<PathBuf, String> {
     let cache = heimdall_models::ModelCache::new()
         .map_err(|e| e.to_string())?
         .with_bundled(assets.join("models"));
-    cache
-        .get(name)
-        .map_err(|e| format!("the model {name} is not in {}: {e}", assets.join("models").display()))
+    cache.get(name).map_err(|e| {
+        format!(
+            "the model {name} is not in {}: {e}",
+            assets.join("models").display()
+        )
+    })
 }
 
 #[cfg(test)]

@@ -43,7 +43,10 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
         .args(&args)
         .current_dir(root())
         // The tests' model cache (the object and text detectors are fetched there when missing).
-        .env("HEIMDALL_CACHE_DIR", heimdall_testkit::ModelCache::workspace().dir)
+        .env(
+            "HEIMDALL_CACHE_DIR",
+            heimdall_testkit::ModelCache::workspace().dir,
+        )
         .output()
         .expect("running the app");
     let log = log_of(&output);
