@@ -482,7 +482,7 @@ const PROBE_CHAINS: u64 = 8;
 const PROBE_SUBGROUPS: u64 = 4;
 
 /// The probe's source: each subgroup loads one A and one B 16x16 f16 fragment and runs
-/// [`PROBE_CHAINS`] independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
+/// `PROBE_CHAINS` independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
 /// `f16`), then stores them into a sink.
 pub fn coop_probe_source(space: ParamsSpace, acc: &str) -> String {
     let mut s = format!(
