@@ -47,7 +47,7 @@ pub fn avg_pool(
 const GLOBAL_BLOCK_PIXELS: usize = 256;
 
 /// Values of scratch [`avg_pool`] needs to split a global average over threads (0 for other
-/// windows): one partial sum per block of [`GLOBAL_BLOCK_PIXELS`] input pixels and channel.
+/// windows): one partial sum per block of `GLOBAL_BLOCK_PIXELS` input pixels and channel.
 pub fn pool_scratch_len(w: &Window) -> usize {
     if is_global(w) {
         (w.in_h * w.in_w).div_ceil(GLOBAL_BLOCK_PIXELS) * w.in_c
