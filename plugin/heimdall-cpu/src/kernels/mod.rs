@@ -9,6 +9,7 @@
 pub mod denormals;
 pub mod epilogue;
 pub(crate) mod gemm;
+pub mod isa;
 pub(crate) mod nd;
 pub mod par;
 pub(crate) mod pool;
@@ -18,6 +19,7 @@ pub mod vmath;
 pub mod window;
 
 pub use epilogue::{Act, Epilogue};
+pub use isa::Isa;
 pub use par::Par;
 pub use window::Window;
 

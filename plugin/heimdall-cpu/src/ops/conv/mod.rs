@@ -19,7 +19,7 @@ mod reflect;
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
-use crate::kernels::{Epilogue, Par, Window};
+use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before the work is split.
@@ -87,11 +87,17 @@ fn block_pixels(w: &Window) -> usize {
 
 impl PackedConv {
     /// Packs an OHWI filter `[out_c, k_h, k_w, in_c]` and an optional bias of `out_c` values
-    /// for the geometry `w`.
+    /// for the geometry `w`, for the widest instruction set this CPU runs ([`Isa::detect`]).
     pub fn new(filter_ohwi: &[f32], bias: Option<&[f32]>, w: Window) -> PackedConv {
+        PackedConv::with_isa(Isa::detect(), filter_ohwi, bias, w)
+    }
+
+    /// [`PackedConv::new`] for the matrix-product kernel of `isa` (the portable one if this
+    /// CPU lacks it): for tests and benchmarks that compare instruction sets.
+    pub fn with_isa(isa: Isa, filter_ohwi: &[f32], bias: Option<&[f32]>, w: Window) -> PackedConv {
         let kdim = patch_len(&w);
         debug_assert_eq!(filter_ohwi.len(), w.out_c * kdim);
-        let b = PackedB::new(kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
+        let b = PackedB::with_isa(isa, kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
         let row = w.in_w * w.in_c;
         let (segs, seg_len) = if w.dil_w == 1 {
             (
@@ -137,6 +143,11 @@ impl PackedConv {
     /// The geometry this convolution was packed for.
     pub fn window(&self) -> &Window {
         &self.w
+    }
+
+    /// The instruction set of the matrix-product kernel this convolution runs.
+    pub fn isa(&self) -> Isa {
+        self.b.isa()
     }
 
     /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]; with
@@ -469,6 +480,34 @@ mod tests {
         fn conv_matches_reference(w in windows(20, true), seed in 0u64..1000, bias: bool, residual: bool, relu6: bool) {
             let p = ConvProblem::new(w, seed, bias, residual, relu6);
             assert_close(&p.run(&Par::new(1)), &p.reference());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Random windows (1x1 direct, im2col edges, implicit-im2col interiors, dilations):
+        /// the SIMD matrix product (NEON on aarch64, AVX on x86-64; the one `new` picks) is
+        /// within rel-L2 1e-6 of the portable one, the reference, which it is not bit for bit
+        /// (fused multiply-adds); on aarch64 it must be NEON.
+        #[test]
+        fn conv_simd_matches_portable(w in windows(20, true), seed in 0u64..1000) {
+            let p = ConvProblem::new(w, seed, true, false, false);
+            let simd = PackedConv::new(&p.filter, p.bias.as_deref(), w);
+            #[cfg(target_arch = "aarch64")]
+            prop_assert_eq!(simd.isa(), Isa::Neon, "NEON not selected");
+            prop_assert_eq!(simd.isa(), Isa::detect());
+            let portable = PackedConv::with_isa(Isa::Portable, &p.filter, p.bias.as_deref(), w);
+            prop_assert_eq!(portable.isa(), Isa::Portable);
+            let run = |conv: &PackedConv| {
+                let par = Par::new(1);
+                let mut out = vec![f32::NAN; w.out_h * w.out_w * w.out_c];
+                let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
+                conv.run(&par, &p.input, &mut out, &mut scratch, &Epilogue::NONE);
+                out
+            };
+            let (a, b) = (run(&simd), run(&portable));
+            let e = heimdall_testkit::rel_l2(&a, &b);
+            prop_assert!(e <= 1e-6, "rel-L2 {} between {:?} and portable", e, simd.isa());
         }
     }
 

@@ -1,0 +1,412 @@
+//! The matrix product behind convolutions and fully-connected layers: `C = A * B + bias`, with
+//! `B` packed once (at model load) into column panels and `A` read in place (row-major, any
+//! row stride: NHWC activations or an im2col buffer), so no packing happens at run time.
+//!
+//! Micro-kernels: AVX-512 (12 rows x 32 columns, or 12 x 16 when 32-column panels would be
+//! mostly padding), AVX2+FMA (6 x 16), NEON (6 x 8, four `k` steps per load of `A`: lane
+//! multiply-adds), portable (4 x 8), picked once at packing time ([`Isa::detect`], or the
+//! instruction set asked for). Every output value is computed as
+//! `acc = bias; for k in 0..K { acc = acc + a[k] * b[k] }` in that order (fused on the SIMD
+//! kernels, so AVX2, AVX-512 and NEON give the same bits) whatever the tile it falls in, so the
+//! result does not depend on how rows are split between threads.
+
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(test)]
+mod tests;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use crate::kernels::Isa;
+#[cfg(target_arch = "aarch64")]
+use neon::kernel_neon;
+#[cfg(target_arch = "x86_64")]
+use x86::{kernel_avx2, kernel_avx512, kernel_avx512_wide};
+
+/// The micro-kernel of a packed matrix: an instruction set and its register tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Micro {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx512Wide,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+    Portable,
+}
+
+impl Micro {
+    /// The micro-kernel of `isa` (one this CPU runs) for a matrix of `n` columns.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn pick(isa: Isa, n: usize) -> Micro {
+        match isa.or_portable() {
+            // 32-column panels run about 1.3x faster than 16-column ones (measured); use them
+            // unless their padding wastes more than that.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 if n > 16 && 10 * n.div_ceil(32) * 32 <= 13 * n.div_ceil(16) * 16 => {
+                Micro::Avx512Wide
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => Micro::Avx512,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => Micro::Avx2,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => Micro::Neon,
+            _ => Micro::Portable,
+        }
+    }
+
+    fn isa(self) -> Isa {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512 | Micro::Avx512Wide => Isa::Avx512,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx2 => Isa::Avx2,
+            #[cfg(target_arch = "aarch64")]
+            Micro::Neon => Isa::Neon,
+            Micro::Portable => Isa::Portable,
+        }
+    }
+
+    /// Columns per panel.
+    fn nr(self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512 | Micro::Avx2 => 16,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512Wide => 32,
+            #[cfg(target_arch = "aarch64")]
+            Micro::Neon => 8,
+            Micro::Portable => 8,
+        }
+    }
+
+    /// Rows per micro-kernel call.
+    fn mr(self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512 | Micro::Avx512Wide => 12,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx2 => 6,
+            #[cfg(target_arch = "aarch64")]
+            Micro::Neon => 6,
+            Micro::Portable => 4,
+        }
+    }
+}
+
+/// Expands `$body` for `$i = 0, 1, ..., 11` guarded by `$i < $n` (a constant), so that
+/// register tiles unroll fully at any optimisation level.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+macro_rules! unroll12 {
+    ($n:expr, |$i:ident| $body:block) => {
+        unroll12!(@ $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11)
+    };
+    (@ $n:expr, $i:ident, $body:block, $($k:literal)*) => {
+        $( if $k < $n { let $i = $k; $body } )*
+    };
+}
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use unroll12;
+
+/// A `K x N` right-hand matrix packed into panels of `nr` columns (`[panel][k][nr]`, the last
+/// panel zero-padded), with its bias padded the same way.
+#[derive(Clone, Debug)]
+pub(crate) struct PackedB {
+    k: usize,
+    n: usize,
+    nr: usize,
+    micro: Micro,
+    panels: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl PackedB {
+    /// Packs `B[k][j] = b(k, j)` for `k < kdim`, `j < n`, with an optional bias of `n` values,
+    /// for the widest instruction set this CPU runs.
+    pub(crate) fn new(
+        kdim: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        b: impl Fn(usize, usize) -> f32,
+    ) -> Self {
+        Self::with_isa(Isa::detect(), kdim, n, bias, b)
+    }
+
+    /// [`PackedB::new`] for the kernels of `isa` (portable if this CPU lacks it).
+    pub(crate) fn with_isa(
+        isa: Isa,
+        kdim: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        b: impl Fn(usize, usize) -> f32,
+    ) -> Self {
+        Self::with_micro(Micro::pick(isa, n), kdim, n, bias, b)
+    }
+
+    fn with_micro(
+        micro: Micro,
+        kdim: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        b: impl Fn(usize, usize) -> f32,
+    ) -> Self {
+        let nr = micro.nr();
+        let n_panels = n.div_ceil(nr);
+        let mut panels = vec![0.0; n_panels * kdim * nr];
+        for p in 0..n_panels {
+            for kk in 0..kdim {
+                for jj in 0..nr {
+                    let j = p * nr + jj;
+                    if j < n {
+                        panels[(p * kdim + kk) * nr + jj] = b(kk, j);
+                    }
+                }
+            }
+        }
+        let mut padded_bias = vec![0.0; n_panels * nr];
+        if let Some(bias) = bias {
+            debug_assert_eq!(bias.len(), n);
+            padded_bias[..n].copy_from_slice(bias);
+        }
+        PackedB {
+            k: kdim,
+            n,
+            nr,
+            micro,
+            panels,
+            bias: padded_bias,
+        }
+    }
+
+    /// The instruction set of the micro-kernel this matrix was packed for.
+    pub(crate) fn isa(&self) -> Isa {
+        self.micro.isa()
+    }
+
+    /// Rows of `A` handled per cache block: `A` block plus one `B` panel stay in L2.
+    fn block_rows(&self) -> usize {
+        (16384 / self.k.max(1)).clamp(12, 480)
+    }
+
+    /// `c[i][j] = bias[j] + sum_k a[i * lda + k] * B[k][j]` for `i < m`, `j < n`; `c` is
+    /// row-major with row stride `n`.
+    pub(crate) fn gemm(&self, a: &[f32], lda: usize, m: usize, c: &mut [f32]) {
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        assert!(a.len() >= (m - 1) * lda + self.k, "gemm: A too short");
+        debug_assert!(lda >= self.k);
+        // SAFETY: row i < m reads a[i * lda..i * lda + k], inside `a` (checked above).
+        unsafe { self.gemm_segmented(a.as_ptr(), lda, &[0], self.k, m, c) };
+    }
+
+    /// Like [`PackedB::gemm`] with each row of `A` made of segments: row `i` is the
+    /// concatenation of `a[i * lda + s..i * lda + s + seg_len]` for `s` in `segs` (an implicit
+    /// im2col: `segs` are the offsets of a convolution window's rows).
+    ///
+    /// # Safety
+    /// `segs.len() * seg_len` must equal `K`, and every such range must be readable for
+    /// `i < m`.
+    pub(crate) unsafe fn gemm_segmented(
+        &self,
+        a: *const f32,
+        lda: usize,
+        segs: &[usize],
+        seg_len: usize,
+        m: usize,
+        c: &mut [f32],
+    ) {
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        assert!(c.len() >= m * self.n, "gemm: C too short");
+        // SAFETY: `c` holds `m` rows of `n` values (checked above); A as the caller guarantees.
+        unsafe { self.gemm_tile(a, lda, segs, seg_len, m, 0..self.n, c.as_mut_ptr(), self.n) };
+    }
+
+    /// Columns per panel: a column range of [`PackedB::gemm_tile`] starts at a multiple of it.
+    pub(crate) fn panel_cols(&self) -> usize {
+        self.nr
+    }
+
+    /// Rows per micro-kernel call: row ranges that are multiples of it waste no register tile.
+    pub(crate) fn tile_rows(&self) -> usize {
+        self.micro.mr()
+    }
+
+    /// Like [`PackedB::gemm_segmented`] for the output columns `cols` only, written to `c`
+    /// (row `i`, column `j` at `c[i * ldc + j - cols.start]`). Each value is computed exactly
+    /// as by [`PackedB::gemm`].
+    ///
+    /// # Safety
+    /// As [`PackedB::gemm_segmented`]; `cols.start` must be a multiple of
+    /// [`PackedB::panel_cols`] and `cols.end <= N`, and `c` must be writable for `m` rows of
+    /// `cols.len()` values at stride `ldc`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_tile(
+        &self,
+        a: *const f32,
+        lda: usize,
+        segs: &[usize],
+        seg_len: usize,
+        m: usize,
+        cols: std::ops::Range<usize>,
+        c: *mut f32,
+        ldc: usize,
+    ) {
+        let (k, n) = (self.k, self.n);
+        if m == 0 || cols.is_empty() {
+            return;
+        }
+        assert_eq!(segs.len() * seg_len, k, "gemm: segments do not cover K");
+        assert!(
+            cols.start.is_multiple_of(self.nr) && cols.end <= n,
+            "gemm: bad column range"
+        );
+        let mc = self.block_rows();
+        let mut m0 = 0;
+        while m0 < m {
+            let mb = mc.min(m - m0);
+            // SAFETY: rows m0..m0+mb are readable (caller); row stride is kept.
+            let tile = ATile {
+                a: unsafe { a.add(m0 * lda) },
+                lda,
+                segs,
+                seg_len,
+            };
+            for p in cols.start / self.nr..cols.end.div_ceil(self.nr) {
+                let width = self.nr.min(cols.end - p * self.nr);
+                let bp = &self.panels[p * k * self.nr..(p + 1) * k * self.nr];
+                let bias = &self.bias[p * self.nr..(p + 1) * self.nr];
+                // SAFETY: `c` holds rows m0..m0+mb of the columns (caller), and panel `p`'s
+                // columns p*nr..p*nr+width lie inside `cols`; A as guaranteed by the caller.
+                unsafe {
+                    self.panel(
+                        &tile,
+                        mb,
+                        bp.as_ptr(),
+                        bias.as_ptr(),
+                        c.add(m0 * ldc + p * self.nr - cols.start),
+                        ldc,
+                        width,
+                    );
+                }
+            }
+            m0 += mb;
+        }
+    }
+
+    /// One column panel for `m` rows.
+    ///
+    /// # Safety
+    /// `t` must address `m` rows (see [`PackedB::gemm_segmented`]), `c` `m` rows of `cols`
+    /// values at stride `ldc`, `b` a packed panel and `bias` `self.nr` values.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn panel(
+        &self,
+        t: &ATile,
+        m: usize,
+        b: *const f32,
+        bias: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        cols: usize,
+    ) {
+        macro_rules! run_rows {
+            ($kern:ident, $mr:literal, $($r:literal)*) => {{
+                let mut i = 0;
+                while i + $mr <= m {
+                    unsafe { $kern::<$mr>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols) };
+                    i += $mr;
+                }
+                match m - i {
+                    0 => {}
+                    $($r => unsafe { $kern::<$r>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols) },)*
+                    _ => unreachable!(),
+                }
+            }};
+        }
+        match self.micro {
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512 => run_rows!(kernel_avx512, 12, 1 2 3 4 5 6 7 8 9 10 11),
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512Wide => {
+                run_rows!(kernel_avx512_wide, 12, 1 2 3 4 5 6 7 8 9 10 11)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx2 => run_rows!(kernel_avx2, 6, 1 2 3 4 5),
+            #[cfg(target_arch = "aarch64")]
+            Micro::Neon => run_rows!(kernel_neon, 6, 1 2 3 4 5),
+            Micro::Portable => run_rows!(kernel_portable, 4, 1 2 3),
+        }
+    }
+}
+
+/// Rows of `A` for a micro-kernel: row `i` is the concatenation of
+/// `a[i * lda + s..i * lda + s + seg_len]` over `s` in `segs`.
+pub(super) struct ATile<'s> {
+    pub(super) a: *const f32,
+    pub(super) lda: usize,
+    pub(super) segs: &'s [usize],
+    pub(super) seg_len: usize,
+}
+
+impl ATile<'_> {
+    /// The same tile starting `rows` rows further down.
+    ///
+    /// # Safety
+    /// The rows must exist (see [`PackedB::gemm_segmented`]).
+    unsafe fn offset(&self, rows: usize) -> ATile<'_> {
+        // SAFETY: guaranteed by the caller.
+        ATile {
+            a: unsafe { self.a.add(rows * self.lda) },
+            lda: self.lda,
+            segs: self.segs,
+            seg_len: self.seg_len,
+        }
+    }
+}
+
+/// Portable micro-kernel: `MR` rows x 8 columns.
+///
+/// # Safety
+/// See [`PackedB::panel`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn kernel_portable<const MR: usize>(
+    t: &ATile,
+    b: *const f32,
+    bias: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+) {
+    const NR: usize = 8;
+    let mut acc = [[0.0f32; NR]; MR];
+    // SAFETY: the caller guarantees the extents (see `PackedB::panel`).
+    unsafe {
+        let bias = &*(bias as *const [f32; NR]);
+        for row in acc.iter_mut() {
+            *row = *bias;
+        }
+        let mut bp = b;
+        for &so in t.segs {
+            for kk in so..so + t.seg_len {
+                let bk = &*(bp as *const [f32; NR]);
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let av = *t.a.add(i * t.lda + kk);
+                    for j in 0..NR {
+                        row[j] += av * bk[j];
+                    }
+                }
+                bp = bp.add(NR);
+            }
+        }
+        for (i, row) in acc.iter().enumerate() {
+            std::ptr::copy_nonoverlapping(row.as_ptr(), c.add(i * ldc), cols);
+        }
+    }
+}
