@@ -14,12 +14,14 @@
 mod neon;
 #[cfg(test)]
 mod tests;
+mod tile;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
 use crate::kernels::Isa;
 #[cfg(target_arch = "aarch64")]
 use neon::kernel_neon;
+use tile::ATile;
 #[cfg(target_arch = "x86_64")]
 use x86::{kernel_avx2, kernel_avx512, kernel_avx512_wide};
 
@@ -96,20 +98,6 @@ impl Micro {
         }
     }
 }
-
-/// Expands `$body` for `$i = 0, 1, ..., 11` guarded by `$i < $n` (a constant), so that
-/// register tiles unroll fully at any optimisation level.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-macro_rules! unroll12 {
-    ($n:expr, |$i:ident| $body:block) => {
-        unroll12!(@ $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11)
-    };
-    (@ $n:expr, $i:ident, $body:block, $($k:literal)*) => {
-        $( if $k < $n { let $i = $k; $body } )*
-    };
-}
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-use unroll12;
 
 /// A `K x N` right-hand matrix packed into panels of `nr` columns (`[panel][k][nr]`, the last
 /// panel zero-padded), with its bias padded the same way.
@@ -341,31 +329,6 @@ impl PackedB {
             #[cfg(target_arch = "aarch64")]
             Micro::Neon => run_rows!(kernel_neon, 6, 1 2 3 4 5),
             Micro::Portable => run_rows!(kernel_portable, 4, 1 2 3),
-        }
-    }
-}
-
-/// Rows of `A` for a micro-kernel: row `i` is the concatenation of
-/// `a[i * lda + s..i * lda + s + seg_len]` over `s` in `segs`.
-pub(super) struct ATile<'s> {
-    pub(super) a: *const f32,
-    pub(super) lda: usize,
-    pub(super) segs: &'s [usize],
-    pub(super) seg_len: usize,
-}
-
-impl ATile<'_> {
-    /// The same tile starting `rows` rows further down.
-    ///
-    /// # Safety
-    /// The rows must exist (see [`PackedB::gemm_segmented`]).
-    unsafe fn offset(&self, rows: usize) -> ATile<'_> {
-        // SAFETY: guaranteed by the caller.
-        ATile {
-            a: unsafe { self.a.add(rows * self.lda) },
-            lda: self.lda,
-            segs: self.segs,
-            seg_len: self.seg_len,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The aarch64 micro-kernel of [`super::PackedB`]: NEON, `MR` (up to 6) rows x 8 columns
+//! The aarch64 micro-kernel of `PackedB`: NEON, `MR` (up to 6) rows x 8 columns
 //! (two 4-lane vectors), 12 accumulators.
 //!
 //! `A` is read four `k` steps at a time (one 128-bit load per row) and each step multiplies a
@@ -7,12 +7,12 @@
 //! (of 32). A segment's last `k % 4` steps broadcast one value of `A` at a time. Every step is
 //! a fused multiply-add in `k` order, as on x86-64.
 
-use super::{ATile, unroll12};
+use super::tile::{ATile, unroll12};
 
 /// NEON micro-kernel: `MR` rows x 8 columns.
 ///
 /// # Safety
-/// See [`super::PackedB::panel`]; the CPU must support NEON.
+/// See `PackedB::panel`; the CPU must support NEON.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn kernel_neon<const MR: usize>(
     t: &ATile,

@@ -1,13 +1,13 @@
-//! The x86-64 micro-kernels of [`super::PackedB`]: AVX-512 (12 x 32 and 12 x 16) and AVX2+FMA
+//! The x86-64 micro-kernels of `PackedB`: AVX-512 (12 x 32 and 12 x 16) and AVX2+FMA
 //! (6 x 16).
 
-use super::{ATile, unroll12};
+use super::tile::{ATile, unroll12};
 
 /// AVX-512 micro-kernel: `MR` rows x 32 columns (two vectors), masked stores for a partial
 /// panel.
 ///
 /// # Safety
-/// See [`super::PackedB::panel`]; the CPU must support AVX-512F.
+/// See `PackedB::panel`; the CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn kernel_avx512_wide<const MR: usize>(
@@ -66,7 +66,7 @@ pub(super) unsafe fn kernel_avx512_wide<const MR: usize>(
 /// AVX-512 micro-kernel: `MR` rows x 16 columns, masked stores for a partial panel.
 ///
 /// # Safety
-/// See [`super::PackedB::panel`]; the CPU must support AVX-512F.
+/// See `PackedB::panel`; the CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
@@ -117,7 +117,7 @@ pub(super) unsafe fn kernel_avx512<const MR: usize>(
 /// AVX2+FMA micro-kernel: `MR` rows x 16 columns (two 8-lane vectors).
 ///
 /// # Safety
-/// See [`super::PackedB::panel`]; the CPU must support AVX2 and FMA.
+/// See `PackedB::panel`; the CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,fma")]
