@@ -2,6 +2,8 @@
 
 use heimdall_ir::UnaryKind;
 
+use crate::kernels::Isa;
+
 /// An activation applied element-wise to a kernel's output.
 #[derive(Clone, Copy, Debug)]
 pub enum Act<'a> {
@@ -58,8 +60,30 @@ impl<'a> Epilogue<'a> {
     /// Applies `act(x + residual)` in place to `out`, a contiguous piece of the whole output
     /// tensor starting at element `offset`; `channels` is the tensor's innermost dimension (it
     /// indexes per-channel PReLU alphas: the channel of `out[i]` is `(offset + i) % channels`).
+    /// Runs the widest instruction set this CPU has ([`Isa::detect`]); every one gives the
+    /// same bits.
     pub fn apply(&self, out: &mut [f32], offset: usize, channels: usize) {
-        apply_widest(self, out, offset, channels);
+        self.apply_with(Isa::detect(), out, offset, channels);
+    }
+
+    /// [`Epilogue::apply`] with the loops of `isa` (portable if this CPU lacks it): the
+    /// portable loops compiled for the baseline, the same loops compiled with AVX2 or AVX-512
+    /// enabled, or NEON intrinsics doing the residual add and the activation in one pass.
+    /// The epilogues are adds, multiplies, divisions, minima, maxima and selects (no fused
+    /// multiply-add): the same bits in every ISA.
+    pub fn apply_with(&self, isa: Isa, out: &mut [f32], offset: usize, channels: usize) {
+        match isa.or_portable() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX-512F (`or_portable` checked it).
+            Isa::Avx512 => unsafe { apply_avx512(self, out, offset, channels) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX2 (`or_portable` checked it).
+            Isa::Avx2 => unsafe { apply_avx2(self, out, offset, channels) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: the CPU has NEON (`or_portable` checked it).
+            Isa::Neon => unsafe { super::epilogue_neon::apply_neon(self, out, offset, channels) },
+            _ => self.apply_inline(out, offset, channels),
+        }
     }
 
     #[inline(always)]
@@ -73,28 +97,6 @@ impl<'a> Epilogue<'a> {
         }
         self.act.apply_inline(out, offset, channels);
     }
-}
-
-/// Applies `ep` compiled for the widest vectors the CPU has ([`Epilogue::apply_inline`]
-/// forced inline into a function with AVX-512 or AVX2 enabled): the epilogues' loops are
-/// adds, multiplies, minima and maxima, which give the same bits in every ISA (no fused
-/// multiply-add), 4 lanes wide in the baseline build.
-#[inline(always)]
-fn apply_widest(ep: &Epilogue, out: &mut [f32], offset: usize, channels: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            unsafe { apply_avx512(ep, out, offset, channels) };
-            return;
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { apply_avx2(ep, out, offset, channels) };
-            return;
-        }
-    }
-    ep.apply_inline(out, offset, channels);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -228,5 +230,62 @@ mod tests {
         ep.apply(&mut out, 4, 3);
         // values 1 - [4,5,6,7,8] = [-3,-4,-5,-6,-7], channels [1,2,0,1,2].
         assert_eq!(out, [-6.0, -12.0, -5.0, -12.0, -21.0]);
+    }
+
+    /// Every activation, with and without a residual, on pieces starting mid-row: each
+    /// instruction set this CPU runs (NEON on aarch64, AVX2 and AVX-512 on x86-64) gives the
+    /// portable loops' bits, on values from -100 to 100, ±0, ±inf and tiny ones; on aarch64
+    /// `apply` runs NEON.
+    #[test]
+    fn every_isa_gives_the_portable_bits() {
+        let n = 1003;
+        let mut x: Vec<f32> = crate::kernels::testutil::data(5, n)
+            .iter()
+            .map(|v| v * 100.0)
+            .collect();
+        x[..8].copy_from_slice(&[
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1e-39,
+            -3.0,
+            3.0,
+            6.0,
+        ]);
+        let residual = crate::kernels::testutil::data(6, n + 40);
+        let alpha = crate::kernels::testutil::data(7, 7);
+        let alpha1 = [0.25];
+        let acts = [
+            Act::None,
+            Act::Relu,
+            Act::Relu6,
+            Act::ReluN1To1,
+            Act::Logistic,
+            Act::HardSwish,
+            Act::Tanh,
+            Act::Prelu(&alpha),
+            Act::Prelu(&alpha1),
+        ];
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        let mut checked = 0;
+        for act in acts {
+            for residual in [None, Some(&residual[..])] {
+                let ep = Epilogue { residual, act };
+                for (offset, len) in [(0, n), (3, n - 5), (40, 9), (11, 3)] {
+                    let mut want = x[..len].to_vec();
+                    ep.apply_with(Isa::Portable, &mut want, offset, 7);
+                    for isa in Isa::available() {
+                        let mut got = x[..len].to_vec();
+                        ep.apply_with(isa, &mut got, offset, 7);
+                        assert_eq!(bits(&got), bits(&want), "{isa} {act:?} {offset} {len}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 0);
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(Isa::detect(), Isa::Neon, "NEON epilogues not selected");
     }
 }

@@ -115,6 +115,38 @@ pub fn has_f16_arithmetic() -> bool {
     }
 }
 
+/// Runs `f` compiled for the widest vectors this CPU has: on x86-64 inside a function with
+/// AVX-512F or AVX2 enabled (the closure, called once, is inlined into it, with the loops it
+/// contains), elsewhere as it is (aarch64's baseline has NEON). For element-wise loops written
+/// to vectorise: without fused multiply-adds they give the same bits in every ISA.
+#[inline(always)]
+pub(crate) fn widest<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { with_avx512(f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { with_avx2(f) };
+        }
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,8 @@
 
 pub mod denormals;
 pub mod epilogue;
+#[cfg(target_arch = "aarch64")]
+mod epilogue_neon;
 pub(crate) mod gemm;
 pub mod isa;
 pub(crate) mod nd;
@@ -25,6 +27,7 @@ pub use window::Window;
 
 pub use crate::ops::binary::{BinaryOp, binary, prelu};
 pub use crate::ops::concat::concat;
+pub use crate::ops::conv::fp16::F16Conv;
 pub use crate::ops::conv::{PackedConv, conv_scratch_len};
 pub use crate::ops::depthwise::PackedDepthwise;
 pub use crate::ops::fully_connected::PackedFullyConnected;

@@ -252,7 +252,60 @@ fn broadcast<F>(
         channels
     };
     let min_rows = MIN_VALUES_PER_PART.div_ceil(channels);
+    let geometry = Geometry {
+        out,
+        channels,
+        sa,
+        sb,
+        flat,
+        row_vector,
+        ia,
+        ib,
+        piece,
+    };
     par.for_rows(output, channels, min_rows, |rows, out_part| {
+        crate::kernels::isa::widest(|| broadcast_rows(rows, out_part, &geometry, a, b, f, ep));
+    });
+}
+
+/// Where [`broadcast`]'s operands are read from.
+struct Geometry {
+    out: [usize; 4],
+    channels: usize,
+    sa: [usize; 4],
+    sb: [usize; 4],
+    flat: bool,
+    row_vector: Option<bool>,
+    ia: usize,
+    ib: usize,
+    piece: usize,
+}
+
+/// Output rows `rows` of [`broadcast`] into `out_part`.
+#[inline(always)]
+fn broadcast_rows<F>(
+    rows: std::ops::Range<usize>,
+    out_part: &mut [f32],
+    g: &Geometry,
+    a: &[f32],
+    b: &[f32],
+    f: F,
+    ep: &Epilogue,
+) where
+    F: Fn(f32, f32) -> f32 + Copy,
+{
+    let Geometry {
+        out,
+        channels,
+        sa,
+        sb,
+        flat,
+        row_vector,
+        ia,
+        ib,
+        piece,
+    } = *g;
+    {
         let first = rows.start * channels;
         for (k, o) in out_part.chunks_mut(piece).enumerate() {
             let start = first + k * piece;
@@ -317,7 +370,7 @@ fn broadcast<F>(
                 ep.apply(o, start, channels);
             }
         }
-    });
+    }
 }
 
 /// A binary operation on two broadcast operands.

@@ -76,9 +76,11 @@ fn global_avg(par: &Par, input: &[f32], c: usize, out: &mut [f32], partial: &mut
         acc.fill(0.0);
         let p0 = b * GLOBAL_BLOCK_PIXELS;
         let p1 = (p0 + GLOBAL_BLOCK_PIXELS).min(pixels);
-        for x in input[p0 * c..p1 * c].chunks_exact(c) {
-            acc.iter_mut().zip(x).for_each(|(a, x)| *a += *x);
-        }
+        crate::kernels::isa::widest(|| {
+            for x in input[p0 * c..p1 * c].chunks_exact(c) {
+                acc.iter_mut().zip(x).for_each(|(a, x)| *a += *x);
+            }
+        });
     });
     out.fill(0.0);
     for acc in partial.chunks_exact(c) {
@@ -116,6 +118,34 @@ fn pool(
     let work = px * c * w.k_h * w.k_w;
     let (tile_px, tile_c) = par.grid(px, c, work, MIN_VALUES_PER_PART, 1, 16);
     par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+        crate::kernels::isa::widest(|| {
+            pool_tile(w, input, kind, pixels.clone(), chans.clone(), tile)
+        });
+        if !ep.is_identity() {
+            if chans.len() == c {
+                ep.apply(tile.span(0..pixels.len()), pixels.start * c, c);
+            } else {
+                for (i, p) in pixels.enumerate() {
+                    ep.apply(tile.row(i), p * c + chans.start, c);
+                }
+            }
+        }
+    });
+}
+
+/// Output pixels `pixels` (row-major), channels `chans`, of a pool into `tile` (one row per
+/// pixel).
+#[inline(always)]
+fn pool_tile(
+    w: &Window,
+    input: &[f32],
+    kind: Kind,
+    pixels: std::ops::Range<usize>,
+    chans: std::ops::Range<usize>,
+    tile: &mut crate::kernels::par::Tile<'_>,
+) {
+    let c = w.in_c;
+    {
         for (i, p) in pixels.clone().enumerate() {
             let (oy, ox) = (p / w.out_w, p % w.out_w);
             let (ky_lo, ky_hi) = valid_taps(oy, w.stride_h, w.dil_h, w.pad_top, w.in_h, w.k_h);
@@ -147,16 +177,7 @@ fn pool(
                 }
             }
         }
-        if !ep.is_identity() {
-            if chans.len() == c {
-                ep.apply(tile.span(0..pixels.len()), pixels.start * c, c);
-            } else {
-                for (i, p) in pixels.enumerate() {
-                    ep.apply(tile.row(i), p * c + chans.start, c);
-                }
-            }
-        }
-    });
+    }
 }
 
 /// A pool over a resolved window.

@@ -11,6 +11,8 @@
 //! result does not depend on how rows are split between threads.
 
 #[cfg(target_arch = "aarch64")]
+pub(crate) mod fp16;
+#[cfg(target_arch = "aarch64")]
 mod neon;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@
 //! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
 //! the passes off) packs it on every run.
 
+pub(crate) mod fp16;
 mod reflect;
 
 use heimdall_ir::ConvAttrs;
@@ -373,6 +374,17 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
             ));
         }
         (w.pad_top, w.pad_left) = (top, left);
+    }
+    if cx.f16
+        && !reflect
+        && !cx.weights_dynamic()
+        && let Some(k) = fp16::F16Conv::new(cx.constant(1)?, cx.bias(2)?, w)
+    {
+        let scratch = fp16::scratch_len(&w, cx.threads);
+        return Ok(Prepared {
+            f16: true,
+            ..Prepared::with_scratch(k, scratch)
+        });
     }
     let scratch = scratch_len(&w, reflect, cx.threads);
     if cx.weights_dynamic() {
