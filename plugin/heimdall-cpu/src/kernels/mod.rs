@@ -8,8 +8,6 @@
 
 pub mod denormals;
 pub mod epilogue;
-#[cfg(target_arch = "aarch64")]
-mod epilogue_neon;
 pub(crate) mod gemm;
 pub mod isa;
 pub(crate) mod nd;
