@@ -152,6 +152,7 @@ fn kernels(c: &mut Criterion) {
     // 1x1 convolutions of the MediaPipe models (face_landmark, hand_landmark_lite, palm).
     for w in [
         window(96, 96, 16, 16, 1, 1),
+        window(112, 112, 16, 64, 1, 1),
         window(56, 56, 16, 96, 1, 1),
         window(56, 56, 96, 16, 1, 1),
         window(24, 24, 256, 128, 1, 1),

@@ -17,6 +17,17 @@ model and each --threads count, `heimdall bench --per-op --json` (--rounds proce
 median of its round medians) joined with `heimdall inspect --json` (shapes, attributes, FLOPs):
 the time per op kind and the --top slowest ops with their GFLOP/s and share of the run.
   python3 scripts/bench_cpu.py --profile hand_landmark_lite,palm_detection_lite --threads 1,2
+
+With --xnnpack-prefix MODEL[,MODEL...] (needs ai-edge-litert) it estimates XNNPACK's time per op
+beside heimdall's: for every op k of heimdall's graph, the .tflite model cut after the file op it
+comes from (its operators up to that one, its output the model's output; object API of
+`ai_edge_litert.schema_py_generated`, as scripts/make_goldens.py cuts models) is timed with the
+interpreter (XNNPACK delegate, --threads), and op k's XNNPACK time is the difference of the
+medians of two consecutive prefixes (a proxy: XNNPACK plans each prefix on its own; noise of a
+few microseconds per op; each prefix's 10th percentile of --runs calls, as a shared machine's
+other processes give a call's time a long tail). heimdall's per-op medians come from `heimdall
+bench --per-op` as above.
+  python3 scripts/bench_cpu.py --xnnpack-prefix hand_landmark_lite --threads 1 --runs 100
 """
 
 from __future__ import annotations
@@ -108,6 +119,84 @@ def profile(exe: Path, name: str, threads: int, runs: int, rounds: int, top: int
     return {"model": name, "threads": threads, "run_ms": run_ms, "ops": ops}
 
 
+def xnnpack_prefix(exe: Path, name: str, threads: int, runs: int, rounds: int) -> dict:
+    """XNNPACK's time per op estimated from prefixes of the model, beside heimdall's per op."""
+    import os
+    import time
+
+    import numpy as np
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as S
+    from ai_edge_litert.interpreter import Interpreter
+
+    ours = profile(exe, name, threads, runs, rounds, 0)
+    path = model_path(name)
+    info = json.loads(subprocess.run([str(exe), "inspect", "--json", str(path)], check=True,
+                                     capture_output=True, text=True).stdout)
+    x = np.load(ROOT / "assets" / "goldens" / name / "astronaut" / "input_0.npy")
+    raw = path.read_bytes()
+
+    def prefix_ms(end: int) -> float:
+        m = S.ModelT.InitFromPackedBuf(raw, 0)
+        sg = m.subgraphs[0]
+        last = sg.operators[end - 1]
+        # The ops the output needs, in file order (a DEQUANTIZE of weights whose consumer was
+        # cut would stay out of XNNPACK's partition and run on every call).
+        needed = {int(last.outputs[0])}
+        kept = []
+        for op in reversed(sg.operators[:end]):
+            if any(int(t) in needed for t in op.outputs):
+                kept.append(op)
+                needed.update(int(t) for t in op.inputs if t >= 0)
+        sg.operators = kept[::-1]
+        sg.outputs = [int(last.outputs[0])]
+        m.signatureDefs = None
+        builder = flatbuffers.Builder(1 << 20)
+        builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
+        it = Interpreter(model_content=bytes(builder.Output()), num_threads=threads)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        for _ in range(max(5, runs // 5)):
+            it.invoke()
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            it.invoke()
+            times.append((time.perf_counter() - t0) * 1e3)
+        # The 10th percentile: on a shared machine a call's time has a long tail (other
+        # processes), which a median of consecutive prefixes turns into swings of milliseconds.
+        return sorted(times)[len(times) // 10]
+
+    ends = [op["source_index"] + 1 for op in info["ops"]]
+    cum = {}
+    for _ in range(rounds):
+        for e in sorted(set(ends)):
+            cum.setdefault(e, []).append(prefix_ms(e))
+    cum = {e: median(v) for e, v in cum.items()}
+    rows = []
+    prev = 0.0
+    print(f"\n### {name}, {threads} thread(s): heimdall per op vs XNNPACK per op (prefix differences)\n")
+    print("| # | op | output | heimdall ms | XNNPACK ms | XNNPACK / heimdall |\n| ---: | --- | --- | ---: | ---: | ---: |")
+    for o, e in zip(ours["ops"], ends):
+        xn = cum[e] - prev
+        prev = cum[e]
+        rows.append({**o, "xnnpack_ms": xn})
+        ratio = xn / o["ms"] if o["ms"] > 0 else float("nan")
+        print(f"| {o['index']} | {o['op']} | {o['out']} | {o['ms']:.4f} | {xn:.4f} | {ratio:.2f} |")
+    kinds: dict[str, list[float]] = {}
+    for r in rows:
+        k = kinds.setdefault(r["op"], [0.0, 0.0])
+        k[0] += r["ms"]
+        k[1] += r["xnnpack_ms"]
+    print("\n| op kind | heimdall ms | XNNPACK ms |\n| --- | ---: | ---: |")
+    for op, (h, xn) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+        print(f"| {op} | {h:.3f} | {xn:.3f} |")
+    print(f"\nwhole model: heimdall {ours['run_ms']:.3f} ms (ops sum {sum(r['ms'] for r in rows):.3f}), "
+          f"XNNPACK {cum[max(ends)]:.3f} ms (last prefix)")
+    return {"model": name, "threads": threads, "ops": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=50)
@@ -117,7 +206,14 @@ def main() -> None:
     ap.add_argument("--threads", default="1", help="--profile: comma-separated thread counts (default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="--profile: bench processes per model and count")
     ap.add_argument("--top", type=int, default=15, help="--profile: slowest ops listed per model")
+    ap.add_argument("--xnnpack-prefix", help="comma-separated models: heimdall and XNNPACK per op")
     args = ap.parse_args()
+    if args.xnnpack_prefix:
+        out = [xnnpack_prefix(args.exe, m, int(t), args.runs, args.rounds)
+               for m in args.xnnpack_prefix.split(",") for t in args.threads.split(",")]
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2))
+        return
     if args.profile:
         profiles = [profile(args.exe, m, int(t), args.runs, args.rounds, args.top)
                     for m in args.profile.split(",") for t in args.threads.split(",")]

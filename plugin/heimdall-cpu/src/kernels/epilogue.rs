@@ -141,7 +141,7 @@ impl Act<'_> {
             Act::Tanh => x.tanh(),
             Act::Prelu(alpha) => {
                 let a = if alpha.len() == 1 { alpha[0] } else { alpha[c] };
-                prelu(x, a)
+                prelu_of(x, a)
             }
         }
     }
@@ -164,7 +164,7 @@ impl Act<'_> {
             Act::Tanh => out.iter_mut().for_each(|x| *x = x.tanh()),
             Act::Prelu(alpha) if alpha.len() == 1 => {
                 let a = alpha[0];
-                out.iter_mut().for_each(|x| *x = prelu(*x, a));
+                out.iter_mut().for_each(|x| *x = prelu_of(*x, a));
             }
             Act::Prelu(alpha) => {
                 debug_assert_eq!(alpha.len(), channels);
@@ -172,11 +172,11 @@ impl Act<'_> {
                 let head = (channels - c0).min(out.len());
                 let (first, rest) = out.split_at_mut(head);
                 for (x, a) in first.iter_mut().zip(&alpha[c0..]) {
-                    *x = prelu(*x, *a);
+                    *x = prelu_of(*x, *a);
                 }
                 for row in rest.chunks_mut(channels) {
                     for (x, a) in row.iter_mut().zip(alpha) {
-                        *x = prelu(*x, *a);
+                        *x = prelu_of(*x, *a);
                     }
                 }
             }
@@ -185,12 +185,15 @@ impl Act<'_> {
 }
 
 #[inline(always)]
-fn relu(x: f32) -> f32 {
-    x.max(0.0)
+pub(crate) fn relu(x: f32) -> f32 {
+    // A compare and select (not `f32::max`, whose result for -0.0 is unspecified): what
+    // `maxps`/`vmaxps` compute with 0 as second operand and NEON's `bsl` of `fcmgt`, so the
+    // matrix-product kernels can apply it in registers with the same bits. NaN gives 0.
+    if x > 0.0 { x } else { 0.0 }
 }
 
 #[inline(always)]
-fn relu6(x: f32) -> f32 {
+pub(crate) fn relu6(x: f32) -> f32 {
     let y = if x > 0.0 { x } else { 0.0 };
     if y < 6.0 { y } else { 6.0 }
 }
@@ -202,22 +205,23 @@ fn relu_n1_to_1(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn hard_swish(x: f32) -> f32 {
+pub(crate) fn hard_swish(x: f32) -> f32 {
     x * relu6(x + 3.0) / 6.0
 }
 
-/// Branch-free (`max`/`min` vectorise; a sign test per value mispredicts on real
-/// activations): for `x >= 0` it is `x + a*0 = x`, for `x < 0` it is `0 + a*x = a*x`, exactly.
+/// Branch-free (the selects vectorise; a sign test per value mispredicts on real
+/// activations): for `x > 0` it is `x + a*0 = x`, for `x < 0` it is `0 + a*x = a*x`, exactly;
+/// the selects are [`relu`]'s, so every kernel computes the same bits.
 #[inline(always)]
-fn prelu(x: f32, a: f32) -> f32 {
-    x.max(0.0) + a * x.min(0.0)
+pub(crate) fn prelu_of(x: f32, a: f32) -> f32 {
+    let neg = if x < 0.0 { x } else { 0.0 };
+    relu(x) + a * neg
 }
 
 /// The epilogues on NEON: `act(x + residual)` in one pass over the output, four values per
 /// vector, each activation written with the operations of its portable version in the same
-/// order (`max`/`min` as `fmaxnm`/`fminnm`, which is what `f32::max`/`f32::min` compile to on
-/// aarch64; the selects of the clamps; the logistic's exponential step by step, with its
-/// division), so the result has the portable version's bits. `tanh` stays a libm call per value.
+/// order (the compares and selects of the rectifiers and clamps; the logistic's exponential
+/// step by step, with its division), so the result has the portable version's bits. `tanh` stays a libm call per value.
 #[cfg(target_arch = "aarch64")]
 mod neon {
     use std::arch::aarch64::*;
@@ -262,7 +266,7 @@ mod neon {
                     map(out, residual, |x| prelu_v(x, a), |x| prelu_s(x, alpha[0]))
                 }
                 Act::None => map(out, residual, |x| x, |x| x),
-                Act::Relu => map(out, residual, relu_v, |x: f32| x.max(0.0)),
+                Act::Relu => map(out, residual, relu_v, super::relu),
                 Act::Relu6 => map(out, residual, relu6_v, |x| clamp_s(x, 0.0, 6.0)),
                 Act::ReluN1To1 => map(out, residual, relu_n1_to_1_v, |x| clamp_s(x, -1.0, 1.0)),
                 Act::HardSwish => map(out, residual, hard_swish_v, |x| {
@@ -362,7 +366,7 @@ mod neon {
 
     #[inline(always)]
     fn prelu_s(x: f32, a: f32) -> f32 {
-        x.max(0.0) + a * x.min(0.0)
+        super::prelu_of(x, a)
     }
 
     /// `min(max(x, lo), hi)` as the portable clamps write it: `x > lo ? x : lo`, then
@@ -376,7 +380,10 @@ mod neon {
     #[inline(always)]
     fn relu_v(x: float32x4_t) -> float32x4_t {
         // SAFETY: NEON is baseline on aarch64 and enabled in every caller.
-        unsafe { vmaxnmq_f32(x, vdupq_n_f32(0.0)) }
+        unsafe {
+            let z = vdupq_n_f32(0.0);
+            vbslq_f32(vcgtq_f32(x, z), x, z)
+        }
     }
 
     #[inline(always)]
@@ -413,7 +420,8 @@ mod neon {
         // SAFETY: as `relu_v`.
         unsafe {
             let z = vdupq_n_f32(0.0);
-            vaddq_f32(vmaxnmq_f32(x, z), vmulq_f32(a, vminnmq_f32(x, z)))
+            let neg = vbslq_f32(vcltq_f32(x, z), x, z);
+            vaddq_f32(relu_v(x), vmulq_f32(a, neg))
         }
     }
 

@@ -2,8 +2,8 @@
 //! `B` packed once (at model load) into column panels and `A` read in place (row-major, any
 //! row stride: NHWC activations or an im2col buffer), so no packing happens at run time.
 //!
-//! Micro-kernels: AVX-512 (12 rows x 32 columns, or 12 x 16 when 32-column panels would be
-//! mostly padding), AVX2+FMA (6 x 16), NEON (6 x 8, four `k` steps per load of `A`: lane
+//! Micro-kernels: AVX-512 (12 rows x 16, 12 x 32, 8 x 48 or 6 x 64 columns, whichever pads
+//! `N` least for its speed), AVX2+FMA (6 x 16), NEON (6 x 8, four `k` steps per load of `A`: lane
 //! multiply-adds), portable (4 x 8), picked once at packing time ([`Isa::detect`], or the
 //! instruction set asked for). Every output value is computed as
 //! `acc = bias; for k in 0..K { acc = acc + a[k] * b[k] }` in that order (fused on the SIMD
@@ -20,12 +20,46 @@ mod tile;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use crate::kernels::Isa;
+use crate::kernels::{Act, Epilogue, Isa};
 #[cfg(target_arch = "aarch64")]
 use neon::kernel_neon;
-use tile::ATile;
+use tile::{ATile, Finish, FinishAct};
 #[cfg(target_arch = "x86_64")]
 use x86::{kernel_avx2, kernel_avx512, kernel_avx512_wide};
+
+/// The 8 x 48 AVX-512 micro-kernel under a name `run_rows!` calls with one const parameter.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn kernel_avx512_x48<const MR: usize>(
+    t: &ATile,
+    b: *const f32,
+    bias: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+    fin: &Finish,
+) {
+    // SAFETY: as the caller guarantees (`PackedB::panel`).
+    unsafe { x86::kernel_avx512_nv::<MR, 3>(t, b, bias, c, ldc, cols, fin) }
+}
+
+/// The 6 x 64 AVX-512 micro-kernel under a name `run_rows!` calls with one const parameter.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn kernel_avx512_x64<const MR: usize>(
+    t: &ATile,
+    b: *const f32,
+    bias: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+    fin: &Finish,
+) {
+    // SAFETY: as the caller guarantees (`PackedB::panel`).
+    unsafe { x86::kernel_avx512_nv::<MR, 4>(t, b, bias, c, ldc, cols, fin) }
+}
 
 /// The micro-kernel of a packed matrix: an instruction set and its register tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +68,10 @@ enum Micro {
     Avx512,
     #[cfg(target_arch = "x86_64")]
     Avx512Wide,
+    #[cfg(target_arch = "x86_64")]
+    Avx512X48,
+    #[cfg(target_arch = "x86_64")]
+    Avx512X64,
     #[cfg(target_arch = "x86_64")]
     Avx2,
     #[cfg(target_arch = "aarch64")]
@@ -46,11 +84,22 @@ impl Micro {
     #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     fn pick(isa: Isa, n: usize) -> Micro {
         match isa.or_portable() {
-            // 32-column panels run about 1.3x faster than 16-column ones (measured); use them
-            // unless their padding wastes more than that.
+            // The panel width of 16 (12 rows), 32 (12 rows), 48 (8 rows) or 64 (6 rows) that
+            // pads `N` least for its speed: the wider tiles load fewer values of A and B per
+            // multiply-add and keep fewer row pointers (32 columns ran about 1.3x faster than
+            // 16; 6 x 64 1.17x faster than 12 x 32 on 16 -> 64 channels, one thread).
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 if n > 16 && 10 * n.div_ceil(32) * 32 <= 13 * n.div_ceil(16) * 16 => {
-                Micro::Avx512Wide
+            Isa::Avx512 if n > 16 => {
+                let cost = |w: usize, speed: usize| n.div_ceil(w) * w * 100 / speed;
+                let best = [
+                    (cost(64, 150), Micro::Avx512X64),
+                    (cost(48, 140), Micro::Avx512X48),
+                    (cost(32, 130), Micro::Avx512Wide),
+                    (cost(16, 100), Micro::Avx512),
+                ];
+                best.iter()
+                    .min_by_key(|(c, _)| *c)
+                    .map_or(Micro::Avx512, |b| b.1)
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => Micro::Avx512,
@@ -65,7 +114,7 @@ impl Micro {
     fn isa(self) -> Isa {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Micro::Avx512 | Micro::Avx512Wide => Isa::Avx512,
+            Micro::Avx512 | Micro::Avx512Wide | Micro::Avx512X48 | Micro::Avx512X64 => Isa::Avx512,
             #[cfg(target_arch = "x86_64")]
             Micro::Avx2 => Isa::Avx2,
             #[cfg(target_arch = "aarch64")]
@@ -81,6 +130,10 @@ impl Micro {
             Micro::Avx512 | Micro::Avx2 => 16,
             #[cfg(target_arch = "x86_64")]
             Micro::Avx512Wide => 32,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X48 => 48,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X64 => 64,
             #[cfg(target_arch = "aarch64")]
             Micro::Neon => 8,
             Micro::Portable => 8,
@@ -92,6 +145,10 @@ impl Micro {
         match self {
             #[cfg(target_arch = "x86_64")]
             Micro::Avx512 | Micro::Avx512Wide => 12,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X48 => 8,
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X64 => 6,
             #[cfg(target_arch = "x86_64")]
             Micro::Avx2 => 6,
             #[cfg(target_arch = "aarch64")]
@@ -184,13 +241,70 @@ impl PackedB {
     /// `c[i][j] = bias[j] + sum_k a[i * lda + k] * B[k][j]` for `i < m`, `j < n`; `c` is
     /// row-major with row stride `n`.
     pub(crate) fn gemm(&self, a: &[f32], lda: usize, m: usize, c: &mut [f32]) {
+        self.gemm_ep(a, lda, m, c, None);
+    }
+
+    /// [`PackedB::gemm`] with `ep` fused into the stores where [`PackedB::fuses`] says so
+    /// (`(ep, offset)`: `c` is a piece of the output tensor starting at element `offset`, its
+    /// rows the tensor's rows of `N` channels).
+    pub(crate) fn gemm_ep(
+        &self,
+        a: &[f32],
+        lda: usize,
+        m: usize,
+        c: &mut [f32],
+        ep: Option<(&Epilogue, usize)>,
+    ) {
         if m == 0 || self.n == 0 {
             return;
         }
         assert!(a.len() >= (m - 1) * lda + self.k, "gemm: A too short");
         debug_assert!(lda >= self.k);
         // SAFETY: row i < m reads a[i * lda..i * lda + k], inside `a` (checked above).
-        unsafe { self.gemm_segmented(a.as_ptr(), lda, &[0], self.k, m, c) };
+        unsafe { self.gemm_segmented_ep(a.as_ptr(), lda, &[0], self.k, m, c, ep) };
+    }
+
+    /// Whether the micro-kernels apply `ep` themselves (a residual and a rectifier, clamp,
+    /// hard-swish or PReLU of `N` or 1 alphas; not the logistic or tanh), so that a caller
+    /// passing it to `*_ep` must not apply it again.
+    pub(crate) fn fuses(&self, ep: &Epilogue) -> bool {
+        match ep.act {
+            Act::None | Act::Relu | Act::Relu6 | Act::ReluN1To1 | Act::HardSwish => true,
+            Act::Prelu(a) => a.len() == 1 || a.len() == self.n,
+            Act::Logistic | Act::Tanh => false,
+        }
+    }
+
+    /// The finish of panel `p` for `ep` applied at tensor element `offset` of C's first
+    /// value, C's columns starting at column `col0`.
+    fn finish(&self, ep: Option<(&Epilogue, usize)>, p: usize) -> Finish {
+        let Some((ep, offset)) = ep else {
+            return Finish::NONE;
+        };
+        debug_assert!(self.fuses(ep));
+        let act = match ep.act {
+            Act::Relu => FinishAct::Relu,
+            Act::Relu6 => FinishAct::Clamp(0.0, 6.0),
+            Act::ReluN1To1 => FinishAct::Clamp(-1.0, 1.0),
+            Act::HardSwish => FinishAct::HardSwish,
+            Act::Prelu(_) => FinishAct::Prelu,
+            _ => FinishAct::None,
+        };
+        let mut alpha = [0.0; 64];
+        if let Act::Prelu(a) = ep.act {
+            for (jj, v) in alpha.iter_mut().enumerate().take(self.nr) {
+                let j = p * self.nr + jj;
+                if j < self.n {
+                    *v = if a.len() == 1 { a[0] } else { a[j] };
+                }
+            }
+        }
+        let res = ep.residual.map_or(std::ptr::null(), |r| {
+            assert!(offset <= r.len(), "gemm: residual too short");
+            // SAFETY: in bounds (checked); the kernels read it where they write C.
+            unsafe { r.as_ptr().add(offset) }
+        });
+        Finish { res, act, alpha }
     }
 
     /// Like [`PackedB::gemm`] with each row of `A` made of segments: row `i` is the
@@ -209,12 +323,38 @@ impl PackedB {
         m: usize,
         c: &mut [f32],
     ) {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.gemm_segmented_ep(a, lda, segs, seg_len, m, c, None) };
+    }
+
+    /// [`PackedB::gemm_segmented`] with `ep` fused (see [`PackedB::gemm_ep`]).
+    ///
+    /// # Safety
+    /// As [`PackedB::gemm_segmented`]; the residual of `ep`, if any, must hold `c`'s values
+    /// from `offset`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_segmented_ep(
+        &self,
+        a: *const f32,
+        lda: usize,
+        segs: &[usize],
+        seg_len: usize,
+        m: usize,
+        c: &mut [f32],
+        ep: Option<(&Epilogue, usize)>,
+    ) {
         if m == 0 || self.n == 0 {
             return;
         }
         assert!(c.len() >= m * self.n, "gemm: C too short");
+        if let Some((ep, offset)) = ep
+            && let Some(r) = ep.residual
+        {
+            assert!(r.len() >= offset + m * self.n, "gemm: residual too short");
+        }
+        let n = self.n;
         // SAFETY: `c` holds `m` rows of `n` values (checked above); A as the caller guarantees.
-        unsafe { self.gemm_tile(a, lda, segs, seg_len, m, 0..self.n, c.as_mut_ptr(), self.n) };
+        unsafe { self.gemm_tile(a, lda, segs, seg_len, m, 0..n, c.as_mut_ptr(), n, ep) };
     }
 
     /// Columns per panel: a column range of [`PackedB::gemm_tile`] starts at a multiple of it.
@@ -228,13 +368,16 @@ impl PackedB {
     }
 
     /// Like [`PackedB::gemm_segmented`] for the output columns `cols` only, written to `c`
-    /// (row `i`, column `j` at `c[i * ldc + j - cols.start]`). Each value is computed exactly
-    /// as by [`PackedB::gemm`].
+    /// (row `i`, column `j` at `c[i * ldc + j - cols.start]`), with `ep` fused where given
+    /// (`(ep, offset)`: C's first value is element `offset` of the output tensor, whose rows
+    /// are `ldc` values apart, and the residual is laid out as the tensor). Each value is
+    /// computed exactly as by [`PackedB::gemm`] then [`Epilogue::apply`].
     ///
     /// # Safety
     /// As [`PackedB::gemm_segmented`]; `cols.start` must be a multiple of
     /// [`PackedB::panel_cols`] and `cols.end <= N`, and `c` must be writable for `m` rows of
-    /// `cols.len()` values at stride `ldc`.
+    /// `cols.len()` values at stride `ldc`; `ep` must be one [`PackedB::fuses`], and its
+    /// residual must hold those rows and columns from `offset`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn gemm_tile(
         &self,
@@ -246,6 +389,7 @@ impl PackedB {
         cols: std::ops::Range<usize>,
         c: *mut f32,
         ldc: usize,
+        ep: Option<(&Epilogue, usize)>,
     ) {
         let (k, n) = (self.k, self.n);
         if m == 0 || cols.is_empty() {
@@ -271,17 +415,21 @@ impl PackedB {
                 let width = self.nr.min(cols.end - p * self.nr);
                 let bp = &self.panels[p * k * self.nr..(p + 1) * k * self.nr];
                 let bias = &self.bias[p * self.nr..(p + 1) * self.nr];
+                let at = m0 * ldc + p * self.nr - cols.start;
+                let fin = self.finish(ep.map(|(e, o)| (e, o + at)), p);
                 // SAFETY: `c` holds rows m0..m0+mb of the columns (caller), and panel `p`'s
-                // columns p*nr..p*nr+width lie inside `cols`; A as guaranteed by the caller.
+                // columns p*nr..p*nr+width lie inside `cols`; A as guaranteed by the caller;
+                // the residual as C (caller).
                 unsafe {
                     self.panel(
                         &tile,
                         mb,
                         bp.as_ptr(),
                         bias.as_ptr(),
-                        c.add(m0 * ldc + p * self.nr - cols.start),
+                        c.add(at),
                         ldc,
                         width,
+                        &fin,
                     );
                 }
             }
@@ -289,11 +437,12 @@ impl PackedB {
         }
     }
 
-    /// One column panel for `m` rows.
+    /// One column panel for `m` rows, `fin` applied before each store.
     ///
     /// # Safety
     /// `t` must address `m` rows (see [`PackedB::gemm_segmented`]), `c` `m` rows of `cols`
-    /// values at stride `ldc`, `b` a packed panel and `bias` `self.nr` values.
+    /// values at stride `ldc`, `b` a packed panel and `bias` `self.nr` values; `fin`'s residual
+    /// laid out as `c`.
     #[allow(clippy::too_many_arguments)]
     unsafe fn panel(
         &self,
@@ -304,17 +453,24 @@ impl PackedB {
         c: *mut f32,
         ldc: usize,
         cols: usize,
+        fin: &Finish,
     ) {
         macro_rules! run_rows {
             ($kern:ident, $mr:literal, $($r:literal)*) => {{
                 let mut i = 0;
                 while i + $mr <= m {
-                    unsafe { $kern::<$mr>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols) };
+                    unsafe {
+                        let f = fin.offset(i * ldc);
+                        $kern::<$mr>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols, &f)
+                    };
                     i += $mr;
                 }
                 match m - i {
                     0 => {}
-                    $($r => unsafe { $kern::<$r>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols) },)*
+                    $($r => unsafe {
+                        let f = fin.offset(i * ldc);
+                        $kern::<$r>(&t.offset(i), b, bias, c.add(i * ldc), ldc, cols, &f)
+                    },)*
                     _ => unreachable!(),
                 }
             }};
@@ -326,6 +482,10 @@ impl PackedB {
             Micro::Avx512Wide => {
                 run_rows!(kernel_avx512_wide, 12, 1 2 3 4 5 6 7 8 9 10 11)
             }
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X48 => run_rows!(kernel_avx512_x48, 8, 1 2 3 4 5 6 7),
+            #[cfg(target_arch = "x86_64")]
+            Micro::Avx512X64 => run_rows!(kernel_avx512_x64, 6, 1 2 3 4 5),
             #[cfg(target_arch = "x86_64")]
             Micro::Avx2 => run_rows!(kernel_avx2, 6, 1 2 3 4 5),
             #[cfg(target_arch = "aarch64")]
@@ -348,6 +508,7 @@ unsafe fn kernel_portable<const MR: usize>(
     c: *mut f32,
     ldc: usize,
     cols: usize,
+    fin: &Finish,
 ) {
     const NR: usize = 8;
     let mut acc = [[0.0f32; NR]; MR];
@@ -371,7 +532,10 @@ unsafe fn kernel_portable<const MR: usize>(
             }
         }
         for (i, row) in acc.iter().enumerate() {
-            std::ptr::copy_nonoverlapping(row.as_ptr(), c.add(i * ldc), cols);
+            for (j, v) in row.iter().enumerate().take(cols) {
+                let r = (!fin.res.is_null()).then(|| *fin.res.add(i * ldc + j));
+                *c.add(i * ldc + j) = fin.scalar(*v, r, j);
+            }
         }
     }
 }

@@ -7,7 +7,58 @@
 //! (of 32). A segment's last `k % 4` steps broadcast one value of `A` at a time. Every step is
 //! a fused multiply-add in `k` order, as on x86-64.
 
-use super::tile::{ATile, unroll12};
+use std::arch::aarch64::*;
+
+use super::tile::{ATile, Finish, FinishAct, unroll12};
+
+/// `fin` on 4 values of C whose residual's first `cols` values (all 4 if `cols >= 4`) are at
+/// `res` and whose columns' PReLU alphas are `alpha`: the epilogue's compares, selects and
+/// arithmetic in its order.
+///
+/// # Safety
+/// NEON; `res` readable for `min(cols, 4)` values, if `fin` has a residual.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn finish4(
+    x: float32x4_t,
+    fin: &Finish,
+    res: *const f32,
+    cols: usize,
+    alpha: float32x4_t,
+) -> float32x4_t {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let x = if fin.res.is_null() || cols == 0 {
+            x
+        } else if cols >= 4 {
+            vaddq_f32(x, vld1q_f32(res))
+        } else {
+            let mut tmp = [0.0f32; 4];
+            std::ptr::copy_nonoverlapping(res, tmp.as_mut_ptr(), cols);
+            vaddq_f32(x, vld1q_f32(tmp.as_ptr()))
+        };
+        let zero = vdupq_n_f32(0.0);
+        let clamp = |x: float32x4_t, lo: f32, hi: f32| {
+            let (lo, hi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+            let y = vbslq_f32(vcgtq_f32(x, lo), x, lo);
+            vbslq_f32(vcltq_f32(y, hi), y, hi)
+        };
+        match fin.act {
+            FinishAct::None => x,
+            FinishAct::Relu => vbslq_f32(vcgtq_f32(x, zero), x, zero),
+            FinishAct::Clamp(lo, hi) => clamp(x, lo, hi),
+            FinishAct::HardSwish => {
+                let r = clamp(vaddq_f32(x, vdupq_n_f32(3.0)), 0.0, 6.0);
+                vdivq_f32(vmulq_f32(x, r), vdupq_n_f32(6.0))
+            }
+            FinishAct::Prelu => {
+                let pos = vbslq_f32(vcgtq_f32(x, zero), x, zero);
+                let neg = vbslq_f32(vcltq_f32(x, zero), x, zero);
+                vaddq_f32(pos, vmulq_f32(alpha, neg))
+            }
+        }
+    }
+}
 
 /// NEON micro-kernel: `MR` rows x 8 columns.
 ///
@@ -21,8 +72,8 @@ pub(super) unsafe fn kernel_neon<const MR: usize>(
     c: *mut f32,
     ldc: usize,
     cols: usize,
+    fin: &Finish,
 ) {
-    use std::arch::aarch64::*;
     // SAFETY: the caller guarantees the extents and the CPU features; every load of A stays
     // inside a segment (`kk + 4 <= seg_len`, then single values).
     unsafe {
@@ -73,16 +124,21 @@ pub(super) unsafe fn kernel_neon<const MR: usize>(
                 kk += 1;
             }
         }
-        if cols == 8 {
-            for i in 0..MR {
-                vst1q_f32(c.add(i * ldc), acc0[i]);
-                vst1q_f32(c.add(i * ldc + 4), acc1[i]);
-            }
-        } else {
-            let mut tmp = [0.0f32; 8];
-            for i in 0..MR {
-                vst1q_f32(tmp.as_mut_ptr(), acc0[i]);
-                vst1q_f32(tmp.as_mut_ptr().add(4), acc1[i]);
+        let (a0, a1) = (
+            vld1q_f32(fin.alpha.as_ptr()),
+            vld1q_f32(fin.alpha.as_ptr().add(4)),
+        );
+        let mut tmp = [0.0f32; 8];
+        for i in 0..MR {
+            let r = fin.res.wrapping_add(i * ldc);
+            let v0 = finish4(acc0[i], fin, r, cols, a0);
+            let v1 = finish4(acc1[i], fin, r.wrapping_add(4), cols.saturating_sub(4), a1);
+            if cols == 8 {
+                vst1q_f32(c.add(i * ldc), v0);
+                vst1q_f32(c.add(i * ldc + 4), v1);
+            } else {
+                vst1q_f32(tmp.as_mut_ptr(), v0);
+                vst1q_f32(tmp.as_mut_ptr().add(4), v1);
                 std::ptr::copy_nonoverlapping(tmp.as_ptr(), c.add(i * ldc), cols);
             }
         }

@@ -15,6 +15,8 @@ fn micros() -> Vec<Micro> {
         if Isa::Avx512.is_available() {
             v.push(Micro::Avx512);
             v.push(Micro::Avx512Wide);
+            v.push(Micro::Avx512X48);
+            v.push(Micro::Avx512X64);
         }
     }
     #[cfg(target_arch = "aarch64")]
@@ -188,4 +190,77 @@ fn simd_kernels_match_the_fused_reference_on_random_shapes() {
         fused_reference(&a, &bm, &bias, 13, 300, 17),
         unfused_reference(&a, &bm, &bias, 13, 300, 17)
     );
+}
+
+/// The epilogue fused into the micro-kernels' stores gives the bits of the product followed by
+/// `Epilogue::apply`, for every micro-kernel, every activation they fuse, with and without a
+/// residual, on random shapes (partial panels) and on a column range of the output (an
+/// offset into the tensor: residual and PReLU alphas indexed by the tensor's element).
+#[test]
+fn fused_epilogue_matches_apply() {
+    use crate::kernels::testutil::data;
+    let n_alpha = 70;
+    let alpha = data(9, n_alpha);
+    let alpha1 = [0.3f32];
+    let acts = [
+        Act::None,
+        Act::Relu,
+        Act::Relu6,
+        Act::ReluN1To1,
+        Act::HardSwish,
+        Act::Prelu(&alpha),
+        Act::Prelu(&alpha1),
+    ];
+    for (t, &(m, k)) in [(13, 5), (7, 40), (25, 17)].iter().enumerate() {
+        let n = n_alpha;
+        let seed = 10 * t as u64;
+        // Values around the activations' kinks: scaled so that clamps and signs matter.
+        let a: Vec<f32> = data(seed, m * k).iter().map(|v| 4.0 * v).collect();
+        let (bm, bias) = (data(seed + 1, k * n), data(seed + 2, n));
+        let residual: Vec<f32> = data(seed + 3, m * n).iter().map(|v| 3.0 * v).collect();
+        for micro in micros() {
+            let pb = PackedB::with_micro(micro, k, n, Some(&bias), |kk, j| bm[kk * n + j]);
+            for act in acts {
+                for residual in [None, Some(&residual[..])] {
+                    let ep = Epilogue { residual, act };
+                    assert!(pb.fuses(&ep));
+                    let mut want = vec![0.0; m * n];
+                    pb.gemm(&a, k, m, &mut want);
+                    ep.apply_with(Isa::Portable, &mut want, 0, n);
+                    let mut got = vec![f32::NAN; m * n];
+                    pb.gemm_ep(&a, k, m, &mut got, Some((&ep, 0)));
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{micro:?} {act:?} m{m} k{k}");
+                    // The columns from the second panel on, rows 1.., as a tile of the tensor.
+                    let c0 = pb.panel_cols();
+                    let (rows, cols) = (m - 1, n - c0);
+                    let mut tile = vec![f32::NAN; rows * n];
+                    // SAFETY: rows 1..m of A, columns c0..n of a tile of row stride n.
+                    unsafe {
+                        pb.gemm_tile(
+                            a.as_ptr().add(k),
+                            k,
+                            &[0],
+                            k,
+                            rows,
+                            c0..n,
+                            tile.as_mut_ptr(),
+                            n,
+                            Some((&ep, n + c0)),
+                        );
+                    }
+                    for i in 0..rows {
+                        let got = &tile[i * n..i * n + cols];
+                        let want = &want[(i + 1) * n + c0..(i + 2) * n];
+                        assert_eq!(bits(got), bits(want), "{micro:?} {act:?} tile row {i}");
+                    }
+                }
+            }
+        }
+    }
+    // Not fused: the logistic and tanh (applied after the product).
+    let pb = PackedB::new(3, 5, None, |_, _| 1.0);
+    assert!(!pb.fuses(&Epilogue::act(Act::Logistic)));
+    assert!(!pb.fuses(&Epilogue::act(Act::Tanh)));
+    assert!(!pb.fuses(&Epilogue::act(Act::Prelu(&[1.0, 2.0]))));
 }

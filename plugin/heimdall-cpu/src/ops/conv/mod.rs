@@ -191,15 +191,34 @@ impl PackedConv {
                 self.b.tile_rows(),
                 self.b.panel_cols(),
             );
+            let fused = self.b.fuses(ep);
             par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
+                if fused {
+                    // The epilogue in the micro-kernels' stores: the tile is written once.
+                    // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
+                    // input's length, rows < px); the tile's rows of `cols.len()` values at
+                    // the tile's stride are its own; `cols.start` is a multiple of the panel
+                    // width (the grid's column alignment); the residual has the output's shape.
+                    unsafe {
+                        self.b.gemm_tile(
+                            input.as_ptr().add(rows.start * w.in_c),
+                            w.in_c,
+                            &[0],
+                            w.in_c,
+                            rows.len(),
+                            cols.clone(),
+                            tile.as_mut_ptr(),
+                            n,
+                            (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
+                        );
+                    }
+                    return;
+                }
                 let mut m0 = rows.start;
                 while m0 < rows.end {
                     let mb = self.block.min(rows.end - m0);
                     let t0 = m0 - rows.start;
-                    // SAFETY: input rows m0..m0+mb hold `in_c` values each (`run` asserted the
-                    // input's length, rows < px); tile rows t0..t0+mb of `cols.len()` values at
-                    // the tile's stride are the tile's own; `cols.start` is a multiple of the
-                    // panel width (the grid's column alignment).
+                    // SAFETY: as above, for rows m0..m0+mb.
                     unsafe {
                         self.b.gemm_tile(
                             input.as_ptr().add(m0 * w.in_c),
@@ -210,15 +229,14 @@ impl PackedConv {
                             cols.clone(),
                             tile.as_mut_ptr().add(t0 * n),
                             n,
+                            None,
                         );
                     }
-                    if !ep.is_identity() {
-                        if cols.len() == n {
-                            ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
-                        } else {
-                            for i in 0..mb {
-                                ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
-                            }
+                    if cols.len() == n {
+                        ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
+                    } else {
+                        for i in 0..mb {
+                            ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
                         }
                     }
                     m0 += mb;
@@ -239,9 +257,11 @@ impl PackedConv {
                 if let Some(band) = &self.reflect {
                     return band.rows((&self.w, &self.b, self.seg_len), input, rows, out, sc, ep);
                 }
+                let fused = self.b.fuses(ep);
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                    self.row(input, oy, out_row, sc);
-                    if !ep.is_identity() {
+                    let row_ep = (fused && !ep.is_identity()).then_some((ep, oy * row_len));
+                    self.row(input, oy, out_row, sc, row_ep);
+                    if !fused {
                         ep.apply(out_row, oy * row_len, n);
                     }
                 }
@@ -250,8 +270,16 @@ impl PackedConv {
     }
 
     /// One output row: interior pixels read the input in place (segmented product), edge
-    /// pixels go through im2col in `scratch`.
-    fn row(&self, input: &[f32], oy: usize, out_row: &mut [f32], scratch: &mut [f32]) {
+    /// pixels go through im2col in `scratch`; `ep` (the row's first value's element of the
+    /// output) fused into the products' stores where given.
+    fn row(
+        &self,
+        input: &[f32],
+        oy: usize,
+        out_row: &mut [f32],
+        scratch: &mut [f32],
+        ep: Option<(&Epilogue, usize)>,
+    ) {
         let w = &self.w;
         let (n, kdim) = (w.out_c, patch_len(w));
         let top = oy * w.stride_h;
@@ -267,13 +295,14 @@ impl PackedConv {
             // rows and columns), so each segment of each of those rows is in `input`, whose
             // length `run` asserted.
             unsafe {
-                self.b.gemm_segmented(
+                self.b.gemm_segmented_ep(
                     input.as_ptr().add(base),
                     w.stride_w * w.in_c,
                     &self.segs,
                     self.seg_len,
                     hi - lo,
                     &mut out_row[lo * n..hi * n],
+                    ep.map(|(e, o)| (e, o + lo * n)),
                 );
             }
         }
@@ -281,7 +310,9 @@ impl PackedConv {
             if b > a {
                 let col = &mut scratch[..(b - a) * kdim];
                 im2col(w, input, oy * w.out_w + a, b - a, col);
-                self.b.gemm(col, kdim, b - a, &mut out_row[a * n..b * n]);
+                let part_ep = ep.map(|(e, o)| (e, o + a * n));
+                self.b
+                    .gemm_ep(col, kdim, b - a, &mut out_row[a * n..b * n], part_ep);
             }
         }
     }
