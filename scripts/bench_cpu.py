@@ -28,6 +28,16 @@ few microseconds per op; each prefix's 10th percentile of --runs calls, as a sha
 other processes give a call's time a long tail). heimdall's per-op medians come from `heimdall
 bench --per-op` as above.
   python3 scripts/bench_cpu.py --xnnpack-prefix hand_landmark_lite --threads 1 --runs 100
+
+With --cpu-time MODEL[,MODEL...] it compares one thread's CPU time per call, which a shared
+machine's other processes do not inflate as they do wall time (a proxy for the one-thread
+latency on an idle core; caches are still shared): heimdall's as the difference of the CPU time
+(user + system, getrusage of the child) of two `heimdall bench --threads 1` processes making
+--runs and 10 x --runs calls, divided by the difference of the calls (start-up and compile
+cancel out), for each --exe given (comma-separated: e.g. main's CLI and this branch's); XNNPACK's
+as `time.thread_time()` around --runs calls of the interpreter with one thread (all its work on
+the calling thread). --rounds rounds, engines interleaved, median of the rounds.
+  python3 scripts/bench_cpu.py --cpu-time face_landmark,hand_landmark_lite --exe /tmp/main,/tmp/arm
 """
 
 from __future__ import annotations
@@ -197,24 +207,81 @@ def xnnpack_prefix(exe: Path, name: str, threads: int, runs: int, rounds: int) -
     return {"model": name, "threads": threads, "ops": rows}
 
 
+def cpu_time(exes: list[Path], names: list[str], runs: int, rounds: int) -> list[dict]:
+    """One thread's CPU time per call: heimdall CLIs (child rusage difference) and XNNPACK."""
+    import os
+    import resource
+    import time
+
+    import numpy as np
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from ai_edge_litert.interpreter import Interpreter
+
+    def child_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    def ours(exe: Path, path: Path, n: int) -> float:
+        before = child_cpu()
+        subprocess.run([str(exe), "bench", str(path), "--threads", "1", "--runs", str(n), "--warmup", "5"],
+                       check=True, capture_output=True)
+        return child_cpu() - before
+
+    rows = []
+    for name in names:
+        path = model_path(name)
+        x = np.load(ROOT / "assets" / "goldens" / name / "astronaut" / "input_0.npy")
+        it = Interpreter(model_path=str(path), num_threads=1)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        for _ in range(10):
+            it.invoke()
+        per: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for exe in exes:
+                small, big = ours(exe, path, runs), ours(exe, path, 10 * runs)
+                per.setdefault(str(exe), []).append((big - small) / (9 * runs) * 1e3)
+            t0 = time.thread_time()
+            for _ in range(runs):
+                it.invoke()
+            per.setdefault("xnnpack", []).append((time.thread_time() - t0) / runs * 1e3)
+        row = {"model": name, **{k: median(v) for k, v in per.items()}}
+        rows.append(row)
+        cells = " | ".join(f"{row[str(e)]:.3f}" for e in exes)
+        ratio = row["xnnpack"] / row[str(exes[-1])]
+        print(f"| {name} | {cells} | {row['xnnpack']:.3f} | {ratio:.2f}x |", flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=50)
-    ap.add_argument("--exe", type=Path, default=ROOT / "target" / "release" / "heimdall")
+    ap.add_argument("--exe", default=str(ROOT / "target" / "release" / "heimdall"),
+                    help="the CLI (--cpu-time: comma-separated CLIs to compare)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--profile", help="comma-separated models: print per-op profiles instead")
     ap.add_argument("--threads", default="1", help="--profile: comma-separated thread counts (default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="--profile: bench processes per model and count")
     ap.add_argument("--top", type=int, default=15, help="--profile: slowest ops listed per model")
     ap.add_argument("--xnnpack-prefix", help="comma-separated models: heimdall and XNNPACK per op")
+    ap.add_argument("--cpu-time", help="comma-separated models: one thread's CPU time per call")
     args = ap.parse_args()
+    if args.cpu_time:
+        exes = [Path(e) for e in str(args.exe).split(",")]
+        print("| model | " + " | ".join(f"heimdall {e.name} ms" for e in exes)
+              + " | XNNPACK ms | XNNPACK / last heimdall |\n| --- |" + " ---: |" * (len(exes) + 2))
+        rows = cpu_time(exes, args.cpu_time.split(","), args.runs, args.rounds)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+        return
     if args.xnnpack_prefix:
-        out = [xnnpack_prefix(args.exe, m, int(t), args.runs, args.rounds)
+        out = [xnnpack_prefix(Path(args.exe), m, int(t), args.runs, args.rounds)
                for m in args.xnnpack_prefix.split(",") for t in args.threads.split(",")]
         if args.json:
             args.json.write_text(json.dumps(out, indent=2))
         return
     if args.profile:
+        args.exe = Path(args.exe)
         profiles = [profile(args.exe, m, int(t), args.runs, args.rounds, args.top)
                     for m in args.profile.split(",") for t in args.threads.split(",")]
         if args.json:
@@ -226,8 +293,8 @@ def main() -> None:
     for name in MODELS:
         path = model_path(name)
         ref = tflite(name, args.runs)
-        o1 = ours(args.exe, path, 1, args.runs)
-        o2 = ours(args.exe, path, 2, args.runs)
+        o1 = ours(Path(args.exe), path, 1, args.runs)
+        o2 = ours(Path(args.exe), path, 2, args.runs)
         r1 = o1 / ref if ref else None
         r2 = o2 / ref if ref else None
         fmt = lambda v: f"{v:.2f}" if v is not None else "n/a"
