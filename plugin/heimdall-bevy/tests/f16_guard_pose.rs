@@ -5,8 +5,9 @@
 //! in f32, and its results meet the bound against the CPU backend in f32 on that frame. No
 //! per-model setting: the guard finds the ops by itself.
 //!
-//! The model is not bundled: fetched into the model cache when missing (a test never passes
-//! for want of its model). Slow on lavapipe (the search compiles and runs the 256×256 model about 26 times: minutes).
+//! The model is not bundled: fetched into the tests' model cache when missing (a test never
+//! passes for want of its model). Slow on lavapipe (the search compiles and runs the 256×256
+//! model about 26 times: minutes).
 
 mod common;
 mod decoders_support;
