@@ -314,7 +314,9 @@ pub const MAX_FPS: f64 = 10_000.0;
 fn frame_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (MIN_FPS..=MAX_FPS).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a frame rate in {MIN_FPS}..={MAX_FPS}")),
+        _ => Err(format!(
+            "{s:?} is not a frame rate in {MIN_FPS}..={MAX_FPS}"
+        )),
     }
 }
 

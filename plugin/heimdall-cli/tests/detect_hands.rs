@@ -9,17 +9,18 @@
 
 mod common;
 
-use common::{BACKENDS, detect, floats, heimdall, reference};
+use common::{backends, detect, floats, heimdall, reference};
 
 #[test]
 fn hands_match_mediapipe() {
     let refs = reference("hands");
     let images = refs["images"].as_object().expect("images");
     let mut worst = 0.0f32;
+    let backends = backends();
     for (image, per_model) in images {
         for model in ["lite", "full"] {
             let want = per_model[model]["hands"].as_array().expect("hands");
-            for (backend, flags) in BACKENDS {
+            for &(backend, flags) in &backends {
                 let mut extra = vec!["--hand-model", model];
                 extra.extend_from_slice(flags);
                 let got = detect("hands", image, &extra);

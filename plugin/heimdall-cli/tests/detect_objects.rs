@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{BACKENDS, box_iou, detect, floats, reference};
+use common::{backends, box_iou, detect, floats, reference};
 
 #[test]
 fn objects_match_mediapipe() {
@@ -23,7 +23,7 @@ fn objects_match_mediapipe_at_min_score_0_2() {
 fn compare(key: &str, min_score: f64, extra: &[&str]) {
     let refs = reference("objects");
     let images = refs["images"].as_object().expect("images");
-    for (backend, backend_flags) in BACKENDS {
+    for (backend, backend_flags) in backends() {
         let mut flags = backend_flags.to_vec();
         flags.extend_from_slice(extra);
         let flags = flags.as_slice();
@@ -88,7 +88,7 @@ fn compare(key: &str, min_score: f64, extra: &[&str]) {
 
 #[test]
 fn negative_image_has_no_objects() {
-    for (backend, flags) in BACKENDS {
+    for (backend, flags) in backends() {
         let got = detect("objects", "brick.jpg", flags);
         assert_eq!(
             got["objects"].as_array().unwrap().len(),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{BACKENDS, detect, floats, reference};
+use common::{backends, detect, floats, reference};
 use heimdall_vision::Vec2;
 use heimdall_vision::text::convex_polygon_iou;
 
@@ -26,7 +26,7 @@ fn polygon(v: &serde_json::Value) -> Vec<Vec2> {
 fn text_matches_rapidocr() {
     let refs = reference("text");
     let images = refs["images"].as_object().expect("images");
-    for (backend, flags) in BACKENDS {
+    for (backend, flags) in backends() {
         for (image, want) in images {
             let score = |t: &serde_json::Value| t["score"].as_f64().unwrap() as f32;
             let want_scores: Vec<f32> =

@@ -139,7 +139,7 @@ fn corrupt_model_is_a_clear_error() {
 
 #[test]
 fn run_on_the_gpu_backend_matches_the_golden() {
-    if std::env::var_os("HEIMDALL_SKIP_GPU").is_some() {
+    if heimdall_testkit::skip_gpu("inspect::run_on_the_gpu_backend_matches_the_golden") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("heimdall-cli-gpu-{}", std::process::id()));

@@ -133,6 +133,11 @@ fn partition_measured_on_the_cpu_covers_the_model_within_the_budget() {
 /// profile store with the same chunks.
 #[test]
 fn partition_on_the_gpu_keeps_its_profile_between_runs() {
+    if heimdall_testkit::skip_gpu(
+        "partition_simulate::partition_on_the_gpu_keeps_its_profile_between_runs",
+    ) {
+        return;
+    }
     let path = model();
     let dir = temp("store-gpu");
     let args = [

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{BACKENDS, heimdall, reference, root};
+use common::{backends, heimdall, reference, root};
 use heimdall::npy::read_npy;
 use heimdall_vision::RgbaImage;
 
@@ -16,6 +16,7 @@ fn stylize_matches_onnx_runtime() {
     let refs = reference("style");
     let dir = std::env::temp_dir().join(format!("heimdall-stylize-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let backends = backends();
     for (case, c) in refs["cases"].as_object().expect("cases") {
         let want = read_npy(
             root()
@@ -32,7 +33,7 @@ fn stylize_matches_onnx_runtime() {
         let image = root()
             .join("assets/images")
             .join(c["image"].as_str().unwrap());
-        for (backend, flags) in BACKENDS {
+        for &(backend, flags) in &backends {
             let png = dir.join(format!("{case}.png"));
             let npy = dir.join(format!("{case}.npy"));
             let crop = crop.join(",");

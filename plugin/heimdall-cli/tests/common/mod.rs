@@ -60,6 +60,20 @@ pub const BACKENDS: [(&str, &[&str]); 3] = [
     ("gpu f16", &["--backend", "gpu", "--precision", "f16"]),
 ];
 
+/// [`BACKENDS`], without the GPU ones under `HEIMDALL_SKIP_GPU=1` (a machine without a GPU
+/// driver), which the running test then reports as skipped (counted by CI).
+pub fn backends() -> Vec<(&'static str, &'static [&'static str])> {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let gpu = !heimdall_testkit::skip_gpu(&format!(
+        "{}::{test} (the GPU backends)",
+        env!("CARGO_CRATE_NAME")
+    ));
+    BACKENDS
+        .into_iter()
+        .filter(|(name, _)| gpu || !name.starts_with("gpu"))
+        .collect()
+}
+
 /// A JSON array of numbers as f32.
 pub fn floats(v: &Value) -> Vec<f32> {
     v.as_array()
