@@ -123,16 +123,29 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 /// Output size and leading padding of TFLite `SAME` padding along one axis.
-/// Returns `(out, pad_before, pad_after)`.
+/// Returns `(out, pad_before, pad_after)`. TFLite's formula in signed arithmetic that saturates,
+/// so that no size read from a model's bytes makes it panic or wrap: an empty axis (`input` 0)
+/// gives an empty output, a zero stride is taken as 1, a total padding beyond `usize` is
+/// `usize::MAX` (the callers check the shapes they build).
 pub fn same_padding(
     input: usize,
     kernel: usize,
     stride: usize,
     dilation: usize,
 ) -> (usize, usize, usize) {
-    let effective = (kernel - 1) * dilation + 1;
+    let stride = stride.max(1);
     let out = input.div_ceil(stride);
-    let total = ((out - 1) * stride + effective).saturating_sub(input);
+    let wide = |v: usize| v as i128;
+    let effective = (wide(kernel) - 1)
+        .max(0)
+        .saturating_mul(wide(dilation))
+        .saturating_add(1);
+    let total = (wide(out) - 1)
+        .saturating_mul(wide(stride))
+        .saturating_add(effective)
+        .saturating_sub(wide(input))
+        .max(0);
+    let total = usize::try_from(total).unwrap_or(usize::MAX);
     (out, total / 2, total - total / 2)
 }
 
@@ -193,6 +206,19 @@ mod tests {
         assert_eq!(same_padding(16, 5, 1, 1), (16, 2, 2));
         // 2x2 stride 2 on 7: out 4, total 3*2+2-7 = 1 -> (0, 1).
         assert_eq!(same_padding(7, 2, 2, 1), (4, 0, 1));
+    }
+
+    /// Sizes from a model's bytes (found by the `tflite` fuzz target: an empty input axis made
+    /// `out - 1` underflow) give TFLite's signed result or saturate; nothing wraps or panics.
+    #[test]
+    fn same_padding_of_hostile_sizes() {
+        // Empty axis, 3x3 stride 1: out 0, total = -1 + 3 - 0 = 2 -> (1, 1).
+        assert_eq!(same_padding(0, 3, 1, 1), (0, 1, 1));
+        // A kernel and dilation whose window exceeds usize: the padding saturates.
+        let max = usize::MAX;
+        assert_eq!(same_padding(1, max, 1, 2), (1, max / 2, max - max / 2));
+        assert_eq!(same_padding(5, 3, 0, 1), same_padding(5, 3, 1, 1));
+        assert_eq!(same_padding(max, 1, max, 1), (1, 0, 0));
     }
 
     #[test]
