@@ -186,8 +186,11 @@ fn delays_double_up_to_the_cap() {
 /// A synthetic camera that delivers raw frames as a device does (the webcam's path without a
 /// device): each frame in its own layout, converted by `RgbaFrame::from_raw`.
 struct RawCamera {
-    frames: std::collections::VecDeque<(PixelFormat, u32, u32, Option<usize>, Vec<u8>)>,
+    frames: std::collections::VecDeque<Raw>,
 }
+
+/// A raw frame: its layout, width, height, row stride and bytes.
+type Raw = (PixelFormat, u32, u32, Option<usize>, Vec<u8>);
 
 impl FrameSource for RawCamera {
     fn name(&self) -> String {
