@@ -2,7 +2,7 @@
 //!
 //! [`GpuModel::compile`](crate::GpuModel::compile) first turns every op into its dispatches
 //! (kernel sources, parameters, operands, weights packed on the host) without touching the
-//! device ([`plan_ops`]); [`check_limits`] runs exactly that step and compares what the kernels
+//! device (`plan_ops`); [`check_limits`] runs exactly that step and compares what the kernels
 //! bind with the device's limits, so a caller learns which ops a device cannot run (a phone
 //! with Vulkan's minimum of 4 storage buffers per shader stage, `docs/mobile-limits.md`) before
 //! compiling, and can run the model elsewhere (the Bevy plugin runs it on the CPU backend). The
