@@ -79,7 +79,9 @@ fn read_texture(ctx: &GpuContext, tex: &wgpu::Texture, w: u32, h: u32) -> Vec<u8
 
 #[test]
 fn texture_pixels_are_the_tensor_conversion() {
-    let ctx = GpuContext::create().expect("GPU");
+    // The tests' shared device (None, saying so, under HEIMDALL_SKIP_GPU=1).
+    let Some(gpu) = common::gpu() else { return };
+    let ctx = &gpu.ctx;
     let (w, h) = (37u32, 19u32);
     for precision in Precision::ALL {
         let model = GpuModel::compile(
@@ -118,7 +120,9 @@ fn texture_pixels_are_the_tensor_conversion() {
 
 #[test]
 fn bad_textures_and_outputs_are_refused() {
-    let ctx = GpuContext::create().expect("GPU");
+    // The tests' shared device (None, saying so, under HEIMDALL_SKIP_GPU=1).
+    let Some(gpu) = common::gpu() else { return };
+    let ctx = &gpu.ctx;
     let model = GpuModel::compile(
         &ctx,
         &copy_graph([8, 8, 3]),
