@@ -118,7 +118,7 @@ fn coordinator_resuming(
 ) -> (Coordinator, ModelId) {
     // 30 fps, render 3 ms, margin 1, no relaxation: budget 29.33 ms.
     let mut cfg = CoordinatorConfig::new(FrameBudget::new(30.0, 3.0, 1.0, 0.0));
-    cfg.offload.interval_ms = 100.0;
+    cfg.placement.min_dwell_ms = 100.0;
     cfg.offload_resumes_from_gpu = resumes;
     let mut c = Coordinator::new(cfg, policy_by_name("max_total_utility").unwrap());
     let id = c.register(ModelSpec {
@@ -288,6 +288,9 @@ fn a_light_model_stays_on_an_idle_gpu() {
             events_ms: None,
         },
         deadline_ms: None,
+        cpu_threads: 1,
+        cpu_speedup: 1.0,
+        on_demand: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],
@@ -314,7 +317,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
     assert!(r.dnns[0].latency_ms.max > 1.2 * 15.0, "{:?}", r.dnns[0]);
     assert_eq!(r.dnns[0].offload_switches, 0);
     let r = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.saturation = 0.0
+        c.placement.gpu_saturation = 0.0
     })
     .unwrap()
     .report;
@@ -333,7 +336,7 @@ fn ablation_switches_parse_and_apply() {
             Ablation::OffloadOnly => (false, true),
             Ablation::Neither => (false, false),
         };
-        assert_eq!((cfg.chunking, cfg.offload.enabled), want);
+        assert_eq!((cfg.chunking, cfg.placement.enabled), want);
     }
     assert_eq!(Ablation::parse("chunks"), None);
 }
@@ -486,7 +489,7 @@ fn an_unresumable_boundary_restarts_from_the_input() {
 fn a_retired_model_holds_no_place_on_the_cpu() {
     for retire in [false, true] {
         let mut cfg = CoordinatorConfig::new(FrameBudget::new(30.0, 3.0, 1.0, 0.0));
-        cfg.offload.interval_ms = 100.0;
+        cfg.placement.min_dwell_ms = 100.0;
         cfg.cpu_workers = 1;
         let mut c = Coordinator::new(cfg, policy_by_name("max_total_utility").unwrap());
         let spec = || ModelSpec {

@@ -23,6 +23,9 @@ fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> D
             events_ms: None,
         },
         deadline_ms: None,
+        cpu_threads: 1,
+        cpu_speedup: 1.0,
+        on_demand: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],
@@ -88,7 +91,7 @@ fn max_min_utility_keeps_continuous_dnns_within_spread() {
     }
     let sc = scenario(d, 20.0);
     let spread = |policy: &str| {
-        let out = simulate_with(&sc, policy, false, |c| c.offload.enabled = false).unwrap();
+        let out = simulate_with(&sc, policy, false, |c| c.placement.enabled = false).unwrap();
         let m: Vec<f64> = (0..3)
             .map(|i| mean_completion_utility(&out, i, params[i]))
             .collect();
@@ -119,7 +122,7 @@ fn max_total_utility_favours_higher_l0_and_gamma_together() {
     lo.utility = u(5.0, 1.0, 1.0);
     let sc = scenario(vec![hi, lo], 30.0);
     let mt = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false
+        c.placement.enabled = false
     })
     .unwrap();
     let (h, l) = (mt.report.dnn("hi").unwrap(), mt.report.dnn("lo").unwrap());
@@ -131,7 +134,10 @@ fn max_total_utility_favours_higher_l0_and_gamma_together() {
         l.completed
     );
     assert!(l.completed == 0 || h.latency_ms.mean < 0.85 * l.latency_ms.mean);
-    let mm = simulate_with(&sc, "max_min_utility", false, |c| c.offload.enabled = false).unwrap();
+    let mm = simulate_with(&sc, "max_min_utility", false, |c| {
+        c.placement.enabled = false
+    })
+    .unwrap();
     let (h2, l2) = (mm.report.dnn("hi").unwrap(), mm.report.dnn("lo").unwrap());
     eprintln!("max_min: hi {h2:?}\nlo {l2:?}");
     assert!(
@@ -201,7 +207,7 @@ fn deadline_override_fires() {
     urgent.deadline_ms = Some(600.0);
     let sc = scenario(vec![hog, urgent], 10.0);
     let with = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false
+        c.placement.enabled = false
     })
     .unwrap();
     let r = with.report.dnn("urgent").unwrap();
@@ -209,7 +215,7 @@ fn deadline_override_fires() {
     assert_eq!(r.completed, 10);
     assert_eq!(r.deadline_miss_rate, 0.0, "latency {:?}", r.latency_ms);
     let without = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false;
+        c.placement.enabled = false;
         c.deadline_override = false;
     })
     .unwrap();
@@ -477,7 +483,7 @@ fn the_deadline_guard_covers_an_optimistic_profile() {
             policy_by_name("max_total_utility").unwrap(),
             &opts,
             |c| {
-                c.offload.enabled = false;
+                c.placement.enabled = false;
                 c.deadline_guard = guard;
             },
         )

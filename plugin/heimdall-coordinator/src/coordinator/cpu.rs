@@ -10,7 +10,8 @@ use crate::policy::PolicyContext;
 use crate::processor::Processor;
 
 impl Coordinator {
-    /// Hands out CPU work to at most `idle` workers, highest priority first.
+    /// Hands out CPU work for at most `idle` slots, highest priority first. A job that needs
+    /// more slots than are free holds them: nothing ranked below it starts.
     pub(super) fn schedule_cpu(
         &mut self,
         ctx: &PolicyContext,
@@ -18,10 +19,15 @@ impl Coordinator {
         coordinated: bool,
         out: &mut Decision,
     ) {
-        for _ in 0..idle {
+        let mut free = idle;
+        let mut taken: Vec<usize> = Vec::new();
+        while free > 0 {
             let mut best: Option<(usize, Rank)> = None;
             for (i, m) in self.models.iter().enumerate() {
                 let Some(job) = &m.job else { continue };
+                if taken.contains(&i) {
+                    continue;
+                }
                 if job.cpu_inflight || job.gpu_inflight > 0 || job.planned >= m.analysis.len() {
                     continue;
                 }
@@ -35,6 +41,13 @@ impl Coordinator {
                 }
             }
             let Some((i, _)) = best else { break };
+            taken.push(i);
+            let threads = self.cpu_slots_of(&self.models[i]);
+            if threads > free {
+                // Hold the free slots for it.
+                break;
+            }
+            free -= threads;
             let m = &mut self.models[i];
             let a = &m.analysis;
             let job = m.job.as_mut().expect("candidate has a job");
@@ -59,7 +72,7 @@ impl Coordinator {
             if offloaded && resume == Resume::FromGpu {
                 m.resumed_from_gpu += 1;
             }
-            let est = a.costs.range_ms(start..end, Processor::Cpu);
+            let est = a.costs.range_ms(start..end, Processor::Cpu) / m.cpu_speedup;
             job.planned = end;
             job.cpu_inflight = true;
             job.cpu_planned_end = ctx.now_ms + est;
@@ -71,6 +84,7 @@ impl Coordinator {
                 model: ModelId(i),
                 ops: start..end,
                 est_ms: est,
+                threads,
                 offloaded,
                 resume,
             });

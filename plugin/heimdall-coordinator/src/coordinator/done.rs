@@ -80,7 +80,10 @@ impl Coordinator {
                 m.analysis.observe(w.ops.clone(), Processor::Gpu, t);
             }
             Processor::Cpu => {
-                m.analysis.observe(w.ops.clone(), Processor::Cpu, measured);
+                // The profile keeps one-thread times.
+                let one_thread = measured * m.cpu_speedup;
+                m.analysis
+                    .observe(w.ops.clone(), Processor::Cpu, one_thread);
             }
         }
         m.analysis.refresh_costs();

@@ -6,8 +6,9 @@
 //!    one inference in flight per model and the latest request pending);
 //! 3. at every scheduling event (after a render, when GPU or CPU work finishes, on a request) call
 //!    [`Coordinator::schedule`] with the GPU window left in this frame and the number of idle CPU
-//!    workers; encode the returned [`GpuWork`] into the frame's command encoder (in order) and hand
-//!    the [`CpuWork`] to workers (`run_range(ops)`, starting from the state its [`Resume`] names);
+//!    slots; encode the returned [`GpuWork`] into the frame's command encoder (in order) and hand
+//!    the [`CpuWork`] to workers (`run_range(ops)` on `threads` slots, starting from the state its
+//!    [`Resume`] names);
 //! 4. report each finished piece with [`Coordinator::gpu_done`] / [`Coordinator::cpu_done`] and its
 //!    measured times, which feed the profiles; these return a [`Completion`] when an inference
 //!    finished.
@@ -33,6 +34,7 @@ use std::collections::HashMap;
 use self::state::{Job, ModelState, Rank};
 use crate::analyzer::{Analysis, ModelProfile, Partition};
 use crate::model::{ModelId, ModelSpec};
+use crate::placement::Plan;
 use crate::policy::{Dispatch, JobView, Policy, PolicyContext};
 use crate::processor::Processor;
 use crate::timeline::Timeline;
@@ -59,6 +61,8 @@ pub struct Coordinator {
     /// Consecutive frames whose GPU window had no room from the start (the device is behind the
     /// frame rate), and the end of the last window counted.
     closed_streak: (u32, f64),
+    /// The current placement plan.
+    plan: Plan,
 }
 
 impl Coordinator {
@@ -66,7 +70,7 @@ impl Coordinator {
     pub fn new(cfg: CoordinatorConfig, policy: Box<dyn Policy>) -> Self {
         Coordinator {
             timeline: Timeline::with_capacity(cfg.record_timeline, cfg.timeline_capacity),
-            next_offload_eval: cfg.offload.interval_ms,
+            next_offload_eval: cfg.placement.min_dwell_ms,
             last_offload_eval: 0.0,
             cfg,
             policy,
@@ -76,6 +80,7 @@ impl Coordinator {
             next_work: 0,
             next_seq: 0,
             closed_streak: (0, f64::NAN),
+            plan: Plan::default(),
         }
     }
 
@@ -121,9 +126,47 @@ impl Coordinator {
         &self.models[model.0].analysis.partition
     }
 
+    /// The current placement plan: per DNN its processor, expected latency, granted rate and
+    /// shortfall.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Declares that `model`'s CPU backend runs on `threads` threads (it occupies that many CPU
+    /// slots while it runs; at most the coordinator's slots) and is `speedup` times faster there
+    /// than its one-thread profile (whose CPU times stay one-thread costs; measured CPU times are
+    /// scaled back by `speedup` before they feed it). Default: 1 thread, speedup 1. A `threads`
+    /// of 0 counts as 1; a `speedup` that is not finite and > 0 as 1.
+    pub fn set_cpu_parallelism(&mut self, model: ModelId, threads: usize, speedup: f64) {
+        let m = &mut self.models[model.0];
+        m.cpu_threads = threads.max(1);
+        m.cpu_speedup = if speedup.is_finite() && speedup > 0.0 {
+            speedup
+        } else {
+            1.0
+        };
+    }
+
+    /// Declares whether `model` is requested on demand (events such as a tap, e.g. a style
+    /// transfer) rather than continuously or at a rate: each of its jobs then takes the processor
+    /// that answers it soonest, and its rate is never cut. Default: not on demand.
+    pub fn set_on_demand(&mut self, model: ModelId, on_demand: bool) {
+        self.models[model.0].on_demand = on_demand;
+    }
+
+    /// Slots a piece of `model`'s CPU work occupies: its threads, at most the slots.
+    fn cpu_slots_of(&self, m: &ModelState) -> usize {
+        m.cpu_threads.clamp(1, self.cfg.cpu_workers.max(1))
+    }
+
     /// Counters and state of `model`; `now_ms` is used for its current utility.
     pub fn status(&self, model: ModelId, now_ms: f64) -> ModelStatus {
         let m = &self.models[model.0];
+        let entry = self.plan.entry(model);
+        let requested = m
+            .request_interval_ms
+            .filter(|p| *p > 0.0 && !m.on_demand)
+            .map(|p| 1000.0 / p);
         ModelStatus {
             name: m.name.clone(),
             mode: m.mode,
@@ -142,6 +185,28 @@ impl Coordinator {
                     j.request.content_variation,
                 )
             }),
+            cpu_threads: self.cpu_slots_of(m),
+            on_demand: m.on_demand,
+            requested_rate_hz: requested,
+            granted_rate_hz: entry.and_then(|e| e.granted_hz).or(requested),
+            shortfall: entry.and_then(|e| e.shortfall),
+            expected_latency_ms: entry
+                .map(|e| e.expected_latency_ms)
+                .or_else(|| Some(self.expected_latency(m))),
+        }
+    }
+
+    /// Expected latency of one inference of `m` where it runs now, alone, ms.
+    fn expected_latency(&self, m: &ModelState) -> f64 {
+        let a = &m.analysis;
+        match m.mode {
+            Processor::Cpu => a.cpu_total() / m.cpu_speedup,
+            Processor::Gpu => {
+                let b = self.cfg.budget;
+                a.gpu_total() * b.frame_period_ms / b.budget_ms().max(1e-3)
+                    + a.fallback_ms(0..a.len()) / m.cpu_speedup
+                    + b.frame_period_ms
+            }
         }
     }
 
@@ -242,12 +307,12 @@ impl Coordinator {
         let p = job.planned;
         let queued = (job.gpu_planned_end.max(job.cpu_planned_end) - now).max(0.0);
         let rest = match job.processor {
-            Processor::Cpu => a.costs.range_ms(p..n, Processor::Cpu),
+            Processor::Cpu => m.cpu_ms(p..n),
             Processor::Gpu => {
                 let gpu = a.costs.range_ms(p..n, Processor::Gpu);
                 // The GPU gives the DNNs only the budget of every frame.
                 let b = self.cfg.budget.budget_ms().max(1e-3);
-                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n)
+                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n) / m.cpu_speedup
             }
         };
         queued + rest
@@ -315,19 +380,20 @@ impl Coordinator {
         Some(self.priority(ctx, &v, self.policy.coordinated()))
     }
 
-    /// Decides what to run now. `idle_cpu_workers` is how many workers can take work.
+    /// Decides what to run now. `idle_cpu_slots` is how many CPU slots (cores for inference)
+    /// are free: the CPU work returned occupies at most that many together.
     pub fn schedule(
         &mut self,
         now_ms: f64,
         event: Event,
         window: GpuWindow,
-        idle_cpu_workers: usize,
+        idle_cpu_slots: usize,
     ) -> Decision {
         let coordinated = self.policy.coordinated();
-        if coordinated && self.cfg.offload.enabled && now_ms >= self.next_offload_eval {
+        if coordinated && self.cfg.placement.enabled && now_ms >= self.next_offload_eval {
             self.evaluate_offload(now_ms);
         }
-        let cpu_free = if idle_cpu_workers > 0 {
+        let cpu_free = if idle_cpu_slots > 0 {
             now_ms
         } else {
             self.inflight
@@ -349,7 +415,7 @@ impl Coordinator {
             },
         };
         let mut decision = Decision::default();
-        self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
+        self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
         match self.policy.dispatch() {
             Dispatch::FrameBudget if self.cfg.chunking => {
                 self.schedule_gpu_budget(&ctx, window, &mut decision)

@@ -80,6 +80,19 @@ pub(super) struct ModelState {
     /// Replaced or removed by the caller ([`super::Coordinator::retire`]): it takes no requests
     /// and counts in no load or offload decision.
     pub retired: bool,
+    /// Threads of its CPU backend (slots a piece of its CPU work occupies), at least 1.
+    pub cpu_threads: usize,
+    /// How much faster its CPU backend is at `cpu_threads` than its one-thread profile.
+    pub cpu_speedup: f64,
+    /// Requested on demand (events).
+    pub on_demand: bool,
+}
+
+impl ModelState {
+    /// CPU time of `ops` at the model's threads, ms (the profile holds one-thread times).
+    pub fn cpu_ms(&self, ops: Range<usize>) -> f64 {
+        self.analysis.costs.range_ms(ops, Processor::Cpu) / self.cpu_speedup
+    }
 }
 
 /// Whether an inference the GPU ran to boundary `k` can continue on the CPU from there, by a
@@ -118,6 +131,9 @@ impl ModelState {
             finished_on_gpu_after_offload: 0,
             resumable: None,
             retired: false,
+            cpu_threads: 1,
+            cpu_speedup: 1.0,
+            on_demand: false,
         }
     }
 }

@@ -184,6 +184,8 @@ struct Sim<'a> {
     decision_us: Vec<f64>,
     cpu_started: HashMap<WorkId, f64>,
     cpu_model: HashMap<WorkId, usize>,
+    /// The slots each piece of CPU work occupies.
+    cpu_slots: HashMap<WorkId, Vec<usize>>,
     record: bool,
     /// Decisions once per frame ([`Decisions::PerFrame`]).
     per_frame: bool,
@@ -331,6 +333,12 @@ pub fn simulate_opts(
         }
         let id = coord.register(spec);
         debug_assert_eq!(id, ModelId(i), "the simulator's DNN index is its model id");
+        coord.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+        coord.set_on_demand(id, d.is_on_demand());
+        if let Some(r) = recorder.as_mut() {
+            r.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+            r.set_on_demand(id, d.is_on_demand());
+        }
         if d.resumable_steps.is_some() {
             coord.set_resumable_steps(id, d.resumable_steps.as_deref());
         }
@@ -358,6 +366,7 @@ pub fn simulate_opts(
         decision_us: Vec::new(),
         cpu_started: HashMap::new(),
         cpu_model: HashMap::new(),
+        cpu_slots: HashMap::new(),
         record: record_timeline,
         per_frame: scenario.decisions == Decisions::PerFrame,
         held: vec![None; n],
@@ -514,7 +523,9 @@ impl Sim<'_> {
                 Event::GpuWorkDone
             }
             Kind::CpuDone { worker, id } => {
-                self.workers[worker] = false;
+                for k in self.cpu_slots.remove(&id).unwrap_or_else(|| vec![worker]) {
+                    self.workers[k] = false;
+                }
                 let start = self.cpu_started.remove(&id).unwrap_or(now);
                 let model = self.coord_model_of_cpu(id);
                 if let Some(m) = model {
@@ -555,7 +566,8 @@ impl Sim<'_> {
         base * self.opts.noise.factor(NoiseSource::Render, f as u64, 0, 0)
     }
 
-    /// Time of `ops` of DNN `m`'s running inference on the GPU (`gpu`) or the CPU.
+    /// Time of `ops` of DNN `m`'s running inference on the GPU (`gpu`) or the CPU (on one
+    /// thread: the caller divides by the DNN's `cpu_speedup`).
     fn steps_ms(&self, m: usize, ops: std::ops::Range<usize>, gpu: bool) -> f64 {
         let d = &self.sc.dnns[m];
         let k = self.finished[m];
@@ -748,13 +760,22 @@ impl Sim<'_> {
             self.push(self.gpu_end + readback, kind);
         }
         for c in d.cpu {
-            let worker = self
-                .workers
-                .iter()
-                .position(|b| !*b)
-                .expect("the coordinator got the idle count");
-            self.workers[worker] = true;
-            let cost = self.steps_ms(c.model.0, c.ops.clone(), false);
+            let slots: Vec<usize> = (0..self.workers.len())
+                .filter(|&k| !self.workers[k])
+                .take(c.threads.max(1))
+                .collect();
+            assert_eq!(
+                slots.len(),
+                c.threads.max(1),
+                "the coordinator got the idle slots"
+            );
+            for &k in &slots {
+                self.workers[k] = true;
+            }
+            let worker = slots[0];
+            self.cpu_slots.insert(c.id, slots);
+            let speedup = self.sc.dnns[c.model.0].cpu_speedup;
+            let cost = self.steps_ms(c.model.0, c.ops.clone(), false) / speedup;
             if let Some(r) = self.recorder.as_mut() {
                 r.cpu_chunk(c.model, c.ops.clone(), cost);
             }
