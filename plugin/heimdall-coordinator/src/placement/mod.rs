@@ -12,7 +12,10 @@
 //! rates by admission.
 
 mod config;
+mod eval;
+mod planner;
 mod types;
 
 pub use config::{PlacementConfig, PlacementRule};
+pub use planner::plan;
 pub use types::{DnnDemand, Machine, Plan, PlanEntry, Shortfall, ShortfallReason};
