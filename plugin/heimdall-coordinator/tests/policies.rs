@@ -228,8 +228,14 @@ fn deadline_override_fires() {
 
 /// `a` and `b` (important) are requested for the first 6 s only; `c` (least important, 80 ms of
 /// GPU work, 240 ms on the CPU) is requested continuously. While all three run, the GPU is
-/// overloaded and `c` waits longest: it must move to the CPU; once `a` and `b` stop, it must come
-/// back to the GPU, and switch exactly twice (no ping-pong). `a` and `b` never move.
+/// overloaded (0.67 + 0.67 + 0.8 of a usable 0.79): the placement planner moves `c`, the least
+/// valuable and the one that loses least latency per unit of GPU load freed (on the GPU it gets
+/// only its floor behind `a` and `b`); once `a` and `b` stop, it comes back to the GPU, and
+/// switches exactly twice (no ping-pong). `a` and `b` never move.
+///
+/// (Issue 34: the planner moves `c` at its first plan with the request intervals known, 150 ms
+/// in, from the predicted loads; the old rule waited for a second of measured delays and checked
+/// that `c`'s last GPU latency exceeded `a`'s and `b`'s, which is gone with the wait.)
 #[test]
 fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
     let mut a = dnn("a", 50, 2.0, 6.0, 150.0); // 100 ms of GPU work every 150 ms
@@ -261,24 +267,17 @@ fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
         .collect();
     assert_eq!(switches.len(), 2);
     assert_eq!(switches[0].1, "c -> cpu");
-    assert!(switches[0].0 < 6000.0, "offloaded at {}", switches[0].0);
+    assert!(switches[0].0 < 1000.0, "offloaded at {}", switches[0].0);
     assert_eq!(switches[1].1, "c -> gpu");
     assert!(
         switches[1].0 > 6000.0 && switches[1].0 < 9000.0,
         "back at {}",
         switches[1].0
     );
-    // When offloaded, c was the most delayed: its last GPU latency exceeds a's and b's.
-    let last = |m: usize| {
-        out.completions
-            .iter()
-            .rev()
-            .filter(|x| x.model.0 == m && x.finished_ms < switches[0].0 && !x.offloaded)
-            .map(|x| x.latency_ms())
-            .next()
-    };
-    let lc = last(2).unwrap_or(switches[0].0);
-    assert!(lc > last(0).unwrap() && lc > last(1).unwrap());
+    // While offloaded, a and b kept the GPU and completed their inferences.
+    for m in ["a", "b"] {
+        assert!(r.dnn(m).unwrap().completed >= 20, "{:?}", r.dnn(m));
+    }
 }
 
 fn unit(set: ProcessorSet, gpu: f64, cpu: f64) -> UnitCost {

@@ -8,7 +8,8 @@ use heimdall_coordinator::sim::{
     simulate_opts,
 };
 use heimdall_coordinator::{
-    Completion, CoordinatorConfig, FrameBudget, ModelId, StepCost, UtilityParams, policy_by_name,
+    Completion, CoordinatorConfig, FrameBudget, ModelId, PlacementRule, StepCost, UtilityParams,
+    policy_by_name,
 };
 
 fn run(sc: &Scenario, policy: &str, opts: &SimOptions) -> SimOutput {
@@ -496,12 +497,19 @@ fn the_resumable_steps_are_recorded() {
                       "request": {"period_ms": 250, "start_ms": 180}}]}"#,
     )
     .unwrap();
-    let original = run(&sc, "max_total_utility", &recording(1));
+    // Moved by the old offload rule, which catches the inference part way (see tests/sim_resume.rs).
+    let old_rule = |s: &Scenario, opts: &SimOptions| {
+        simulate_opts(s, policy_by_name("max_total_utility").unwrap(), opts, |c| {
+            c.placement.rule = PlacementRule::OffloadRule
+        })
+        .unwrap()
+    };
+    let original = old_rule(&sc, &recording(1));
     let d = &original.report.dnns[0];
     assert_eq!((d.offload_switches, d.resumed_from_gpu), (1, 0), "{d:?}");
     let (scenario, replay) = original.recorded.clone().unwrap();
     assert_eq!(scenario.dnns[0].resumable_steps, Some(vec![]));
-    let with = |s: &Scenario| run(s, "max_total_utility", &replaying(replay.clone()));
+    let with = |s: &Scenario| old_rule(s, &replaying(replay.clone()));
     compare("as exported", &original, &with(&scenario)).unwrap();
     let mut unknown = scenario.clone();
     unknown.dnns[0].resumable_steps = None;

@@ -48,22 +48,33 @@ impl Coordinator {
                 break;
             }
             free -= threads;
+            let by_default = self.cfg.offload_resumes_from_gpu;
+            let (planned, last_on, processor) = {
+                let job = self.models[i].job.as_ref().expect("candidate has a job");
+                (job.planned, job.last_on, job.processor)
+            };
+            let offloaded = processor == Processor::Cpu;
+            // An offloaded inference the GPU had started restarts from its input where the
+            // caller cannot resume from the GPU's activations.
+            let restart = offloaded
+                && last_on == Some(Processor::Gpu)
+                && !resumes_at(&self.models[i].resumable, planned, by_default);
+            let start = if restart { 0 } else { planned };
+            // Continuous work on the CPU goes in pieces when the slots run short (a job that
+            // comes waits at most one); a fallback step of a GPU model as its chunk.
+            let end = if offloaded {
+                self.piece_end(i, start, free)
+            } else {
+                self.models[i]
+                    .analysis
+                    .partition
+                    .chunk_containing(start)
+                    .ops
+                    .end
+            };
             let m = &mut self.models[i];
             let a = &m.analysis;
             let job = m.job.as_mut().expect("candidate has a job");
-            let offloaded = job.processor == Processor::Cpu;
-            // An offloaded inference the GPU had started restarts from its input where the
-            // caller cannot resume from the GPU's activations.
-            let by_default = self.cfg.offload_resumes_from_gpu;
-            let restart = offloaded
-                && job.last_on == Some(Processor::Gpu)
-                && !resumes_at(&m.resumable, job.planned, by_default);
-            let start = if restart { 0 } else { job.planned };
-            let end = if offloaded {
-                a.len()
-            } else {
-                a.partition.chunk_containing(start).ops.end
-            };
             let resume = match (start, job.last_on) {
                 (0, _) | (_, None) => Resume::Input,
                 (_, Some(Processor::Gpu)) => Resume::FromGpu,
@@ -78,7 +89,12 @@ impl Coordinator {
             job.cpu_planned_end = ctx.now_ms + est;
             job.offloaded |= offloaded;
             job.last_on = Some(Processor::Cpu);
-            let id = self.new_work(ModelId(i), start..end, Processor::Cpu, ctx.now_ms + est);
+            let id = self.new_work(
+                ModelId(i),
+                start..end,
+                (Processor::Cpu, threads),
+                ctx.now_ms + est,
+            );
             out.cpu.push(CpuWork {
                 id,
                 model: ModelId(i),

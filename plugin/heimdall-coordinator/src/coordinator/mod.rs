@@ -20,11 +20,13 @@
 //! `cache` (the convolution cache's hit rates) and `rebalance` (CPU offload) with `mode_log`
 //! (where each model ran, bounded).
 
+mod admit;
 mod cache;
 mod cpu;
 mod done;
 mod gpu;
 mod mode_log;
+mod placing;
 mod rebalance;
 mod state;
 mod types;
@@ -63,6 +65,10 @@ pub struct Coordinator {
     closed_streak: (u32, f64),
     /// The current placement plan.
     plan: Plan,
+    /// The plan is out of date (a model registered or retired, requests or costs moved).
+    replan_due: bool,
+    /// When the next regular re-plan is due, ms.
+    next_plan_ms: f64,
 }
 
 impl Coordinator {
@@ -81,6 +87,8 @@ impl Coordinator {
             next_seq: 0,
             closed_streak: (0, f64::NAN),
             plan: Plan::default(),
+            replan_due: true,
+            next_plan_ms: 0.0,
         }
     }
 
@@ -113,6 +121,7 @@ impl Coordinator {
         let analysis = Analysis::new(profile, &self.cfg.budget);
         self.models
             .push(ModelState::new(name, utility, deadline_ms, analysis));
+        self.replan_soon();
         id
     }
 
@@ -145,6 +154,7 @@ impl Coordinator {
         } else {
             1.0
         };
+        self.replan_soon();
     }
 
     /// Declares whether `model` is requested on demand (events such as a tap, e.g. a style
@@ -152,6 +162,7 @@ impl Coordinator {
     /// that answers it soonest, and its rate is never cut. Default: not on demand.
     pub fn set_on_demand(&mut self, model: ModelId, on_demand: bool) {
         self.models[model.0].on_demand = on_demand;
+        self.replan_soon();
     }
 
     /// Slots a piece of `model`'s CPU work occupies: its threads, at most the slots.
@@ -163,10 +174,13 @@ impl Coordinator {
     pub fn status(&self, model: ModelId, now_ms: f64) -> ModelStatus {
         let m = &self.models[model.0];
         let entry = self.plan.entry(model);
-        let requested = m
-            .request_interval_ms
-            .filter(|p| *p > 0.0 && !m.on_demand)
-            .map(|p| 1000.0 / p);
+        let requested = match entry {
+            Some(e) => e.requested_hz,
+            None => m
+                .request_interval_ms
+                .filter(|p| *p > 0.0 && !m.on_demand)
+                .map(|p| 1000.0 / p),
+        };
         ModelStatus {
             name: m.name.clone(),
             mode: m.mode,
@@ -240,6 +254,7 @@ impl Coordinator {
         for m in &mut self.models {
             m.analysis.maybe_repartition(&b, 0.0, true);
         }
+        self.replan_soon();
     }
 
     /// Folds a measured render time into the budget (EMA with the profiles' factor 0.1) and
@@ -254,29 +269,52 @@ impl Coordinator {
             for m in &mut self.models {
                 m.analysis.maybe_repartition(&b, 0.0, true);
             }
+            self.replan_soon();
         }
     }
 
-    /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight;
-    /// otherwise it waits, replacing any older waiting request (the latest frame wins). A
-    /// retired model's requests are ignored.
+    /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight and
+    /// its granted rate allows it; otherwise it waits, replacing any older waiting request (the
+    /// latest frame wins). A retired model's requests are ignored.
     pub fn submit(&mut self, model: ModelId, request: Request, now_ms: f64) {
         let m = &mut self.models[model.0];
         if m.retired {
             return;
         }
+        if !m.requests_reported {
+            self.note_request(model.0, now_ms);
+        }
+        if self.models[model.0].job.is_some() {
+            self.models[model.0].pending = Some(request);
+        } else {
+            self.offer(model.0, request, now_ms);
+        }
+    }
+
+    /// Tells the coordinator that the app asked for an inference of `model` at `now_ms`, for a
+    /// caller that holds its requests until the model is idle and submits only then (the Bevy
+    /// plugin): the requested rate the plan counts is then the app's, not the rate at which the
+    /// model happened to be idle. Once called for a model, [`Self::submit`] no longer feeds its
+    /// request interval.
+    pub fn requested(&mut self, model: ModelId, now_ms: f64) {
+        let m = &mut self.models[model.0];
+        if m.retired {
+            return;
+        }
+        m.requests_reported = true;
+        self.note_request(model.0, now_ms);
+    }
+
+    /// Folds a request at `now` into model `i`'s mean request interval.
+    fn note_request(&mut self, i: usize, now: f64) {
+        let m = &mut self.models[i];
         if let Some(last) = m.last_request_ms {
-            let gap = (now_ms - last).max(0.0);
+            let gap = (now - last).max(0.0);
             m.request_interval_ms =
                 Some(m.request_interval_ms.map_or(gap, |e| 0.8 * e + 0.2 * gap));
         }
-        m.last_request_ms = Some(now_ms);
-        if m.job.is_some() {
-            m.pending = Some(request);
-        } else {
-            self.next_seq += 1;
-            m.job = Some(Job::new(self.next_seq, request, now_ms, m.mode));
-        }
+        m.last_request_ms = Some(now);
+        self.note_interval(i);
     }
 
     /// Takes `model` out of the coordination for good: the caller replaced it (a model compiled
@@ -293,6 +331,7 @@ impl Coordinator {
         m.job = None;
         m.pending = None;
         m.gpu_recent_ms = 0.0;
+        self.replan_soon();
     }
 
     /// Whether `model` has an inference in flight.
@@ -390,9 +429,12 @@ impl Coordinator {
         idle_cpu_slots: usize,
     ) -> Decision {
         let coordinated = self.policy.coordinated();
-        if coordinated && self.cfg.placement.enabled && now_ms >= self.next_offload_eval {
+        if self.planner_active() {
+            self.maybe_replan(now_ms);
+        } else if coordinated && self.cfg.placement.enabled && now_ms >= self.next_offload_eval {
             self.evaluate_offload(now_ms);
         }
+        self.admit_due(now_ms);
         let cpu_free = if idle_cpu_slots > 0 {
             now_ms
         } else {
@@ -435,7 +477,7 @@ impl Coordinator {
         &mut self,
         model: ModelId,
         ops: std::ops::Range<usize>,
-        processor: Processor,
+        (processor, threads): (Processor, usize),
         planned_end: f64,
     ) -> WorkId {
         self.next_work += 1;
@@ -447,6 +489,7 @@ impl Coordinator {
                 ops,
                 processor,
                 planned_end,
+                threads,
             },
         );
         id

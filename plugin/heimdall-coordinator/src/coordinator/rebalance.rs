@@ -83,7 +83,7 @@ impl Coordinator {
     }
 
     /// Moves model `i`'s new inferences to `to`, and decides where its running job goes on.
-    fn switch_model(&mut self, i: usize, to: Processor, now: f64) {
+    pub(super) fn switch_model(&mut self, i: usize, to: Processor, now: f64) {
         let period = self.cfg.budget.frame_period_ms;
         let budget = self.cfg.budget.budget_ms().max(1e-3);
         let m = &mut self.models[i];

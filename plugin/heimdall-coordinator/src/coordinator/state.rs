@@ -86,6 +86,16 @@ pub(super) struct ModelState {
     pub cpu_speedup: f64,
     /// Requested on demand (events).
     pub on_demand: bool,
+    /// The caller reports every request with `Coordinator::requested` (it holds them until the
+    /// model is idle): `submit` then does not feed the request interval.
+    pub requests_reported: bool,
+    /// The least interval between two admissions: the inverse of the granted rate while the
+    /// plan degrades the model for capacity, ms.
+    pub min_interval_ms: Option<f64>,
+    /// When its latest inference was admitted, ms.
+    pub last_admit_ms: Option<f64>,
+    /// What the last plan was made with: the request interval and the GPU and CPU totals.
+    pub planned: (Option<f64>, f64, f64),
 }
 
 impl ModelState {
@@ -134,6 +144,10 @@ impl ModelState {
             cpu_threads: 1,
             cpu_speedup: 1.0,
             on_demand: false,
+            requests_reported: false,
+            min_interval_ms: None,
+            last_admit_ms: None,
+            planned: (None, 0.0, 0.0),
         }
     }
 }
@@ -145,6 +159,8 @@ pub(super) struct Inflight {
     pub ops: Range<usize>,
     pub processor: Processor,
     pub planned_end: f64,
+    /// CPU slots it occupies (0 on the GPU).
+    pub threads: usize,
 }
 
 /// Where a job stands at one decision.

@@ -206,7 +206,9 @@ impl Outcome {
     /// Evaluates `assign` (one processor per DNN) into `self`.
     pub fn evaluate(&mut self, ctx: &Ctx<'_>, assign: &[Processor]) {
         let n = ctx.d.len();
-        // Rates reachable alone, then the capacity shared out by value.
+        // Rates reachable alone (one inference at a time: at most one per service time; the
+        // GPU's pipeline, the wait for the next window and the readback, overlaps the next
+        // request's wait and is no shortfall), then the capacity shared out by value.
         for (i, &p) in assign.iter().enumerate() {
             self.granted[i] = match ctx.requested(i) {
                 Some(r) => r.min(1000.0 / ctx.alone_service(i, p).max(1e-9)),

@@ -244,23 +244,28 @@ fn shortfall(ctx: &Ctx<'_>, assign: &[Processor], out: &Outcome, i: usize) -> Op
     let usable = |q: Processor| {
         ctx.allowed(i, q) && d.deadline_ms.is_none_or(|dl| ctx.alone_latency(i, q) <= dl)
     };
-    let reason = if unreachable {
-        ShortfallReason::DeadlineUnreachable
-    } else if [Processor::Gpu, Processor::Cpu]
+    // The most it could reach alone anywhere: below that, capacity (not its own speed) cuts it.
+    let reach = [Processor::Gpu, Processor::Cpu]
         .into_iter()
         .filter(|&q| ctx.allowed(i, q))
-        .all(|q| 1000.0 / ctx.alone_service(i, q).max(1e-9) < r * (1.0 - 1e-6))
-        && (ctx.allowed(i, Processor::Gpu) || ctx.allowed(i, Processor::Cpu))
-    {
-        ShortfallReason::SlowerThanRequested
-    } else if !ctx.allowed(i, p) && p == Processor::Gpu {
+        .map(|q| 1000.0 / ctx.alone_service(i, q).max(1e-9))
+        .fold(0.0, f64::max);
+    let reason = if !ctx.allowed(i, p) && p == Processor::Gpu {
         ShortfallReason::GpuOnlyNoBudget
+    } else if unreachable {
+        ShortfallReason::DeadlineUnreachable
+    } else if reach < r * (1.0 - 1e-6) && granted >= reach * (1.0 - 1e-6) {
+        ShortfallReason::SlowerThanRequested
     } else if p == Processor::Cpu && !ctx.m.has_gpu_budget() && d.gpu_capable {
         ShortfallReason::NoGpuBudgetCpuFull
     } else if p == Processor::Gpu && !usable(Processor::Cpu) {
         ShortfallReason::GpuFull
     } else if p == Processor::Cpu && !usable(Processor::Gpu) {
         ShortfallReason::CpuFull
+    } else if p == Processor::Cpu
+        && granted >= 1000.0 / ctx.alone_service(i, p).max(1e-9) * (1.0 - 1e-6)
+    {
+        ShortfallReason::GpuFullCpuTooSlow
     } else {
         ShortfallReason::BothFull
     };

@@ -89,6 +89,9 @@ pub enum ShortfallReason {
     GpuOnlyNoBudget,
     /// It runs only on the CPU, and the CPU slots are full.
     CpuFull,
+    /// The GPU's slack is full, and on the CPU one inference takes longer than its request
+    /// interval.
+    GpuFullCpuTooSlow,
     /// One inference takes longer than its request interval on every processor.
     SlowerThanRequested,
     /// Its deadline is shorter than its fastest inference anywhere.
@@ -104,6 +107,7 @@ impl ShortfallReason {
             ShortfallReason::GpuFull => "gpu_full",
             ShortfallReason::GpuOnlyNoBudget => "gpu_only_no_budget",
             ShortfallReason::CpuFull => "cpu_full",
+            ShortfallReason::GpuFullCpuTooSlow => "gpu_full_cpu_too_slow",
             ShortfallReason::SlowerThanRequested => "slower_than_requested",
             ShortfallReason::DeadlineUnreachable => "deadline_unreachable",
         }
@@ -122,6 +126,10 @@ impl fmt::Display for ShortfallReason {
                 "it runs only on the GPU, and the scene leaves the GPU no budget"
             }
             ShortfallReason::CpuFull => "it runs only on the CPU, whose slots are full",
+            ShortfallReason::GpuFullCpuTooSlow => {
+                "the GPU's slack is full and one inference on the CPU takes longer than its \
+                 request interval"
+            }
             ShortfallReason::SlowerThanRequested => {
                 "one inference takes longer than its request interval on every processor"
             }

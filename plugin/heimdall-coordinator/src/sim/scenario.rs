@@ -169,8 +169,9 @@ pub struct DnnScenario {
     #[serde(default = "unit_speedup", skip_serializing_if = "is_unit_speedup")]
     pub cpu_speedup: f64,
     /// Requested on demand (events such as a tap): each job takes the processor that answers it
-    /// soonest (`Coordinator::set_on_demand`). Default: on demand when requested by
-    /// `events_ms`, not with `period_ms`; a recorded run gives it as the app declared it.
+    /// soonest and its rate is never cut (`Coordinator::set_on_demand`). Default: not on demand
+    /// (a list of `events_ms` is only when requests come); a recorded run gives it as the app
+    /// declared it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_demand: Option<bool>,
     /// Utility parameters.
@@ -530,10 +531,9 @@ impl DnnScenario {
         self.request.period_ms.is_none()
     }
 
-    /// Whether the coordinator treats it as on demand: `on_demand` if given, else whether it
-    /// is requested on events.
+    /// Whether the coordinator treats it as on demand: `on_demand` if given, else not.
     pub fn is_on_demand(&self) -> bool {
-        self.on_demand.unwrap_or_else(|| self.event_driven())
+        self.on_demand.unwrap_or(false)
     }
 
     /// The model spec to register.
