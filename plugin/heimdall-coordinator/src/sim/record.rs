@@ -27,6 +27,11 @@ use crate::model::ModelId;
 use crate::processor::Processor;
 use crate::utility::UtilityParams;
 
+/// `x` when it is finite and >= 0, else `or`.
+fn nonneg_or(x: f64, or: f64) -> f64 {
+    if x.is_finite() && x >= 0.0 { x } else { or }
+}
+
 /// One frame: its start and its scene's measured GPU time.
 #[derive(Clone, Debug, PartialEq)]
 struct FrameRec {
@@ -533,10 +538,17 @@ impl RunRecorder {
     pub fn export(&self) -> (Scenario, Replay) {
         let t0 = self.frames.front().map_or(0.0, |f| f.start_ms);
         let first = self.first_frame();
-        let duration_s = self.frames.len() as f64 / self.frame_rate;
+        // Whatever the run was (a scene that fills the frame, a configuration out of range),
+        // the export is a scenario the simulator takes: values out of range are brought in.
+        let frame_rate = if self.frame_rate.is_finite() && self.frame_rate > 0.0 {
+            self.frame_rate
+        } else {
+            60.0
+        };
+        let duration_s = self.frames.len() as f64 / frame_rate;
         let end_ms = duration_s * 1000.0;
         let mut measured: Vec<f64> = self.frames.iter().filter_map(|f| f.scene_ms).collect();
-        let render_ms = median(&mut measured).unwrap_or(self.config_render_ms);
+        let render_ms = median(&mut measured).unwrap_or(nonneg_or(self.config_render_ms, 0.0));
         let mut dnns = Vec::new();
         let mut models = std::collections::BTreeMap::new();
         let mut used = HashSet::new();
@@ -556,9 +568,15 @@ impl RunRecorder {
                 gpu_op_ms: m
                     .steps
                     .iter()
-                    .map(|s| if gpu_can(s) { s.gpu_ms } else { 0.0 })
+                    .map(|s| {
+                        if gpu_can(s) {
+                            nonneg_or(s.gpu_ms, 0.0)
+                        } else {
+                            0.0
+                        }
+                    })
                     .collect(),
-                cpu_op_ms: m.steps.iter().map(|s| s.cpu_ms).collect(),
+                cpu_op_ms: m.steps.iter().map(|s| nonneg_or(s.cpu_ms, 0.0)).collect(),
                 cpu_only_ops: (0..m.steps.len())
                     .filter(|&i| !gpu_can(&m.steps[i]))
                     .collect(),
@@ -567,11 +585,23 @@ impl RunRecorder {
                     start_ms: None,
                     events_ms: Some(reqs.iter().map(|r| r.0).collect()),
                 },
-                deadline_ms: m.deadline_ms,
+                deadline_ms: m.deadline_ms.filter(|d| d.is_finite() && *d > 0.0),
                 cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
                 cpu_speedup: m.cpu_speedup,
                 on_demand: m.on_demand,
-                utility: m.utility,
+                utility: UtilityParams {
+                    l0: if m.utility.l0.is_finite() {
+                        m.utility.l0
+                    } else {
+                        0.0
+                    },
+                    beta: nonneg_or(m.utility.beta, 0.0),
+                    gamma: if m.utility.gamma.is_finite() && m.utility.gamma > 0.0 {
+                        m.utility.gamma
+                    } else {
+                        1.0
+                    },
+                },
                 priority: None,
                 content_variation: reqs.iter().map(|r| r.1).collect(),
                 resumable_steps: m.resumable_steps.as_ref().map(|steps| {
@@ -608,16 +638,18 @@ impl RunRecorder {
             }
         }
         let scenario = Scenario {
-            frame_rate: self.frame_rate,
+            frame_rate,
             render_ms,
             duration_s,
-            cpu_workers: self.cpu_workers,
-            chunk_overhead_ms: self.chunk_overhead_ms,
-            budget_margin_ms: self.margin_ms,
-            relaxation_ms: self.relaxation_ms,
-            alpha: self.alpha,
+            cpu_workers: self.cpu_workers.clamp(1, MAX_CPU_WORKERS),
+            chunk_overhead_ms: nonneg_or(self.chunk_overhead_ms, 0.0),
+            budget_margin_ms: nonneg_or(self.margin_ms, 0.0),
+            relaxation_ms: nonneg_or(self.relaxation_ms, 0.0),
+            alpha: nonneg_or(self.alpha, 0.0),
             decisions: Decisions::PerFrame,
-            render_estimate_ms: self.render_estimate_ms,
+            render_estimate_ms: self
+                .render_estimate_ms
+                .filter(|e| e.is_finite() && *e >= 0.0),
             dnn_work_first: self.dnn_work_first,
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
@@ -631,7 +663,15 @@ impl RunRecorder {
                 .map(|f| f.scene_ms.unwrap_or(render_ms))
                 .collect(),
             models,
-            frame_start_ms: self.frames.iter().map(|f| f.start_ms - t0).collect(),
+            frame_start_ms: self
+                .frames
+                .iter()
+                .scan(0.0_f64, |last, f| {
+                    // Never before the frame before (a clock that stepped back).
+                    *last = last.max(f.start_ms - t0);
+                    Some(*last)
+                })
+                .collect(),
             dnn_submit_ms: self.submit_lane(|f| f.dnn_submit_ms),
             scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
             vsync_phase_ms: self.vsync_phase(t0),
