@@ -175,36 +175,48 @@ fn the_issues_collapse_is_gone_under_the_planner() {
 }
 
 /// The same on a phone-like host: 4 cores, 2 CPU slots, multistyle26 on one thread. Decided per
-/// event the planner keeps every deadline; decided per frame, as the Bevy plugin hands out CPU
-/// work (only at a frame start, so a slot that finishes mid-frame idles until the next), the two
-/// slots cannot run more than two pieces a frame and the light DNNs queue behind the hands:
-/// reported, not hidden (docs/coordinator.md).
+/// event the planner keeps every deadline. Decided per frame, as the Bevy plugin hands out CPU
+/// work today (only at a frame start, so a slot that finishes mid-frame idles until the next),
+/// the two slots run at most two pieces a frame and the light DNNs queue behind the hands
+/// (reported, not hidden: SSD at about half its rate); with the work handed out the moment a
+/// worker finishes (`Coordinator::schedule_cpu_only`), every deadline is kept again.
 #[test]
 fn four_cores_what_the_planner_achieves() {
     let sc = contention("contended_shopping_4core.json");
     let per_event = run(&sc, "max_total_utility", Mode::Planner, None);
     let old = run(&sc, "max_total_utility", Mode::OldRule, None);
-    let per_frame = run(
-        &Scenario {
+    let per_frame = |on_completion: bool| {
+        let sc = Scenario {
             decisions: Decisions::PerFrame,
+            cpu_dispatch_on_completion: on_completion,
             ..sc.clone()
-        },
-        "max_total_utility",
-        Mode::Planner,
-        None,
-    );
+        };
+        run(&sc, "max_total_utility", Mode::Planner, None)
+    };
+    let (frame_starts, on_completion) = (per_frame(false), per_frame(true));
     eprintln!("{}", table("planner, per event", &per_event));
-    eprintln!("{}", table("planner, per frame", &per_frame));
+    eprintln!(
+        "{}",
+        table("planner, per frame, CPU at frame starts", &frame_starts)
+    );
+    eprintln!(
+        "{}",
+        table("planner, per frame, CPU on completion", &on_completion)
+    );
     eprintln!("{}", table("old rule", &old));
-    for (k, d) in per_event.dnns.iter().enumerate() {
-        assert!(d.deadline_miss_rate <= 0.02, "{d:?}");
-        assert!(
-            d.completed as f64 >= 0.98 * requests(&sc, k) as f64,
-            "{d:?}"
-        );
+    for r in [&per_event, &on_completion] {
+        for (k, d) in r.dnns.iter().enumerate() {
+            assert!(d.deadline_miss_rate <= 0.02, "{d:?}");
+            assert!(
+                d.completed as f64 >= 0.98 * requests(&sc, k) as f64,
+                "{d:?}"
+            );
+        }
     }
-    assert!(per_frame.frames.on_time_rate >= 0.995);
-    assert!(per_frame.dnns.iter().all(|d| d.completed > 0));
+    assert!(frame_starts.frames.on_time_rate >= 0.995);
+    assert!(frame_starts.dnns.iter().all(|d| d.completed > 0));
+    let ssd = frame_starts.dnn("objects_ssd").unwrap();
+    assert!(ssd.rate_hz < 0.75 * 10.0, "{ssd:?}");
 }
 
 /// Noise on (sigma 0.2), six seeds, the paper's four apps: the planner moves the same DNNs at

@@ -347,6 +347,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
         dnn_work_first: false,
         results_at_frame_start: false,
         readback_ms: 0.0,
+        cpu_dispatch_on_completion: false,
         dnns: vec![d],
     };
     let r = simulate_with(&sc, "max_total_utility", false, |_| {})

@@ -47,6 +47,7 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         dnn_work_first: false,
         results_at_frame_start: false,
         readback_ms: 0.0,
+        cpu_dispatch_on_completion: false,
         dnns,
     };
     s.validate().unwrap();

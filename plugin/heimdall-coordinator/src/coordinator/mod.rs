@@ -435,27 +435,7 @@ impl Coordinator {
             self.evaluate_offload(now_ms);
         }
         self.admit_due(now_ms);
-        let cpu_free = if idle_cpu_slots > 0 {
-            now_ms
-        } else {
-            self.inflight
-                .values()
-                .filter(|w| w.processor == Processor::Cpu)
-                .map(|w| w.planned_end)
-                .fold(f64::INFINITY, f64::min)
-                .max(now_ms)
-        };
-        let ctx = PolicyContext {
-            now_ms,
-            interval_ms: self.cfg.budget.frame_period_ms,
-            alpha: self.cfg.alpha,
-            gpu_free_ms: window.start_ms.max(now_ms),
-            cpu_free_ms: if cpu_free.is_finite() {
-                cpu_free
-            } else {
-                now_ms
-            },
-        };
+        let ctx = self.context(now_ms, window.start_ms.max(now_ms), idle_cpu_slots);
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
         match self.policy.dispatch() {
@@ -471,6 +451,47 @@ impl Coordinator {
             }
         }
         decision
+    }
+
+    /// Hands out CPU work only, for `idle_cpu_slots` free slots, at `now_ms`: for a caller that
+    /// learns of a CPU worker's end between its frames' decisions (a worker thread that asks for
+    /// its next piece itself), so that a slot does not idle until the next frame. The GPU is not
+    /// touched; plans and admissions are brought up to date as in [`Self::schedule`].
+    pub fn schedule_cpu_only(&mut self, now_ms: f64, idle_cpu_slots: usize) -> Vec<CpuWork> {
+        let coordinated = self.policy.coordinated();
+        if self.planner_active() {
+            self.maybe_replan(now_ms);
+        }
+        self.admit_due(now_ms);
+        let ctx = self.context(now_ms, now_ms, idle_cpu_slots);
+        let mut decision = Decision::default();
+        self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
+        decision.cpu
+    }
+
+    /// The policy's view of a decision at `now_ms` with the GPU free from `gpu_free_ms`.
+    fn context(&self, now_ms: f64, gpu_free_ms: f64, idle_cpu_slots: usize) -> PolicyContext {
+        let cpu_free = if idle_cpu_slots > 0 {
+            now_ms
+        } else {
+            self.inflight
+                .values()
+                .filter(|w| w.processor == Processor::Cpu)
+                .map(|w| w.planned_end)
+                .fold(f64::INFINITY, f64::min)
+                .max(now_ms)
+        };
+        PolicyContext {
+            now_ms,
+            interval_ms: self.cfg.budget.frame_period_ms,
+            alpha: self.cfg.alpha,
+            gpu_free_ms,
+            cpu_free_ms: if cpu_free.is_finite() {
+                cpu_free
+            } else {
+                now_ms
+            },
+        }
     }
 
     fn new_work(

@@ -11,7 +11,8 @@ use super::report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
 use super::scenario::{Decisions, Scenario};
 use crate::analyzer::StepCost;
 use crate::coordinator::{
-    Completion, Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request, WorkId,
+    Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, Request,
+    WorkId,
 };
 use crate::model::ModelId;
 use crate::policy::{Policy, UnknownPolicy, policy_by_name};
@@ -409,6 +410,8 @@ impl Sim<'_> {
             if self.per_frame {
                 if std::mem::take(&mut self.frame_due) {
                     self.decide_frame(now);
+                } else if event == Some(Event::CpuWorkDone) && self.sc.cpu_dispatch_on_completion {
+                    self.dispatch_cpu_only(now);
                 }
             } else if let Some(e) = event {
                 self.decide(now, e);
@@ -651,7 +654,21 @@ impl Sim<'_> {
             };
             self.push(self.gpu_end + readback, kind);
         }
-        for c in d.cpu {
+        self.start_cpu(now, d.cpu);
+    }
+    /// Per frame with `cpu_dispatch_on_completion`: a worker finished mid-frame and takes its
+    /// next CPU work at once.
+    fn dispatch_cpu_only(&mut self, now: f64) {
+        let idle = self.workers.iter().filter(|b| !**b).count();
+        let t0 = Instant::now();
+        let cpu = self.coord.schedule_cpu_only(now, idle);
+        self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        self.start_cpu(now, cpu);
+    }
+
+    /// Puts CPU work on idle slots (each piece on its `threads` of them).
+    fn start_cpu(&mut self, now: f64, work: Vec<CpuWork>) {
+        for c in work {
             let slots: Vec<usize> = (0..self.workers.len())
                 .filter(|&k| !self.workers[k])
                 .take(c.threads.max(1))

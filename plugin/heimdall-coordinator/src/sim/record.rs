@@ -653,6 +653,7 @@ impl RunRecorder {
             dnn_work_first: self.dnn_work_first,
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
+            cpu_dispatch_on_completion: false,
             dnns,
         };
         let replay = Replay {

@@ -81,6 +81,11 @@ pub struct Scenario {
     /// plugin's recordings export it: it is not measured there).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub readback_ms: f64,
+    /// Per frame: CPU work is also handed out the moment a worker finishes
+    /// (`Coordinator::schedule_cpu_only`), not only at frame starts (default false: as the Bevy
+    /// plugin hands it out today, once per frame).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cpu_dispatch_on_completion: bool,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
 }
