@@ -368,10 +368,15 @@ impl Coordinator {
             deadline_ms: m.deadline_ms,
             next_op: job.planned,
             remaining_ms: self.remaining_ms(m, job, now),
-            remaining_gpu_ms: m
-                .analysis
-                .costs
-                .range_ms(job.planned.min(n)..n, Processor::Gpu),
+            // A job placed on the CPU is weighed by its work there (a CPU-only model's GPU work
+            // is none, which made its density unbounded and let it outrank every event).
+            remaining_gpu_ms: match job.processor {
+                Processor::Cpu => m.cpu_ms(job.planned.min(n)..n),
+                Processor::Gpu => m
+                    .analysis
+                    .costs
+                    .range_ms(job.planned.min(n)..n, Processor::Gpu),
+            },
             costs: &m.analysis.costs,
         }
     }

@@ -262,9 +262,7 @@ fn shortfall(ctx: &Ctx<'_>, assign: &[Processor], out: &Outcome, i: usize) -> Op
         ShortfallReason::GpuFull
     } else if p == Processor::Cpu && !usable(Processor::Gpu) {
         ShortfallReason::CpuFull
-    } else if p == Processor::Cpu
-        && granted >= 1000.0 / ctx.alone_service(i, p).max(1e-9) * (1.0 - 1e-6)
-    {
+    } else if p == Processor::Cpu && granted >= 1000.0 / out.service[i].max(1e-9) * (1.0 - 1e-6) {
         ShortfallReason::GpuFullCpuTooSlow
     } else {
         ShortfallReason::BothFull
