@@ -136,3 +136,72 @@ fn threads_are_capped_at_the_slots() {
     assert_eq!(c.status(a, 0.0).cpu_threads, 2);
     assert!((d.cpu[0].est_ms - 4.0).abs() < 1e-9);
 }
+
+/// Granted rates are enforced by admission. One CPU slot (0.85 usable), two CPU-only models of
+/// 6 ms asked every 10 ms (0.6 slot each): A (value 2) keeps its 100 Hz; B gets its floor (10 Hz,
+/// 0.06 slot) and the 0.19 slot left, 10 + 0.19 / 0.006 = 41.7 Hz, so its inferences start at
+/// least 24 ms apart while A's follow its requests.
+#[test]
+fn a_granted_rate_is_enforced_by_admission() {
+    let mut c = coordinator(1);
+    let model = |c: &mut Coordinator, name: &str, l0: f64| {
+        c.register(ModelSpec {
+            name: name.into(),
+            steps: vec![StepCost::cpu_only(3.0); 2],
+            utility: UtilityParams {
+                l0,
+                beta: 1.0,
+                gamma: 1.0,
+            },
+            deadline_ms: None,
+        })
+    };
+    let a = model(&mut c, "a", 2.0);
+    let b = model(&mut c, "b", 1.0);
+    let mut running: Option<(heimdall_coordinator::WorkId, f64)> = None;
+    let mut admitted: Vec<(ModelId, f64)> = Vec::new();
+    for t in 0..2000 {
+        let now = t as f64 * 0.5;
+        if let Some((id, end)) = running
+            && end <= now
+        {
+            if let Some(done) = c.cpu_done(id, 0, end - 6.0, end) {
+                admitted.push((done.model, done.admitted_ms));
+            }
+            running = None;
+        }
+        if t % 20 == 0 {
+            c.submit(a, Request::default(), now);
+            c.submit(b, Request::default(), now);
+        }
+        let idle = usize::from(running.is_none());
+        let d = c.schedule(now, Event::Tick, window(now), idle);
+        if let Some(w) = d.cpu.first() {
+            running = Some((w.id, now + w.est_ms));
+        }
+    }
+    let s = c.status(b, 1000.0);
+    let granted = s.granted_rate_hz.unwrap();
+    assert!((granted - (10.0 + 0.19 / 0.006)).abs() < 0.5, "{s:?}");
+    assert_eq!(s.shortfall.unwrap().reason.code(), "cpu_full");
+    assert_eq!(c.status(a, 1000.0).shortfall, None);
+    let starts = |m: ModelId| -> Vec<f64> {
+        admitted
+            .iter()
+            .filter(|x| x.0 == m && x.1 > 200.0)
+            .map(|x| x.1)
+            .collect()
+    };
+    let gaps = |v: &[f64]| {
+        v.windows(2)
+            .map(|w| w[1] - w[0])
+            .fold(f64::INFINITY, f64::min)
+    };
+    assert!(
+        gaps(&starts(b)) >= 1000.0 / granted - 1e-6,
+        "{:?}",
+        starts(b)
+    );
+    assert!(gaps(&starts(a)) < 1000.0 / granted, "{:?}", starts(a));
+    assert!(starts(a).len() > 2 * starts(b).len(), "{admitted:?}");
+}
