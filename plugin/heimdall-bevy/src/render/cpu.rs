@@ -82,6 +82,7 @@ pub(crate) fn dispatch_cpu(
                     download,
                     requested: false,
                     finish,
+                    slots: work_slots(&work),
                 });
                 return;
             }
@@ -91,9 +92,28 @@ pub(crate) fn dispatch_cpu(
             ),
         }
     }
-    // The rest of the inference on the CPU model: from op 0 when the GPU's work cannot be
-    // taken over (the coordinator restarts an offloaded inference at a boundary that is not
-    // resumable; op 0 here too if it did not, to be safe).
+    run_on_cpu_model(&work, e, d, workers, clock, outbox);
+}
+
+/// Runs `work` on DNN `e`'s CPU model, on `work.threads` slots: the rest of its inference, or
+/// one piece of it. The first CPU piece of an inference starts from its input (op 0: also
+/// when the coordinator restarts an offloaded inference at a boundary that is not resumable, or
+/// asks to continue from a state this DNN's CPU model does not hold); a later piece
+/// ([`Resume::FromCpu`]) continues from the CPU model's state where the piece before it
+/// stopped. The piece that ends the inference sends its outputs on.
+fn run_on_cpu_model(
+    work: &CpuWork,
+    e: Entity,
+    d: &mut super::models::RenderDnn,
+    workers: &Workers,
+    clock: HeimdallClock,
+    outbox: &Outbox,
+) {
+    let finish = d.finish(e, outbox, clock);
+    let norm = d.normalization;
+    let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        return;
+    };
     let start_op = if job.on_cpu { work.ops.start } else { 0 };
     job.on_cpu = true;
     let cpu = c.cpu.clone();
@@ -101,18 +121,20 @@ pub(crate) fn dispatch_cpu(
     let pixels = job.pixels.clone();
     let size = job.frame_size;
     let crop = job.crop;
-    let norm = d.normalization;
     let ops = start_op..work.ops.end;
     let last = work.ops.end == c.steps;
     spawn_cpu_run(
         workers,
-        cpu,
-        e,
-        work.id,
-        ops,
-        last,
-        finish,
-        clock,
+        CpuRun {
+            cpu,
+            slots: work_slots(work),
+            entity: e,
+            work: work.id,
+            ops,
+            last,
+            finish,
+            clock,
+        },
         move |m| {
             if start_op == 0 {
                 let x = resample(
@@ -198,33 +220,67 @@ fn resume_on_worker(
         f
     });
     let download = r.download;
-    spawn_cpu_run(w, cpu, e, r.work, r.ops, last, finish, clock, move |m| {
+    let run = CpuRun {
+        cpu,
+        slots: r.slots,
+        entity: e,
+        work: r.work,
+        ops: r.ops,
+        last,
+        finish,
+        clock,
+    };
+    spawn_cpu_run(w, run, move |m| {
         let state =
             (download.take().map_err(|e| e.to_string())?).ok_or("the GPU state was not ready")?;
         heimdall_gpu::restore_cpu(m, &state).map_err(|e| e.to_string())
     });
 }
 
+/// The CPU slots `work` occupies while it runs: its model's threads.
+fn work_slots(work: &CpuWork) -> usize {
+    work.threads.max(1)
+}
+
 /// The CPU model of a DNN, shared with the workers.
 type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
 
-/// Runs `ops` of the CPU model on a worker after `prepare` (its input, or the GPU's state),
-/// sends the outputs on when they end the inference (`last`), and reports the work's times.
-#[allow(clippy::too_many_arguments)]
-fn spawn_cpu_run(
-    workers: &Workers,
+/// One run of a CPU model's ops on the worker pool.
+struct CpuRun {
+    /// The DNN's CPU model.
     cpu: SharedCpuModel,
+    /// The slots it occupies (its model's threads).
+    slots: usize,
     entity: Entity,
     work: heimdall_coordinator::WorkId,
     ops: std::ops::Range<usize>,
+    /// The ops end the inference: its outputs go on.
     last: bool,
     finish: Option<Finish>,
     clock: HeimdallClock,
+}
+
+/// Runs `run.ops` of the CPU model on a worker (occupying `run.slots` slots) after `prepare`
+/// (its input, or the GPU's state), sends the outputs on when they end the inference, and
+/// reports the work's times.
+fn spawn_cpu_run(
+    workers: &Workers,
+    run: CpuRun,
     prepare: impl FnOnce(&mut heimdall_cpu::CpuModel) -> Result<(), String> + Send + 'static,
 ) {
     let tx = workers.done.sender();
     let worker = workers.pool.size() - workers.pool.idle();
-    workers.pool.spawn(move || {
+    let CpuRun {
+        cpu,
+        slots,
+        entity,
+        work,
+        ops,
+        last,
+        finish,
+        clock,
+    } = run;
+    workers.pool.spawn_with_slots(slots, move || {
         let start_ms = clock.now_ms();
         let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
             let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
@@ -261,3 +317,6 @@ fn spawn_cpu_run(
         .ok();
     });
 }
+
+#[cfg(test)]
+mod tests;

@@ -79,7 +79,7 @@ pub(crate) fn build(
         .insert_resource(settings.clone())
         .insert_resource(clock)
         .insert_resource(outbox)
-        .insert_resource(Workers::new(settings.cpu_workers))
+        .insert_resource(Workers::new(settings.cpu_slots()))
         .insert_resource(readback::ReadbackWaiter::new(if settings.parallel_decode {
             decode_pool::DECODE_THREADS
         } else {

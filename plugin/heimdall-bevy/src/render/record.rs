@@ -491,6 +491,7 @@ mod tests {
                     model: c,
                     ops: 0..2,
                     est_ms: 8.0,
+                    threads: 1,
                     offloaded: true,
                     resume: heimdall_coordinator::Resume::Input,
                 };
