@@ -103,6 +103,9 @@ pub struct AppArgs {
     /// Append a sample (memory, GPU memory, frame intervals, DNN latency) to `OUT/soak.jsonl`
     /// every this many seconds (0: none; see `soak.rs`).
     pub sample_every: f64,
+    /// `--cpu-workers N`: the plugin's CPU slots for inference (`HeimdallSettings::cpu_workers`);
+    /// 0 (the default): the cores left to the app (`HeimdallSettings::cpu_slots`).
+    pub cpu_workers: usize,
 }
 
 impl Default for AppArgs {
@@ -142,6 +145,7 @@ impl Default for AppArgs {
             display_immediate: false,
             duration: None,
             sample_every: 0.0,
+            cpu_workers: 0,
         }
     }
 }
@@ -155,7 +159,7 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--blocking-gpu-waits] [--decode-on-readback-thread] [--background-burst-ms MS]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
-    [--duration SECONDS] [--sample-every SECONDS]";
+    [--duration SECONDS] [--sample-every SECONDS] [--cpu-workers N]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -228,6 +232,7 @@ impl AppArgs {
                 }
                 "--duration" => a.duration = Some(num(&value("--duration")?)?),
                 "--sample-every" => a.sample_every = num(&value("--sample-every")?)?,
+                "--cpu-workers" => a.cpu_workers = num(&value("--cpu-workers")?)?,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }
@@ -288,6 +293,8 @@ mod tests {
         assert!(ablation.decode_on_readback_thread);
         assert_eq!(ablation.background_burst_ms, Some(4.0));
         assert_eq!(parse("").unwrap().background_burst_ms, None);
+        assert_eq!(parse("").unwrap().cpu_workers, 0, "auto");
+        assert_eq!(parse("--cpu-workers 6").unwrap().cpu_workers, 6);
         for bad in [
             "--background-burst-ms -1",
             "--background-burst-ms nan",
@@ -300,6 +307,8 @@ mod tests {
             "--instances 257",
             "--duration 0",
             "--sample-every -1",
+            "--cpu-workers -1",
+            "--cpu-workers",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
