@@ -106,6 +106,9 @@ pub struct AppArgs {
     /// `--cpu-workers N`: the plugin's CPU slots for inference (`HeimdallSettings::cpu_workers`);
     /// 0 (the default): the cores left to the app (`HeimdallSettings::cpu_slots`).
     pub cpu_workers: usize,
+    /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
+    /// `HeimdallSettings::cpu_on_completion`).
+    pub cpu_at_frame_start: bool,
 }
 
 impl Default for AppArgs {
@@ -146,6 +149,7 @@ impl Default for AppArgs {
             duration: None,
             sample_every: 0.0,
             cpu_workers: 0,
+            cpu_at_frame_start: false,
         }
     }
 }
@@ -159,7 +163,8 @@ pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
     [--blocking-gpu-waits] [--decode-on-readback-thread] [--background-burst-ms MS]
     [--text-side N]
     [--no-overlay] [--display vsync|immediate]
-    [--duration SECONDS] [--sample-every SECONDS] [--cpu-workers N]";
+    [--duration SECONDS] [--sample-every SECONDS] [--cpu-workers N]
+    [--cpu-at-frame-start]";
 
 impl AppArgs {
     /// Parses `std::env::args`-style arguments (without the program name).
@@ -233,6 +238,7 @@ impl AppArgs {
                 "--duration" => a.duration = Some(num(&value("--duration")?)?),
                 "--sample-every" => a.sample_every = num(&value("--sample-every")?)?,
                 "--cpu-workers" => a.cpu_workers = num(&value("--cpu-workers")?)?,
+                "--cpu-at-frame-start" => a.cpu_at_frame_start = true,
                 "-h" | "--help" => return Err(format!("options: {USAGE}")),
                 other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
             }

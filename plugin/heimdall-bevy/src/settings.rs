@@ -100,6 +100,11 @@ pub struct HeimdallSettings {
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
     pub offload: bool,
+    /// Hand out CPU work the moment a worker finishes (the default): between its frames the
+    /// render world lends its coordinator to the workers (`render/cpu_lane.rs`), so a slot freed
+    /// mid-frame takes the next piece at once. `false`: CPU work goes out only at each frame's
+    /// decision, at most one piece per slot per frame (for comparison).
+    pub cpu_on_completion: bool,
     /// Submit each frame's DNN work ahead of the scene's passes (the default): the GPU runs it
     /// first and its outputs are read back as soon as it is done, so a result reaches the world
     /// one frame after its last chunk even while the scene's GPU time fills most of the period.
@@ -152,6 +157,7 @@ impl Default for HeimdallSettings {
             guard_store: None,
             force_cpu: false,
             offload: true,
+            cpu_on_completion: true,
             dnn_work_first: true,
             late_frame_start: true,
             free_at_readback: true,

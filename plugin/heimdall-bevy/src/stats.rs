@@ -572,6 +572,8 @@ impl HeimdallStats {
             // The CPU slots the coordinator plans with, and the cores the process may use.
             "cpu_slots": settings.cpu_slots(),
             "cpu_cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            // CPU work handed out as workers finish, not only at each frame's decision.
+            "cpu_dispatch_on_completion": settings.cpu_on_completion,
             "frames": self.frame_ms.len(),
             "warmup_frames_skipped": skip,
             "render_fps_mean": fps_mean,

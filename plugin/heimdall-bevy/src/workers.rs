@@ -110,8 +110,13 @@ impl Drop for SlotRelease {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.jobs = None;
+        let me = std::thread::current().id();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            // The last owner of the pool may be one of its own jobs (`render/cpu_lane.rs` hands
+            // out work from a worker): that thread ends after its job, it cannot be joined.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -162,7 +167,8 @@ pub(crate) struct CpuDone {
 /// The worker pool and the mailbox of finished CPU work (render world).
 #[derive(Resource)]
 pub(crate) struct Workers {
-    pub pool: WorkerPool,
+    /// Shared with the jobs that hand out more CPU work when they end (`render/cpu_lane.rs`).
+    pub pool: Arc<WorkerPool>,
     pub done: Mailbox<CpuDone>,
 }
 
@@ -170,7 +176,7 @@ impl Workers {
     /// `size` workers.
     pub fn new(size: usize) -> Self {
         Workers {
-            pool: WorkerPool::new(size),
+            pool: Arc::new(WorkerPool::new(size)),
             done: Mailbox::default(),
         }
     }

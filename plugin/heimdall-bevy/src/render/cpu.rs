@@ -2,11 +2,14 @@
 //! inputs downloaded after this frame's chunks), or (the rest of) an inference on the CPU model
 //! (offloaded by the coordinator, or the CPU-only mode). Nothing here waits on a worker.
 
+use std::sync::Arc;
+
 use bevy::prelude::*;
 use heimdall_coordinator::{CpuWork, Resume};
 use heimdall_gpu::Placement;
-use heimdall_vision::image::resample;
+use heimdall_vision::image::{Crop, Normalization, resample};
 
+use super::cpu_lane::CpuSink;
 use super::finish::Finish;
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
@@ -14,7 +17,7 @@ use super::state::ResumeJob;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::results::Outbox;
-use crate::workers::{CpuDone, Workers};
+use crate::workers::{CpuDone, WorkerPool, Workers};
 
 /// Hands `work` to a worker. A fallback step's inputs are downloaded in `encoder` after this
 /// frame's chunks; it runs once they arrive ([`run_ready_cpu_steps`]). An inference that ends on
@@ -92,7 +95,8 @@ pub(crate) fn dispatch_cpu(
             ),
         }
     }
-    run_on_cpu_model(&work, e, d, workers, clock, outbox);
+    let sink = sched.lane.sink(workers);
+    run_on_cpu_model(&work, e, d, &workers.pool, sink, clock, outbox);
 }
 
 /// Runs `work` on DNN `e`'s CPU model, on `work.threads` slots: the rest of its inference, or
@@ -105,7 +109,8 @@ fn run_on_cpu_model(
     work: &CpuWork,
     e: Entity,
     d: &mut super::models::RenderDnn,
-    workers: &Workers,
+    pool: &WorkerPool,
+    sink: CpuSink,
     clock: HeimdallClock,
     outbox: &Outbox,
 ) {
@@ -114,43 +119,81 @@ fn run_on_cpu_model(
     let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
         return;
     };
-    let start_op = if job.on_cpu { work.ops.start } else { 0 };
-    job.on_cpu = true;
-    let cpu = c.cpu.clone();
-    let [h, w, ch] = c.input;
-    let pixels = job.pixels.clone();
-    let size = job.frame_size;
-    let crop = job.crop;
-    let ops = start_op..work.ops.end;
-    let last = work.ops.end == c.steps;
-    spawn_cpu_run(
-        workers,
-        CpuRun {
-            cpu,
-            slots: work_slots(work),
-            entity: e,
-            work: work.id,
-            ops,
-            last,
-            finish,
-            clock,
-        },
-        move |m| {
-            if start_op == 0 {
-                let x = resample(
-                    &pixels,
-                    size.x as usize,
-                    size.y as usize,
-                    &crop,
-                    &norm,
-                    [h, w, ch],
-                )
-                .map_err(|e| e.to_string())?;
-                m.set_input(0, &x).map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        },
-    );
+    let input = CpuInput {
+        cpu: c.cpu.clone(),
+        steps: c.steps,
+        input: c.input,
+        norm,
+        pixels: job.pixels.clone(),
+        size: job.frame_size,
+        crop: job.crop,
+    };
+    start_cpu_piece(work, e, input, &mut job.on_cpu, finish, pool, sink, clock);
+}
+
+/// What a piece of an inference on its DNN's CPU model needs: the model and the inference's
+/// camera frame.
+pub(super) struct CpuInput {
+    pub cpu: SharedCpuModel,
+    /// The model's steps.
+    pub steps: usize,
+    /// Its input `[H, W, C]`.
+    pub input: [usize; 3],
+    pub norm: Normalization,
+    pub pixels: Arc<Vec<u8>>,
+    pub size: UVec2,
+    pub crop: Crop,
+}
+
+/// Starts `work` on the CPU model of DNN `e` (see [`run_on_cpu_model`]); `on_cpu` says whether
+/// this inference already ran on the CPU model (then `work` goes on from its state), and is set.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_cpu_piece(
+    work: &CpuWork,
+    e: Entity,
+    input: CpuInput,
+    on_cpu: &mut bool,
+    finish: Option<Finish>,
+    pool: &WorkerPool,
+    sink: CpuSink,
+    clock: HeimdallClock,
+) {
+    let start_op = if *on_cpu { work.ops.start } else { 0 };
+    *on_cpu = true;
+    let CpuInput {
+        cpu,
+        steps,
+        input: [h, w, ch],
+        norm,
+        pixels,
+        size,
+        crop,
+    } = input;
+    let run = CpuRun {
+        cpu,
+        slots: work_slots(work),
+        entity: e,
+        work: work.id,
+        ops: start_op..work.ops.end,
+        last: work.ops.end == steps,
+        finish,
+        clock,
+    };
+    spawn_cpu_run(pool, sink, run, move |m| {
+        if start_op == 0 {
+            let x = resample(
+                &pixels,
+                size.x as usize,
+                size.y as usize,
+                &crop,
+                &norm,
+                [h, w, ch],
+            )
+            .map_err(|e| e.to_string())?;
+            m.set_input(0, &x).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    });
 }
 
 /// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
@@ -230,7 +273,7 @@ fn resume_on_worker(
         finish,
         clock,
     };
-    spawn_cpu_run(w, run, move |m| {
+    spawn_cpu_run(&w.pool, CpuSink::plain(w), run, move |m| {
         let state =
             (download.take().map_err(|e| e.to_string())?).ok_or("the GPU state was not ready")?;
         heimdall_gpu::restore_cpu(m, &state).map_err(|e| e.to_string())
@@ -243,7 +286,7 @@ fn work_slots(work: &CpuWork) -> usize {
 }
 
 /// The CPU model of a DNN, shared with the workers.
-type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
+pub(super) type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
 
 /// One run of a CPU model's ops on the worker pool.
 struct CpuRun {
@@ -262,14 +305,14 @@ struct CpuRun {
 
 /// Runs `run.ops` of the CPU model on a worker (occupying `run.slots` slots) after `prepare`
 /// (its input, or the GPU's state), sends the outputs on when they end the inference, and
-/// reports the work's times.
+/// reports the work's times to `sink` (which may hand out more CPU work at once).
 fn spawn_cpu_run(
-    workers: &Workers,
+    pool: &WorkerPool,
+    sink: CpuSink,
     run: CpuRun,
     prepare: impl FnOnce(&mut heimdall_cpu::CpuModel) -> Result<(), String> + Send + 'static,
 ) {
-    let tx = workers.done.sender();
-    let worker = workers.pool.size() - workers.pool.idle();
+    let worker = pool.size() - pool.idle();
     let CpuRun {
         cpu,
         slots,
@@ -280,7 +323,7 @@ fn spawn_cpu_run(
         finish,
         clock,
     } = run;
-    workers.pool.spawn_with_slots(slots, move || {
+    pool.spawn_with_slots(slots, move || {
         let start_ms = clock.now_ms();
         let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
             let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
@@ -305,7 +348,7 @@ fn spawn_cpu_run(
             Ok(None) => (false, None),
             Err(e) => (false, Some(e)),
         };
-        tx.send(CpuDone {
+        let report = CpuDone {
             entity,
             work,
             worker,
@@ -313,8 +356,8 @@ fn spawn_cpu_run(
             end_ms: clock.now_ms(),
             finished,
             error,
-        })
-        .ok();
+        };
+        sink.finished(report, slots);
     });
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod backend;
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod cpu;
+pub(crate) mod cpu_lane;
 pub(crate) mod decode_pool;
 pub(crate) mod encode;
 pub(crate) mod extract;
@@ -121,6 +122,13 @@ pub(crate) fn build(
         .add_systems(Render, stamp_presented.in_set(RenderSystems::Cleanup))
         .add_systems(
             Render,
+            cpu_lane::lend_cpu_lane
+                .in_set(RenderSystems::Cleanup)
+                .after(stamp_presented)
+                .run_if(resource_exists::<schedule::Scheduler>),
+        )
+        .add_systems(
+            Render,
             (
                 phases::stamp::<{ Stamp::RenderBegin as usize }>
                     .in_set(RenderSystems::ExtractCommands),
@@ -155,7 +163,11 @@ pub(crate) fn build(
         .add_systems(
             Render,
             (
-                (models::prepare_models, readback::collect_outputs)
+                (
+                    cpu_lane::take_back_cpu_lane,
+                    models::prepare_models,
+                    readback::collect_outputs,
+                )
                     .chain()
                     .in_set(HeimdallRenderSystems::Prepare),
                 schedule::plan_frame.in_set(HeimdallRenderSystems::Schedule),
@@ -258,7 +270,8 @@ fn install(world: &mut World) {
         .resource::<Outbox>()
         .send(RenderMessage::Backend(info));
     world.insert_resource(backend);
-    world.insert_resource(schedule::Scheduler::new(&settings, gpu));
+    let clock = *world.resource::<HeimdallClock>();
+    world.insert_resource(schedule::Scheduler::new(&settings, gpu, clock));
     world.insert_resource(models::RenderDnns::default());
 }
 

@@ -167,6 +167,24 @@ impl RunLog {
 
     /// This frame's decision: the frame started at `start_ms` and hands out `gpu` and `cpu`.
     pub fn planned(&mut self, frame: u64, start_ms: f64, gpu: &[GpuWork], cpu: &[CpuWork]) {
+        self.handed_out(frame, gpu, cpu);
+        if self.recording {
+            self.frames.push_back(FrameEntry {
+                frame,
+                start_ms,
+                scene_ms: None,
+                submits: None,
+                dnn_gpu_ms: None,
+                reads: Vec::new(),
+                shown_ms: None,
+            });
+            self.flush_frames(frame);
+        }
+    }
+
+    /// Work handed out in `frame`: by its decision, or between frames (CPU work handed out as
+    /// a worker finished, `render/cpu_lane.rs`).
+    pub fn handed_out(&mut self, frame: u64, gpu: &[GpuWork], cpu: &[CpuWork]) {
         let pieces = gpu
             .iter()
             .map(|g| (g.id, g.model, g.ops.clone(), true))
@@ -188,18 +206,6 @@ impl RunLog {
                 open.outstanding += 1;
                 open.last_piece = Some((frame, on_gpu));
             }
-        }
-        if self.recording {
-            self.frames.push_back(FrameEntry {
-                frame,
-                start_ms,
-                scene_ms: None,
-                submits: None,
-                dnn_gpu_ms: None,
-                reads: Vec::new(),
-                shown_ms: None,
-            });
-            self.flush_frames(frame);
         }
     }
 

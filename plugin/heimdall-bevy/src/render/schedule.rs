@@ -16,6 +16,7 @@ use heimdall_coordinator::{
 };
 
 use super::backend::InferenceBackend;
+use super::cpu_lane::CpuLane;
 use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
 use super::models::{Job, ReadbackState, RenderDnns};
@@ -47,11 +48,16 @@ pub(crate) struct Scheduler {
     pub log: RunLog,
     /// Each DNN's placement as last sent to the main world, and the plan it came from.
     placements: Placements,
+    /// Where the coordinator goes between frames, to hand out CPU work as workers finish.
+    pub lane: CpuLane,
+    /// CPU work the lane handed out that needs this frame's encoder (a fallback step's inputs,
+    /// the GPU's activations): dispatched with this frame's CPU work.
+    pub held_cpu: Vec<CpuWork>,
 }
 
 impl Scheduler {
     /// The coordinator for `settings`, with CPU offload when the GPU path exists.
-    pub fn new(settings: &HeimdallSettings, gpu: bool) -> Self {
+    pub fn new(settings: &HeimdallSettings, gpu: bool, clock: HeimdallClock) -> Self {
         let hz = settings.frame_rate_hz(None);
         let budget = FrameBudget::new(hz, 0.0, settings.margin_ms, settings.relaxation_ms);
         let mut cfg = CoordinatorConfig::new(budget);
@@ -70,6 +76,8 @@ impl Scheduler {
             );
             Box::new(heimdall_coordinator::policy::MaxTotalUtility)
         });
+        let spare = Coordinator::new(cfg, Box::new(heimdall_coordinator::policy::MaxTotalUtility));
+        let lane = CpuLane::new(spare, RunLog::new(&cfg), clock);
         Scheduler {
             coordinator: Coordinator::new(cfg, policy),
             frame: 0,
@@ -78,6 +86,8 @@ impl Scheduler {
             pacing: PacingMargin::default(),
             log: RunLog::new(&cfg),
             placements: Placements::default(),
+            lane,
+            held_cpu: Vec::new(),
         }
     }
 
@@ -352,6 +362,11 @@ pub(crate) fn plan_frame(
     for r in &requests.0 {
         if let Some(d) = dnns.map.get_mut(&r.dnn) {
             d.pending = Some(r.crop);
+            // The plugin holds a request until its DNN is idle: the coordinator counts the
+            // app's request rate from here, not from the submissions.
+            if let Some(id) = d.model_id {
+                sched.coordinator.requested(id, now);
+            }
             if let (Some(id), Some(f)) = (d.model_id, frames.0.get(&d.source)) {
                 sched.log.request(id, f.capture_ms, f.content_variation);
             }
@@ -473,10 +488,12 @@ pub(crate) fn plan_frame(
         start_ms: now + render_ms,
         end_ms: now + period - extra,
     };
-    let decision =
-        sched
-            .coordinator
-            .schedule(now, Event::FrameRendered, window, workers.pool.idle());
+    // The slots of work the lane handed out for this frame's encoder are taken.
+    let held: usize = sched.held_cpu.iter().map(|w| w.threads.max(1)).sum();
+    let idle = workers.pool.idle().saturating_sub(held);
+    let decision = sched
+        .coordinator
+        .schedule(now, Event::FrameRendered, window, idle);
     sched.pacing.planned(!decision.gpu.is_empty());
     let frame = sched.frame;
     sched.log.planned(frame, now, &decision.gpu, &decision.cpu);
@@ -499,10 +516,12 @@ pub(crate) fn plan_frame(
         })));
     }
     sched.report_placements(dnns, now, &outbox);
+    let mut cpu = std::mem::take(&mut sched.held_cpu);
+    cpu.extend(decision.cpu);
     *plan = FramePlan {
         now_ms: now,
         gpu: decision.gpu,
-        cpu: decision.cpu,
+        cpu,
     };
     if trace.0 {
         outbox.send(RenderMessage::Trace(

@@ -17,6 +17,7 @@ use heimdall_vision::image::{Crop, Normalization, resample};
 use super::run_on_cpu_model;
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, ConvCache};
+use crate::render::cpu_lane::CpuSink;
 use crate::render::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, compile_cpu};
 use crate::render::state::GuardPhase;
 use crate::results::{Outbox, RenderMessage};
@@ -127,7 +128,15 @@ fn run_pieces(
             offloaded: true,
             resume: *resume,
         };
-        run_on_cpu_model(&work, e, d, &workers, clock, &outbox);
+        run_on_cpu_model(
+            &work,
+            e,
+            d,
+            &workers.pool,
+            CpuSink::plain(&workers),
+            clock,
+            &outbox,
+        );
         let start = Instant::now();
         let report = loop {
             if let Some(r) = workers.done.drain().pop() {
