@@ -205,3 +205,80 @@ fn a_granted_rate_is_enforced_by_admission() {
     assert!(gaps(&starts(a)) < 1000.0 / granted, "{:?}", starts(a));
     assert!(starts(a).len() > 2 * starts(b).len(), "{admitted:?}");
 }
+
+/// A request held by a rate cut is admitted once the cut is lifted, without a new request (the
+/// Bevy plugin submits a request once and waits for its completion). As in
+/// [`a_granted_rate_is_enforced_by_admission`], B is cut to 41.7 Hz; when a request of B waits
+/// for its turn, A is retired: the re-plan leaves B alone on the slot, uncut, and its held
+/// request starts at the next decision. Before the fix only rate-cut models' held requests were
+/// looked at, so B's waited for a request that never came and B never ran again.
+#[test]
+fn a_held_request_is_admitted_once_its_rate_cut_is_lifted() {
+    let mut c = coordinator(1);
+    let model = |c: &mut Coordinator, name: &str, l0: f64| {
+        c.register(ModelSpec {
+            name: name.into(),
+            steps: vec![StepCost::cpu_only(3.0); 2],
+            utility: UtilityParams {
+                l0,
+                beta: 1.0,
+                gamma: 1.0,
+            },
+            deadline_ms: None,
+        })
+    };
+    let a = model(&mut c, "a", 2.0);
+    let b = model(&mut c, "b", 1.0);
+    let mut running: Option<(heimdall_coordinator::WorkId, f64)> = None;
+    // Whether the driver has a request of each model in the coordinator (as the plugin does,
+    // it submits again only after the model's completion).
+    let mut outstanding = [false, false];
+    let mut held_at = None;
+    let mut b_after = 0;
+    for t in 0..4000 {
+        let now = t as f64 * 0.5;
+        if let Some((id, end)) = running
+            && end <= now
+        {
+            if let Some(done) = c.cpu_done(id, 0, end - 6.0, end) {
+                outstanding[done.model.0] = false;
+                if done.model == b && held_at.is_some() {
+                    b_after += 1;
+                }
+            }
+            running = None;
+        }
+        if t % 20 == 0 {
+            for m in [a, b] {
+                if held_at.is_some() && m == a {
+                    continue;
+                }
+                c.requested(m, now);
+                if !outstanding[m.0] {
+                    c.submit(m, Request::default(), now);
+                    outstanding[m.0] = true;
+                    // B's request waits for its turn (its rate is cut): lift the cut now.
+                    if m == b && held_at.is_none() && now > 500.0 && !c.busy(b) {
+                        assert!(c.status(b, now).granted_rate_hz.unwrap() < 50.0);
+                        c.retire(a);
+                        outstanding[a.0] = false;
+                        held_at = Some(now);
+                    }
+                }
+            }
+        }
+        let idle = usize::from(running.is_none());
+        let d = c.schedule(now, Event::Tick, window(now), idle);
+        if let Some(w) = d.cpu.first() {
+            running = Some((w.id, now + w.est_ms));
+        }
+    }
+    let held_at = held_at.expect("B's request never waited for its turn");
+    assert_eq!(c.status(b, 2000.0).shortfall, None);
+    // B alone, asked every 10 ms for 6 ms: it runs at its request rate from then on.
+    let expected = (2000.0 - held_at) / 10.0;
+    assert!(
+        b_after as f64 >= 0.9 * expected,
+        "B ran {b_after} times after its cut was lifted at {held_at} ms, {expected} requests"
+    );
+}

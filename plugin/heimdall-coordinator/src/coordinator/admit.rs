@@ -29,12 +29,13 @@ impl Coordinator {
         self.admit(i, request, now);
     }
 
-    /// Admits every pending request whose time has come (rate-limited models).
+    /// Admits every idle model's pending request whose time has come: a rate-cut model's once
+    /// `1 / granted` has passed since its last start, and any model's whose cut a re-plan lifted
+    /// while its request waited (nothing else would admit it: a caller that holds its requests
+    /// until the model answers, as the Bevy plugin does, does not submit again).
     pub(super) fn admit_due(&mut self, now: f64) {
         for i in 0..self.models.len() {
-            if self.models[i].min_interval_ms.is_some() {
-                self.admit_pending(i, now);
-            }
+            self.admit_pending(i, now);
         }
     }
 
