@@ -116,6 +116,7 @@ fn a_scene_past_the_period_exports() {
         r.finished(ModelId(0));
     }
     let (s, rep) = r.try_export().unwrap();
+    assert!(!s.cpu_dispatch_on_completion, "false until set");
     assert_eq!(s.render_ms, 17.0);
     assert_eq!((s.dnns[0].cpu_threads, s.dnns[0].cpu_speedup), (2, 1.8));
     // The replay holds one-thread times: 11.1 ms at 1.8 x.
@@ -129,6 +130,37 @@ fn a_scene_past_the_period_exports() {
         },
     );
     assert!(out.report.dnns[0].completed > 0);
+}
+
+/// The recorder exports how the run handed out CPU work (`set_cpu_dispatch_on_completion`),
+/// through a reset and through JSON.
+#[test]
+fn the_cpu_dispatch_is_exported() {
+    let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 0.0, 1.0, 0.5));
+    let mut r = RunRecorder::new(&cfg);
+    r.add_model(
+        ModelId(0),
+        "m",
+        &[StepCost::gpu_and_cpu(0.5, 5.0); 2],
+        None,
+        UtilityParams::default(),
+    );
+    let run = |r: &mut RunRecorder| {
+        r.reset();
+        for k in 0..10 {
+            let t = k as f64 * 1000.0 / 60.0;
+            r.frame(t, Some(17.0));
+            r.request(ModelId(0), t, 0.0);
+            r.cpu_chunk(ModelId(0), 0..2, 10.0);
+            r.finished(ModelId(0));
+        }
+        let (s, _) = r.try_export().unwrap();
+        Scenario::from_json(&serde_json::to_string(&s).unwrap()).unwrap()
+    };
+    r.set_cpu_dispatch_on_completion(true);
+    assert!(run(&mut r).cpu_dispatch_on_completion);
+    r.set_cpu_dispatch_on_completion(false);
+    assert!(!run(&mut r).cpu_dispatch_on_completion);
 }
 
 proptest! {

@@ -112,6 +112,8 @@ pub struct RunRecorder {
     /// The frame order the export describes ([`RunRecorder::set_frame_order`]).
     dnn_work_first: bool,
     results_at_frame_start: bool,
+    /// How CPU work went out ([`RunRecorder::set_cpu_dispatch_on_completion`]).
+    cpu_dispatch_on_completion: bool,
     capacity: usize,
     models: Vec<ModelRec>,
     frames: VecDeque<FrameRec>,
@@ -153,6 +155,7 @@ impl RunRecorder {
             render_estimate_ms: Some(b.render_ms),
             dnn_work_first: false,
             results_at_frame_start: false,
+            cpu_dispatch_on_completion: false,
             capacity: capacity.max(1),
             models: Vec::new(),
             frames: VecDeque::new(),
@@ -185,6 +188,15 @@ impl RunRecorder {
     pub fn set_frame_order(&mut self, dnn_work_first: bool, results_at_frame_start: bool) {
         self.dnn_work_first = dnn_work_first;
         self.results_at_frame_start = results_at_frame_start;
+    }
+
+    /// Sets how the run handed out CPU work, exported as the scenario's
+    /// `cpu_dispatch_on_completion` (false until set): `true` when a worker that finished also
+    /// took its next piece at once (`Coordinator::schedule_cpu_only`; the Bevy plugin's default,
+    /// `HeimdallSettings::cpu_on_completion`), `false` when CPU work went out only at each
+    /// frame's decision. Kept by [`RunRecorder::reset`].
+    pub fn set_cpu_dispatch_on_completion(&mut self, on_completion: bool) {
+        self.cpu_dispatch_on_completion = on_completion;
     }
 
     /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
@@ -653,7 +665,7 @@ impl RunRecorder {
             dnn_work_first: self.dnn_work_first,
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
-            cpu_dispatch_on_completion: false,
+            cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
             dnns,
         };
         let replay = Replay {
