@@ -25,7 +25,9 @@ run's policy and compares, per run:
 
 A run whose plugin handed CPU work out as workers finished (`stats.json`:
 `cpu_dispatch_on_completion`, the default since issue 34) is simulated so
-(`cpu_dispatch_on_completion` in the scenario).
+(`cpu_dispatch_on_completion` in the scenario: the plugin's recordings say so themselves,
+`RunRecorder::set_cpu_dispatch_on_completion`; for recordings made before they did, it is set
+here from stats.json).
 
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
@@ -72,7 +74,7 @@ def simulate(heimdall, run, policy, readback_ms, per_model_median, cpu_on_comple
     temps = []
     s = load(scenario)
     # The plugin hands CPU work out as workers finish (stats.json `cpu_dispatch_on_completion`);
-    # a recording that does not say so is simulated the way the run did it.
+    # a recording made before the recorder wrote it is simulated the way the run did it.
     on_completion = cpu_on_completion and not s.get("cpu_dispatch_on_completion")
     if readback_ms is not None or on_completion:
         if readback_ms is not None:

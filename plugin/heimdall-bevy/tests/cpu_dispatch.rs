@@ -6,7 +6,9 @@
 //! Decided once per frame, the one slot takes one inference a frame: the three share 20 Hz,
 //! about 6.7 Hz each, with the slot idle most of the frame. Handed out as the slot frees, the
 //! three run back to back in each frame: each answers at nearly the frame rate. The same app
-//! runs both ways, per frame first, then on completion (the setting is read every frame).
+//! runs both ways, per frame first, then on completion (the setting is read every frame). Each
+//! way's window is recorded (`HeimdallRecording`): the scenario says how CPU work went out
+//! (`cpu_dispatch_on_completion`), so that `heimdall simulate` models the run as it was.
 
 mod common;
 
@@ -40,6 +42,8 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         ..default()
     };
     let mut app = common::headless_app(settings);
+    app.init_resource::<Record>()
+        .add_systems(Update, ask_for_the_recording);
     let camera = app
         .world_mut()
         .spawn(common::synthetic_camera(128, 96))
@@ -65,18 +69,23 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         );
         paced(&mut app, Duration::from_millis(200));
     }
-    let per_frame = rates(&mut app, &dnns);
+    let (per_frame, recorded_per_frame) = rates(&mut app, &dnns);
 
     app.sub_app_mut(RenderApp)
         .world_mut()
         .resource_mut::<HeimdallSettings>()
         .cpu_on_completion = true;
     paced(&mut app, Duration::from_secs(1));
-    let on_completion = rates(&mut app, &dnns);
+    let (on_completion, recorded_on_completion) = rates(&mut app, &dnns);
 
     eprintln!(
         "per frame: {per_frame:.1?} Hz (sum {:.1}); on completion: {on_completion:.1?} Hz",
         per_frame.iter().sum::<f64>()
+    );
+    assert_eq!(
+        (recorded_per_frame, recorded_on_completion),
+        (false, true),
+        "the recordings' cpu_dispatch_on_completion"
     );
     // Per frame, the slot runs one inference a frame (within the pacing's jitter).
     assert!(
@@ -106,8 +115,10 @@ fn paced(app: &mut App, d: Duration) {
     }
 }
 
-/// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU.
-fn rates(app: &mut App, dnns: &[Entity]) -> Vec<f64> {
+/// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU, and
+/// the window's recorded `cpu_dispatch_on_completion`.
+fn rates(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, bool) {
+    app.world_mut().resource_mut::<Record>().start = true;
     let before = app.world().resource::<common::Results>().0.len();
     let start = Instant::now();
     paced(app, WINDOW);
@@ -117,7 +128,40 @@ fn rates(app: &mut App, dnns: &[Entity]) -> Vec<f64> {
         window.iter().all(|r| r.output.backend == Backend::Cpu),
         "no GPU budget: every result from the CPU"
     );
-    dnns.iter()
+    let hz = dnns
+        .iter()
         .map(|&d| window.iter().filter(|r| r.entity == d).count() as f64 / secs)
-        .collect()
+        .collect();
+    app.world_mut().resource_mut::<Record>().export = true;
+    let mut run = None;
+    for _ in 0..100 {
+        app.update();
+        run = app.world_mut().resource_mut::<HeimdallRecording>().take();
+        if run.is_some() {
+            break;
+        }
+    }
+    let run = run.expect("the recording never arrived");
+    let scenario: serde_json::Value = serde_json::from_str(&run.scenario_json).unwrap();
+    let on_completion = scenario
+        .get("cpu_dispatch_on_completion")
+        .is_some_and(|v| v == true);
+    (hz, on_completion)
+}
+
+/// What the test asks of the recording at the next update (the plugin reads
+/// `HeimdallRecording`'s requests in the update they are made).
+#[derive(Resource, Default)]
+struct Record {
+    start: bool,
+    export: bool,
+}
+
+fn ask_for_the_recording(mut ask: ResMut<Record>, mut recording: ResMut<HeimdallRecording>) {
+    if std::mem::take(&mut ask.start) {
+        recording.start();
+    }
+    if std::mem::take(&mut ask.export) {
+        recording.request();
+    }
 }

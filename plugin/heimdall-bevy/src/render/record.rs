@@ -137,6 +137,12 @@ impl RunLog {
         self.gpu_free_ms = 0.0;
     }
 
+    /// How the plugin hands out CPU work now (`HeimdallSettings::cpu_on_completion`), exported
+    /// as the scenario's `cpu_dispatch_on_completion`.
+    pub fn set_cpu_on_completion(&mut self, on_completion: bool) {
+        self.recorder.set_cpu_dispatch_on_completion(on_completion);
+    }
+
     /// The recording so far as (scenario JSON, replay JSON); frames still waiting for their
     /// scene time go in without it.
     pub fn export(&mut self) -> Option<(String, String)> {

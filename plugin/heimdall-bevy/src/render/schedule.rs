@@ -359,6 +359,8 @@ pub(crate) fn plan_frame(
             .log
             .start(&cfg, settings.dnn_work_first, settings.free_at_readback);
     }
+    // The setting is read every frame (`render/cpu_lane.rs`): the recording says how it was.
+    sched.log.set_cpu_on_completion(settings.cpu_on_completion);
     for r in &requests.0 {
         if let Some(d) = dnns.map.get_mut(&r.dnn) {
             d.pending = Some(r.crop);
