@@ -17,14 +17,11 @@ use bevy::app::AppExit;
 use heimdall_examples::args::AppArgs;
 use heimdall_examples::{assets, harness};
 
+/// What `--help` says the app is.
+const ABOUT: &str = "The emoji AR example: the camera as background, an emoji on the detected face rolled with the face mesh, the background desaturated outside the person mask; three MediaPipe models under heimdall's coordinator.";
+
 fn main() -> AppExit {
-    let args = match AppArgs::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("emoji: {e}");
-            return AppExit::error();
-        }
-    };
+    let args = AppArgs::from_env("emoji", ABOUT);
     let dir = match assets::asset_dir(args.assets.as_deref())
         .and_then(|dir| assets::require(&dir, scene::ASSETS).map(|()| dir))
     {

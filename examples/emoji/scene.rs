@@ -52,8 +52,8 @@ impl Plugin for EmojiScene {
                 (show_camera_frame, place_emoji, report_skew).chain(),
             );
         let shader = Shader::from_wgsl(
-            include_str!("../../shaders/emoji_background.wgsl"),
-            "shaders/emoji_background.wgsl",
+            include_str!("../shaders/emoji_background.wgsl"),
+            "examples/shaders/emoji_background.wgsl",
         );
         if let Err(e) = app
             .world_mut()

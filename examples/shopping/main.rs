@@ -25,14 +25,11 @@ use bevy::app::AppExit;
 use heimdall_examples::args::AppArgs;
 use heimdall_examples::{assets, harness};
 
+/// What `--help` says the app is.
+const ABOUT: &str = "The shopping AR example: a 3D couch on the floor of a room, dragged by a pinching hand and turned with two, its fabric restyled on a tap; objects, segmentation, hands and style transfer under heimdall's coordinator.";
+
 fn main() -> AppExit {
-    let args = match AppArgs::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("shopping: {e}");
-            return AppExit::error();
-        }
-    };
+    let args = AppArgs::from_env("shopping", ABOUT);
     let dir = match assets::asset_dir(args.assets.as_deref())
         .and_then(|dir| assets::require(&dir, scene::ASSETS).map(|()| dir))
     {

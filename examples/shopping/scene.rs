@@ -59,10 +59,7 @@ impl ShoppingScene {
     /// transfer model with its style baked in.
     pub fn load(dir: &Path) -> Result<Self, String> {
         let clip = load_clip(&dir.join(CLIP))?;
-        let file = format!("{OBJECT_MODEL}.tflite");
-        let path = assets::fetched_model(dir, &file, || {
-            heimdall_testkit::npm_model_path(OBJECT_MODEL)
-        })?;
+        let path = assets::model(dir, OBJECT_MODEL)?;
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let graph = import(
             &bytes,

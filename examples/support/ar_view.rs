@@ -43,8 +43,8 @@ impl Plugin for ArViewPlugin {
                     .in_set(ArViewSystems),
             );
         let shader = Shader::from_wgsl(
-            include_str!("../../shaders/ar_camera_layer.wgsl"),
-            "shaders/ar_camera_layer.wgsl",
+            include_str!("../shaders/ar_camera_layer.wgsl"),
+            "examples/shaders/ar_camera_layer.wgsl",
         );
         if let Err(e) = app
             .world_mut()

@@ -1,13 +1,15 @@
-//! The command-line options every example app takes.
+//! The command-line options every example app takes, parsed with clap (`--help` lists them by
+//! group: run, coordination, scene and load, ablations).
 
 use std::path::PathBuf;
 
 use bevy::prelude::Resource;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use heimdall_bevy::settings::CoordinationMode;
 
 /// Scene complexity of the 3D apps (shadow resolution and cascades, MSAA, instances,
 /// post-processing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, ValueEnum)]
 pub enum Quality {
     /// The cheapest scene.
     Low,
@@ -154,122 +156,252 @@ impl Default for AppArgs {
     }
 }
 
-/// Usage text of the shared options.
-pub const USAGE: &str = "[--headless] [--frames N] [--out DIR] [--save-every K]
-    [--mode heimdall|fifo|layers:K] [--policy P] [--fps F] [--resolution WxH]
-    [--force-cpu] [--webcam] [--assets DIR] [--warmup N] [--quality low|medium|high]
-    [--instances N] [--scene-load N] [--extra-models N] [--events SECONDS] [--synced-background]
-    [--adaptive-margin] [--no-offload] [--no-conv-cache] [--record-run] [--dnn-after-scene] [--early-frame-start] [--free-at-timestamps]
-    [--blocking-gpu-waits] [--decode-on-readback-thread] [--background-burst-ms MS]
-    [--text-side N]
-    [--no-overlay] [--display vsync|immediate]
-    [--duration SECONDS] [--sample-every SECONDS] [--cpu-workers N]
-    [--cpu-at-frame-start]";
+/// The options as typed: parsed by clap, then checked and resolved into [`AppArgs`]. Every
+/// option keeps the name (and `--size` the alias) the hand-written parser had, so scripts and
+/// docs calling the examples are unchanged.
+#[derive(Parser, Debug)]
+#[command(disable_version_flag = true, next_line_help = false)]
+struct Cli {
+    /// Render into an image instead of a window (PNG frames and stats.json in --out).
+    #[arg(long, help_heading = RUN)]
+    headless: bool,
+    /// Exit after this many camera frames [headless default: 300].
+    #[arg(long, value_name = "N", help_heading = RUN)]
+    frames: Option<u64>,
+    /// Headless: exit after this many seconds of camera frames instead of after --frames.
+    #[arg(long, value_name = "SECONDS", value_parser = positive, help_heading = RUN)]
+    duration: Option<f64>,
+    /// Where PNG frames and stats.json go.
+    #[arg(long, value_name = "DIR", help_heading = RUN)]
+    out: Option<PathBuf>,
+    /// Save every k-th frame as PNG (0: none).
+    #[arg(long, value_name = "K", default_value_t = 10, help_heading = RUN)]
+    save_every: u64,
+    /// Warm-up frames left out of the frame statistics.
+    #[arg(long, value_name = "N", default_value_t = 30, help_heading = RUN)]
+    warmup: u64,
+    /// Render size.
+    #[arg(long, visible_alias = "size", value_name = "WxH", value_parser = resolution,
+          default_value = "1280x720", help_heading = RUN)]
+    resolution: (u32, u32),
+    /// Target frame rate (Hz).
+    #[arg(long, value_name = "F", value_parser = positive, default_value_t = 60.0,
+          help_heading = RUN)]
+    fps: f64,
+    /// Headless: when the emulated display shows a frame: at the next vertical blank, or as
+    /// soon as it is submitted.
+    #[arg(long, value_enum, default_value_t = Display::Vsync, help_heading = RUN)]
+    display: Display,
+    /// The folder holding assets/ [default: BEVY_ASSET_ROOT, the working directory, the
+    /// executable's folder].
+    #[arg(long, value_name = "DIR", help_heading = RUN)]
+    assets: Option<PathBuf>,
+    /// Use a webcam (build with `--features webcam`), falling back to the clip when there is
+    /// none.
+    #[arg(long, help_heading = RUN)]
+    webcam: bool,
+    /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
+    #[arg(long, help_heading = RUN)]
+    no_overlay: bool,
+    /// Record the measured window as a scenario and a replay for `heimdall simulate`
+    /// (scenario.json, replay.json beside stats.json).
+    #[arg(long, help_heading = RUN)]
+    record_run: bool,
+    /// Append a sample (memory, GPU memory, frame intervals, DNN latency) to OUT/soak.jsonl
+    /// every this many seconds (0: none).
+    #[arg(long, value_name = "SECONDS", value_parser = non_negative, default_value_t = 0.0,
+          help_heading = RUN)]
+    sample_every: f64,
 
-impl AppArgs {
-    /// Parses `std::env::args`-style arguments (without the program name).
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
-        let mut a = AppArgs::default();
-        let mut it = args.into_iter();
-        while let Some(arg) = it.next() {
-            let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-            match arg.as_str() {
-                "--headless" => a.headless = true,
-                "--frames" => a.frames = Some(num(&value("--frames")?)?),
-                "--out" => a.out = Some(PathBuf::from(value("--out")?)),
-                "--save-every" => a.save_every = num(&value("--save-every")?)?,
-                "--mode" => {
-                    let v = value("--mode")?;
-                    a.mode = CoordinationMode::parse(&v)
-                        .ok_or(format!("--mode {v}: expected heimdall, fifo or layers:K"))?;
-                }
-                "--policy" => a.policy = value("--policy")?,
-                "--fps" => a.fps = num(&value("--fps")?)?,
-                "--resolution" | "--size" => {
-                    let v = value("--resolution")?;
-                    let (w, h) = v
-                        .split_once('x')
-                        .ok_or(format!("--resolution {v}: expected WxH"))?;
-                    a.width = num(w)?;
-                    a.height = num(h)?;
-                }
-                "--force-cpu" => a.force_cpu = true,
-                "--webcam" => a.webcam = true,
-                "--assets" => a.assets = Some(PathBuf::from(value("--assets")?)),
-                "--warmup" => a.warmup = num(&value("--warmup")?)?,
-                "--quality" => {
-                    a.quality = match value("--quality")?.as_str() {
-                        "low" => Quality::Low,
-                        "medium" => Quality::Medium,
-                        "high" => Quality::High,
-                        q => return Err(format!("--quality {q}: expected low, medium or high")),
-                    }
-                }
-                "--instances" => a.instances = Some(num(&value("--instances")?)?),
-                "--scene-load" => a.scene_load = num(&value("--scene-load")?)?,
-                "--extra-models" => a.extra_models = num(&value("--extra-models")?)?,
-                "--events" => a.events = num(&value("--events")?)?,
-                "--synced-background" => a.synced_background = true,
-                "--adaptive-margin" => a.adaptive_margin = true,
-                "--no-offload" => a.no_offload = true,
-                "--no-conv-cache" => a.no_conv_cache = true,
-                "--record-run" => a.record_run = true,
-                "--dnn-after-scene" => a.dnn_after_scene = true,
-                "--early-frame-start" => a.early_frame_start = true,
-                "--free-at-timestamps" => a.free_at_timestamps = true,
-                "--blocking-gpu-waits" => a.blocking_gpu_waits = true,
-                "--decode-on-readback-thread" => a.decode_on_readback_thread = true,
-                "--background-burst-ms" => {
-                    let ms: f64 = num(&value("--background-burst-ms")?)?;
-                    if ms.is_nan() || ms < 0.0 {
-                        return Err(format!("--background-burst-ms: {ms} is not >= 0"));
-                    }
-                    a.background_burst_ms = Some(ms);
-                }
-                "--text-side" => a.text_side = num(&value("--text-side")?)?,
-                "--no-overlay" => a.no_overlay = true,
-                "--display" => {
-                    a.display_immediate = match value("--display")?.as_str() {
-                        "vsync" => false,
-                        "immediate" => true,
-                        other => return Err(format!("--display: vsync or immediate, not {other}")),
-                    }
-                }
-                "--duration" => a.duration = Some(num(&value("--duration")?)?),
-                "--sample-every" => a.sample_every = num(&value("--sample-every")?)?,
-                "--cpu-workers" => a.cpu_workers = num(&value("--cpu-workers")?)?,
-                "--cpu-at-frame-start" => a.cpu_at_frame_start = true,
-                "-h" | "--help" => return Err(format!("options: {USAGE}")),
-                other => return Err(format!("unknown argument {other}\noptions: {USAGE}")),
-            }
-        }
-        if a.headless && a.frames.is_none() && a.duration.is_none() {
-            a.frames = Some(300);
-        }
-        if !a.fps.is_finite() || a.fps <= 0.0 || a.width == 0 || a.height == 0 {
-            return Err("--fps and --resolution must be positive".into());
-        }
-        if a.instances.is_some_and(|n| n > 256) {
-            return Err("--instances must be at most 256".into());
-        }
-        if !(32..=2000).contains(&a.text_side) {
-            return Err("--text-side must be in 32..=2000".into());
-        }
-        if !a.events.is_finite() || a.events < 0.0 {
-            return Err("--events must be ≥ 0 seconds".into());
-        }
-        if a.duration.is_some_and(|d| !d.is_finite() || d <= 0.0) {
-            return Err("--duration must be > 0 seconds".into());
-        }
-        if !a.sample_every.is_finite() || a.sample_every < 0.0 {
-            return Err("--sample-every must be ≥ 0 seconds".into());
-        }
-        Ok(a)
+    /// Coordination mode: heimdall (the coordinator), fifo, or layers:K (K layers a frame).
+    #[arg(long, value_name = "heimdall|fifo|layers:K", value_parser = mode,
+          default_value = "heimdall", help_heading = COORDINATION)]
+    mode: CoordinationMode,
+    /// Policy of the heimdall mode.
+    #[arg(long, value_name = "P", default_value = "max_total_utility", help_heading = COORDINATION)]
+    policy: String,
+    /// Run every model on the CPU backend (the no-compute path).
+    #[arg(long, help_heading = COORDINATION)]
+    force_cpu: bool,
+    /// HeimdallSettings::background_burst_ms: GPU time per burst of start-up work [default: the
+    /// plugin's].
+    #[arg(long, value_name = "MS", value_parser = non_negative, help_heading = COORDINATION)]
+    background_burst_ms: Option<f64>,
+    /// CPU slots for inference (HeimdallSettings::cpu_workers) [default 0: the cores left to
+    /// the app after its main, render and readback threads].
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = COORDINATION)]
+    cpu_workers: usize,
+
+    /// Scene complexity of the 3D apps (shadows, MSAA, instances, post-processing).
+    #[arg(long, value_enum, default_value_t = Quality::Medium, help_heading = SCENE)]
+    quality: Quality,
+    /// Furniture or page instances instead of the quality level's count (at most 256).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=256),
+          help_heading = SCENE)]
+    instances: Option<u16>,
+    /// Extra fragment work per background pixel (load experiments).
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = SCENE)]
+    scene_load: u32,
+    /// Extra continuous copies of a model (load experiments).
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = SCENE)]
+    extra_models: u32,
+    /// Seconds between scripted events in headless runs (0: none).
+    #[arg(long, value_name = "SECONDS", value_parser = non_negative, default_value_t = 0.0,
+          help_heading = SCENE)]
+    events: f64,
+    /// The text detector's short side (RapidOCR's limit_side_len; workspace).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(32..=2000),
+          default_value_t = 736, help_heading = SCENE)]
+    text_side: u32,
+    /// Show the camera frame the visible results came from, not the newest one.
+    #[arg(long, help_heading = SCENE)]
+    synced_background: bool,
+
+    /// Never move models to CPU workers.
+    #[arg(long, help_heading = ABLATIONS)]
+    no_offload: bool,
+    /// Turn the convolution cache off on every DNN.
+    #[arg(long, help_heading = ABLATIONS)]
+    no_conv_cache: bool,
+    /// Learn a pacing margin from the wall clock (experiment).
+    #[arg(long, help_heading = ABLATIONS)]
+    adaptive_margin: bool,
+    /// Record the DNN work after the scene in the frame's own submission
+    /// (HeimdallSettings::dnn_work_first off).
+    #[arg(long, help_heading = ABLATIONS)]
+    dnn_after_scene: bool,
+    /// Start each update as soon as the loop runs it (HeimdallSettings::late_frame_start off).
+    #[arg(long, help_heading = ABLATIONS)]
+    early_frame_start: bool,
+    /// Free a DNN only when its frame's GPU timestamps come back
+    /// (HeimdallSettings::free_at_readback off).
+    #[arg(long, help_heading = ABLATIONS)]
+    free_at_timestamps: bool,
+    /// Background work waits for the GPU with wgpu's blocking poll
+    /// (HeimdallSettings::nonblocking_gpu_waits off).
+    #[arg(long, help_heading = ABLATIONS)]
+    blocking_gpu_waits: bool,
+    /// GPU results are decoded on the readback thread, one after another
+    /// (HeimdallSettings::parallel_decode off).
+    #[arg(long, help_heading = ABLATIONS)]
+    decode_on_readback_thread: bool,
+    /// CPU work goes out only at each frame's decision, not as a worker finishes
+    /// (HeimdallSettings::cpu_on_completion off).
+    #[arg(long, help_heading = ABLATIONS)]
+    cpu_at_frame_start: bool,
+}
+
+const RUN: &str = "Run";
+const COORDINATION: &str = "Coordination";
+const SCENE: &str = "Scene and load";
+const ABLATIONS: &str = "Ablations and comparisons";
+
+/// `--display`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Display {
+    /// At the next vertical blank (see swapchain.rs).
+    Vsync,
+    /// As soon as it is submitted.
+    Immediate,
+}
+
+fn resolution(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s.split_once('x').ok_or("expected WxH, e.g. 1280x720")?;
+    let side = |v: &str| match v.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{v:?} is not a positive number of pixels")),
+    };
+    Ok((side(w)?, side(h)?))
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number > 0")),
     }
 }
 
-fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
-    s.parse().map_err(|_| format!("{s:?} is not a number"))
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number >= 0")),
+    }
+}
+
+fn mode(s: &str) -> Result<CoordinationMode, String> {
+    CoordinationMode::parse(s).ok_or_else(|| "expected heimdall, fifo or layers:K".into())
+}
+
+impl From<Cli> for AppArgs {
+    fn from(c: Cli) -> AppArgs {
+        let frames = match (c.frames, c.headless, c.duration) {
+            (None, true, None) => Some(300),
+            (frames, _, _) => frames,
+        };
+        AppArgs {
+            headless: c.headless,
+            frames,
+            out: c.out,
+            save_every: c.save_every,
+            mode: c.mode,
+            policy: c.policy,
+            fps: c.fps,
+            width: c.resolution.0,
+            height: c.resolution.1,
+            force_cpu: c.force_cpu,
+            webcam: c.webcam,
+            assets: c.assets,
+            warmup: c.warmup,
+            quality: c.quality,
+            instances: c.instances.map(usize::from),
+            scene_load: c.scene_load,
+            extra_models: c.extra_models,
+            events: c.events,
+            synced_background: c.synced_background,
+            adaptive_margin: c.adaptive_margin,
+            no_offload: c.no_offload,
+            no_conv_cache: c.no_conv_cache,
+            record_run: c.record_run,
+            dnn_after_scene: c.dnn_after_scene,
+            early_frame_start: c.early_frame_start,
+            free_at_timestamps: c.free_at_timestamps,
+            blocking_gpu_waits: c.blocking_gpu_waits,
+            decode_on_readback_thread: c.decode_on_readback_thread,
+            background_burst_ms: c.background_burst_ms,
+            text_side: c.text_side,
+            no_overlay: c.no_overlay,
+            display_immediate: c.display == Display::Immediate,
+            duration: c.duration,
+            sample_every: c.sample_every,
+            cpu_workers: c.cpu_workers,
+            cpu_at_frame_start: c.cpu_at_frame_start,
+        }
+    }
+}
+
+impl AppArgs {
+    /// The options of the process, for the app `name` (described by `about` in `--help`):
+    /// `--help` prints them by group and exits with 0, a bad option prints the error and the
+    /// usage and exits with 2.
+    pub fn from_env(name: &'static str, about: &'static str) -> AppArgs {
+        let matches = Cli::command()
+            .name(name)
+            .about(about)
+            .get_matches_from(std::env::args_os());
+        match Cli::from_arg_matches(&matches) {
+            Ok(cli) => cli.into(),
+            Err(e) => e.exit(),
+        }
+    }
+
+    /// Parses `std::env::args`-style arguments (without the program name); the error is
+    /// clap's message (`--help` is an "error" here too, carrying the help text).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let argv = std::iter::once("app".to_string()).chain(args);
+        Cli::try_parse_from(argv)
+            .map(AppArgs::from)
+            .map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -278,6 +410,33 @@ mod tests {
 
     fn parse(s: &str) -> Result<AppArgs, String> {
         AppArgs::parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed_and_its_defaults_are_appargs_defaults() {
+        Cli::command().debug_assert();
+        assert_eq!(
+            format!("{:?}", parse("").unwrap()),
+            format!("{:?}", AppArgs::default())
+        );
+        let help = parse("--help").unwrap_err();
+        for heading in [
+            "Run:",
+            "Coordination:",
+            "Scene and load:",
+            "Ablations and comparisons:",
+        ] {
+            assert!(help.contains(heading), "{heading} not in {help}");
+        }
+        assert_eq!(
+            parse("--size 640x360").unwrap().width,
+            640,
+            "--size is --resolution"
+        );
+        let d = parse("--display immediate --quality low --mode fifo").unwrap();
+        assert!(d.display_immediate);
+        assert_eq!(d.quality, Quality::Low);
+        assert_eq!(d.mode, CoordinationMode::Fifo);
     }
 
     #[test]
@@ -301,6 +460,8 @@ mod tests {
         assert_eq!(parse("").unwrap().background_burst_ms, None);
         assert_eq!(parse("").unwrap().cpu_workers, 0, "auto");
         assert_eq!(parse("--cpu-workers 6").unwrap().cpu_workers, 6);
+        assert!(!parse("").unwrap().cpu_at_frame_start);
+        assert!(parse("--cpu-at-frame-start").unwrap().cpu_at_frame_start);
         for bad in [
             "--background-burst-ms -1",
             "--background-burst-ms nan",
@@ -315,8 +476,32 @@ mod tests {
             "--sample-every -1",
             "--cpu-workers -1",
             "--cpu-workers",
+            "--resolution 0x10",
+            "--text-side 31",
+            "--display vblank",
+            "--quality ultra",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A run of issue 34's acceptance as `docs/contention/run.sh` makes it through
+    /// `scripts/compare_modes.py` (its options, then the configuration's).
+    #[test]
+    fn the_contention_runs_parse() {
+        let a = parse(
+            "--headless --mode fifo --out /tmp/c/fifo-0 --save-every 0 --record-run \
+             --frames 660 --warmup 60 --resolution 2560x1440 --quality high --fps 90 --events 1 \
+             --cpu-workers 4 --cpu-at-frame-start --no-offload",
+        )
+        .unwrap();
+        assert!(a.headless && a.record_run && a.no_offload && a.cpu_at_frame_start);
+        assert_eq!(a.mode, CoordinationMode::Fifo);
+        assert_eq!((a.frames, a.warmup, a.save_every), (Some(660), 60, 0));
+        assert_eq!((a.width, a.height, a.fps), (2560, 1440, 90.0));
+        assert_eq!(
+            (a.quality, a.events, a.cpu_workers),
+            (Quality::High, 1.0, 4)
+        );
     }
 }

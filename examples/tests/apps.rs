@@ -42,6 +42,11 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
     let output = Command::new(&exe)
         .args(&args)
         .current_dir(root())
+        // The tests' model cache (the object and text detectors are fetched there when missing).
+        .env(
+            "HEIMDALL_CACHE_DIR",
+            heimdall_testkit::ModelCache::workspace().dir,
+        )
         .output()
         .expect("running the app");
     let log = log_of(&output);

@@ -23,14 +23,11 @@ use bevy::app::AppExit;
 use heimdall_examples::args::AppArgs;
 use heimdall_examples::{assets, harness};
 
+/// What `--help` says the app is.
+const ABOUT: &str = "The workspace AR example: virtual pages on the desk beside the detected text, written on with the pinching index fingertip; text detection and hands under heimdall's coordinator.";
+
 fn main() -> AppExit {
-    let args = match AppArgs::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("workspace: {e}");
-            return AppExit::error();
-        }
-    };
+    let args = AppArgs::from_env("workspace", ABOUT);
     let dir = match assets::asset_dir(args.assets.as_deref())
         .and_then(|dir| assets::require(&dir, scene::ASSETS).map(|()| dir))
     {

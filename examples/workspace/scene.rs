@@ -48,9 +48,7 @@ impl WorkspaceScene {
     /// `limit_side_len`) and the page images.
     pub fn load(dir: &Path, text_side: u32) -> Result<Self, String> {
         let clip = load_clip(&dir.join(CLIP))?;
-        let file = format!("{TEXT_MODEL}.onnx");
-        let path =
-            assets::fetched_model(dir, &file, || heimdall_testkit::onnx_model_path(TEXT_MODEL))?;
+        let path = assets::model(dir, TEXT_MODEL)?;
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let size = UVec2::new(clip.width(), clip.height());
         let resize = heimdall_vision::text::DetResize {

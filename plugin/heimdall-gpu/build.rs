@@ -1,24 +1,20 @@
-//! Generates the table of kernel files in `shaders/` (`$OUT_DIR/kernel_sources.rs`, included by
-//! `src/sources.rs`): every `.wgsl` file there except the standalone shaders, so adding a
-//! kernel's shader file needs no list to be edited.
+//! Generates the table of kernel files in the crate's `shaders/` (`$OUT_DIR/kernel_sources.rs`,
+//! included by `src/sources.rs`): every `.wgsl` file there except the standalone shaders, so
+//! adding a kernel's shader file needs no list to be edited. The WGSL lives in the crate (so the
+//! packaged crate carries it); the repository's top-level `shaders` is a link to this folder.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// Shaders of `shaders/` that are not composed kernels: the probes (`src/probe.rs` embeds them
-/// whole) and the examples' own.
-const STANDALONE: &[&str] = &[
-    "probe_copy",
-    "probe_fma",
-    "emoji_background",
-    "ar_camera_layer",
-];
+/// whole).
+const STANDALONE: &[&str] = &["probe_copy", "probe_fma"];
 
 fn main() {
     // Read at run time, not with `env!`: a build-script binary is reused when the same checkout
     // is built from another directory with a shared target directory.
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
-    let dir = Path::new(&manifest).join("../../shaders");
+    let dir = Path::new(&manifest).join("shaders");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut kernels: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))

@@ -1,5 +1,5 @@
 //! What comes back to the main world, the way Bevy's own `gpu_readback` does it: the render
-//! world and the CPU workers send [`RenderMessage`]s through a channel; once per update the main
+//! world and the CPU workers send `RenderMessage`s through a channel; once per update the main
 //! world drains it, keeps each DNN's typed [`DnnStatus`] up to date, delivers decoded results to
 //! their entities (the decoder's components, then [`DnnOutput`]) and triggers [`DnnResult`] (or
 //! [`DnnFailed`]) on the DNN's entity.
@@ -164,7 +164,7 @@ impl Outbox {
 pub(crate) struct Inbox(pub Receiver<RenderMessage>);
 
 /// The coordinator's Chrome trace (`chrome://tracing`, Perfetto): ask with
-/// [`HeimdallTrace::request`], read [`HeimdallTrace::latest`] a few frames later.
+/// [`HeimdallTrace::request`], read `HeimdallTrace::latest` a few frames later.
 #[derive(Resource, Default, Debug)]
 pub struct HeimdallTrace {
     pub(crate) requested: bool,

@@ -5,8 +5,8 @@
 //! in f32, and its results meet the bound against the CPU backend in f32 on that frame. No
 //! per-model setting: the guard finds the ops by itself.
 //!
-//! The model is not bundled: skipped when it is not in the model cache (`python3
-//! scripts/fetch_models.py --only pose_landmark_full`; this test never fetches). Slow on
+//! The model is not bundled: skipped when it is not in the tests' model cache (`heimdall models
+//! fetch pose_landmark_full --cache-dir .cache`; this test never fetches). Slow on
 //! lavapipe (the search compiles and runs the 256×256 model about 26 times: minutes).
 
 mod common;
@@ -34,7 +34,10 @@ fn pose_landmark_full_meets_the_f16_bound_with_the_plugins_defaults() {
     }
     let name = "pose_landmark_full";
     if !model_present(name) {
-        eprintln!("{name} is not in the model cache (python3 scripts/fetch_models.py): skipped");
+        eprintln!(
+            "{name} is not in the model cache (heimdall models fetch {name} --cache-dir .cache): \
+             skipped"
+        );
         return;
     }
     let start = std::time::Instant::now();

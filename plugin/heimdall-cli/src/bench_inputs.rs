@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use heimdall::LoadedModel;
 use heimdall::npy::read_npy;
-use heimdall_testkit::Clip;
+use heimdall_clip::Clip;
 use heimdall_vision::{Crop, Normalization, RgbaImage};
 
 /// Where the frames come from.
@@ -107,13 +107,9 @@ fn clip_dir(dir: &Path) -> PathBuf {
     if dir.is_dir() {
         return dir.to_path_buf();
     }
-    let bundled = heimdall_testkit::paths::assets_dir()
-        .join("clips")
-        .join(dir);
-    if bundled.is_dir() {
-        bundled
-    } else {
-        dir.into()
+    match crate::assets::assets_dir().map(|a| a.join("clips").join(dir)) {
+        Some(bundled) if bundled.is_dir() => bundled,
+        _ => dir.into(),
     }
 }
 

@@ -159,9 +159,13 @@ impl Pair {
             Backend::Gpu => {
                 let ctx = GpuContext::create()?;
                 let options = GpuOptions::new(b.precision.into());
-                let plain = GpuModel::compile(&ctx, graph, options.clone())?;
-                let cached = GpuModel::compile(&ctx, graph, options.with_conv_cache(config))
-                    .context("compiling with the convolution cache (GPU)")?;
+                let what = format!("compiling {} with and without the cache", graph.name);
+                let (plain, cached) = crate::progress::step(what, || {
+                    let plain = GpuModel::compile(&ctx, graph, options.clone())?;
+                    let cached = GpuModel::compile(&ctx, graph, options.with_conv_cache(config))
+                        .context("compiling with the convolution cache (GPU)")?;
+                    anyhow::Ok((plain, cached))
+                })?;
                 if cached.conv_cache_config().is_none() {
                     bail!(
                         "no op of this model can be cached on the GPU with these settings \

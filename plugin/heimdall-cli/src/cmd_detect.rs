@@ -80,7 +80,7 @@ fn px(p: Vec2, image: &RgbaImage) -> Vec2 {
 }
 
 fn mediapipe_model(name: &str) -> anyhow::Result<PathBuf> {
-    heimdall_testkit::model_path(name).map_err(anyhow::Error::msg)
+    crate::assets::model(name)
 }
 
 /// Runs `detect`.
@@ -278,8 +278,7 @@ fn objects(
 ) -> anyhow::Result<Vec<Value>> {
     let path = match &args.model {
         Some(p) => p.clone(),
-        None => heimdall_testkit::npm_model_path("object_detection_ssd_mobilenetv2_oidv4_fp16")
-            .map_err(anyhow::Error::msg)?,
+        None => crate::assets::model("object_detection_ssd_mobilenetv2_oidv4_fp16")?,
     };
     let mut model = runner.load(&path, Normalization::MINUS_ONE_TO_ONE, Vec::new(), 2)?;
     let mut detector = ObjectDetector::oidv4();
@@ -310,8 +309,7 @@ fn text(
     let (mw, mh) = DetResize::default().input_size(w, h).with_context(|| {
         format!("a {w}x{h} image: RapidOCR resizes or pads images with a side outside 30..2000 px or wider than 8:1 before det, which is not ported")
     })?;
-    let path =
-        heimdall_testkit::onnx_model_path("PP-OCRv6_det_small").map_err(anyhow::Error::msg)?;
+    let path = crate::assets::model("PP-OCRv6_det_small")?;
     let shape = vec![1, 3, mh as usize, mw as usize];
     let mut model = runner.load(&path, TEXT_NORMALIZATION, vec![("x".into(), shape)], 1)?;
     let mut input = if TEXT_INPUT_BGR {

@@ -111,7 +111,9 @@ fn measure(
             timing: "wall clock per op".into(),
         });
     };
-    let model = GpuModel::compile(ctx, graph, GpuOptions::new(args.precision.into()))?;
+    let model = crate::progress::step(format!("compiling {} for the GPU", graph.name), || {
+        GpuModel::compile(ctx, graph, GpuOptions::new(args.precision.into()))
+    })?;
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     let profile = model.profile(&refs, args.warmup, args.runs.max(1))?;
     anyhow::ensure!(

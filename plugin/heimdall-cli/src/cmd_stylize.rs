@@ -81,7 +81,7 @@ pub fn run(args: &StylizeArgs) -> anyhow::Result<()> {
         bail!("the model resolution {mw}x{mh} must be a multiple of 4, at most 4096");
     }
     let runner = VisionRunner::new(args.backend, args.precision)?;
-    let path = heimdall_testkit::onnx_model_path("multistyle26").map_err(anyhow::Error::msg)?;
+    let path = crate::assets::model("multistyle26")?;
     let shape = vec![1, 3, mh as usize, mw as usize];
     let mut model = runner.load(
         &path,

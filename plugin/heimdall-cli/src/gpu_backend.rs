@@ -35,11 +35,10 @@ impl From<PrecisionArg> for Precision {
 /// Compiles `graph` on a device of the CLI's own.
 pub fn compile(graph: &Graph, precision: PrecisionArg) -> anyhow::Result<GpuModel> {
     let ctx = GpuContext::create()?;
-    Ok(GpuModel::compile(
-        &ctx,
-        graph,
-        GpuOptions::new(precision.into()),
-    )?)
+    let what = format!("compiling {} for the GPU", graph.name);
+    Ok(crate::progress::step(what, || {
+        GpuModel::compile(&ctx, graph, GpuOptions::new(precision.into()))
+    })?)
 }
 
 /// Runs the model once and returns its outputs. With `guard` and a reduced precision, the
@@ -142,10 +141,14 @@ pub fn bench(graph: &Graph, inputs: &[Vec<f32>], b: &GpuBench) -> anyhow::Result
     options
         .overrides
         .extend(b.f32_ops.iter().map(|r| (r.clone(), Precision::F32)));
-    let first = GpuModel::compile(&ctx, graph, options.clone())?;
+    let first = crate::progress::step(format!("compiling {} (cold)", graph.name), || {
+        GpuModel::compile(&ctx, graph, options.clone())
+    })?;
     let cold = first.report().clone();
     drop(first);
-    let model = GpuModel::compile(&ctx, graph, options)?;
+    let model = crate::progress::step(format!("compiling {} (warm)", graph.name), || {
+        GpuModel::compile(&ctx, graph, options)
+    })?;
     let warm = model.report().clone();
     if temporary {
         let _ = std::fs::remove_file(&cache_path);

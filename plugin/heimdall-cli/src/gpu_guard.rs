@@ -22,19 +22,27 @@ pub fn compile(
     calibration: Option<&[Vec<f32>]>,
 ) -> anyhow::Result<(GpuModel, Option<GuardDecision>)> {
     let Some(inputs) = calibration.filter(|_| options.precision != Precision::F32) else {
-        return Ok((GpuModel::compile(ctx, graph, options)?, None));
+        let what = format!("compiling {} for the GPU", graph.name);
+        let model = crate::progress::step(what, || GpuModel::compile(ctx, graph, options))?;
+        return Ok((model, None));
     };
     let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
-    let reference = cpu_reference(graph, &refs).context("f16 guard")?;
-    let guarded = compile_guarded(
-        ctx,
-        graph,
-        options,
-        &refs,
-        &reference,
-        &GuardConfig::default(),
-    )
-    .context("f16 guard")?;
+    let what = format!(
+        "compiling {} for the GPU in {:?}, checked against the CPU (accuracy guard)",
+        graph.name, options.precision
+    );
+    let guarded = crate::progress::step(what, || {
+        let reference = cpu_reference(graph, &refs).context("f16 guard")?;
+        compile_guarded(
+            ctx,
+            graph,
+            options,
+            &refs,
+            &reference,
+            &GuardConfig::default(),
+        )
+        .context("f16 guard")
+    })?;
     eprintln!("{}", guarded.decision.log_line(&graph.name));
     Ok((guarded.model, Some(guarded.decision)))
 }
@@ -94,9 +102,7 @@ pub fn calibration_inputs(
     }
     let image = match path {
         Some(p) => p.to_path_buf(),
-        None if image_shape.is_some() => heimdall_testkit::paths::assets_dir()
-            .join("images")
-            .join("astronaut.png"),
+        None if image_shape.is_some() => crate::assets::asset("images/astronaut.png")?,
         None => return Ok(fallback.to_vec()),
     };
     let Some(shape) = image_shape else {

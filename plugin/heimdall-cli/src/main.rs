@@ -1,6 +1,7 @@
 //! `heimdall`: the command-line face of the engine (inspect, run, bench, partition, simulate,
-//! detect, stylize).
+//! detect, stylize, models).
 
+mod assets;
 mod backend;
 mod bench_decode;
 mod bench_inputs;
@@ -8,6 +9,7 @@ mod cmd_bench;
 mod cmd_bench_cache;
 mod cmd_detect;
 mod cmd_inspect;
+mod cmd_models;
 mod cmd_partition;
 mod cmd_run;
 mod cmd_simulate;
@@ -16,6 +18,7 @@ mod gpu_backend;
 mod gpu_guard;
 mod gpu_texture;
 mod input_shape;
+mod progress;
 mod timing;
 mod vision_runner;
 
@@ -49,6 +52,8 @@ enum Command {
     Detect(cmd_detect::DetectArgs),
     /// Stylise an image with one of multistyle26's 26 styles or a blend.
     Stylize(cmd_stylize::StylizeArgs),
+    /// The models heimdall can fetch: list them, fetch them into the cache, print a path.
+    Models(cmd_models::ModelsArgs),
 }
 
 fn main() {
@@ -68,6 +73,7 @@ fn main() {
         Command::Simulate(a) => cmd_simulate::run(a),
         Command::Detect(a) => cmd_detect::run(a),
         Command::Stylize(a) => cmd_stylize::run(a),
+        Command::Models(a) => cmd_models::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

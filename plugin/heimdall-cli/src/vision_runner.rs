@@ -137,8 +137,16 @@ impl VisionRunner {
         let output_shapes = loaded.io.outputs.iter().map(|t| t.shape.clone()).collect();
         let engine = match (&self.backend, &self.gpu) {
             (Backend::Gpu, Some(ctx)) => {
-                let model =
-                    GpuModel::compile(ctx, &loaded.graph, GpuOptions::new(self.precision.into()))?;
+                let model = crate::progress::step(
+                    format!("compiling {} for the GPU", loaded.graph.name),
+                    || {
+                        GpuModel::compile(
+                            ctx,
+                            &loaded.graph,
+                            GpuOptions::new(self.precision.into()),
+                        )
+                    },
+                )?;
                 let pre = Preprocessor::new(&model, 0, norm)?;
                 Engine::Gpu(Box::new(GpuEngine {
                     model,

@@ -10,6 +10,7 @@
 mod conv_cache;
 mod error;
 mod fuse;
+pub mod guard;
 pub mod kernels;
 mod model;
 mod ops;
@@ -20,4 +21,4 @@ pub use error::CpuError;
 pub use fuse::cpu_ops;
 pub use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 pub use kernels::par::MAX_THREADS;
-pub use model::{CpuModel, CpuOptions};
+pub use model::{CpuModel, CpuOptions, CpuPrecision};

@@ -30,6 +30,20 @@ impl Default for CpuOptions {
     }
 }
 
+/// Arithmetic precision of the CPU backend's convolutions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CpuPrecision {
+    /// f32 everywhere: the reference (the golden suite holds it to rel-L2 1e-4).
+    #[default]
+    F32,
+    /// The convolutions' matrix products (CONV_2D, except those reading a fused reflect pad)
+    /// in half precision, where the core has half-precision arithmetic (aarch64 FEAT_FP16:
+    /// Cortex-A55, A75 and later); f32 everywhere else, and every other op in f32.
+    /// Activations between ops stay f32. Held to the GPU's f16 bounds (floored rel-L2 1e-2
+    /// on the TFLite goldens); [`CpuModel::f16_ops`] says how many ops it reached.
+    F16,
+}
+
 /// The epilogue activation of a step.
 enum EpAct {
     None,
@@ -65,6 +79,8 @@ pub struct CpuModel {
     /// The reflect pads fused into the convolutions after them (`crate::fuse`).
     pads: ReflectPads,
     conv_cache: Option<Box<ConvCache>>,
+    /// Ops computing in half precision.
+    f16_ops: usize,
 }
 
 impl std::fmt::Debug for CpuModel {
@@ -80,6 +96,27 @@ impl CpuModel {
     /// Compiles a validated graph: packs every weight, fuses the reflect pads before
     /// convolutions into them (`crate::fuse`), plans the arena, sizes scratch.
     pub fn compile(graph: &Graph, options: CpuOptions) -> Result<CpuModel, CpuError> {
+        CpuModel::compile_with_precision(graph, options, CpuPrecision::F32)
+    }
+
+    /// [`CpuModel::compile`] with the convolutions in `precision` where the CPU supports it
+    /// (see [`CpuPrecision`]).
+    pub fn compile_with_precision(
+        graph: &Graph,
+        options: CpuOptions,
+        precision: CpuPrecision,
+    ) -> Result<CpuModel, CpuError> {
+        CpuModel::compile_masked(graph, options, &|_| precision == CpuPrecision::F16)
+    }
+
+    /// [`CpuModel::compile`] with half-precision kernels wanted for the ops `f16(index)` says
+    /// (where the CPU has them): [`CpuPrecision::F16`] with some ops kept in f32, as the
+    /// accuracy guard decides ([`crate::guard`]).
+    pub(crate) fn compile_masked(
+        graph: &Graph,
+        options: CpuOptions,
+        f16: &dyn Fn(usize) -> bool,
+    ) -> Result<CpuModel, CpuError> {
         let par = Par::new(options.threads.clamp(1, MAX_THREADS));
         let pads = ReflectPads::find(graph);
         let ops: Vec<_> = (graph.ops.iter().enumerate())
@@ -103,6 +140,7 @@ impl CpuModel {
         }
         let mut steps = Vec::with_capacity(graph.ops.len());
         let mut scratch_len = 0;
+        let mut f16_ops = 0;
         for (index, op) in ops.iter().enumerate() {
             if pads.is_fused(index) {
                 steps.push(Step {
@@ -128,8 +166,10 @@ impl CpuModel {
                 threads: par.threads(),
                 reflect_pad: pads.source(index).map(|(_, p)| p),
                 pad_output: pads.padded_output(index).map(|(_, p)| p),
+                f16: f16(index),
             })
             .map_err(&err)?;
+            f16_ops += usize::from(prepared.f16);
             scratch_len = scratch_len.max(prepared.scratch);
             if op.outputs.len() != 1 {
                 return Err(err(format!(
@@ -219,7 +259,14 @@ impl CpuModel {
             skeleton: skeleton(graph),
             pads,
             conv_cache: None,
+            f16_ops,
         })
+    }
+
+    /// How many ops compute in half precision ([`CpuPrecision::F16`] on a core with
+    /// half-precision arithmetic; 0 otherwise).
+    pub fn f16_ops(&self) -> usize {
+        self.f16_ops
     }
 
     /// Number of ops (steps) of the model.

@@ -38,6 +38,8 @@ pub(crate) struct Prepared {
     pub kernel: Box<dyn Kernel>,
     /// Scratch values the kernel needs (shared by every step).
     pub scratch: usize,
+    /// Whether the kernel computes in half precision ([`crate::CpuPrecision::F16`]).
+    pub f16: bool,
 }
 
 impl Prepared {
@@ -51,6 +53,7 @@ impl Prepared {
         Prepared {
             kernel: Box::new(kernel),
             scratch,
+            f16: false,
         }
     }
 }
@@ -140,6 +143,9 @@ pub(crate) struct PrepareCx<'a> {
     /// normalisation or resize ([`crate::fuse`]): the op's output is the pad's, the padded
     /// image; `None` for every other op.
     pub pad_output: Option<[[usize; 2]; 2]>,
+    /// Whether half-precision kernels are wanted ([`crate::CpuPrecision::F16`]) where the CPU
+    /// has them.
+    pub f16: bool,
 }
 
 impl<'a> PrepareCx<'a> {

@@ -1,4 +1,4 @@
-//! Uniform parameter structs defined once: [`shader_params!`] declares the `#[repr(C)]`,
+//! Uniform parameter structs defined once: `shader_params!` declares the `#[repr(C)]`,
 //! [`Pod`] Rust struct a kernel builder fills and, from the same field list, the WGSL `struct
 //! Params` that composition ([`crate::wgsl::KernelSource::compose`]) splices into the kernel's
 //! source, so the two can never disagree. A compile-time check refuses a field that WGSL would
@@ -124,7 +124,7 @@ impl ParamsLayout {
     }
 }
 
-/// A kernel's uniform parameters, declared with [`shader_params!`].
+/// A kernel's uniform parameters, declared with `shader_params!`.
 pub trait ShaderParams: Pod {
     /// The struct's layout.
     const LAYOUT: ParamsLayout;

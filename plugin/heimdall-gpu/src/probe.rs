@@ -22,8 +22,8 @@ use crate::precision::Precision;
 use crate::profile::TimingSource;
 use wgpu::CooperativeScalarType;
 
-const FMA_SOURCE: &str = include_str!("../../../shaders/probe_fma.wgsl");
-const COPY_SOURCE: &str = include_str!("../../../shaders/probe_copy.wgsl");
+const FMA_SOURCE: &str = include_str!("../shaders/probe_fma.wgsl");
+const COPY_SOURCE: &str = include_str!("../shaders/probe_copy.wgsl");
 
 /// FMAs per thread per loop turn of `probe_fma.wgsl` (8 vec4 chains unrolled by 4).
 const FMAS_PER_TURN: u64 = 8 * 4 * 4;
@@ -482,7 +482,7 @@ const PROBE_CHAINS: u64 = 8;
 const PROBE_SUBGROUPS: u64 = 4;
 
 /// The probe's source: each subgroup loads one A and one B 16x16 f16 fragment and runs
-/// [`PROBE_CHAINS`] independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
+/// `PROBE_CHAINS` independent chains `c = a * b + c` with accumulators of `acc` (`f32` or
 /// `f16`), then stores them into a sink.
 pub fn coop_probe_source(space: ParamsSpace, acc: &str) -> String {
     let mut s = format!(

@@ -107,7 +107,10 @@ fn pose_landmark_full_meets_the_f16_bound_with_the_guard() {
     let Some(gpu) = common::gpu() else { return };
     let name = "pose_landmark_full";
     if !model_present(name) {
-        eprintln!("{name} is not in the model cache (python3 scripts/fetch_models.py): skipped");
+        eprintln!(
+            "{name} is not in the model cache (heimdall models fetch {name} --cache-dir .cache): \
+             skipped"
+        );
         return;
     }
     let graph = load(name);

@@ -1,7 +1,6 @@
 //! Test support of the heimdall workspace, for tests, benchmarks and examples; no library
 //! crate depends on it (it is a dev-dependency only, and depends on no engine crate, so every
-//! engine crate's tests can use it without a dependency cycle). The one other user is the
-//! `heimdall` CLI, a checkout tool, which finds its default models here.
+//! engine crate's tests can use it without a dependency cycle).
 //!
 //! - [`goldens`]: the golden suite, written once and run per runtime (CPU, GPU f32, GPU f16,
 //!   GPU packed f16, the f16 ones through the accuracy guard) with one bound per runtime and
@@ -13,14 +12,14 @@
 //! - [`npy`]: the goldens' tensors.
 //! - [`heap`]: the C heap's counters (soak runs, memory tests).
 //! - [`rng`]: the deterministic pseudo-random numbers of the tests ([`XorShift`]).
-//! - [`clip`]: the bundled camera clips (`assets/clips/`): a virtual camera moving over a still
-//!   photo with moving RGBA cut-outs over it, with per-frame ground truth (boxes and points).
+//! - [`clip`]: the bundled camera clips (`assets/clips/`; the `heimdall-clip` crate): a virtual
+//!   camera moving over a still photo with moving RGBA cut-outs over it, with per-frame ground
+//!   truth (boxes and points).
 //! - [`synthetic`]: frames that carry their own index in the pixels (capture index in, same index
 //!   out).
-//! - [`warp`]: the fixed-point renderer the clips use.
+//! - [`warp`]: the fixed-point renderer the clips use (`heimdall_clip::warp`).
 #![warn(missing_docs)]
 
-pub mod clip;
 pub mod fetch;
 pub mod goldens;
 pub mod heap;
@@ -29,7 +28,11 @@ pub mod npy;
 pub mod paths;
 pub mod rng;
 pub mod synthetic;
-pub mod warp;
+
+/// The bundled camera clips: the `heimdall-clip` crate (the CLI and the apps use it too).
+pub use heimdall_clip as clip;
+/// The clips' fixed-point renderer (`heimdall_clip::warp`).
+pub use heimdall_clip::warp;
 
 pub use clip::{
     AnnotationKind, CameraPose, Clip, ClipError, ClipSpec, FrameTruth, LayerPose, TruthBox,

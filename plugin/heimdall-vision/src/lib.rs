@@ -4,7 +4,7 @@
 //! One frame from camera to result, in the order the modules are used:
 //!
 //! 1. [`image`]: the frame as an [`RgbaImage`], and the [`Crop`] a model sees of it
-//!    (letterbox, rotated ROI, border) with its [`Normalization`]; [`image::resample`] is the CPU
+//!    (letterbox, rotated ROI, border) with its [`Normalization`]; [`image::resample`](fn@image::resample) is the CPU
 //!    reference of the GPU preprocessing kernel.
 //! 2. [`ssd::SsdDecoder`] (anchors from [`anchors`]; [`blazeface::BlazeFaceDecoder`] for faces):
 //!    a detector's two outputs to [`Detection`]s, weighted or plain NMS included; [`Detection::transformed`] maps them back to the

@@ -1,16 +1,16 @@
 //! The render world: each frame, in named system sets on Bevy's render schedules,
 //!
-//! 1. extract ([`models::extract_dnns`], the camera frames and requests, [`extract`]);
+//! 1. extract (`models::extract_dnns`, the camera frames and requests, `extract`);
 //! 2. [`HeimdallRenderSystems::Prepare`]: compile new models for Bevy's own `RenderDevice`
-//!    ([`models`]) and collect what finished since the last frame ([`readback`]);
+//!    (`models`) and collect what finished since the last frame (`readback`);
 //! 3. [`HeimdallRenderSystems::Schedule`]: start idle DNNs and ask the coordinator for this
-//!    frame's chunks ([`schedule`]);
+//!    frame's chunks (`schedule`);
 //! 4. [`HeimdallRenderSystems::Encode`]: record the preprocessing, the chunks and the output
-//!    copies ([`encode`]): by default into an encoder of their own, submitted right away ahead of
+//!    copies (`encode`): by default into an encoder of their own, submitted right away ahead of
 //!    the scene, their copies mapped at once; else into the frame's own encoder after the scene
 //!    passes;
 //! 5. [`HeimdallRenderSystems::Readback`]: after the frame's submission, map its timestamps (and
-//!    the copies recorded into it) ([`readback`]).
+//!    the copies recorded into it) (`readback`).
 //! 6. after Bevy presented the frame, stamp it for the stats' frame interval
 //!    (`stamp_presented`), with the render thread's phases of that frame ([`phases`]).
 //!

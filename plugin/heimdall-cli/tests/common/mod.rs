@@ -13,10 +13,16 @@ pub fn root() -> PathBuf {
     heimdall_testkit::workspace_root()
 }
 
-/// Runs `heimdall` with `args`.
+/// Runs `heimdall` with `args`, finding the workspace's `assets/` and using the tests' model
+/// cache (`$HEIMDALL_CACHE_DIR` or `.cache/`).
 pub fn heimdall(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_heimdall"))
         .args(args)
+        .env("BEVY_ASSET_ROOT", root())
+        .env(
+            "HEIMDALL_CACHE_DIR",
+            heimdall_testkit::ModelCache::workspace().dir,
+        )
         .env(
             "XDG_RUNTIME_DIR",
             std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),

@@ -9,6 +9,7 @@
 pub mod denormals;
 pub mod epilogue;
 pub(crate) mod gemm;
+pub mod isa;
 pub(crate) mod nd;
 pub mod par;
 pub(crate) mod pool;
@@ -18,11 +19,13 @@ pub mod vmath;
 pub mod window;
 
 pub use epilogue::{Act, Epilogue};
+pub use isa::Isa;
 pub use par::Par;
 pub use window::Window;
 
 pub use crate::ops::binary::{BinaryOp, binary, prelu};
 pub use crate::ops::concat::concat;
+pub use crate::ops::conv::fp16::F16Conv;
 pub use crate::ops::conv::{PackedConv, conv_scratch_len};
 pub use crate::ops::depthwise::PackedDepthwise;
 pub use crate::ops::fully_connected::PackedFullyConnected;

@@ -16,6 +16,9 @@ use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 const MIN_VALUES_PER_PART: usize = 1 << 15;
 
+/// Values of the repeated per-channel vector of a tensor-by-vector operation.
+const PATTERN: usize = 512;
+
 /// A binary element-wise operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -252,12 +255,94 @@ fn broadcast<F>(
         channels
     };
     let min_rows = MIN_VALUES_PER_PART.div_ceil(channels);
+    let geometry = Geometry {
+        out,
+        channels,
+        sa,
+        sb,
+        flat,
+        row_vector,
+        ia,
+        ib,
+        piece,
+    };
     par.for_rows(output, channels, min_rows, |rows, out_part| {
+        crate::kernels::isa::widest(|| broadcast_rows(rows, out_part, &geometry, a, b, f, ep));
+    });
+}
+
+/// Where [`broadcast`]'s operands are read from.
+struct Geometry {
+    out: [usize; 4],
+    channels: usize,
+    sa: [usize; 4],
+    sb: [usize; 4],
+    flat: bool,
+    row_vector: Option<bool>,
+    ia: usize,
+    ib: usize,
+    piece: usize,
+}
+
+/// Output rows `rows` of [`broadcast`] into `out_part`.
+#[inline(always)]
+fn broadcast_rows<F>(
+    rows: std::ops::Range<usize>,
+    out_part: &mut [f32],
+    g: &Geometry,
+    a: &[f32],
+    b: &[f32],
+    f: F,
+    ep: &Epilogue,
+) where
+    F: Fn(f32, f32) -> f32 + Copy,
+{
+    let Geometry {
+        out,
+        channels,
+        sa,
+        sb,
+        flat,
+        row_vector,
+        ia,
+        ib,
+        piece,
+    } = *g;
+    {
         let first = rows.start * channels;
         for (k, o) in out_part.chunks_mut(piece).enumerate() {
             let start = first + k * piece;
             if let Some(a_is_vector) = row_vector {
                 let n = o.len();
+                if channels <= PATTERN / 2 {
+                    // Few channels (a squeeze-and-excitation scale of 16): the vector repeated
+                    // over whole rows into `pattern`, then long loops over pieces of that
+                    // length instead of one short loop per row.
+                    let vector = if a_is_vector { a } else { b };
+                    let len = PATTERN / channels * channels;
+                    let mut pattern = [0f32; PATTERN];
+                    for row in pattern[..len].chunks_exact_mut(channels) {
+                        row.copy_from_slice(&vector[..channels]);
+                    }
+                    let other = if a_is_vector { b } else { a };
+                    let other = &other[start..start + n];
+                    for (o, x) in o.chunks_mut(len).zip(other.chunks(len)) {
+                        let p = &pattern[..o.len()];
+                        if a_is_vector {
+                            for ((o, v), y) in o.iter_mut().zip(p).zip(x) {
+                                *o = f(*v, *y);
+                            }
+                        } else {
+                            for ((o, x), v) in o.iter_mut().zip(x).zip(p) {
+                                *o = f(*x, *v);
+                            }
+                        }
+                    }
+                    if !ep.is_identity() {
+                        ep.apply(o, start, channels);
+                    }
+                    continue;
+                }
                 for (r, o) in o.chunks_exact_mut(channels).enumerate() {
                     let at = start + r * channels;
                     if a_is_vector {
@@ -317,7 +402,7 @@ fn broadcast<F>(
                 ep.apply(o, start, channels);
             }
         }
-    });
+    }
 }
 
 /// A binary operation on two broadcast operands.

@@ -47,7 +47,7 @@ pub fn avg_pool(
 const GLOBAL_BLOCK_PIXELS: usize = 256;
 
 /// Values of scratch [`avg_pool`] needs to split a global average over threads (0 for other
-/// windows): one partial sum per block of [`GLOBAL_BLOCK_PIXELS`] input pixels and channel.
+/// windows): one partial sum per block of `GLOBAL_BLOCK_PIXELS` input pixels and channel.
 pub fn pool_scratch_len(w: &Window) -> usize {
     if is_global(w) {
         (w.in_h * w.in_w).div_ceil(GLOBAL_BLOCK_PIXELS) * w.in_c
@@ -76,9 +76,7 @@ fn global_avg(par: &Par, input: &[f32], c: usize, out: &mut [f32], partial: &mut
         acc.fill(0.0);
         let p0 = b * GLOBAL_BLOCK_PIXELS;
         let p1 = (p0 + GLOBAL_BLOCK_PIXELS).min(pixels);
-        for x in input[p0 * c..p1 * c].chunks_exact(c) {
-            acc.iter_mut().zip(x).for_each(|(a, x)| *a += *x);
-        }
+        crate::kernels::isa::widest(|| block_sum(&input[p0 * c..p1 * c], c, acc));
     });
     out.fill(0.0);
     for acc in partial.chunks_exact(c) {
@@ -86,6 +84,37 @@ fn global_avg(par: &Par, input: &[f32], c: usize, out: &mut [f32], partial: &mut
     }
     let count = pixels as f32;
     out.iter_mut().for_each(|o| *o /= count);
+}
+
+/// Values summed per lane by [`block_sum`] before its lanes are folded into channels.
+const SUM_LANES: usize = 256;
+
+/// `acc[ch] += sum of x[p * c + ch]` over the pixels of `x`. For few channels the sum runs
+/// over lanes of [`SUM_LANES`] values (`SUM_LANES / c` pixels side by side, one long loop),
+/// the lanes then added per channel in lane order: a fixed order, whatever the threads.
+#[inline(always)]
+fn block_sum(x: &[f32], c: usize, acc: &mut [f32]) {
+    if c > SUM_LANES / 2 {
+        for x in x.chunks_exact(c) {
+            acc.iter_mut().zip(x).for_each(|(a, x)| *a += *x);
+        }
+        return;
+    }
+    let len = SUM_LANES / c * c;
+    let mut lanes = [0f32; SUM_LANES];
+    let (whole, rest) = x.split_at(x.len() / len * len);
+    for piece in whole.chunks_exact(len) {
+        lanes[..len]
+            .iter_mut()
+            .zip(piece)
+            .for_each(|(a, x)| *a += *x);
+    }
+    for (l, a) in lanes[..len].iter_mut().zip(rest) {
+        *l += *a;
+    }
+    for row in lanes[..len].chunks_exact(c) {
+        acc.iter_mut().zip(row).for_each(|(a, x)| *a += *x);
+    }
 }
 
 fn pool(
@@ -116,8 +145,61 @@ fn pool(
     let work = px * c * w.k_h * w.k_w;
     let (tile_px, tile_c) = par.grid(px, c, work, MIN_VALUES_PER_PART, 1, 16);
     par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+        crate::kernels::isa::widest(|| {
+            pool_tile(w, input, kind, pixels.clone(), chans.clone(), tile)
+        });
+        if !ep.is_identity() {
+            if chans.len() == c {
+                ep.apply(tile.span(0..pixels.len()), pixels.start * c, c);
+            } else {
+                for (i, p) in pixels.enumerate() {
+                    ep.apply(tile.row(i), p * c + chans.start, c);
+                }
+            }
+        }
+    });
+}
+
+/// Output pixels `pixels` (row-major), channels `chans`, of a pool into `tile` (one row per
+/// pixel).
+#[inline(always)]
+fn pool_tile(
+    w: &Window,
+    input: &[f32],
+    kind: Kind,
+    pixels: std::ops::Range<usize>,
+    chans: std::ops::Range<usize>,
+    tile: &mut crate::kernels::par::Tile<'_>,
+) {
+    let c = w.in_c;
+    // Output rows and columns whose whole window is inside the input.
+    let inside = |o: usize, s: usize, d: usize, pad: usize, n: usize, k: usize| {
+        o * s >= pad && o * s - pad + (k - 1) * d < n
+    };
+    {
         for (i, p) in pixels.clone().enumerate() {
             let (oy, ox) = (p / w.out_w, p % w.out_w);
+            if kind == Kind::Max
+                && inside(oy, w.stride_h, w.dil_h, w.pad_top, w.in_h, w.k_h)
+                && inside(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w)
+            {
+                // Every tap valid: no tap ranges, the window's values read at fixed offsets.
+                let base = ((oy * w.stride_h - w.pad_top) * w.in_w + ox * w.stride_w - w.pad_left)
+                    * c
+                    + chans.start;
+                let o = tile.row(i);
+                o.fill(f32::NEG_INFINITY);
+                for ky in 0..w.k_h {
+                    for kx in 0..w.k_w {
+                        let at = base + (ky * w.dil_h * w.in_w + kx * w.dil_w) * c;
+                        let x = &input[at..at + o.len()];
+                        for (o, x) in o.iter_mut().zip(x) {
+                            *o = if *x > *o { *x } else { *o };
+                        }
+                    }
+                }
+                continue;
+            }
             let (ky_lo, ky_hi) = valid_taps(oy, w.stride_h, w.dil_h, w.pad_top, w.in_h, w.k_h);
             let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
             let o = tile.row(i);
@@ -147,16 +229,7 @@ fn pool(
                 }
             }
         }
-        if !ep.is_identity() {
-            if chans.len() == c {
-                ep.apply(tile.span(0..pixels.len()), pixels.start * c, c);
-            } else {
-                for (i, p) in pixels.enumerate() {
-                    ep.apply(tile.row(i), p * c + chans.start, c);
-                }
-            }
-        }
-    });
+    }
 }
 
 /// A pool over a resolved window.

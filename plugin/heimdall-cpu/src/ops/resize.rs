@@ -46,6 +46,23 @@ pub struct ResizeBilinear {
 
 /// Resizes `input` (`[in_h, in_w, channels]`) into `output` (`[out_h, out_w, channels]`).
 pub fn resize_bilinear(par: &Par, r: &ResizeBilinear, input: &[f32], output: &mut [f32]) {
+    let ws = size_ratio(r.in_w, r.out_w, r.align_corners);
+    let col = |x: usize| {
+        let (ix, x0, x1) = tflite_interpolation(x, ws, r.half_pixel_centers, r.in_w);
+        (x0, x1, ix - x0 as f32)
+    };
+    bilinear(par, r, input, output, col);
+}
+
+/// [`resize_bilinear`] with the source columns of each output column from `col(x)`: `(x0,
+/// x1, dx)`, TFLite's lower and upper neighbours and the fraction.
+fn bilinear(
+    par: &Par,
+    r: &ResizeBilinear,
+    input: &[f32],
+    output: &mut [f32],
+    col: impl Fn(usize) -> (usize, usize, f32) + Sync,
+) {
     let c = r.channels;
     debug_assert_eq!(input.len(), r.in_h * r.in_w * c);
     let row_len = r.out_w * c;
@@ -53,29 +70,58 @@ pub fn resize_bilinear(par: &Par, r: &ResizeBilinear, input: &[f32], output: &mu
     if row_len == 0 || r.in_h == 0 || r.in_w == 0 {
         return;
     }
+    assert!(
+        input.len() >= r.in_h * r.in_w * c,
+        "resize: input too short"
+    );
     let hs = size_ratio(r.in_h, r.out_h, r.align_corners);
-    let ws = size_ratio(r.in_w, r.out_w, r.align_corners);
     let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
     par.for_rows(output, row_len, min_rows, |rows, out| {
-        for (y, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-            let (iy, y0, y1) = tflite_interpolation(y, hs, r.half_pixel_centers, r.in_h);
-            let dy = iy - y0 as f32;
-            let row0 = &input[y0 * r.in_w * c..(y0 + 1) * r.in_w * c];
-            let row1 = &input[y1 * r.in_w * c..(y1 + 1) * r.in_w * c];
-            for (x, o) in out_row.chunks_exact_mut(c).enumerate() {
-                let (ix, x0, x1) = tflite_interpolation(x, ws, r.half_pixel_centers, r.in_w);
-                let dx = ix - x0 as f32;
-                let (p00, p10) = (&row0[x0 * c..][..c], &row1[x0 * c..][..c]);
-                let (p01, p11) = (&row0[x1 * c..][..c], &row1[x1 * c..][..c]);
-                for ch in 0..c {
-                    o[ch] = p00[ch] * (1.0 - dy) * (1.0 - dx)
-                        + p10[ch] * dy * (1.0 - dx)
-                        + p01[ch] * (1.0 - dy) * dx
-                        + p11[ch] * dy * dx;
+        crate::kernels::isa::widest(|| {
+            for (y, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
+                let (iy, y0, y1) = tflite_interpolation(y, hs, r.half_pixel_centers, r.in_h);
+                let dy = iy - y0 as f32;
+                let row0 = &input[y0 * r.in_w * c..(y0 + 1) * r.in_w * c];
+                let row1 = &input[y1 * r.in_w * c..(y1 + 1) * r.in_w * c];
+                let (ay, by) = (1.0 - dy, dy);
+                for (x, o) in out_row.chunks_exact_mut(c).enumerate() {
+                    let (x0, x1, dx) = col(x);
+                    let (ax, bx) = (1.0 - dx, dx);
+                    let (p00, p10) = (&row0[x0 * c..][..c], &row1[x0 * c..][..c]);
+                    let (p01, p11) = (&row0[x1 * c..][..c], &row1[x1 * c..][..c]);
+                    // TFLite's reference kernel, operation for operation.
+                    for ((((o, a), b), d), e) in o.iter_mut().zip(p00).zip(p10).zip(p01).zip(p11) {
+                        *o = a * ay * ax + b * by * ax + d * ay * bx + e * by * bx;
+                    }
                 }
             }
-        }
+        });
     });
+}
+
+/// A TFLite RESIZE_BILINEAR with its source columns resolved once, at preparation.
+struct TfliteBilinear {
+    r: ResizeBilinear,
+    cols: Vec<(usize, usize, f32)>,
+}
+
+impl TfliteBilinear {
+    fn new(r: ResizeBilinear) -> TfliteBilinear {
+        let ws = size_ratio(r.in_w, r.out_w, r.align_corners);
+        let cols = (0..r.out_w)
+            .map(|x| {
+                let (ix, x0, x1) = tflite_interpolation(x, ws, r.half_pixel_centers, r.in_w);
+                (x0, x1, ix - x0 as f32)
+            })
+            .collect();
+        TfliteBilinear { r, cols }
+    }
+}
+
+impl Kernel for TfliteBilinear {
+    fn run(&self, io: StepIo<'_>) {
+        bilinear(io.par, &self.r, io.inputs.get(0), io.out, |x| self.cols[x]);
+    }
 }
 
 /// `output [oh, ow, c]` from `input [ih, iw, c]` with four-tap row and column weights.
@@ -135,12 +181,6 @@ pub fn resize(
                 o[k] = top + (bottom - top) * r.w;
             }
         }
-    }
-}
-
-impl Kernel for ResizeBilinear {
-    fn run(&self, io: StepIo<'_>) {
-        resize_bilinear(io.par, self, io.inputs.get(0), io.out);
     }
 }
 
@@ -214,7 +254,7 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, Strin
         if cx.pad_output.is_some() {
             return Err("a reflect pad fused into a TFLite bilinear resize".into());
         }
-        return Ok(Prepared::new(ResizeBilinear {
+        return Ok(Prepared::new(TfliteBilinear::new(ResizeBilinear {
             in_h: x[1],
             in_w: x[2],
             channels: x[3],
@@ -222,7 +262,7 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, Strin
             out_w: out[2],
             align_corners,
             half_pixel_centers,
-        }));
+        })));
     }
     let (sh, sw) = (a.axis_scale(0, x[1], out[1]), a.axis_scale(1, x[2], out[2]));
     if let ResizeMode::Cubic {

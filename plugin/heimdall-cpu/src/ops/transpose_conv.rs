@@ -91,8 +91,12 @@ impl PackedTransposeConv {
         let min_rows = (1usize << 15).div_ceil((row_len * taps).max(1));
         par.for_rows(output, row_len, min_rows, |rows, out| {
             for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                for o in out_row.chunks_exact_mut(oc) {
-                    o.copy_from_slice(&self.bias);
+                if oc == 1 {
+                    out_row.fill(self.bias[0]);
+                } else {
+                    for o in out_row.chunks_exact_mut(oc) {
+                        o.copy_from_slice(&self.bias);
+                    }
                 }
                 // Taps in (ky, kx) order for every pixel of the row; for one tap, the input
                 // columns that reach the row (no division per pixel).
@@ -103,9 +107,23 @@ impl PackedTransposeConv {
                     let col_row = &col[iy * w.in_w * n..(iy + 1) * w.in_w * n];
                     for kx in 0..w.k_w {
                         let (ix_lo, ix_hi) = tap_columns(w, kx);
+                        if ix_hi == ix_lo {
+                            continue;
+                        }
+                        let tap = (ky * w.k_w + kx) * oc;
+                        let ox_lo = ix_lo * w.stride_w + kx * w.dil_w - w.pad_left;
+                        if oc == 1 {
+                            // One value per pixel (a segmentation mask): strided, no slices.
+                            let dst = out_row[ox_lo..].iter_mut().step_by(w.stride_w);
+                            let src = col_row[ix_lo * n + tap..].iter().step_by(n);
+                            for (o, s) in dst.zip(src).take(ix_hi - ix_lo) {
+                                *o += *s;
+                            }
+                            continue;
+                        }
                         for ix in ix_lo..ix_hi {
                             let ox = ix * w.stride_w + kx * w.dil_w - w.pad_left;
-                            let src = &col_row[ix * n + (ky * w.k_w + kx) * oc..][..oc];
+                            let src = &col_row[ix * n + tap..][..oc];
                             for (o, s) in out_row[ox * oc..(ox + 1) * oc].iter_mut().zip(src) {
                                 *o += *s;
                             }

@@ -1,11 +1,11 @@
 //! The convolution cache on the GPU (DeepMon §6.3; the design and the CPU reference are in
 //! `heimdall_ir::conv_cache`).
 //!
-//! At compile time, the ops the [`CachePlan`] allows whose one dispatch has a known thread order
+//! At compile time, the ops the `CachePlan` allows whose one dispatch has a known thread order
 //! ([`TileMap`]) become *cached dispatches*: their outputs get slots of their own that live
 //! across runs, and their kernels get an entry point that runs only the work groups of a list
-//! (`shaders/*.wgsl` wrapped by [`tile_list_wrapper`]). At the start of every run, three small
-//! dispatches ([`ConvCache::record`]) compute the block histograms of the model's input and the
+//! (`shaders/*.wgsl` wrapped by `tile_list_wrapper`). At the start of every run, three small
+//! dispatches (`ConvCache::record`) compute the block histograms of the model's input and the
 //! dirty mask (`cache_blocks.wgsl`), the compact list of the work groups of every cached
 //! dispatch whose receptive field touches a dirty block (`cache_tiles.wgsl`), and publish the
 //! lists' lengths (`cache_lists.wgsl`). No CPU round trip: the host only writes the run's

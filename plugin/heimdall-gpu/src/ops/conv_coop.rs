@@ -188,7 +188,7 @@ fn tile_loop(tile: CoopTile, windowed: bool) -> String {
 }
 
 /// Source of the cooperative-matrix convolution for `tile`, 1x1 (parameters
-/// [`GpuConv1x1Params`]) or `windowed` ([`GpuConvCoopParams`]): f16 x and w (the only precision
+/// `GpuConv1x1Params`) or `windowed` (`GpuConvCoopParams`): f16 x and w (the only precision
 /// it reads), any output and residual precision.
 pub fn source(
     w: Precision,

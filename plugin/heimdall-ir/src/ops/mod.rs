@@ -97,7 +97,7 @@ pub enum OpKind {
     },
     /// Reshape ([`reshape`]): the output tensor's shape is the new shape.
     Reshape,
-    /// Concatenation of all inputs along `axis` ([`concat`]).
+    /// Concatenation of all inputs along `axis` ([`concat`](mod@concat)).
     Concatenation {
         /// Axis (non-negative).
         axis: usize,

@@ -17,7 +17,7 @@ use crate::error::{NodeResult, unsupported};
 use crate::proto::NodeProto;
 use crate::value::Value;
 
-/// Op types the importer maps: those [`convert`] maps and those whose nodes fold to constants
+/// Op types the importer maps: those `convert` maps and those whose nodes fold to constants
 /// (`Shape`-style subgraphs); nodes of other types fail the import.
 pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",

@@ -197,7 +197,7 @@ impl Border {
 }
 
 /// A model input's crop of a frame: the map from the input's uv to the frame's uv and what lies
-/// outside the frame. The GPU preprocessing kernel and the CPU [`resample`](super::resample)
+/// outside the frame. The GPU preprocessing kernel and the CPU [`resample`](fn@super::resample)
 /// take it; decoders map their results back to the frame with [`Crop::transform`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Crop {

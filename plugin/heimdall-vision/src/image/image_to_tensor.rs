@@ -8,7 +8,7 @@ use super::crop::{Border, Crop, CropTransform, RotatedRect};
 use glam::Vec2;
 
 /// What a MediaPipe model sees of a frame: the crop to sample with (the GPU preprocessing kernel
-/// or [`resample`](super::resample)), and the ideal transform MediaPipe maps results back with
+/// or [`resample`](fn@super::resample)), and the ideal transform MediaPipe maps results back with
 /// (`DetectionLetterboxRemoval`, `LandmarkLetterboxRemoval` + `LandmarkProjection`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ImageToTensor {

@@ -14,12 +14,13 @@
 //! Dispatch: [`prepare`] packs the filter of a CONV_2D once, or (weights computed at run time,
 //! the passes off) packs it on every run.
 
+pub(crate) mod fp16;
 mod reflect;
 
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
-use crate::kernels::{Epilogue, Par, Window};
+use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before the work is split.
@@ -87,11 +88,17 @@ fn block_pixels(w: &Window) -> usize {
 
 impl PackedConv {
     /// Packs an OHWI filter `[out_c, k_h, k_w, in_c]` and an optional bias of `out_c` values
-    /// for the geometry `w`.
+    /// for the geometry `w`, for the widest instruction set this CPU runs ([`Isa::detect`]).
     pub fn new(filter_ohwi: &[f32], bias: Option<&[f32]>, w: Window) -> PackedConv {
+        PackedConv::with_isa(Isa::detect(), filter_ohwi, bias, w)
+    }
+
+    /// [`PackedConv::new`] for the matrix-product kernel of `isa` (the portable one if this
+    /// CPU lacks it): for tests and benchmarks that compare instruction sets.
+    pub fn with_isa(isa: Isa, filter_ohwi: &[f32], bias: Option<&[f32]>, w: Window) -> PackedConv {
         let kdim = patch_len(&w);
         debug_assert_eq!(filter_ohwi.len(), w.out_c * kdim);
-        let b = PackedB::new(kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
+        let b = PackedB::with_isa(isa, kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k]);
         let row = w.in_w * w.in_c;
         let (segs, seg_len) = if w.dil_w == 1 {
             (
@@ -139,6 +146,11 @@ impl PackedConv {
         &self.w
     }
 
+    /// The instruction set of the matrix-product kernel this convolution runs.
+    pub fn isa(&self) -> Isa {
+        self.b.isa()
+    }
+
     /// Values of scratch [`PackedConv::run`] needs with `par` (see [`conv_scratch_len`]; with
     /// reflect padding, a ring of padded rows per thread if that is more).
     pub fn scratch_len(&self, par: &Par) -> usize {
@@ -179,15 +191,34 @@ impl PackedConv {
                 self.b.tile_rows(),
                 self.b.panel_cols(),
             );
+            let fused = self.b.fuses(ep);
             par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
+                if fused {
+                    // The epilogue in the micro-kernels' stores: the tile is written once.
+                    // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
+                    // input's length, rows < px); the tile's rows of `cols.len()` values at
+                    // the tile's stride are its own; `cols.start` is a multiple of the panel
+                    // width (the grid's column alignment); the residual has the output's shape.
+                    unsafe {
+                        self.b.gemm_tile(
+                            input.as_ptr().add(rows.start * w.in_c),
+                            w.in_c,
+                            &[0],
+                            w.in_c,
+                            rows.len(),
+                            cols.clone(),
+                            tile.as_mut_ptr(),
+                            n,
+                            (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
+                        );
+                    }
+                    return;
+                }
                 let mut m0 = rows.start;
                 while m0 < rows.end {
                     let mb = self.block.min(rows.end - m0);
                     let t0 = m0 - rows.start;
-                    // SAFETY: input rows m0..m0+mb hold `in_c` values each (`run` asserted the
-                    // input's length, rows < px); tile rows t0..t0+mb of `cols.len()` values at
-                    // the tile's stride are the tile's own; `cols.start` is a multiple of the
-                    // panel width (the grid's column alignment).
+                    // SAFETY: as above, for rows m0..m0+mb.
                     unsafe {
                         self.b.gemm_tile(
                             input.as_ptr().add(m0 * w.in_c),
@@ -198,15 +229,14 @@ impl PackedConv {
                             cols.clone(),
                             tile.as_mut_ptr().add(t0 * n),
                             n,
+                            None,
                         );
                     }
-                    if !ep.is_identity() {
-                        if cols.len() == n {
-                            ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
-                        } else {
-                            for i in 0..mb {
-                                ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
-                            }
+                    if cols.len() == n {
+                        ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
+                    } else {
+                        for i in 0..mb {
+                            ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
                         }
                     }
                     m0 += mb;
@@ -227,9 +257,11 @@ impl PackedConv {
                 if let Some(band) = &self.reflect {
                     return band.rows((&self.w, &self.b, self.seg_len), input, rows, out, sc, ep);
                 }
+                let fused = self.b.fuses(ep);
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
-                    self.row(input, oy, out_row, sc);
-                    if !ep.is_identity() {
+                    let row_ep = (fused && !ep.is_identity()).then_some((ep, oy * row_len));
+                    self.row(input, oy, out_row, sc, row_ep);
+                    if !fused {
                         ep.apply(out_row, oy * row_len, n);
                     }
                 }
@@ -238,8 +270,16 @@ impl PackedConv {
     }
 
     /// One output row: interior pixels read the input in place (segmented product), edge
-    /// pixels go through im2col in `scratch`.
-    fn row(&self, input: &[f32], oy: usize, out_row: &mut [f32], scratch: &mut [f32]) {
+    /// pixels go through im2col in `scratch`; `ep` (the row's first value's element of the
+    /// output) fused into the products' stores where given.
+    fn row(
+        &self,
+        input: &[f32],
+        oy: usize,
+        out_row: &mut [f32],
+        scratch: &mut [f32],
+        ep: Option<(&Epilogue, usize)>,
+    ) {
         let w = &self.w;
         let (n, kdim) = (w.out_c, patch_len(w));
         let top = oy * w.stride_h;
@@ -255,13 +295,14 @@ impl PackedConv {
             // rows and columns), so each segment of each of those rows is in `input`, whose
             // length `run` asserted.
             unsafe {
-                self.b.gemm_segmented(
+                self.b.gemm_segmented_ep(
                     input.as_ptr().add(base),
                     w.stride_w * w.in_c,
                     &self.segs,
                     self.seg_len,
                     hi - lo,
                     &mut out_row[lo * n..hi * n],
+                    ep.map(|(e, o)| (e, o + lo * n)),
                 );
             }
         }
@@ -269,7 +310,9 @@ impl PackedConv {
             if b > a {
                 let col = &mut scratch[..(b - a) * kdim];
                 im2col(w, input, oy * w.out_w + a, b - a, col);
-                self.b.gemm(col, kdim, b - a, &mut out_row[a * n..b * n]);
+                let part_ep = ep.map(|(e, o)| (e, o + a * n));
+                self.b
+                    .gemm_ep(col, kdim, b - a, &mut out_row[a * n..b * n], part_ep);
             }
         }
     }
@@ -362,6 +405,17 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
             ));
         }
         (w.pad_top, w.pad_left) = (top, left);
+    }
+    if cx.f16
+        && !reflect
+        && !cx.weights_dynamic()
+        && let Some(k) = fp16::F16Conv::new(cx.constant(1)?, cx.bias(2)?, w)
+    {
+        let scratch = fp16::scratch_len(&w, cx.threads);
+        return Ok(Prepared {
+            f16: true,
+            ..Prepared::with_scratch(k, scratch)
+        });
     }
     let scratch = scratch_len(&w, reflect, cx.threads);
     if cx.weights_dynamic() {
@@ -469,6 +523,34 @@ mod tests {
         fn conv_matches_reference(w in windows(20, true), seed in 0u64..1000, bias: bool, residual: bool, relu6: bool) {
             let p = ConvProblem::new(w, seed, bias, residual, relu6);
             assert_close(&p.run(&Par::new(1)), &p.reference());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Random windows (1x1 direct, im2col edges, implicit-im2col interiors, dilations):
+        /// the SIMD matrix product (NEON on aarch64, AVX on x86-64; the one `new` picks) is
+        /// within rel-L2 1e-6 of the portable one, the reference, which it is not bit for bit
+        /// (fused multiply-adds); on aarch64 it must be NEON.
+        #[test]
+        fn conv_simd_matches_portable(w in windows(20, true), seed in 0u64..1000) {
+            let p = ConvProblem::new(w, seed, true, false, false);
+            let simd = PackedConv::new(&p.filter, p.bias.as_deref(), w);
+            #[cfg(target_arch = "aarch64")]
+            prop_assert_eq!(simd.isa(), Isa::Neon, "NEON not selected");
+            prop_assert_eq!(simd.isa(), Isa::detect());
+            let portable = PackedConv::with_isa(Isa::Portable, &p.filter, p.bias.as_deref(), w);
+            prop_assert_eq!(portable.isa(), Isa::Portable);
+            let run = |conv: &PackedConv| {
+                let par = Par::new(1);
+                let mut out = vec![f32::NAN; w.out_h * w.out_w * w.out_c];
+                let mut scratch = vec![f32::NAN; conv.scratch_len(&par)];
+                conv.run(&par, &p.input, &mut out, &mut scratch, &Epilogue::NONE);
+                out
+            };
+            let (a, b) = (run(&simd), run(&portable));
+            let e = heimdall_testkit::rel_l2(&a, &b);
+            prop_assert!(e <= 1e-6, "rel-L2 {} between {:?} and portable", e, simd.isa());
         }
     }
 

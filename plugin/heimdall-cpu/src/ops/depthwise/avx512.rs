@@ -1,29 +1,7 @@
 //! The AVX-512 depthwise kernels: one output row's pixels (8, 4 or 1 at a time; one pixel with
 //! four channel blocks at once), every value summed as `bias + taps in (ky, kx) order`.
 
-use std::ops::Range;
-
-/// Most filter rows a depthwise filter may have on the AVX-512 path.
-pub(super) const MAX_TAPS: usize = 16;
-
-/// One output row of a depthwise convolution on the AVX-512 path: the valid input rows and
-/// their filter rows.
-pub(super) struct DwRow {
-    pub(super) rows: [*const f32; MAX_TAPS],
-    pub(super) wrows: [*const f32; MAX_TAPS],
-    pub(super) nky: usize,
-    pub(super) c: usize,
-    pub(super) sw: usize,
-    pub(super) dw: usize,
-    pub(super) pl: usize,
-    /// Channel blocks of 16 to compute.
-    pub(super) blocks: Range<usize>,
-    /// Pixel `ox` is stored at `out + (ox - ox0) * out_stride`, channel block `b` at
-    /// `(b - blocks.start) * 16` from there.
-    pub(super) ox0: usize,
-    pub(super) out: *mut f32,
-    pub(super) out_stride: usize,
-}
+use super::DwRow;
 
 impl DwRow {
     /// [`DwRow::pixels_k`] for stride `S` and no dilation, loading each input vector of a

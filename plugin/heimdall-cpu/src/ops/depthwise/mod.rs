@@ -20,12 +20,11 @@ use std::ops::Range;
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
-
-#[cfg(target_arch = "x86_64")]
-use avx512::{DwRow, MAX_TAPS};
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
-use crate::kernels::{Epilogue, Par, Window};
+use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before rows are split over threads.
@@ -38,28 +37,53 @@ pub struct PackedDepthwise {
     mult: usize,
     weights: Vec<f32>,
     bias: Vec<f32>,
-    avx512: bool,
+    /// The kernels' instruction set: AVX-512, NEON or portable.
+    isa: Isa,
 }
 
 impl PackedDepthwise {
     /// Packs a TFLite depthwise filter `[1, k_h, k_w, out_c]` (`out_c = in_c * multiplier`)
-    /// and an optional bias of `out_c` values for the geometry `w`.
+    /// and an optional bias of `out_c` values for the geometry `w`, for the widest instruction
+    /// set this CPU runs.
     pub fn new(filter: &[f32], bias: Option<&[f32]>, w: Window) -> PackedDepthwise {
+        PackedDepthwise::with_isa(Isa::detect(), filter, bias, w)
+    }
+
+    /// [`PackedDepthwise::new`] for the kernels of `isa`: AVX-512 or NEON where this CPU has
+    /// it, the filter has at most 16 rows and the channel multiplier is 1, else the portable
+    /// kernels (AVX2 has no depthwise kernel of its own). For tests and benchmarks that compare
+    /// instruction sets; [`PackedDepthwise::isa`] says which one runs.
+    pub fn with_isa(isa: Isa, filter: &[f32], bias: Option<&[f32]>, w: Window) -> PackedDepthwise {
         debug_assert_eq!(filter.len(), w.k_h * w.k_w * w.out_c);
         debug_assert!(w.in_c > 0 && w.out_c.is_multiple_of(w.in_c));
         let mult = w.out_c / w.in_c.max(1);
         let bias = bias.map_or_else(|| vec![0.0; w.out_c], <[f32]>::to_vec);
-        #[cfg(target_arch = "x86_64")]
-        let avx512 = std::arch::is_x86_feature_detected!("avx512f") && w.k_h <= MAX_TAPS;
-        #[cfg(not(target_arch = "x86_64"))]
-        let avx512 = false;
+        let simd = mult == 1 && {
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            {
+                w.k_h <= MAX_TAPS
+            }
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+            {
+                false
+            }
+        };
+        let isa = match isa.or_portable() {
+            Isa::Avx512 | Isa::Neon if simd => isa,
+            _ => Isa::Portable,
+        };
         PackedDepthwise {
             w,
             mult,
             weights: filter.to_vec(),
             bias,
-            avx512,
+            isa,
         }
+    }
+
+    /// The instruction set of the kernels this convolution runs.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The geometry this convolution was packed for.
@@ -140,10 +164,16 @@ impl PackedDepthwise {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if self.avx512 {
+        if self.isa == Isa::Avx512 {
             // SAFETY: AVX-512F was detected at construction; shapes are checked by `run`, the
             // pixel and channel ranges lie inside the output and its tile.
             unsafe { self.row_avx512(input, oy, ky_lo, ky_hi, ox, chans, &mut t) };
+            return;
+        }
+        #[cfg(target_arch = "aarch64")]
+        if self.isa == Isa::Neon {
+            // SAFETY: NEON was detected at construction; as above.
+            unsafe { self.row_neon(input, oy, ky_lo, ky_hi, ox, chans, &mut t) };
             return;
         }
         self.row_portable(input, oy, ky_lo, ky_hi, ox, chans, &mut t);
@@ -211,23 +241,21 @@ impl PackedDepthwise {
         }
     }
 
-    /// # Safety
-    /// The CPU must support AVX-512F; `input` must have the window's size, `oxs` lie inside
-    /// the row and `t`'s tile, `chans` start at a multiple of 16 and lie inside the tile's
-    /// columns.
-    #[cfg(target_arch = "x86_64")]
+    /// The valid input rows of output row `oy` (taps `ky_lo..ky_hi`), their filter rows, and
+    /// the interior part `lo..hi` of `oxs` (every horizontal tap inside the input), for the
+    /// SIMD kernels.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn row_avx512(
+    fn simd_row(
         &self,
         input: &[f32],
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
-        oxs: Range<usize>,
-        chans: Range<usize>,
+        oxs: &Range<usize>,
+        chans: &Range<usize>,
         t: &mut DwTarget<'_, '_>,
-    ) {
+    ) -> (DwRow, usize, usize) {
         let w = self.w;
         let c = w.out_c;
         assert!(input.len() >= w.in_h * w.in_w * c && oxs.end <= w.out_w);
@@ -255,6 +283,7 @@ impl PackedDepthwise {
             dw: w.dil_w,
             pl: w.pad_left,
             blocks: chans.start / 16..chans.end.div_ceil(16),
+            chans: chans.clone(),
             ox0: oxs.start,
             out: out0,
             out_stride: stride,
@@ -272,6 +301,28 @@ impl PackedDepthwise {
             int_lo.clamp(oxs.start, oxs.end),
             int_hi.clamp(oxs.start, oxs.end),
         );
+        (tap, lo, hi)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512F; `input` must have the window's size, `oxs` lie inside
+    /// the row and `t`'s tile, `chans` start at a multiple of 16 and lie inside the tile's
+    /// columns.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn row_avx512(
+        &self,
+        input: &[f32],
+        oy: usize,
+        ky_lo: usize,
+        ky_hi: usize,
+        oxs: Range<usize>,
+        chans: Range<usize>,
+        t: &mut DwTarget<'_, '_>,
+    ) {
+        let w = self.w;
+        let (tap, lo, hi) = self.simd_row(input, oy, ky_lo, ky_hi, &oxs, &chans, t);
         let bias = self.bias.as_ptr();
         // SAFETY: pointers come from the asserted slices; taps are restricted to valid input
         // columns (`valid_taps`, or the interior range), channels to the tile's blocks and `c`
@@ -304,7 +355,82 @@ impl PackedDepthwise {
             }
         }
     }
+
+    /// # Safety
+    /// The CPU must support NEON; as [`PackedDepthwise::row_avx512`] otherwise.
+    #[cfg(target_arch = "aarch64")]
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "neon")]
+    unsafe fn row_neon(
+        &self,
+        input: &[f32],
+        oy: usize,
+        ky_lo: usize,
+        ky_hi: usize,
+        oxs: Range<usize>,
+        chans: Range<usize>,
+        t: &mut DwTarget<'_, '_>,
+    ) {
+        let w = self.w;
+        let (tap, lo, hi) = self.simd_row(input, oy, ky_lo, ky_hi, &oxs, &chans, t);
+        let bias = self.bias.as_ptr();
+        // SAFETY: as in `row_avx512`: taps restricted to valid input columns, channels to the
+        // tile's (`chans`, whole vectors then single values), pixels to `oxs`.
+        unsafe {
+            for ox in (oxs.start..lo).chain(hi..oxs.end) {
+                let (kx_lo, kx_hi) = valid_taps(ox, w.stride_w, w.dil_w, w.pad_left, w.in_w, w.k_w);
+                tap.pixel_neon(ox, kx_lo, kx_hi, bias);
+            }
+            let mut ox = lo;
+            while ox + 8 <= hi {
+                match (w.k_w, w.stride_w, w.dil_w) {
+                    (3, 1, 1) => tap.pixels_slide_neon::<8, 3, 1>(ox, bias),
+                    (5, 1, 1) => tap.pixels_slide_neon::<8, 5, 1>(ox, bias),
+                    (3, 2, 1) => tap.pixels_slide_neon::<8, 3, 2>(ox, bias),
+                    (5, 2, 1) => tap.pixels_slide_neon::<8, 5, 2>(ox, bias),
+                    _ => tap.pixels_neon::<8>(ox, 0, w.k_w, bias),
+                }
+                ox += 8;
+            }
+            while ox + 4 <= hi {
+                tap.pixels_neon::<4>(ox, 0, w.k_w, bias);
+                ox += 4;
+            }
+            while ox < hi {
+                tap.pixel_neon(ox, 0, w.k_w, bias);
+                ox += 1;
+            }
+        }
+    }
 }
+
+/// One output row of a depthwise convolution on a SIMD path: the valid input rows and their
+/// filter rows, and where the pixels go.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+struct DwRow {
+    rows: [*const f32; MAX_TAPS],
+    wrows: [*const f32; MAX_TAPS],
+    nky: usize,
+    c: usize,
+    sw: usize,
+    dw: usize,
+    pl: usize,
+    /// Channel blocks of 16 to compute (AVX-512).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    blocks: Range<usize>,
+    /// Channels to compute (NEON: vectors of 4, then single values).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    chans: Range<usize>,
+    /// Pixel `ox` is stored at `out + (ox - ox0) * out_stride`, channel `ch` at
+    /// `ch - chans.start` (`(b - blocks.start) * 16` for block `b`) from there.
+    ox0: usize,
+    out: *mut f32,
+    out_stride: usize,
+}
+
+/// Most filter rows a depthwise filter may have on the SIMD paths.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const MAX_TAPS: usize = 16;
 
 /// Where one output row's pixels go: tile row `first + ox - ox0` holds pixel `ox`.
 struct DwTarget<'t, 'a> {
@@ -467,7 +593,7 @@ mod tests {
         ] {
             let p = DepthwiseProblem::new(w, 13, true, true);
             let mut dw = PackedDepthwise::new(&p.filter, p.bias.as_deref(), p.w);
-            dw.avx512 = false;
+            dw.isa = Isa::Portable;
             let mut out = vec![f32::NAN; w.out_h * w.out_w * w.out_c];
             let ep = Epilogue {
                 residual: p.residual.as_deref(),
@@ -476,6 +602,67 @@ mod tests {
             dw.run(&Par::new(1), &p.input, &mut out, &ep);
             assert_close(&out, &p.reference());
             assert_close(&p.run(&Par::new(1)), &p.reference());
+        }
+    }
+
+    /// `bias + taps in (ky, kx) order`, each tap one fused multiply-add (`f32::mul_add`) or a
+    /// product rounded then added: what the SIMD kernels and the portable one compute, bit for
+    /// bit (no epilogue).
+    fn ordered_reference(p: &DepthwiseProblem, fused: bool) -> Vec<f32> {
+        let w = &p.w;
+        let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+        for oy in 0..w.out_h {
+            for ox in 0..w.out_w {
+                for c in 0..w.out_c {
+                    let mut s = p.bias.as_ref().map_or(0.0, |b| b[c]);
+                    for ky in 0..w.k_h {
+                        let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
+                        for kx in 0..w.k_w {
+                            let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
+                            if iy >= w.in_h || ix >= w.in_w {
+                                continue;
+                            }
+                            let x = p.input[(iy * w.in_w + ix) * w.in_c + c];
+                            let f = p.filter[(ky * w.k_w + kx) * w.out_c + c];
+                            s = if fused { x.mul_add(f, s) } else { s + x * f };
+                        }
+                    }
+                    out[(oy * w.out_w + ox) * w.out_c + c] = s;
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs `p` with the kernels of `isa` and no epilogue.
+    fn run_isa(p: &DepthwiseProblem, isa: Isa, threads: usize) -> (Isa, Vec<f32>) {
+        let dw = PackedDepthwise::with_isa(isa, &p.filter, p.bias.as_deref(), p.w);
+        let mut out = vec![f32::NAN; p.w.out_h * p.w.out_w * p.w.out_c];
+        dw.run(&Par::new(threads), &p.input, &mut out, &Epilogue::NONE);
+        (dw.isa(), out)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Random windows (channel counts 1..40: every tail of a 4- and 16-channel vector,
+        /// kernels 1..5, strides, dilations, paddings): the SIMD kernels (NEON on aarch64,
+        /// AVX-512 on x86-64) equal the fused reference bit for bit and are within rel-L2 1e-6
+        /// of the portable kernel, which equals the unfused reference bit for bit. On aarch64
+        /// the NEON kernels must be the ones picked.
+        #[test]
+        fn depthwise_simd_matches_the_fused_reference(w in windows(40, false), seed in 0u64..1000, threads in 1..4usize) {
+            let p = DepthwiseProblem::new(w, seed, true, false);
+            let (isa, simd) = run_isa(&p, Isa::detect(), threads);
+            #[cfg(target_arch = "aarch64")]
+            prop_assert_eq!(isa, Isa::Neon, "NEON not selected");
+            let (portable_isa, portable) = run_isa(&p, Isa::Portable, 1);
+            prop_assert_eq!(portable_isa, Isa::Portable);
+            prop_assert_eq!(&portable, &ordered_reference(&p, false));
+            if isa != Isa::Portable {
+                prop_assert_eq!(&simd, &ordered_reference(&p, true), "{:?}", isa);
+                let e = heimdall_testkit::rel_l2(&simd, &portable);
+                prop_assert!(e <= 1e-6, "{:?}: rel-L2 {} to portable", isa, e);
+            }
         }
     }
 
@@ -532,7 +719,7 @@ mod tests {
                 assert_eq!(one, p.run(&Par::new(threads)), "{w:?} {threads} threads");
             }
             let mut dw = PackedDepthwise::new(&p.filter, p.bias.as_deref(), p.w);
-            dw.avx512 = false;
+            dw.isa = Isa::Portable;
             let ep = Epilogue {
                 residual: p.residual.as_deref(),
                 act: Act::Prelu(&p.alpha),

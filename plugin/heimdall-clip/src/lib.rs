@@ -1,4 +1,4 @@
-//! Camera clips with known ground truth: a virtual camera moving over a still image (the
+//! Camera clips with known ground truth, to preview and test AR apps without a camera: a virtual camera moving over a still image (the
 //! stage), with moving RGBA cut-outs (layers) composited over it.
 //!
 //! A clip directory holds `clip.json` ([`ClipSpec`], described in full in
@@ -19,16 +19,19 @@
 //! [`crate::warp`]; outside the stage is black), then each layer, bottom first, is sampled
 //! bilinearly through one affine map per frame (frame pixel → layer pixel, transparent outside)
 //! and composited "over" (straight alpha in the PNG). Images drawn at less than half their
-//! resolution are sampled from mipmap levels (box-filtered halves) instead; see [`render`].
+//! resolution are sampled from mipmap levels (box-filtered halves) instead; see `render.rs`.
 //!
 //! Ground truth of frame `i` ([`Clip::truth`]): every annotated box's four corners mapped into the
 //! frame (through its layer's placement, then the camera), their bounding box clipped to the
 //! frame, normalised (uv), `None` when less than half of that box is in view; every layer point
 //! mapped the same way, `None` outside the frame. [`Clip::ground_truth`] is the face's.
 
+#![warn(missing_docs)]
+
 mod render;
 mod spec;
 mod truth;
+pub mod warp;
 
 use std::path::{Path, PathBuf};
 

@@ -19,7 +19,7 @@ pub fn warp(
 }
 
 /// An RGBA8 image packed one little-endian `u32` a pixel: the warp's source format (one load
-/// per tap). Build it once for a source warped many times (as [`crate::clip::Clip`] does).
+/// per tap). Build it once for a source warped many times (as [`crate::Clip`] does).
 #[derive(Clone, Debug)]
 pub struct PackedRgba {
     width: u32,
