@@ -2,20 +2,17 @@
 //! inputs downloaded after this frame's chunks), or (the rest of) an inference on the CPU model
 //! (offloaded by the coordinator, or the CPU-only mode). Nothing here waits on a worker.
 
-use std::sync::Arc;
-
 use bevy::prelude::*;
 use heimdall_coordinator::{CpuWork, Resume};
 use heimdall_gpu::Placement;
-use heimdall_vision::image::{Crop, Normalization, resample};
 
-use super::cpu_lane::CpuSink;
-use super::finish::Finish;
+use super::cpu_run::{
+    CpuInput, CpuRun, CpuSink, SharedCpuModel, spawn_cpu_run, start_cpu_piece, work_slots,
+};
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
 use crate::clock::HeimdallClock;
-use crate::dnn::Backend;
 use crate::results::Outbox;
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
@@ -131,71 +128,6 @@ fn run_on_cpu_model(
     start_cpu_piece(work, e, input, &mut job.on_cpu, finish, pool, sink, clock);
 }
 
-/// What a piece of an inference on its DNN's CPU model needs: the model and the inference's
-/// camera frame.
-pub(super) struct CpuInput {
-    pub cpu: SharedCpuModel,
-    /// The model's steps.
-    pub steps: usize,
-    /// Its input `[H, W, C]`.
-    pub input: [usize; 3],
-    pub norm: Normalization,
-    pub pixels: Arc<Vec<u8>>,
-    pub size: UVec2,
-    pub crop: Crop,
-}
-
-/// Starts `work` on the CPU model of DNN `e` (see [`run_on_cpu_model`]); `on_cpu` says whether
-/// this inference already ran on the CPU model (then `work` goes on from its state), and is set.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn start_cpu_piece(
-    work: &CpuWork,
-    e: Entity,
-    input: CpuInput,
-    on_cpu: &mut bool,
-    finish: Option<Finish>,
-    pool: &WorkerPool,
-    sink: CpuSink,
-    clock: HeimdallClock,
-) {
-    let start_op = if *on_cpu { work.ops.start } else { 0 };
-    *on_cpu = true;
-    let CpuInput {
-        cpu,
-        steps,
-        input: [h, w, ch],
-        norm,
-        pixels,
-        size,
-        crop,
-    } = input;
-    let run = CpuRun {
-        cpu,
-        slots: work_slots(work),
-        entity: e,
-        work: work.id,
-        ops: start_op..work.ops.end,
-        last: work.ops.end == steps,
-        finish,
-        clock,
-    };
-    spawn_cpu_run(pool, sink, run, move |m| {
-        if start_op == 0 {
-            let x = resample(
-                &pixels,
-                size.x as usize,
-                size.y as usize,
-                &crop,
-                &norm,
-                [h, w, ch],
-            )
-            .map_err(|e| e.to_string())?;
-            m.set_input(0, &x).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    });
-}
-
 /// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
 /// run them on a worker.
 pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, clock: HeimdallClock) {
@@ -277,87 +209,6 @@ fn resume_on_worker(
         let state =
             (download.take().map_err(|e| e.to_string())?).ok_or("the GPU state was not ready")?;
         heimdall_gpu::restore_cpu(m, &state).map_err(|e| e.to_string())
-    });
-}
-
-/// The CPU slots `work` occupies while it runs: its model's threads.
-fn work_slots(work: &CpuWork) -> usize {
-    work.threads.max(1)
-}
-
-/// The CPU model of a DNN, shared with the workers.
-pub(super) type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
-
-/// One run of a CPU model's ops on the worker pool.
-struct CpuRun {
-    /// The DNN's CPU model.
-    cpu: SharedCpuModel,
-    /// The slots it occupies (its model's threads).
-    slots: usize,
-    entity: Entity,
-    work: heimdall_coordinator::WorkId,
-    ops: std::ops::Range<usize>,
-    /// The ops end the inference: its outputs go on.
-    last: bool,
-    finish: Option<Finish>,
-    clock: HeimdallClock,
-}
-
-/// Runs `run.ops` of the CPU model on a worker (occupying `run.slots` slots) after `prepare`
-/// (its input, or the GPU's state), sends the outputs on when they end the inference, and
-/// reports the work's times to `sink` (which may hand out more CPU work at once).
-fn spawn_cpu_run(
-    pool: &WorkerPool,
-    sink: CpuSink,
-    run: CpuRun,
-    prepare: impl FnOnce(&mut heimdall_cpu::CpuModel) -> Result<(), String> + Send + 'static,
-) {
-    let worker = pool.size() - pool.idle();
-    let CpuRun {
-        cpu,
-        slots,
-        entity,
-        work,
-        ops,
-        last,
-        finish,
-        clock,
-    } = run;
-    pool.spawn_with_slots(slots, move || {
-        let start_ms = clock.now_ms();
-        let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
-            let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
-            prepare(&mut m)?;
-            m.run_range(ops).map_err(|e| e.to_string())?;
-            if !last {
-                return Ok(None);
-            }
-            let n = m.output_shapes().len();
-            (0..n)
-                .map(|i| m.output(i).map(<[f32]>::to_vec).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
-        };
-        let (finished, error) = match run() {
-            Ok(Some(outputs)) => {
-                if let Some(finish) = finish {
-                    finish.send(outputs, Backend::Cpu, None);
-                }
-                (true, None)
-            }
-            Ok(None) => (false, None),
-            Err(e) => (false, Some(e)),
-        };
-        let report = CpuDone {
-            entity,
-            work,
-            worker,
-            start_ms,
-            end_ms: clock.now_ms(),
-            finished,
-            error,
-        };
-        sink.finished(report, slots);
     });
 }
 

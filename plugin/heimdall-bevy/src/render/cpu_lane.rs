@@ -23,43 +23,13 @@ use heimdall_coordinator::{Coordinator, CpuWork, ModelId, Resume};
 use heimdall_gpu::{GpuModel, Placement};
 use heimdall_vision::image::{Crop, Normalization};
 
-use super::cpu::{CpuInput, SharedCpuModel, start_cpu_piece};
+use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_piece};
 use super::finish::Finish;
 use super::models::RenderDnns;
 use super::record::RunLog;
-use super::schedule::Scheduler;
 use crate::clock::HeimdallClock;
 use crate::results::Outbox;
 use crate::workers::{CpuDone, WorkerPool, Workers};
-
-/// Where a finished piece of CPU work is reported: the lane (which hands out more work while it
-/// holds the coordinator), else the workers' mailbox, read at the next frame.
-#[derive(Clone)]
-pub(crate) struct CpuSink {
-    lane: Option<CpuLane>,
-    done: Sender<CpuDone>,
-}
-
-impl CpuSink {
-    /// Reports to the workers' mailbox only.
-    pub fn plain(workers: &Workers) -> Self {
-        CpuSink {
-            lane: None,
-            done: workers.done.sender(),
-        }
-    }
-
-    /// Reports `report` of work that occupied `slots` slots (still held by the caller, who gives
-    /// them back once this returns).
-    pub fn finished(&self, report: CpuDone, slots: usize) {
-        match &self.lane {
-            Some(lane) => lane.finished(report, slots, &self.done),
-            None => {
-                let _ = self.done.send(report);
-            }
-        }
-    }
-}
 
 /// The render world's coordinator, lent to the workers between frames (see the module).
 #[derive(Clone)]
@@ -106,6 +76,8 @@ struct LaneState {
     /// Pieces reported while lent, for the render world.
     reported: Vec<CpuDone>,
     pool: Weak<WorkerPool>,
+    /// The workers' mailbox (set when lent).
+    done: Option<Sender<CpuDone>>,
     clock: HeimdallClock,
 }
 
@@ -122,6 +94,7 @@ impl CpuLane {
             held: Vec::new(),
             reported: Vec::new(),
             pool: Weak::new(),
+            done: None,
             clock,
         })))
     }
@@ -130,56 +103,53 @@ impl CpuLane {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Where CPU work dispatched now reports.
+    /// Where CPU work dispatched now reports: the lane, else the workers' mailbox.
     pub fn sink(&self, workers: &Workers) -> CpuSink {
-        CpuSink {
-            lane: Some(self.clone()),
-            done: workers.done.sender(),
-        }
+        CpuSink::with_listener(Arc::new(self.clone()), workers.done.sender())
     }
 
-    /// A worker finished `report`'s work (occupying `slots`): while lent, the coordinator
-    /// learns it now and more work goes out; else it waits in the mailbox for the next frame.
-    fn finished(&self, report: CpuDone, slots: usize, done: &Sender<CpuDone>) {
-        let mut st = self.lock();
-        if !st.lent {
-            drop(st);
-            let _ = done.send(report);
-            return;
-        }
-        st.report(report);
-        st.hand_out(self, slots, done);
-    }
-
-    /// Lends `sched`'s coordinator and log to the workers (end of a render frame): CPU work
-    /// reported since the last decision is taken in, and work for the free slots goes out.
-    pub fn lend(&self, sched: &mut Scheduler, dnns: &RenderDnns, workers: &Workers, out: &Outbox) {
+    /// Lends the render world's `coordinator` and `log` to the workers (end of render frame
+    /// `frame`; the lane's spares take their place): CPU work reported since the last decision
+    /// is taken in, and work for the free slots goes out.
+    pub fn lend(
+        &self,
+        (coordinator, log, frame): (&mut Coordinator, &mut RunLog, u64),
+        dnns: &RenderDnns,
+        workers: &Workers,
+        out: &Outbox,
+    ) {
         let mut st = self.lock();
         if st.lent {
             return;
         }
         st.pool = Arc::downgrade(&workers.pool);
-        st.frame = sched.frame;
+        st.done = Some(workers.done.sender());
+        st.frame = frame;
         st.refresh(dnns, out);
-        std::mem::swap(&mut st.coordinator, &mut sched.coordinator);
-        std::mem::swap(&mut st.log, &mut sched.log);
+        std::mem::swap(&mut st.coordinator, coordinator);
+        std::mem::swap(&mut st.log, log);
         st.lent = true;
         for report in workers.done.drain() {
             st.report(report);
         }
-        st.hand_out(self, 0, &workers.done.sender());
+        st.hand_out(self, 0);
     }
 
-    /// Takes the coordinator and log back into `sched` (start of a render frame): the DNNs
-    /// whose inference ended while lent are free again, the others keep how far the CPU got;
-    /// returns the work that needs this frame's encoder.
-    pub fn take_back(&self, sched: &mut Scheduler, dnns: &mut RenderDnns) -> Vec<CpuWork> {
+    /// Takes the coordinator and log back into `coordinator` and `log` (start of a render
+    /// frame): the DNNs whose inference ended while lent are free again, the others keep how far
+    /// the CPU got; returns the work that needs this frame's encoder.
+    pub fn take_back(
+        &self,
+        coordinator: &mut Coordinator,
+        log: &mut RunLog,
+        dnns: &mut RenderDnns,
+    ) -> Vec<CpuWork> {
         let mut st = self.lock();
         if !st.lent {
             return Vec::new();
         }
-        std::mem::swap(&mut st.coordinator, &mut sched.coordinator);
-        std::mem::swap(&mut st.log, &mut sched.log);
+        std::mem::swap(&mut st.coordinator, coordinator);
+        std::mem::swap(&mut st.log, log);
         st.lent = false;
         for (id, j) in &st.jobs {
             let Some(m) = st.models.get(id) else { continue };
@@ -200,6 +170,20 @@ impl CpuLane {
             }
         }
         std::mem::take(&mut st.held)
+    }
+}
+
+impl CpuListener for CpuLane {
+    /// A worker finished `report`'s work (occupying `slots`): while lent, the coordinator
+    /// learns it now and more work goes out; else it waits in the mailbox for the next frame.
+    fn finished(&self, report: CpuDone, slots: usize) -> Option<CpuDone> {
+        let mut st = self.lock();
+        if !st.lent {
+            return Some(report);
+        }
+        st.report(report);
+        st.hand_out(self, slots);
+        None
     }
 }
 
@@ -267,8 +251,8 @@ impl LaneState {
     }
 
     /// Hands out CPU work for the free slots (`extra`: slots the caller frees when it returns).
-    fn hand_out(&mut self, lane: &CpuLane, extra: usize, done: &Sender<CpuDone>) {
-        let Some(pool) = self.pool.upgrade() else {
+    fn hand_out(&mut self, lane: &CpuLane, extra: usize) {
+        let (Some(pool), Some(done)) = (self.pool.upgrade(), self.done.clone()) else {
             return;
         };
         let held: usize = self.held.iter().map(|w| w.threads.max(1)).sum();
@@ -283,7 +267,7 @@ impl LaneState {
         }
         self.log.handed_out(self.frame, &[], &works);
         for work in works {
-            self.dispatch(work, &pool, lane, done, now);
+            self.dispatch(work, &pool, lane, &done, now);
         }
     }
 
@@ -324,10 +308,7 @@ impl LaneState {
             size: job.size,
             crop: job.crop,
         };
-        let sink = CpuSink {
-            lane: Some(lane.clone()),
-            done: done.clone(),
-        };
+        let sink = CpuSink::with_listener(Arc::new(lane.clone()), done.clone());
         let finish = job.finish.clone();
         start_cpu_piece(
             &work,
@@ -340,27 +321,4 @@ impl LaneState {
             self.clock,
         );
     }
-}
-
-/// Lends the coordinator to the workers at the end of the render frame (`RenderSystems::Cleanup`),
-/// unless [`crate::HeimdallSettings::cpu_on_completion`] is off (read every frame).
-pub(crate) fn lend_cpu_lane(
-    mut sched: ResMut<Scheduler>,
-    dnns: Res<RenderDnns>,
-    workers: Res<Workers>,
-    outbox: Res<Outbox>,
-    settings: Res<crate::HeimdallSettings>,
-) {
-    if !settings.cpu_on_completion {
-        return;
-    }
-    let lane = sched.lane.clone();
-    lane.lend(&mut sched, &dnns, &workers, &outbox);
-}
-
-/// Takes the coordinator back before the render world prepares the next frame.
-pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: ResMut<RenderDnns>) {
-    let lane = sched.lane.clone();
-    let held = lane.take_back(&mut sched, &mut dnns);
-    sched.held_cpu.extend(held);
 }

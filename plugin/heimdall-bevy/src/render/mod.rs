@@ -21,6 +21,7 @@ pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod cpu;
 pub(crate) mod cpu_lane;
+pub(crate) mod cpu_run;
 pub(crate) mod decode_pool;
 pub(crate) mod encode;
 pub(crate) mod extract;
@@ -122,7 +123,7 @@ pub(crate) fn build(
         .add_systems(Render, stamp_presented.in_set(RenderSystems::Cleanup))
         .add_systems(
             Render,
-            cpu_lane::lend_cpu_lane
+            schedule::lend_cpu_lane
                 .in_set(RenderSystems::Cleanup)
                 .after(stamp_presented)
                 .run_if(resource_exists::<schedule::Scheduler>),
@@ -164,7 +165,7 @@ pub(crate) fn build(
             Render,
             (
                 (
-                    cpu_lane::take_back_cpu_lane,
+                    schedule::take_back_cpu_lane,
                     models::prepare_models,
                     readback::collect_outputs,
                 )

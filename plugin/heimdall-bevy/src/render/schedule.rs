@@ -532,6 +532,40 @@ pub(crate) fn plan_frame(
     }
 }
 
+/// Lends the coordinator to the workers at the end of the render frame (`RenderSystems::Cleanup`,
+/// `render/cpu_lane.rs`), unless [`HeimdallSettings::cpu_on_completion`] is off (read every
+/// frame).
+pub(crate) fn lend_cpu_lane(
+    mut sched: ResMut<Scheduler>,
+    dnns: Res<RenderDnns>,
+    workers: Res<Workers>,
+    outbox: Res<Outbox>,
+    settings: Res<HeimdallSettings>,
+) {
+    if !settings.cpu_on_completion {
+        return;
+    }
+    let lane = sched.lane.clone();
+    let Scheduler {
+        coordinator,
+        log,
+        frame,
+        ..
+    } = &mut *sched;
+    lane.lend((coordinator, log, *frame), &dnns, &workers, &outbox);
+}
+
+/// Takes the coordinator back before the render world prepares the next frame; the CPU work the
+/// lane handed out that needs this frame's encoder goes out with this frame's.
+pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: ResMut<RenderDnns>) {
+    let lane = sched.lane.clone();
+    let Scheduler {
+        coordinator, log, ..
+    } = &mut *sched;
+    let held = lane.take_back(coordinator, log, &mut dnns);
+    sched.held_cpu.extend(held);
+}
+
 #[cfg(test)]
 mod tests {
     use super::cpu_chunk_ms;

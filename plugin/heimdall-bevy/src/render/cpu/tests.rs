@@ -17,7 +17,7 @@ use heimdall_vision::image::{Crop, Normalization, resample};
 use super::run_on_cpu_model;
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, ConvCache};
-use crate::render::cpu_lane::CpuSink;
+use crate::render::cpu_run::CpuSink;
 use crate::render::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, compile_cpu};
 use crate::render::state::GuardPhase;
 use crate::results::{Outbox, RenderMessage};
