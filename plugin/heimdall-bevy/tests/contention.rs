@@ -6,7 +6,11 @@
 //!
 //! Before the placement planner, the coordinator moved at most one model a second to the CPU,
 //! only while one of its two workers was free: the third DNN stayed on a GPU that had no budget
-//! for it and got a step now and then (a fraction of a hertz), on the GPU.
+//! for it and got a step now and then (a fraction of a hertz), on the GPU. Checked on this
+//! branch (2026-12-02) by putting that rule back in the plugin's coordinator
+//! (`cfg.placement.rule = PlacementRule::OffloadRule` in `Scheduler::new`): face detection moved
+//! to the CPU at 10 Hz, selfie segmentation and hand landmarks stayed on the GPU at 0.7 and
+//! 0.5 Hz, and the test failed ("selfie_segmentation answered at 0.7 Hz with no GPU budget").
 //!
 //! The bundled small models (face detection 128×128, selfie segmentation 256×256, hand
 //! landmarks 224×224) on a 128×96 synthetic camera; a CPU inference of each takes a few
