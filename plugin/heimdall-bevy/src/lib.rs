@@ -103,7 +103,7 @@ pub mod prelude {
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
     pub use crate::stats::HeimdallStats;
     pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
-    pub use heimdall_coordinator::UtilityParams;
+    pub use heimdall_coordinator::{PlacementRule, UtilityParams};
     pub use heimdall_ir::conv_cache::ConvCacheConfig;
     pub use heimdall_vision::image::{Border, Crop, Normalization};
 }

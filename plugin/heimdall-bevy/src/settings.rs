@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use bevy::prelude::*;
+use heimdall_coordinator::PlacementRule;
 use heimdall_gpu::Precision;
 use heimdall_gpu::guard::GuardConfig;
 
@@ -100,6 +101,11 @@ pub struct HeimdallSettings {
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
     pub offload: bool,
+    /// Which rule moves DNNs between the GPU and the CPU when `offload` is on: the placement
+    /// planner (the default), or the rule it replaced, which moves one model about once a second
+    /// and only when the GPU is overloaded (for comparison, and where a test needs a model kept
+    /// on the GPU while it has a budget).
+    pub placement_rule: PlacementRule,
     /// Hand out CPU work the moment a worker finishes (the default): between its frames the
     /// render world lends its coordinator to the workers (`render/cpu_lane.rs`), so a slot freed
     /// mid-frame takes the next piece at once. `false`: CPU work goes out only at each frame's
@@ -157,6 +163,7 @@ impl Default for HeimdallSettings {
             guard_store: None,
             force_cpu: false,
             offload: true,
+            placement_rule: PlacementRule::Planner,
             cpu_on_completion: true,
             dnn_work_first: true,
             late_frame_start: true,

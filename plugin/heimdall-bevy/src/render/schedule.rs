@@ -63,6 +63,7 @@ impl Scheduler {
         let mut cfg = CoordinatorConfig::new(budget);
         cfg.cpu_workers = settings.cpu_slots();
         cfg.placement.enabled = settings.offload && gpu;
+        cfg.placement.rule = settings.placement_rule;
         cfg.placement.cpu_chunk_ms = cpu_chunk_ms(hz);
         // An offloaded inference the GPU had started goes on from the GPU's activations at the
         // boundaries each model lists as resumable (`set_resumable_steps` as it registers);
