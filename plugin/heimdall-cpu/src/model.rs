@@ -166,6 +166,7 @@ impl CpuModel {
                 threads: par.threads(),
                 reflect_pad: pads.source(index).map(|(_, p)| p),
                 pad_output: pads.padded_output(index).map(|(_, p)| p),
+                channel_padded: pads.channel_padded(index),
                 f16: f16(index),
             })
             .map_err(&err)?;

@@ -5,8 +5,8 @@
 //! equals NaN) or wrote another part's values changes the output.
 
 use heimdall_cpu::kernels::{
-    Act, BinaryOp, Epilogue, PackedConv, PackedDepthwise, Par, Window, activation, avg_pool,
-    binary, conv_scratch_len, max_pool, pad, pool_scratch_len,
+    Act, BinaryOp, Epilogue, PackedConv, PackedDepthwise, Par, Window, activation,
+    add_channel_padded, avg_pool, binary, conv_scratch_len, max_pool, pad, pool_scratch_len,
 };
 use proptest::prelude::*;
 
@@ -93,6 +93,22 @@ proptest! {
         let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
         same_on_all_threads(x.len(), &format!("{op:?} {out:?} by {b_shape:?}"), |par, o| {
             binary(par, op, &x, &out, &y, &b_shape, o, &ep)
+        });
+    }
+
+    /// The add of a tensor and a zero channel pad fused into it, with a residual and an
+    /// activation or without.
+    #[test]
+    fn add_of_a_channel_pad(h in 1..80usize, w in 1..80usize, c in 1..40usize,
+                            after in 0..9usize, residual: bool, a in 0..4u8, seed in 0..1000u64) {
+        let (in_c, c) = (c, c + after);
+        let full = data(seed, h * w * c);
+        let x = data(seed + 1, h * w * in_c);
+        let r = data(seed + 2, h * w * c);
+        let alpha = data(seed + 3, c);
+        let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
+        same_on_all_threads(full.len(), &format!("add {h}x{w}x{in_c} padded to {c}"), |par, o| {
+            add_channel_padded(par, &full, &x, c, in_c, o, &ep)
         });
     }
 
