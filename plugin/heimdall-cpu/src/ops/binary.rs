@@ -14,6 +14,9 @@ use heimdall_ir::BinaryFn;
 use crate::kernels::{Epilogue, Par};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
+mod channel_pad;
+pub use channel_pad::add_channel_padded;
+
 /// Values a part must have at least before the rows are split over threads
 /// (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
 /// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
@@ -435,88 +438,14 @@ impl Kernel for Prelu {
     }
 }
 
-/// `output = ep(full + x)` where `x` is `full`'s tensor with fewer channels (`in_c` of the
-/// `channels` per pixel) padded with zeros at their end: an `ADD` of a zero channel `PAD` fused
-/// into it ([`crate::fuse`]), the values and operations of the pad then the add (beyond `x`'s
-/// channels `full + 0.0`, which turns -0 into +0 as the add does). Pixels are split over `par`.
-pub fn add_channel_padded(
-    par: &Par,
-    full: &[f32],
-    x: &[f32],
-    channels: usize,
-    in_c: usize,
-    output: &mut [f32],
-    ep: &Epilogue,
-) {
-    assert!(
-        in_c <= channels,
-        "add_channel_padded: {in_c} > {channels} channels"
-    );
-    let pixels = output.len().checked_div(channels).unwrap_or(0);
-    assert!(
-        full.len() == output.len() && x.len() == pixels * in_c,
-        "add_channel_padded: operand lengths"
-    );
-    let min_rows = MIN_VALUES_PER_PART.div_ceil(channels.max(1));
-    par.for_rows(output, channels, min_rows, |rows, out| {
-        crate::kernels::isa::widest(|| {
-            let f = &full[rows.start * channels..rows.end * channels];
-            let x = &x[rows.start * in_c..rows.end * in_c];
-            for ((o, f), x) in out
-                .chunks_exact_mut(channels)
-                .zip(f.chunks_exact(channels))
-                .zip(x.chunks_exact(in_c.max(1)))
-            {
-                let (o_in, o_pad) = o.split_at_mut(in_c);
-                let (f_in, f_pad) = f.split_at(in_c);
-                for ((o, f), x) in o_in.iter_mut().zip(f_in).zip(x) {
-                    *o = f + x;
-                }
-                for (o, f) in o_pad.iter_mut().zip(f_pad) {
-                    *o = f + 0.0;
-                }
-            }
-        });
-        if !ep.is_identity() {
-            ep.apply(out, rows.start * channels, channels);
-        }
-    });
-}
-
-/// An `ADD` of a tensor and a fused channel pad's input.
-struct AddChannelPadded {
-    /// Which input is the pad's input.
-    padded: usize,
-    channels: usize,
-    in_c: usize,
-}
-
-impl Kernel for AddChannelPadded {
-    fn run(&self, io: StepIo<'_>) {
-        let (full, x) = (io.inputs.get(1 - self.padded), io.inputs.get(self.padded));
-        add_channel_padded(io.par, full, x, self.channels, self.in_c, io.out, io.ep);
-    }
-}
-
 /// Prepares a binary op.
 pub(crate) fn prepare(cx: &PrepareCx, f: BinaryFn) -> Result<Prepared, String> {
     let (a, b) = (cx.shape(0), cx.shape(1));
     if let Some(padded) = cx.channel_padded {
-        let (x, full) = if padded == 0 { (&a, &b) } else { (&b, &a) };
-        let (channels, in_c) = (full.last().copied(), x.last().copied());
-        let (Some(channels), Some(in_c)) = (channels, in_c) else {
-            return Err("a channel-padded add of scalars".into());
-        };
-        if f != BinaryFn::Add || in_c > channels || full[..full.len() - 1] != x[..x.len() - 1] {
-            return Err(format!(
-                "cannot add {x:?} padded to the channels of {full:?}"
-            ));
+        if f != BinaryFn::Add {
+            return Err(format!("a fused channel pad read by {f:?}"));
         }
-        return Ok(Prepared::new(AddChannelPadded {
-            padded,
-            channels,
-            in_c,
-        }));
+        return channel_pad::prepare(padded, &a, &b);
     }
     let op = match f {
         BinaryFn::Prelu => return Ok(Prepared::new(Prelu { x: a, alpha: b })),
