@@ -9,7 +9,9 @@
 use crate::kernels::{Epilogue, Isa, Par};
 use crate::step::{Kernel, Prepared, StepIo};
 
-use super::MIN_VALUES_PER_PART;
+/// Values a part must have at least before the pixels are split over threads (as the other
+/// elementwise ops: about 3 µs of one core's time).
+const MIN_VALUES_PER_PART: usize = 1 << 13;
 
 /// `output = ep(full + x)` where `x` is `full`'s tensor with fewer channels (`in_c` of the
 /// `channels` per pixel) padded with zeros at their end: an `ADD` of a zero channel `PAD` fused
