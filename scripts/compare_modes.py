@@ -19,7 +19,13 @@ alike. The table reads each run's `stats.json`:
 - `host steal / busy`: the share of the host's CPU time the hypervisor stole during the run
   (/proc/stat; a virtual machine's cores running someone else's work) and the share busy.
 
-`--json FILE` writes every run's summary. The binary is `target/release/examples/APP` unless
+- per DNN, where it ran (the plugin's `placement`: inferences on the CPU, the threads a CPU
+  inference takes) and, where the coordinator granted it less than it asked for, its
+  `shortfall` (granted / requested Hz and why);
+
+`--cpus LIST` runs the app under `taskset -c LIST` (a process limited to a phone's 4 cores:
+`--cpus 0-3`); the plugin sizes its CPU slots to the cores it may use. `--json FILE` writes
+every run's summary. The binary is `target/release/examples/APP` unless
 `--bin` says otherwise (a built example copied elsewhere finds its assets through
 `BEVY_ASSET_ROOT`).
 """
@@ -54,10 +60,12 @@ def host_share(before, after):
     return {"steal_pct": 100.0 * d[7] / total, "busy_pct": 100.0 * (total - idle - d[7]) / total}
 
 
-def run_once(binary, mode, out, extra, timeout):
-    """Runs the app once; returns its stats.json (or raises with the app's stderr)."""
+def run_once(binary, mode, out, extra, timeout, cpus=None):
+    """Runs the app once (under `taskset -c CPUS` with `cpus`); returns its stats.json (or
+    raises with the app's stderr)."""
     name, *flags = mode.split("+")
-    cmd = [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
+    cmd = ["taskset", "-c", cpus] if cpus else []
+    cmd += [str(binary), "--headless", "--mode", name, "--out", str(out), "--save-every", "0"]
     for f in flags:  # "flag" or "flag=value" (e.g. heimdall+background-burst-ms=4)
         cmd += [f"--{f.split('=', 1)[0]}"] + f.split("=", 1)[1:]
     cmd += extra
@@ -100,6 +108,8 @@ def summarise(stats):
         # frame that waited there was held up by the GPU.
         "gpu_wait_p99": stats.get("swapchain", {}).get("wait_ms", {}).get("p99"),
         "frames_that_waited": stats.get("swapchain", {}).get("frames_that_waited"),
+        # The CPU slots the plugin planned with (the cores left to it, or --cpu-workers).
+        "cpu_slots": stats.get("cpu_slots"),
         "models": {},
     }
     for name, m in sorted(stats.get("models", {}).items()):
@@ -114,8 +124,25 @@ def summarise(stats):
             "deadline_ms": m.get("deadline_ms"),
             "deadline_misses": m.get("deadline_misses"),
             "deadline_miss_rate": m.get("deadline_miss_rate"),
+            "cpu_threads": (m.get("placement") or {}).get("cpu_threads"),
+            "requested_rate_hz": m.get("requested_rate_hz"),
+            "granted_rate_hz": m.get("granted_rate_hz"),
+            "shortfall": m.get("shortfall"),
+            "shortfall_s": m.get("shortfall_s"),
+            "placement_switches": (m.get("placement") or {}).get("switches"),
         }
     return row
+
+
+def shortfall(m):
+    """`granted/requested Hz (reason)` of a DNN that ran below its rate in the window, '-'
+    where it did not."""
+    sf = m.get("shortfall")
+    if sf:
+        return f"{sf['granted_hz']:.1f}/{sf['requested_hz']:.1f} Hz ({sf['reason']})"
+    if m.get("shortfall_s"):
+        return f"{m['shortfall_s']:.1f} s"
+    return "-"
 
 
 def pct(x):
@@ -159,8 +186,9 @@ def print_table(results):
                     f"{ms(e.get('p50'))} / {ms(e.get('p99'))} / {ms(e.get('max'))} |"
                 )
     print()
-    print("| mode | run | DNN | rate Hz | latency p50/p99/max ms | deadline misses | on CPU |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    print("| mode | run | DNN | rate Hz | latency p50/p99/max ms | deadline misses | on CPU "
+          "| CPU threads / slots | placement switches | shortfall |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results:
         for name, m in r["summary"]["models"].items():
             misses = m["deadline_misses"]
@@ -168,7 +196,10 @@ def print_table(results):
             print(
                 f"| {r['mode']} | {r['run']} | {name} | {ms(m['rate_hz'])} | "
                 f"{ms(m['latency_p50'])} / {ms(m['latency_p99'])} / {ms(m['latency_max'])} | "
-                f"{misses}{deadline} | {m['cpu_results']} |"
+                f"{misses}{deadline} | {m['cpu_results']} | "
+                f"{m.get('cpu_threads') or '-'} / {r['summary'].get('cpu_slots') or '-'} | "
+                f"{'-' if m.get('placement_switches') is None else m['placement_switches']} | "
+                f"{shortfall(m)} |"
             )
 
 
@@ -183,6 +214,7 @@ def main():
     ap.add_argument("--out", type=Path, default=Path("out/compare"))
     ap.add_argument("--json", type=Path, help="write every run's summary here")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("--cpus", help="run the app under `taskset -c CPUS` (e.g. 0-3)")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="-- then the app's own options")
     a = ap.parse_args()
     extra = a.args[1:] if a.args[:1] == ["--"] else a.args
@@ -195,16 +227,18 @@ def main():
         for mode in modes:
             out = a.out / f"{mode.replace(':', '').replace('+', '_')}-{run}"
             print(f"run {run} {mode} -> {out}", file=sys.stderr, flush=True)
-            stats = run_once(binary, mode, out, extra, a.timeout)
+            stats = run_once(binary, mode, out, extra, a.timeout, a.cpus)
             results.append({"mode": mode, "run": run, "summary": summarise(stats),
                             "wall_s": stats["_wall_s"], "started_unix": stats["_started_unix"],
                             "host": stats["_host"],
                             "adapter": stats.get("adapter")})
-    print(f"adapter: {results[0]['adapter']}; app options: {' '.join(extra)}")
+    cpus = f"; taskset -c {a.cpus}" if a.cpus else ""
+    print(f"adapter: {results[0]['adapter']}; app options: {' '.join(extra)}{cpus}")
     print_table(results)
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({"app": a.app, "args": extra, "runs": results}, indent=1))
+        a.json.write_text(json.dumps({"app": a.app, "args": extra, "cpus": a.cpus, "runs": results},
+                                     indent=1))
 
 
 if __name__ == "__main__":

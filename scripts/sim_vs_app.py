@@ -23,6 +23,12 @@ run's policy and compares, per run:
   within 10 %;
 - per DNN, inferences completed (both count the recorded window).
 
+A run whose plugin handed CPU work out as workers finished (`stats.json`:
+`cpu_dispatch_on_completion`, the default since issue 34) is simulated so
+(`cpu_dispatch_on_completion` in the scenario: the plugin's recordings say so themselves,
+`RunRecorder::set_cpu_dispatch_on_completion`; for recordings made before they did, it is set
+here from stats.json).
+
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
 before it did); the replay has each frame's and each model's in each frame, which the simulator
@@ -62,13 +68,19 @@ def model_readbacks(replay):
     return replay
 
 
-def simulate(heimdall, run, policy, readback_ms, per_model_median):
+def simulate(heimdall, run, policy, readback_ms, per_model_median, cpu_on_completion=None):
     scenario = os.path.join(run, "scenario.json")
     replay = os.path.join(run, "replay.json")
     temps = []
-    if readback_ms is not None:
-        s = load(scenario)
-        s["readback_ms"] = readback_ms
+    s = load(scenario)
+    # The plugin hands CPU work out as workers finish (stats.json `cpu_dispatch_on_completion`);
+    # a recording made before the recorder wrote it is simulated the way the run did it.
+    on_completion = cpu_on_completion and not s.get("cpu_dispatch_on_completion")
+    if readback_ms is not None or on_completion:
+        if readback_ms is not None:
+            s["readback_ms"] = readback_ms
+        if on_completion:
+            s["cpu_dispatch_on_completion"] = True
         scenario = write_temp(s, temps)
     if per_model_median:
         replay = write_temp(model_readbacks(load(replay)), temps)
@@ -99,7 +111,8 @@ def compare(run, heimdall, readback_ms, per_model_median=False):
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
         policy = "fifo"
-    sim = simulate(heimdall, run, policy, readback_ms, per_model_median)
+    sim = simulate(heimdall, run, policy, readback_ms, per_model_median,
+                   stats.get("cpu_dispatch_on_completion"))
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []

@@ -105,6 +105,12 @@ pub struct AppArgs {
     /// Append a sample (memory, GPU memory, frame intervals, DNN latency) to `OUT/soak.jsonl`
     /// every this many seconds (0: none; see `soak.rs`).
     pub sample_every: f64,
+    /// `--cpu-workers N`: the plugin's CPU slots for inference (`HeimdallSettings::cpu_workers`);
+    /// 0 (the default): the cores left to the app (`HeimdallSettings::cpu_slots`).
+    pub cpu_workers: usize,
+    /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
+    /// `HeimdallSettings::cpu_on_completion`).
+    pub cpu_at_frame_start: bool,
 }
 
 impl Default for AppArgs {
@@ -144,6 +150,8 @@ impl Default for AppArgs {
             display_immediate: false,
             duration: None,
             sample_every: 0.0,
+            cpu_workers: 0,
+            cpu_at_frame_start: false,
         }
     }
 }
@@ -219,6 +227,10 @@ struct Cli {
     /// plugin's].
     #[arg(long, value_name = "MS", value_parser = non_negative, help_heading = COORDINATION)]
     background_burst_ms: Option<f64>,
+    /// CPU slots for inference (HeimdallSettings::cpu_workers) [default 0: the cores left to
+    /// the app after its main, render and readback threads].
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = COORDINATION)]
+    cpu_workers: usize,
 
     /// Scene complexity of the 3D apps (shadows, MSAA, instances, post-processing).
     #[arg(long, value_enum, default_value_t = Quality::Medium, help_heading = SCENE)]
@@ -273,6 +285,10 @@ struct Cli {
     /// (HeimdallSettings::parallel_decode off).
     #[arg(long, help_heading = ABLATIONS)]
     decode_on_readback_thread: bool,
+    /// CPU work goes out only at each frame's decision, not as a worker finishes
+    /// (HeimdallSettings::cpu_on_completion off).
+    #[arg(long, help_heading = ABLATIONS)]
+    cpu_at_frame_start: bool,
 }
 
 const RUN: &str = "Run";
@@ -372,6 +388,8 @@ impl From<Cli> for AppArgs {
             display_immediate: c.display == Display::Immediate,
             duration: c.duration,
             sample_every: c.sample_every,
+            cpu_workers: c.cpu_workers,
+            cpu_at_frame_start: c.cpu_at_frame_start,
         }
     }
 }
@@ -455,6 +473,10 @@ mod tests {
         assert!(ablation.decode_on_readback_thread);
         assert_eq!(ablation.background_burst_ms, Some(4.0));
         assert_eq!(parse("").unwrap().background_burst_ms, None);
+        assert_eq!(parse("").unwrap().cpu_workers, 0, "auto");
+        assert_eq!(parse("--cpu-workers 6").unwrap().cpu_workers, 6);
+        assert!(!parse("").unwrap().cpu_at_frame_start);
+        assert!(parse("--cpu-at-frame-start").unwrap().cpu_at_frame_start);
         for bad in [
             "--background-burst-ms -1",
             "--background-burst-ms nan",
@@ -470,6 +492,8 @@ mod tests {
             "--instances 257",
             "--duration 0",
             "--sample-every -1",
+            "--cpu-workers -1",
+            "--cpu-workers",
             "--resolution 0x10",
             "--text-side 31",
             "--display vblank",
@@ -477,5 +501,25 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A run of issue 34's acceptance as `docs/contention/run.sh` makes it through
+    /// `scripts/compare_modes.py` (its options, then the configuration's).
+    #[test]
+    fn the_contention_runs_parse() {
+        let a = parse(
+            "--headless --mode fifo --out /tmp/c/fifo-0 --save-every 0 --record-run \
+             --frames 660 --warmup 60 --resolution 2560x1440 --quality high --fps 90 --events 1 \
+             --cpu-workers 4 --cpu-at-frame-start --no-offload",
+        )
+        .unwrap();
+        assert!(a.headless && a.record_run && a.no_offload && a.cpu_at_frame_start);
+        assert_eq!(a.mode, CoordinationMode::Fifo);
+        assert_eq!((a.frames, a.warmup, a.save_every), (Some(660), 60, 0));
+        assert_eq!((a.width, a.height, a.fps), (2560, 1440, 90.0));
+        assert_eq!(
+            (a.quality, a.events, a.cpu_workers),
+            (Quality::High, 1.0, 4)
+        );
     }
 }

@@ -118,6 +118,8 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         background_burst_ms: args
             .background_burst_ms
             .unwrap_or_else(|| HeimdallSettings::default().background_burst_ms),
+        cpu_workers: (args.cpu_workers > 0).then_some(args.cpu_workers),
+        cpu_on_completion: !args.cpu_at_frame_start,
         ..default()
     };
     app.add_plugins(HeimdallPlugin::new(settings))

@@ -38,6 +38,8 @@ pub fn report(
         "adaptive_margin": args.adaptive_margin,
         "no_offload": args.no_offload,
         "text_side": args.text_side,
+        "cpu_workers": args.cpu_workers,
+        "cpu_at_frame_start": args.cpu_at_frame_start,
         "overlay": !args.no_overlay,
     });
     for (k, x) in &app.0 {

@@ -159,7 +159,7 @@ pub enum RequestMode {
 /// A DNN of the app: put this on an entity. It gets a [`DnnStatus`], then a [`DnnOutput`] and
 /// its decoder's components with every result.
 #[derive(Component, Clone, Debug)]
-#[require(DnnStatus, LastRequest, GuardStatus)]
+#[require(DnnStatus, DnnPlacement, LastRequest, GuardStatus)]
 pub struct Dnn {
     /// The model (`asset_server.load("models/x.tflite")`).
     pub model: Handle<DnnModel>,
@@ -295,7 +295,8 @@ pub enum DnnError {
     Panicked(String),
 }
 
-/// Where a DNN stands (on its entity, kept up to date by the plugin).
+/// Where a DNN stands (on its entity, kept up to date by the plugin). Where a ready DNN runs
+/// and at what rate is its [`DnnPlacement`].
 #[derive(Component, Clone, Debug, Default, PartialEq, Eq)]
 pub enum DnnStatus {
     /// The model asset is loading.
@@ -354,6 +355,47 @@ pub struct DnnResult {
     pub entity: Entity,
     /// The result.
     pub output: DnnOutput,
+}
+
+/// Where Heimdall's coordinator runs a DNN and at what rate (a component on its entity, kept up
+/// to date by the plugin once the DNN is ready; `stats.json` has the same per DNN, see
+/// [`crate::HeimdallStats::to_json`]).
+///
+/// The coordinator places every DNN on the GPU's share of the frame or on the CPU slots
+/// ([`crate::HeimdallSettings::cpu_workers`]), from their measured costs on both; when neither
+/// has room for every DNN at its requested rate, it grants some a lower rate (never below a
+/// tenth of the request while another DNN runs above its own) and says so in
+/// [`DnnPlacement::shortfall`]. An app can show that, or ask less of the DNN.
+#[derive(Component, Clone, Debug, Default, PartialEq)]
+pub struct DnnPlacement {
+    /// The processor its new inferences go to (`None` until the coordinator knows it; always
+    /// the GPU in the `fifo` and `layers` modes, which do not place, except the CPU-only
+    /// steps).
+    pub backend: Option<Backend>,
+    /// The CPU threads (slots) an inference of it occupies on the CPU: its CPU model's threads,
+    /// chosen from its one-thread time when it compiled.
+    pub cpu_threads: usize,
+    /// The rate the app asks for, Hz (from the interval between its requests; `None` for an
+    /// on-demand DNN or before the coordinator measured it).
+    pub requested_rate_hz: Option<f64>,
+    /// The rate the coordinator grants, Hz: the requested rate unless it runs short (then
+    /// [`DnnPlacement::shortfall`] says why).
+    pub granted_rate_hz: Option<f64>,
+    /// The coordinator's expected latency of an inference where it runs, ms.
+    pub expected_latency_ms: Option<f64>,
+    /// Set while it is granted less than its requested rate: how much and why.
+    pub shortfall: Option<RateShortfall>,
+}
+
+/// A DNN granted less than its requested rate ([`DnnPlacement::shortfall`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateShortfall {
+    /// What the app asks for, Hz.
+    pub requested_hz: f64,
+    /// What the coordinator grants, Hz.
+    pub granted_hz: f64,
+    /// Why, in words (e.g. that the GPU has no budget and the CPU is full).
+    pub reason: String,
 }
 
 /// A DNN that cannot run, triggered on its entity when its [`DnnStatus`] becomes `Failed`.

@@ -5,7 +5,9 @@
 //! component per model, with a decoder; results arrive as components on the DNN's entity (the
 //! decoder's, e.g. [`FaceDetections`](decoders::FaceDetections), and the raw [`DnnOutput`]) and
 //! as a [`DnnResult`] entity event, stamped with the index and capture time of the camera frame
-//! they were computed from. [`DnnStatus`] says where each DNN stands.
+//! they were computed from. [`DnnStatus`] says where each DNN stands, [`DnnPlacement`] where
+//! the coordinator runs it (GPU or CPU, threads) and whether it is granted less than its
+//! requested rate, and why.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
@@ -73,7 +75,7 @@ pub mod workers;
 
 use bevy::prelude::*;
 
-pub use dnn::{Dnn, DnnOutput, DnnResult, DnnStatus};
+pub use dnn::{Dnn, DnnOutput, DnnPlacement, DnnResult, DnnStatus, RateShortfall};
 pub use settings::{CoordinationMode, FrameRateTarget, HeimdallSettings, render_plugin};
 pub use stats::HeimdallStats;
 
@@ -94,8 +96,9 @@ pub mod prelude {
         TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
-        Backend, ConvCache, CpuFallback, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus,
-        InputCrop, RegionOfInterest, RequestInference, RequestMode,
+        Backend, ConvCache, CpuFallback, Dnn, DnnError, DnnFailed, DnnOutput, DnnPlacement,
+        DnnResult, DnnStatus, InputCrop, RateShortfall, RegionOfInterest, RequestInference,
+        RequestMode,
     };
     pub use crate::faults::{HeimdallFaults, RestartDnn};
     pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
@@ -105,7 +108,7 @@ pub mod prelude {
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
     pub use crate::stats::HeimdallStats;
     pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
-    pub use heimdall_coordinator::UtilityParams;
+    pub use heimdall_coordinator::{PlacementRule, UtilityParams};
     pub use heimdall_ir::conv_cache::ConvCacheConfig;
     pub use heimdall_vision::image::{Border, Crop, Normalization};
 }

@@ -1,5 +1,6 @@
 //! An overlay an app can add ([`OverlayPlugin`]): frame time over the last seconds, each
-//! model's latency and rate, and a strip showing, per frame, the scene's GPU time and the DNN
+//! model's latency and rate, where it runs (GPU, or CPU with its threads) and, while the
+//! coordinator grants it less than its requested rate, how much and why; and a strip showing, per frame, the scene's GPU time and the DNN
 //! chunks run after it (from timestamps), against the frame period. A key (default F12) writes
 //! the coordinator's Chrome trace (`chrome://tracing`, Perfetto).
 
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 use bevy::prelude::*;
 
 use crate::asset::DnnModel;
-use crate::dnn::{Dnn, DnnStatus};
+use crate::dnn::{Backend, Dnn, DnnPlacement, DnnStatus};
 use crate::results::{HeimdallBackend, HeimdallTrace};
 use crate::settings::HeimdallSettings;
 use crate::stats::HeimdallStats;
@@ -149,7 +150,7 @@ fn update_text(
     stats: Res<HeimdallStats>,
     settings: Res<HeimdallSettings>,
     backend: Res<HeimdallBackend>,
-    dnns: Query<(&Dnn, &DnnStatus)>,
+    dnns: Query<(&Dnn, &DnnStatus, &DnnPlacement)>,
     models: Res<Assets<DnnModel>>,
     mut text: Query<&mut Text, With<OverlayText>>,
 ) {
@@ -187,9 +188,16 @@ fn update_text(
         } else {
             String::new()
         };
-        s.push_str(&format!("{name}: {lat:.1} ms, {rate:.1} Hz ({n}){cache}\n"));
+        let on = match m.placement.backend {
+            Some(Backend::Gpu) => " [gpu]".to_string(),
+            Some(Backend::Cpu) => format!(" [cpu x{}]", m.placement.cpu_threads.max(1)),
+            None => String::new(),
+        };
+        s.push_str(&format!(
+            "{name}: {lat:.1} ms, {rate:.1} Hz ({n}){cache}{on}\n"
+        ));
     }
-    for (dnn, status) in &dnns {
+    for (dnn, status, placement) in &dnns {
         let name = dnn
             .model
             .path()
@@ -197,7 +205,14 @@ fn update_text(
             .or_else(|| models.get(&dnn.model).map(|m| m.name.clone()))
             .unwrap_or_default();
         match status {
-            DnnStatus::Ready(_) => {}
+            DnnStatus::Ready(_) => {
+                if let Some(short) = &placement.shortfall {
+                    s.push_str(&format!(
+                        "{name}: {:.1} of {:.1} Hz: {}\n",
+                        short.granted_hz, short.requested_hz, short.reason
+                    ));
+                }
+            }
             DnnStatus::Failed(e) => s.push_str(&format!("{name}: FAILED: {e}\n")),
             other => s.push_str(&format!("{name}: {other:?}\n")),
         }

@@ -17,7 +17,9 @@ use crate::asset::DnnModel;
 use crate::camera::CameraFrame;
 use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
-use crate::dnn::{Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnResult, DnnStatus};
+use crate::dnn::{
+    Backend, Dnn, DnnError, DnnFailed, DnnOutput, DnnPlacement, DnnResult, DnnStatus,
+};
 use crate::faults::{HeimdallFaults, RESULTS_QUEUE};
 use crate::guard::GuardStatus;
 use crate::stages::StageTimes;
@@ -88,6 +90,8 @@ pub(crate) struct ConvCacheRun {
 pub(crate) enum RenderMessage {
     /// A DNN's status changed.
     Status(Entity, DnnStatus),
+    /// Where the coordinator runs a DNN, and at what rate, changed.
+    Placement(Entity, DnnPlacement),
     /// An inference finished (and was decoded).
     Result(Box<FinishedInference>),
     /// What the GPU did in a frame.
@@ -190,6 +194,15 @@ impl Outbox {
         self.send(RenderMessage::Status(dnn, DnnStatus::Failed(error)));
     }
 
+    /// A DNN's CPU work ended with `err`: a job that panicked ([`crate::faults::PANICKED`])
+    /// fails the DNN ([`Outbox::fail`]), any other error is logged (the DNN is idle again).
+    pub fn cpu_work_error(&self, name: &str, dnn: Entity, err: &str) {
+        match err.strip_prefix(crate::faults::PANICKED) {
+            Some(message) => self.fail(dnn, crate::faults::panicked("its CPU work", message)),
+            None => error!("heimdall: {name}: CPU work: {err}"),
+        }
+    }
+
     /// The run's fault counters.
     pub fn faults(&self) -> &HeimdallFaults {
         &self.faults
@@ -270,6 +283,7 @@ pub(crate) fn receive(
     mut backend: ResMut<HeimdallBackend>,
     mut statuses: Query<&mut DnnStatus>,
     mut guards: Query<&mut GuardStatus>,
+    mut placements: Query<&mut DnnPlacement>,
     dnns: Query<&Dnn>,
     models: Res<Assets<DnnModel>>,
     mut frames: Query<&mut CameraFrame>,
@@ -280,6 +294,12 @@ pub(crate) fn receive(
     for m in inbox.0.try_iter() {
         match m {
             RenderMessage::Status(e, status) => set_status(&mut commands, &mut statuses, e, status),
+            RenderMessage::Placement(dnn, placement) => {
+                stats.record_placement(&model_name(&dnns, &models, dnn), dnn, &placement);
+                if let Ok(mut current) = placements.get_mut(dnn) {
+                    current.set_if_neq(placement);
+                }
+            }
             RenderMessage::Frame(r) => stats.record_gpu_frame(r),
             RenderMessage::Presented(t, phases) => stats.record_presented(t, phases),
             RenderMessage::Trace(t) => trace.latest = Some(t),

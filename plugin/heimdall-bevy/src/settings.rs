@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use bevy::prelude::*;
+use heimdall_coordinator::PlacementRule;
 use heimdall_gpu::Precision;
 use heimdall_gpu::guard::GuardConfig;
 
@@ -63,8 +64,11 @@ pub struct HeimdallSettings {
     /// Policy of the `Heimdall` mode: `max_total_utility` (default), `max_min_utility`,
     /// `least_slack_time`.
     pub policy: String,
-    /// CPU worker threads (CPU-only steps, offloaded models, post-processing).
-    pub cpu_workers: usize,
+    /// The CPU slots for inference: the cores the plugin's worker pool may keep busy with CPU-only
+    /// steps and with inferences the coordinator places on the CPU (a multi-threaded inference
+    /// occupies one slot per thread). `None` (the default): the cores left to the app, see
+    /// [`HeimdallSettings::cpu_slots`]; `Some(n)`: `n` (at least 1).
+    pub cpu_workers: Option<usize>,
     /// Safety margin of the frame budget, ms.
     pub margin_ms: f64,
     /// Learn an extra margin from the wall clock (`Heimdall` mode): a frame later than 1.25
@@ -97,6 +101,16 @@ pub struct HeimdallSettings {
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
     pub offload: bool,
+    /// Which rule moves DNNs between the GPU and the CPU when `offload` is on: the placement
+    /// planner (the default), or the rule it replaced, which moves one model about once a second
+    /// and only when the GPU is overloaded (for comparison, and where a test needs a model kept
+    /// on the GPU while it has a budget).
+    pub placement_rule: PlacementRule,
+    /// Hand out CPU work the moment a worker finishes (the default): between its frames the
+    /// render world lends its coordinator to the workers (`render/cpu_lane.rs`), so a slot freed
+    /// mid-frame takes the next piece at once. `false`: CPU work goes out only at each frame's
+    /// decision, at most one piece per slot per frame (for comparison).
+    pub cpu_on_completion: bool,
     /// Submit each frame's DNN work ahead of the scene's passes (the default): the GPU runs it
     /// first and its outputs are read back as soon as it is done, so a result reaches the world
     /// one frame after its last chunk even while the scene's GPU time fills most of the period.
@@ -140,7 +154,7 @@ impl Default for HeimdallSettings {
             frame_rate: FrameRateTarget::FollowDisplay,
             mode: CoordinationMode::Heimdall,
             policy: "max_total_utility".into(),
-            cpu_workers: 2,
+            cpu_workers: None,
             margin_ms: 1.0,
             adaptive_margin: false,
             relaxation_ms: 0.5,
@@ -149,6 +163,8 @@ impl Default for HeimdallSettings {
             guard_store: None,
             force_cpu: false,
             offload: true,
+            placement_rule: PlacementRule::Planner,
+            cpu_on_completion: true,
             dnn_work_first: true,
             late_frame_start: true,
             free_at_readback: true,
@@ -170,6 +186,18 @@ impl HeimdallSettings {
         }
     }
 
+    /// The CPU slots the coordinator plans with and the worker pool counts:
+    /// [`HeimdallSettings::cpu_workers`] when set, else [`auto_cpu_slots`] of the cores this
+    /// process may run on.
+    pub fn cpu_slots(&self) -> usize {
+        match self.cpu_workers {
+            Some(n) => n.max(1),
+            None => auto_cpu_slots(
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            ),
+        }
+    }
+
     /// The frame rate in Hz, given the display's rate when known.
     pub fn frame_rate_hz(&self, display_hz: Option<f64>) -> f64 {
         match self.frame_rate {
@@ -177,6 +205,19 @@ impl HeimdallSettings {
             _ => display_hz.filter(|f| *f > 1.0).unwrap_or(60.0),
         }
     }
+}
+
+/// Threads of the app the CPU slots leave their cores to: Bevy's main thread, its render
+/// thread, and the plugin's readback thread with its decode threads (counted as one: they wait on
+/// the GPU and decode a few hundred microseconds per result).
+pub const RESERVED_THREADS: usize = 3;
+
+/// The CPU slots of a process that may run on `cores` cores
+/// (`std::thread::available_parallelism`, which honours `taskset` and cgroup quotas): the cores
+/// left after [`RESERVED_THREADS`], at least 1. A 16-core host gets 13, a process limited to 4
+/// cores (a phone's big cores) 1.
+pub fn auto_cpu_slots(cores: usize) -> usize {
+    cores.saturating_sub(RESERVED_THREADS).max(1)
 }
 
 /// Bevy's `RenderPlugin` with wgpu's validation of indirect dispatches off (unless
@@ -209,5 +250,24 @@ mod tests {
         }
         assert_eq!(CoordinationMode::parse("layers:0"), None);
         assert_eq!(CoordinationMode::parse("nope"), None);
+    }
+
+    #[test]
+    fn cpu_slots_are_the_cores_left_to_the_app_or_the_setting() {
+        assert_eq!(auto_cpu_slots(16), 13);
+        assert_eq!(auto_cpu_slots(4), 1);
+        assert_eq!(auto_cpu_slots(2), 1);
+        assert_eq!(auto_cpu_slots(0), 1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            HeimdallSettings::default().cpu_slots(),
+            auto_cpu_slots(cores)
+        );
+        let set = |n| HeimdallSettings {
+            cpu_workers: Some(n),
+            ..Default::default()
+        };
+        assert_eq!(set(6).cpu_slots(), 6);
+        assert_eq!(set(0).cpu_slots(), 1, "at least one slot");
     }
 }

@@ -10,7 +10,7 @@ use bevy::prelude::*;
 use serde_json::{Value, json};
 
 use crate::clock::HeimdallClock;
-use crate::dnn::Backend;
+use crate::dnn::{Backend, DnnPlacement};
 use crate::guard::GuardStatus;
 pub use crate::history::MAX_HISTORY;
 use crate::history::{history, low_summary, summary, trim, trim_to};
@@ -104,11 +104,79 @@ pub struct ModelStats {
     /// work of the submission holding their last chunk to their outputs read, ms (a proxy: the
     /// GPU's start after the submission counts in it).
     pub readback_ms: Vec<f64>,
+    /// Where the coordinator runs it and at what rate, as last reported.
+    pub placement: DnnPlacement,
+    /// Time it was granted less than its requested rate since the last reset, ms (up to the
+    /// latest report of its placement; [`ModelStats::placement`] says whether it still is).
+    pub shortfall_ms: f64,
+    /// Changes of its processor since the last reset.
+    pub placement_switches: usize,
+    /// When its placement was last reported (ms since the clock's origin).
+    placement_at_ms: f64,
 }
 
 impl ModelStats {
-    /// Forgets the results, keeping the room, the deadline, the cache's decision and the
-    /// guard.
+    /// Records where the coordinator runs it now, at `now_ms`.
+    fn record_placement(&mut self, placement: &DnnPlacement, now_ms: f64) {
+        if self.placement.shortfall.is_some() {
+            self.shortfall_ms += (now_ms - self.placement_at_ms).max(0.0);
+        }
+        if let (Some(was), Some(is)) = (self.placement.backend, placement.backend)
+            && was != is
+        {
+            self.placement_switches += 1;
+        }
+        self.placement = placement.clone();
+        self.placement_at_ms = now_ms;
+    }
+
+    /// Time in shortfall since the last reset up to `now_ms`, ms.
+    fn shortfall_until(&self, now_ms: f64) -> f64 {
+        let ongoing = if self.placement.shortfall.is_some() {
+            (now_ms - self.placement_at_ms).max(0.0)
+        } else {
+            0.0
+        };
+        self.shortfall_ms + ongoing
+    }
+
+    /// `placement`, the rates and the shortfall of `stats.json`.
+    fn placement_json(&self, now_ms: f64) -> [(&'static str, Value); 5] {
+        let p = &self.placement;
+        let gpu = self.results.saturating_sub(self.cpu_results);
+        [
+            (
+                "placement",
+                json!({
+                    "processor": p.backend.map(|b| match b {
+                        Backend::Gpu => "gpu",
+                        Backend::Cpu => "cpu",
+                    }),
+                    "gpu_inferences": gpu,
+                    "cpu_inferences": self.cpu_results,
+                    "cpu_share": self.cpu_results as f64 / self.results.max(1) as f64,
+                    "cpu_threads": p.cpu_threads,
+                    "switches": self.placement_switches,
+                    "expected_latency_ms": p.expected_latency_ms,
+                }),
+            ),
+            ("requested_rate_hz", json!(p.requested_rate_hz)),
+            ("granted_rate_hz", json!(p.granted_rate_hz)),
+            (
+                "shortfall",
+                p.shortfall.as_ref().map_or(Value::Null, |s| {
+                    json!({
+                        "granted_hz": s.granted_hz,
+                        "requested_hz": s.requested_hz,
+                        "reason": s.reason,
+                    })
+                }),
+            ),
+            ("shortfall_s", json!(self.shortfall_until(now_ms) / 1e3)),
+        ]
+    }
+    /// Forgets the results, keeping the room, the deadline, the cache's decision, the guard and
+    /// the placement (its time in shortfall and switches restart from 0).
     fn clear(&mut self) {
         self.latencies_ms.clear();
         self.frame_indices.clear();
@@ -125,6 +193,8 @@ impl ModelStats {
         self.stages.clear();
         self.scheduled_ms.clear();
         self.readback_ms.clear();
+        self.shortfall_ms = 0.0;
+        self.placement_switches = 0;
     }
 }
 
@@ -151,6 +221,10 @@ impl Default for ModelStats {
             stages: LatencyStages::default(),
             scheduled_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
             readback_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
+            placement: DnnPlacement::default(),
+            shortfall_ms: 0.0,
+            placement_switches: 0,
+            placement_at_ms: 0.0,
         }
     }
 }
@@ -245,6 +319,7 @@ impl HeimdallStats {
         self.gpu_frames.clear();
         for m in self.models.values_mut() {
             m.clear();
+            m.placement_at_ms = self.now_ms;
         }
         self.last_frame = None;
         self.last_presented = None;
@@ -404,6 +479,21 @@ impl HeimdallStats {
         self.models.entry(key).or_default().cpu_fallback = Some(why.to_string());
     }
 
+    /// Records where the coordinator runs a DNN and at what rate.
+    pub(crate) fn record_placement(
+        &mut self,
+        name: &str,
+        entity: Entity,
+        placement: &DnnPlacement,
+    ) {
+        let key = self.key_of(name, entity);
+        let now = self.now_ms;
+        self.models
+            .entry(key)
+            .or_default()
+            .record_placement(placement, now);
+    }
+
     /// Records where a DNN's accuracy guard stands.
     pub(crate) fn record_guard(&mut self, name: &str, entity: Entity, status: &GuardStatus) {
         let key = self.key_of(name, entity);
@@ -462,9 +552,7 @@ impl HeimdallStats {
                 } else {
                     0.0
                 };
-                (
-                    name.clone(),
-                    json!({
+                let mut v = json!({
                         "latency_ms": summary(&m.latencies_ms),
                         "latency_stages_ms": m.stages.to_json(),
                         "admission_to_last_op_ms": summary(&m.scheduled_ms),
@@ -490,8 +578,11 @@ impl HeimdallStats {
                         // Null while the guard is off for this model (f32, CPU, settings).
                         "guard": guard_json(&m.guard),
                         "cpu_fallback": m.cpu_fallback,
-                    }),
-                )
+                });
+                for (k, x) in m.placement_json(self.now_ms) {
+                    v[k] = x;
+                }
+                (name.clone(), v)
             })
             .collect();
         json!({
@@ -499,6 +590,11 @@ impl HeimdallStats {
             "policy": settings.policy_name(),
             "backend": backend,
             "target_fps": hz,
+            // The CPU slots the coordinator plans with, and the cores the process may use.
+            "cpu_slots": settings.cpu_slots(),
+            "cpu_cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            // CPU work handed out as workers finish, not only at each frame's decision.
+            "cpu_dispatch_on_completion": settings.cpu_on_completion,
             "frames": self.frame_ms.len(),
             "warmup_frames_skipped": skip,
             "render_fps_mean": fps_mean,

@@ -1,6 +1,12 @@
 //! A fixed pool of CPU worker threads fed by `crossbeam` channels: CPU-only steps, models
 //! offloaded by the coordinator, and post-processing. Neither world ever waits on a worker:
 //! jobs go in through a channel and their results are drained without blocking.
+//!
+//! The pool counts **slots** (cores for inference, [`crate::HeimdallSettings::cpu_slots`]): it
+//! has one worker thread per slot, a job occupies one slot, and a multi-threaded inference
+//! ([`WorkerPool::spawn_with_slots`]) occupies one per thread while it runs (its CPU model's own
+//! pool runs the other threads beside the worker). [`WorkerPool::idle`] is what the coordinator
+//! may hand out.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +30,7 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// Starts `size` (at least 1) named worker threads.
+    /// Starts `size` (at least 1) named worker threads: `size` slots.
     pub fn new(size: usize) -> Self {
         Self::with_faults(size, HeimdallFaults::default())
     }
@@ -68,14 +74,33 @@ impl WorkerPool {
         }
     }
 
-    /// Number of workers.
+    /// Number of workers (and slots).
     pub fn size(&self) -> usize {
         self.size
     }
 
-    /// Workers not running (or about to run) a job.
+    /// Slots not occupied by a job running or about to run.
     pub fn idle(&self) -> usize {
         self.size.saturating_sub(self.busy.load(Ordering::Acquire))
+    }
+
+    /// Queues a job that occupies `slots` slots (at least 1, at most the pool's) while it runs or
+    /// waits to run: a multi-threaded inference on one worker and `slots - 1` threads of its own.
+    pub fn spawn_with_slots(&self, slots: usize, job: impl FnOnce() + Send + 'static) {
+        let extra = slots.clamp(1, self.size) - 1;
+        if extra == 0 {
+            return self.spawn(job);
+        }
+        self.busy.fetch_add(extra, Ordering::AcqRel);
+        // Released when the job is dropped: after it ran, or unrun if it cannot be queued.
+        let release = SlotRelease {
+            busy: self.busy.clone(),
+            slots: extra,
+        };
+        self.spawn(move || {
+            let _release = release;
+            job();
+        });
     }
 
     /// Queues a job; it runs on the next free worker. With the queue full, waits for room
@@ -101,11 +126,28 @@ impl WorkerPool {
     }
 }
 
+/// Frees the extra slots of a multi-threaded job when dropped.
+struct SlotRelease {
+    busy: Arc<AtomicUsize>,
+    slots: usize,
+}
+
+impl Drop for SlotRelease {
+    fn drop(&mut self) {
+        self.busy.fetch_sub(self.slots, Ordering::AcqRel);
+    }
+}
+
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.jobs = None;
+        let me = std::thread::current().id();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            // The last owner of the pool may be one of its own jobs (`render/cpu_lane.rs` hands
+            // out work from a worker): that thread ends after its job, it cannot be joined.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
         }
     }
 }
@@ -156,7 +198,8 @@ pub(crate) struct CpuDone {
 /// The worker pool and the mailbox of finished CPU work (render world).
 #[derive(Resource)]
 pub(crate) struct Workers {
-    pub pool: WorkerPool,
+    /// Shared with the jobs that hand out more CPU work when they end (`render/cpu_lane.rs`).
+    pub pool: Arc<WorkerPool>,
     pub done: Mailbox<CpuDone>,
 }
 
@@ -164,7 +207,7 @@ impl Workers {
     /// `size` workers counting their faults in `faults`.
     pub fn with_faults(size: usize, faults: HeimdallFaults) -> Self {
         Workers {
-            pool: WorkerPool::with_faults(size, faults),
+            pool: Arc::new(WorkerPool::with_faults(size, faults)),
             done: Mailbox::default(),
         }
     }
@@ -222,5 +265,40 @@ mod tests {
         assert_eq!(got, (0..10).collect::<Vec<_>>());
         assert_eq!(faults.panics(), 4);
         assert_eq!(pool.idle(), 2);
+    }
+
+    /// A job of 3 slots in a pool of 4 leaves 1 idle while it runs and gives the 3 back when it
+    /// ends; one of more slots than the pool has occupies them all.
+    #[test]
+    fn a_multi_threaded_job_occupies_its_slots_while_it_runs() {
+        let pool = WorkerPool::new(4);
+        let wait_for = |idle: usize| {
+            let start = std::time::Instant::now();
+            while pool.idle() != idle && start.elapsed().as_secs() < 10 {
+                std::thread::yield_now();
+            }
+            pool.idle()
+        };
+        for (slots, left) in [(3, 1), (9, 0), (1, 3)] {
+            let (release, gate) = crossbeam_channel::bounded::<()>(0);
+            pool.spawn_with_slots(slots, move || {
+                let _ = gate.recv();
+            });
+            assert_eq!(pool.idle(), left, "{slots} slots");
+            drop(release);
+            assert_eq!(wait_for(4), 4, "{slots} slots given back");
+        }
+        // Two jobs at once: 2 + 1 slots, then 1 left.
+        let (release, gate) = crossbeam_channel::bounded::<()>(0);
+        let gate2 = gate.clone();
+        pool.spawn_with_slots(2, move || {
+            let _ = gate.recv();
+        });
+        pool.spawn(move || {
+            let _ = gate2.recv();
+        });
+        assert_eq!(pool.idle(), 1);
+        drop(release);
+        assert_eq!(wait_for(4), 4);
     }
 }

@@ -1,13 +1,13 @@
 //! `heimdall simulate SCENARIO.json [--policy NAME] [--jitter SIGMA --seed N] [--misprofile F]
-//! [--replay TRACE.json] [--ablation both|chunking|offload|neither] [--json] [--trace OUT.json]
-//! [--isolated]`: runs the coordinator on a virtual clock over a scenario file and prints frame and
-//! per-DNN statistics.
+//! [--replay TRACE.json] [--ablation both|chunking|offload|neither] [--placement planner|offload-rule]
+//! [--json] [--trace OUT.json] [--isolated]`: runs the coordinator on a virtual clock over a
+//! scenario file and prints frame and per-DNN statistics.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use heimdall_coordinator::sim::{Noise, Replay, Scenario, SimOptions, simulate_opts};
-use heimdall_coordinator::{Ablation, policy_by_name};
+use heimdall_coordinator::{Ablation, PlacementRule, policy_by_name};
 
 /// Arguments of `heimdall simulate`.
 #[derive(Debug, clap::Args)]
@@ -34,6 +34,10 @@ pub struct SimulateArgs {
     /// Which of chunking and offload run: both (default), chunking, offload or neither.
     #[arg(long, value_parser = parse_ablation, default_value = "both")]
     pub ablation: Ablation,
+    /// Which rule moves DNNs between the GPU and the CPU: the placement planner (default), or
+    /// the one-model-a-second offload rule it replaced (`offload-rule`, for comparison).
+    #[arg(long, value_parser = parse_placement, default_value = "planner")]
+    pub placement: PlacementRule,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -48,6 +52,14 @@ pub struct SimulateArgs {
 
 fn parse_ablation(s: &str) -> Result<Ablation, String> {
     Ablation::parse(s).ok_or_else(|| format!("'{s}': expected both, chunking, offload or neither"))
+}
+
+fn parse_placement(s: &str) -> Result<PlacementRule, String> {
+    match s {
+        "planner" => Ok(PlacementRule::Planner),
+        "offload-rule" => Ok(PlacementRule::OffloadRule),
+        _ => Err(format!("'{s}': expected planner or offload-rule")),
+    }
 }
 
 /// Runs `heimdall simulate`.
@@ -70,8 +82,12 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
         record_run: false,
     };
     let ablation = args.ablation;
+    let rule = args.placement;
     let sim = |sc: &Scenario, opts: &SimOptions| {
-        simulate_opts(sc, policy_by_name(policy)?, opts, |c| ablation.apply(c))
+        simulate_opts(sc, policy_by_name(policy)?, opts, |c| {
+            ablation.apply(c);
+            c.placement.rule = rule;
+        })
     };
     let out = sim(&scenario, &opts)?;
     if let Some(path) = &args.trace {
@@ -95,6 +111,9 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
     }
     if ablation != Ablation::Both {
         println!("ablation: {}", ablation.name());
+    }
+    if rule != PlacementRule::Planner {
+        println!("placement: the offload rule the planner replaced");
     }
     print!("{}", out.report.to_table());
     if args.isolated {

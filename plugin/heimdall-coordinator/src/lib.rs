@@ -1,5 +1,6 @@
 //! Heimdall's analyzer and coordinator as pure logic: frame-budget chunks, utility-ranked
-//! multi-DNN scheduling, CPU offload, and a virtual-clock simulator.
+//! multi-DNN scheduling, placement over the GPU's slack and the CPU slots, and a virtual-clock
+//! simulator.
 //!
 //! Nothing here needs a GPU, Bevy or a real clock: the caller supplies the time (milliseconds as
 //! `f64`), so the same code runs inside the render loop and, exhaustively, in tests.
@@ -9,8 +10,9 @@
 //! - [`utility`]: `U(t) = L0 - beta * (t - t_start)^gamma + alpha * C`.
 //! - [`policy`]: the [`Policy`] trait and `max_min_utility`, `max_total_utility`,
 //!   `least_slack_time` (Band's DP), `fifo`, `layers:K`.
-//! - [`coordinator`]: admission control, deadline override, GPU chunk packing, CPU work, offload.
-//! - [`offload`]: the offload decision.
+//! - [`coordinator`]: admission control, deadline override, GPU chunk packing, CPU work.
+//! - [`placement`]: which processor each DNN runs on (the planner), and its settings.
+//! - [`offload`]: the former offload rule (one model a second), kept for comparison.
 //! - [`timeline`]: everything decided and executed (a bounded ring), as Chrome trace JSON.
 //! - [`sim`]: scenario files, the simulator behind `heimdall simulate` (with noise, wrong
 //!   profiles and replayed traces), and its report.
@@ -20,6 +22,7 @@ pub mod analyzer;
 pub mod coordinator;
 pub mod model;
 pub mod offload;
+pub mod placement;
 pub mod policy;
 pub mod processor;
 pub mod sim;
@@ -35,6 +38,7 @@ pub use coordinator::{
     GpuWork, ModelStatus, Request, Resume, WorkId,
 };
 pub use model::{ModelId, ModelSpec};
+pub use placement::{PlacementConfig, PlacementRule, Plan, PlanEntry, Shortfall, ShortfallReason};
 pub use policy::{Policy, policy_by_name};
 pub use processor::{Processor, ProcessorSet};
 pub use utility::UtilityParams;

@@ -1,5 +1,6 @@
-//! Opportunistic CPU offload (Heimdall sec. 6.3.2, 6.4), "GPU first, CPU when it helps": which
-//! model moves between GPU and CPU.
+//! The offload rule the placement planner replaced ([`crate::placement`]), kept as a baseline
+//! ([`crate::placement::PlacementRule::OffloadRule`]): opportunistic CPU offload (Heimdall sec.
+//! 6.3.2, 6.4), "GPU first, CPU when it helps": which model moves between GPU and CPU.
 //!
 //! Evaluated about once a second. At most one switch per evaluation:
 //! 1. **Offload** only when the GPU cannot meet the deadlines: some model on the GPU has a
@@ -25,31 +26,6 @@
 
 use crate::model::ModelId;
 use crate::processor::Processor;
-
-/// Offload settings.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OffloadConfig {
-    /// Whether offload runs at all.
-    pub enabled: bool,
-    /// Evaluation period, ms (about a second: switching a model's processor is not free).
-    pub interval_ms: f64,
-    /// Margin `m` against ping-pong.
-    pub margin: f64,
-    /// Share of the DNNs' GPU capacity (the frame budget over the frame period) in use above
-    /// which the GPU counts as saturated.
-    pub saturation: f64,
-}
-
-impl Default for OffloadConfig {
-    fn default() -> Self {
-        OffloadConfig {
-            enabled: true,
-            interval_ms: 1000.0,
-            margin: 0.2,
-            saturation: 0.9,
-        }
-    }
-}
 
 /// What the offload decision needs to know about one model.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -23,6 +23,9 @@ fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> D
             events_ms: None,
         },
         deadline_ms: None,
+        cpu_threads: 1,
+        cpu_speedup: 1.0,
+        on_demand: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],
@@ -44,6 +47,7 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         dnn_work_first: false,
         results_at_frame_start: false,
         readback_ms: 0.0,
+        cpu_dispatch_on_completion: false,
         dnns,
     };
     s.validate().unwrap();
@@ -88,7 +92,7 @@ fn max_min_utility_keeps_continuous_dnns_within_spread() {
     }
     let sc = scenario(d, 20.0);
     let spread = |policy: &str| {
-        let out = simulate_with(&sc, policy, false, |c| c.offload.enabled = false).unwrap();
+        let out = simulate_with(&sc, policy, false, |c| c.placement.enabled = false).unwrap();
         let m: Vec<f64> = (0..3)
             .map(|i| mean_completion_utility(&out, i, params[i]))
             .collect();
@@ -119,7 +123,7 @@ fn max_total_utility_favours_higher_l0_and_gamma_together() {
     lo.utility = u(5.0, 1.0, 1.0);
     let sc = scenario(vec![hi, lo], 30.0);
     let mt = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false
+        c.placement.enabled = false
     })
     .unwrap();
     let (h, l) = (mt.report.dnn("hi").unwrap(), mt.report.dnn("lo").unwrap());
@@ -131,7 +135,10 @@ fn max_total_utility_favours_higher_l0_and_gamma_together() {
         l.completed
     );
     assert!(l.completed == 0 || h.latency_ms.mean < 0.85 * l.latency_ms.mean);
-    let mm = simulate_with(&sc, "max_min_utility", false, |c| c.offload.enabled = false).unwrap();
+    let mm = simulate_with(&sc, "max_min_utility", false, |c| {
+        c.placement.enabled = false
+    })
+    .unwrap();
     let (h2, l2) = (mm.report.dnn("hi").unwrap(), mm.report.dnn("lo").unwrap());
     eprintln!("max_min: hi {h2:?}\nlo {l2:?}");
     assert!(
@@ -201,7 +208,7 @@ fn deadline_override_fires() {
     urgent.deadline_ms = Some(600.0);
     let sc = scenario(vec![hog, urgent], 10.0);
     let with = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false
+        c.placement.enabled = false
     })
     .unwrap();
     let r = with.report.dnn("urgent").unwrap();
@@ -209,7 +216,7 @@ fn deadline_override_fires() {
     assert_eq!(r.completed, 10);
     assert_eq!(r.deadline_miss_rate, 0.0, "latency {:?}", r.latency_ms);
     let without = simulate_with(&sc, "max_total_utility", false, |c| {
-        c.offload.enabled = false;
+        c.placement.enabled = false;
         c.deadline_override = false;
     })
     .unwrap();
@@ -222,8 +229,14 @@ fn deadline_override_fires() {
 
 /// `a` and `b` (important) are requested for the first 6 s only; `c` (least important, 80 ms of
 /// GPU work, 240 ms on the CPU) is requested continuously. While all three run, the GPU is
-/// overloaded and `c` waits longest: it must move to the CPU; once `a` and `b` stop, it must come
-/// back to the GPU, and switch exactly twice (no ping-pong). `a` and `b` never move.
+/// overloaded (0.67 + 0.67 + 0.8 of a usable 0.79): the placement planner moves `c`, the least
+/// valuable and the one that loses least latency per unit of GPU load freed (on the GPU it gets
+/// only its floor behind `a` and `b`); once `a` and `b` stop, it comes back to the GPU, and
+/// switches exactly twice (no ping-pong). `a` and `b` never move.
+///
+/// (Issue 34: the planner moves `c` at its first plan with the request intervals known, 150 ms
+/// in, from the predicted loads; the old rule waited for a second of measured delays and checked
+/// that `c`'s last GPU latency exceeded `a`'s and `b`'s, which is gone with the wait.)
 #[test]
 fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
     let mut a = dnn("a", 50, 2.0, 6.0, 150.0); // 100 ms of GPU work every 150 ms
@@ -255,24 +268,17 @@ fn offload_moves_most_delayed_model_and_brings_it_back_without_ping_pong() {
         .collect();
     assert_eq!(switches.len(), 2);
     assert_eq!(switches[0].1, "c -> cpu");
-    assert!(switches[0].0 < 6000.0, "offloaded at {}", switches[0].0);
+    assert!(switches[0].0 < 1000.0, "offloaded at {}", switches[0].0);
     assert_eq!(switches[1].1, "c -> gpu");
     assert!(
         switches[1].0 > 6000.0 && switches[1].0 < 9000.0,
         "back at {}",
         switches[1].0
     );
-    // When offloaded, c was the most delayed: its last GPU latency exceeds a's and b's.
-    let last = |m: usize| {
-        out.completions
-            .iter()
-            .rev()
-            .filter(|x| x.model.0 == m && x.finished_ms < switches[0].0 && !x.offloaded)
-            .map(|x| x.latency_ms())
-            .next()
-    };
-    let lc = last(2).unwrap_or(switches[0].0);
-    assert!(lc > last(0).unwrap() && lc > last(1).unwrap());
+    // While offloaded, a and b kept the GPU and completed their inferences.
+    for m in ["a", "b"] {
+        assert!(r.dnn(m).unwrap().completed >= 20, "{:?}", r.dnn(m));
+    }
 }
 
 fn unit(set: ProcessorSet, gpu: f64, cpu: f64) -> UnitCost {
@@ -477,7 +483,7 @@ fn the_deadline_guard_covers_an_optimistic_profile() {
             policy_by_name("max_total_utility").unwrap(),
             &opts,
             |c| {
-                c.offload.enabled = false;
+                c.placement.enabled = false;
                 c.deadline_guard = guard;
             },
         )

@@ -156,7 +156,9 @@ fn scenario_errors_name_the_field() {
     assert!(err(&OK.replace("[3, 4]", "[3]")).contains("dnns[0].cpu_op_ms"));
     assert!(err(&OK.replace("[1, 2]", "[1, -2]")).contains("dnns[0].gpu_op_ms[1]"));
     assert!(err(&OK.replace("\"frame_rate\": 30", "\"frame_rate\": 0")).contains("frame_rate"));
-    assert!(err(&OK.replace("\"render_ms\": 2.7", "\"render_ms\": 40")).contains("render_ms"));
+    assert!(err(&OK.replace("\"render_ms\": 2.7", "\"render_ms\": -1")).contains("render_ms"));
+    // A scene longer than the frame leaves the DNNs no GPU budget: valid (issue 34).
+    assert!(Scenario::from_json(&OK.replace("\"render_ms\": 2.7", "\"render_ms\": 40")).is_ok());
     assert!(err(&OK.replace("{\"period_ms\": 100}", "{}")).contains("dnns[0].request"));
     assert!(
         err(&OK.replace("\"request\"", "\"cpu_only_ops\": [5], \"request\""))

@@ -1,9 +1,15 @@
 //! A scenario's `resumable_steps`: where an offloaded inference the GPU had started continues on
 //! the CPU from the GPU's activations (`Coordinator::set_resumable_steps`), as the Bevy plugin
 //! declares it for every GPU model while its `offload_resumes_from_gpu` stays off.
+//!
+//! The model is moved by the old offload rule (`PlacementRule::OffloadRule`), whose check once a
+//! second catches an inference part way on the GPU at a time these cases compute by hand; the
+//! placement planner sees the deadline missed at its first plan and moves the model before any
+//! inference starts. The mechanism of resuming is the same for both (`tests/offload.rs` has the
+//! planner's own cases: the GPU budget collapsing under a running inference).
 
-use heimdall_coordinator::policy_by_name;
 use heimdall_coordinator::sim::{Decisions, Scenario, SimOptions, SimOutput, simulate_opts};
+use heimdall_coordinator::{PlacementRule, policy_by_name};
 
 /// 30 Hz, a 3 ms render, one CPU worker; one DNN of ten steps, 10 ms each on the GPU and 1 ms on
 /// the CPU, deadline 100 ms, requested every 250 ms from 180 ms. On the GPU it runs two steps
@@ -29,7 +35,10 @@ fn run(sc: &Scenario, flag: bool) -> SimOutput {
         sc,
         policy_by_name("max_total_utility").unwrap(),
         &SimOptions::default(),
-        |c| c.offload_resumes_from_gpu = flag,
+        |c| {
+            c.offload_resumes_from_gpu = flag;
+            c.placement.rule = PlacementRule::OffloadRule;
+        },
     )
     .unwrap()
 }

@@ -132,7 +132,7 @@ fn twins(extra: &str) -> Scenario {
 
 fn completed(sc: &Scenario, policy: Box<dyn Policy>) -> (u64, u64) {
     let r = simulate_opts(sc, policy, &SimOptions::default(), |c| {
-        c.offload.enabled = false
+        c.placement.enabled = false
     })
     .unwrap()
     .report;
@@ -167,7 +167,7 @@ fn priority_and_content_variation_fields_change_the_outcome() {
         &twins(r#", "priority": 10"#),
         "max_total_utility",
         false,
-        |c| c.offload.enabled = false,
+        |c| c.placement.enabled = false,
     )
     .unwrap()
     .report;

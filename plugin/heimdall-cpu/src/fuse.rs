@@ -18,9 +18,17 @@
 //! copies about one input row per output row (one core, multistyle26's shapes: the ring 4-27 %
 //! below pad then convolution; the producer writing the padded image costs it nothing).
 //!
+//! A zero `PAD` of the channels of an `[1, H, W, C]` tensor (BlazeFace's and face landmark's
+//! residual branches widening the block's input to its output channels, 11 of them in
+//! face_detection_short_range) whose readers are all `ADD`s of it and a tensor of its shape
+//! becomes a step that does nothing too: each `ADD` reads the pad's input and adds zero beyond
+//! its channels ([`crate::ops::binary`]'s channel-padded add), the same values in the same
+//! order as the pad then the add, without the pass that writes the padded copy and the one
+//! that reads it back.
+//!
 //! [`crate::CpuModel::tensor`] gives `None` for a tensor without storage.
 
-use heimdall_ir::{Graph, Op, OpKind, Pad2d, PadMode, TensorId};
+use heimdall_ir::{BinaryFn, Graph, Op, OpKind, Pad2d, PadMode, TensorId};
 
 use crate::step::{Kernel, StepIo};
 
@@ -58,6 +66,8 @@ pub(crate) struct ReflectPads {
     /// Per op: for an instance normalisation or a resize writing a fused pad, the pad's output
     /// and its `[[top, bottom], [left, right]]`.
     padded_outputs: Vec<Option<(TensorId, [[usize; 2]; 2])>>,
+    /// Per op: for an `ADD` reading a fused channel pad, which input it is and the pad's input.
+    channel_padded: Vec<Option<(usize, TensorId)>>,
 }
 
 impl ReflectPads {
@@ -73,10 +83,12 @@ impl ReflectPads {
             fused: vec![false; n],
             sources: vec![None; n],
             padded_outputs: vec![None; n],
+            channel_padded: vec![None; n],
         };
         let consumers = graph.consumers();
         let producers = graph.producers();
         for (k, op) in graph.ops.iter().enumerate() {
+            fusions.fuse_channel_pad(graph, k, &consumers);
             let OpKind::Pad {
                 pads,
                 mode: PadMode::Reflect,
@@ -135,6 +147,63 @@ impl ReflectPads {
         fusions
     }
 
+    /// Fuses op `k` into the `ADD`s reading it if it is a zero `PAD` of the channels (at their
+    /// end) of an `[1, H, W, C]` tensor, not a graph output, read only by `ADD`s as one of
+    /// their two inputs whose other has the pad's shape (as has the add's output) and reads no
+    /// other fused pad.
+    fn fuse_channel_pad(&mut self, graph: &Graph, k: usize, consumers: &[Vec<usize>]) {
+        let op = &graph.ops[k];
+        let OpKind::Pad { pads, mode } = &op.kind else {
+            return;
+        };
+        let (Some(&x), [p]) = (op.inputs.first(), &op.outputs[..]) else {
+            return;
+        };
+        let shape = &graph.tensor(*p).shape;
+        let readers = &consumers[p.index()];
+        if !mode.is_zero()
+            || graph.tensor(x).shape.len() != 4
+            || graph.tensor(x).numel() == 0
+            || pads.len() != 4
+            || pads[..3].iter().any(|&d| d != [0, 0])
+            || pads[3][0] != 0
+            || !op.epilogue.is_identity()
+            || graph.outputs.contains(p)
+            || readers.is_empty()
+        {
+            return;
+        }
+        let adds_only = readers.iter().all(|&j| {
+            let a = &graph.ops[j];
+            let [u, v] = a.inputs[..] else {
+                return false;
+            };
+            a.kind == OpKind::Binary(BinaryFn::Add)
+                && (u == *p) != (v == *p)
+                && graph.tensor(if u == *p { v } else { u }).shape == *shape
+                && a.outputs.len() == 1
+                && graph.tensor(a.outputs[0]).shape == *shape
+                && !a.epilogue.tensors().any(|t| t == *p)
+                && self.channel_padded[j].is_none()
+        });
+        if adds_only {
+            self.fused[k] = true;
+            for &j in readers {
+                let which = usize::from(graph.ops[j].inputs[1] == *p);
+                self.channel_padded[j] = Some((which, x));
+            }
+        }
+    }
+
+    /// For an `ADD` reading a fused channel pad: which of its inputs reads the pad's input.
+    pub(crate) fn channel_padded(&self, k: usize) -> Option<usize> {
+        self.channel_padded
+            .get(k)
+            .copied()
+            .flatten()
+            .map(|(i, _)| i)
+    }
+
     /// Whether op `k` is a fused pad (its step does nothing).
     pub(crate) fn is_fused(&self, k: usize) -> bool {
         self.fused.get(k).copied().unwrap_or(false)
@@ -152,12 +221,15 @@ impl ReflectPads {
     }
 
     /// The op the CPU runs for op `k` of the graph: a fused pad reads and writes nothing, a
-    /// convolution after one reads the pad's input, the op writing one writes the pad's output.
+    /// convolution or an add after one reads the pad's input, the op writing one writes the
+    /// pad's output.
     pub(crate) fn op(&self, k: usize, op: &Op) -> Op {
         let mut op = op.clone();
         if self.is_fused(k) {
             op.inputs.clear();
             op.outputs.clear();
+        } else if let Some((i, x)) = self.channel_padded.get(k).copied().flatten() {
+            op.inputs[i] = x;
         } else if let Some((x, _)) = self.source(k) {
             op.inputs[0] = x;
         } else if let Some((p, _)) = self.padded_output(k) {

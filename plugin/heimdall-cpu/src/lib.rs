@@ -7,6 +7,7 @@
 //! and how an op prepares them; [`kernels`] re-exports them as plain slice functions.
 #![warn(missing_docs)]
 
+mod aligned;
 mod conv_cache;
 mod error;
 mod fuse;

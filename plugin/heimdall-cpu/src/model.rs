@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 use heimdall_ir::{Activation, Graph, TensorId};
 
+use crate::aligned::AlignedBuf;
 use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
 use crate::fuse::{FusedPad, ReflectPads};
@@ -67,8 +68,8 @@ pub struct CpuModel {
     steps: Vec<Step>,
     names: Vec<&'static str>,
     constants: Vec<Vec<f32>>,
-    arena: Vec<f32>,
-    scratch: Vec<f32>,
+    arena: AlignedBuf,
+    scratch: AlignedBuf,
     inputs: Vec<(Loc, Vec<usize>)>,
     outputs: Vec<(Loc, Vec<usize>)>,
     locs: Vec<Option<Loc>>,
@@ -166,6 +167,7 @@ impl CpuModel {
                 threads: par.threads(),
                 reflect_pad: pads.source(index).map(|(_, p)| p),
                 pad_output: pads.padded_output(index).map(|(_, p)| p),
+                channel_padded: pads.channel_padded(index),
                 f16: f16(index),
             })
             .map_err(&err)?;
@@ -249,8 +251,8 @@ impl CpuModel {
             names: graph.ops.iter().map(|o| o.kind.name()).collect(),
             steps,
             constants,
-            arena: vec![0.0; plan.len],
-            scratch: vec![0.0; scratch_len],
+            arena: AlignedBuf::zeroed(plan.len),
+            scratch: AlignedBuf::zeroed(scratch_len),
             inputs: io(&graph.inputs, "input")?,
             outputs: io(&graph.outputs, "output")?,
             locs,

@@ -143,6 +143,9 @@ pub(crate) struct PrepareCx<'a> {
     /// normalisation or resize ([`crate::fuse`]): the op's output is the pad's, the padded
     /// image; `None` for every other op.
     pub pad_output: Option<[[usize; 2]; 2]>,
+    /// For an `ADD` reading a zero channel `PAD` fused into it ([`crate::fuse`]): which input
+    /// is the pad's input, to be read as zero beyond its channels; `None` for every other op.
+    pub channel_padded: Option<usize>,
     /// Whether half-precision kernels are wanted ([`crate::CpuPrecision::F16`]) where the CPU
     /// has them.
     pub f16: bool,

@@ -113,8 +113,11 @@ fn pair(g: &Graph, c: ConvCacheConfig) -> (CpuModel, CpuModel) {
 /// (inclusive rows, then columns).
 fn expected_tiles(g: &Graph, plan: &CachePlan, changed: [[usize; 2]; 2]) -> (u64, u64) {
     let (mut tiles, mut touched) = (0u64, 0u64);
+    // A pad the CPU backend fuses into its readers (the channel pads of BlazeFace's residual
+    // branches) writes nothing: no tiles of its own.
+    let cpu = heimdall_cpu::cpu_ops(g);
     for (i, op) in g.ops.iter().enumerate() {
-        if !plan.cacheable[i] {
+        if !plan.cacheable[i] || cpu[i].outputs.is_empty() {
             continue;
         }
         let s = &g.tensor(op.outputs[0]).shape;

@@ -5,16 +5,16 @@
 use bevy::prelude::*;
 use heimdall_coordinator::{CpuWork, Resume};
 use heimdall_gpu::Placement;
-use heimdall_vision::image::resample;
 
-use super::finish::Finish;
+use super::cpu_run::{
+    CpuInput, CpuRun, CpuSink, SharedCpuModel, spawn_cpu_run, start_cpu_piece, work_slots,
+};
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
 use crate::clock::HeimdallClock;
-use crate::dnn::Backend;
 use crate::results::Outbox;
-use crate::workers::{CpuDone, Workers};
+use crate::workers::{CpuDone, WorkerPool, Workers};
 
 /// Hands `work` to a worker. A fallback step's inputs are downloaded in `encoder` after this
 /// frame's chunks; it runs once they arrive ([`run_ready_cpu_steps`]). An inference that ends on
@@ -82,6 +82,7 @@ pub(crate) fn dispatch_cpu(
                     download,
                     requested: false,
                     finish,
+                    slots: work_slots(&work),
                 });
                 return;
             }
@@ -91,44 +92,40 @@ pub(crate) fn dispatch_cpu(
             ),
         }
     }
-    // The rest of the inference on the CPU model: from op 0 when the GPU's work cannot be
-    // taken over (the coordinator restarts an offloaded inference at a boundary that is not
-    // resumable; op 0 here too if it did not, to be safe).
-    let start_op = if job.on_cpu { work.ops.start } else { 0 };
-    job.on_cpu = true;
-    let cpu = c.cpu.clone();
-    let [h, w, ch] = c.input;
-    let pixels = job.pixels.clone();
-    let size = job.frame_size;
-    let crop = job.crop;
+    let sink = sched.lane.sink(workers);
+    run_on_cpu_model(&work, e, d, &workers.pool, sink, clock, outbox);
+}
+
+/// Runs `work` on DNN `e`'s CPU model, on `work.threads` slots: the rest of its inference, or
+/// one piece of it. The first CPU piece of an inference starts from its input (op 0: also
+/// when the coordinator restarts an offloaded inference at a boundary that is not resumable, or
+/// asks to continue from a state this DNN's CPU model does not hold); a later piece
+/// ([`Resume::FromCpu`]) continues from the CPU model's state where the piece before it
+/// stopped. The piece that ends the inference sends its outputs on.
+fn run_on_cpu_model(
+    work: &CpuWork,
+    e: Entity,
+    d: &mut super::models::RenderDnn,
+    pool: &WorkerPool,
+    sink: CpuSink,
+    clock: HeimdallClock,
+    outbox: &Outbox,
+) {
+    let finish = d.finish(e, outbox, clock);
     let norm = d.normalization;
-    let ops = start_op..work.ops.end;
-    let last = work.ops.end == c.steps;
-    spawn_cpu_run(
-        workers,
-        cpu,
-        e,
-        work.id,
-        ops,
-        last,
-        finish,
-        clock,
-        move |m| {
-            if start_op == 0 {
-                let x = resample(
-                    &pixels,
-                    size.x as usize,
-                    size.y as usize,
-                    &crop,
-                    &norm,
-                    [h, w, ch],
-                )
-                .map_err(|e| e.to_string())?;
-                m.set_input(0, &x).map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        },
-    );
+    let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        return;
+    };
+    let input = CpuInput {
+        cpu: c.cpu.clone(),
+        steps: c.steps,
+        input: c.input,
+        norm,
+        pixels: job.pixels.clone(),
+        size: job.frame_size,
+        crop: job.crop,
+    };
+    start_cpu_piece(work, e, input, &mut job.on_cpu, finish, pool, sink, clock);
 }
 
 /// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
@@ -199,66 +196,22 @@ fn resume_on_worker(
         f
     });
     let download = r.download;
-    spawn_cpu_run(w, cpu, e, r.work, r.ops, last, finish, clock, move |m| {
+    let run = CpuRun {
+        cpu,
+        slots: r.slots,
+        entity: e,
+        work: r.work,
+        ops: r.ops,
+        last,
+        finish,
+        clock,
+    };
+    spawn_cpu_run(&w.pool, CpuSink::plain(w), run, move |m| {
         let state =
             (download.take().map_err(|e| e.to_string())?).ok_or("the GPU state was not ready")?;
         heimdall_gpu::restore_cpu(m, &state).map_err(|e| e.to_string())
     });
 }
 
-/// The CPU model of a DNN, shared with the workers.
-type SharedCpuModel = std::sync::Arc<std::sync::Mutex<heimdall_cpu::CpuModel>>;
-
-/// Runs `ops` of the CPU model on a worker after `prepare` (its input, or the GPU's state),
-/// sends the outputs on when they end the inference (`last`), and reports the work's times.
-#[allow(clippy::too_many_arguments)]
-fn spawn_cpu_run(
-    workers: &Workers,
-    cpu: SharedCpuModel,
-    entity: Entity,
-    work: heimdall_coordinator::WorkId,
-    ops: std::ops::Range<usize>,
-    last: bool,
-    finish: Option<Finish>,
-    clock: HeimdallClock,
-    prepare: impl FnOnce(&mut heimdall_cpu::CpuModel) -> Result<(), String> + Send + 'static,
-) {
-    let tx = workers.done.sender();
-    let worker = workers.pool.size() - workers.pool.idle();
-    workers.pool.spawn(move || {
-        let start_ms = clock.now_ms();
-        let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
-            let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
-            prepare(&mut m)?;
-            m.run_range(ops).map_err(|e| e.to_string())?;
-            if !last {
-                return Ok(None);
-            }
-            let n = m.output_shapes().len();
-            (0..n)
-                .map(|i| m.output(i).map(<[f32]>::to_vec).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
-        };
-        let (finished, error) = match crate::faults::catch_work(run) {
-            Ok(Some(outputs)) => {
-                if let Some(finish) = finish {
-                    finish.send(outputs, Backend::Cpu, None);
-                }
-                (true, None)
-            }
-            Ok(None) => (false, None),
-            Err(e) => (false, Some(e)),
-        };
-        tx.send(CpuDone {
-            entity,
-            work,
-            worker,
-            start_ms,
-            end_ms: clock.now_ms(),
-            finished,
-            error,
-        })
-        .ok();
-    });
-}
+#[cfg(test)]
+mod tests;

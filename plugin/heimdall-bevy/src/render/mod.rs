@@ -20,6 +20,8 @@ pub(crate) mod backend;
 pub(crate) mod background;
 pub(crate) mod cache;
 pub(crate) mod cpu;
+pub(crate) mod cpu_lane;
+pub(crate) mod cpu_run;
 pub(crate) mod decode_pool;
 pub(crate) mod encode;
 pub(crate) mod extract;
@@ -89,7 +91,7 @@ pub(crate) fn build(
         .insert_resource(outbox)
         .insert_resource(failed)
         .insert_resource(faults.clone())
-        .insert_resource(Workers::with_faults(settings.cpu_workers, faults.clone()))
+        .insert_resource(Workers::with_faults(settings.cpu_slots(), faults.clone()))
         .insert_resource(readback::ReadbackWaiter::new(decode_threads, faults))
         .init_resource::<ExtractedRestarts>()
         .init_resource::<background::BackgroundWork>()
@@ -129,6 +131,13 @@ pub(crate) fn build(
         .add_systems(Render, stamp_presented.in_set(RenderSystems::Cleanup))
         .add_systems(
             Render,
+            schedule::lend_cpu_lane
+                .in_set(RenderSystems::Cleanup)
+                .after(stamp_presented)
+                .run_if(resource_exists::<schedule::Scheduler>),
+        )
+        .add_systems(
+            Render,
             (
                 phases::stamp::<{ Stamp::RenderBegin as usize }>
                     .in_set(RenderSystems::ExtractCommands),
@@ -164,6 +173,7 @@ pub(crate) fn build(
             Render,
             (
                 (
+                    schedule::take_back_cpu_lane,
                     readback::restart_dnns,
                     models::prepare_models,
                     readback::collect_outputs,
@@ -277,7 +287,8 @@ fn install(world: &mut World) {
         .resource::<Outbox>()
         .send(RenderMessage::Backend(info));
     world.insert_resource(backend);
-    world.insert_resource(schedule::Scheduler::new(&settings, gpu));
+    let clock = *world.resource::<HeimdallClock>();
+    world.insert_resource(schedule::Scheduler::new(&settings, gpu, clock));
     world.insert_resource(models::RenderDnns::default());
 }
 

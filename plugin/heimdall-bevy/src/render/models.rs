@@ -61,6 +61,7 @@ pub(crate) fn extract_dnns(
                     RequestMode::Every(p) => Some(p.as_secs_f64() * 1e3),
                     RequestMode::Continuous | RequestMode::OnDemand => None,
                 },
+                on_demand: d.request == RequestMode::OnDemand,
                 decoder: d.decoder.clone(),
                 deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
                 utility: d.utility,
@@ -124,8 +125,59 @@ fn calibration_frame(
     }))
 }
 
-/// Compiles `graph` for the CPU and measures its steps (one warm-up run, then one timed run).
-fn compile_cpu(graph: &heimdall_ir::Graph) -> Result<CpuPart, DnnError> {
+/// One CPU piece's target time, ms: a model whose one-thread inference takes longer runs on
+/// `ceil(t1 / CPU_PIECE_MS)` threads (see [`cpu_threads_for`]).
+pub(crate) const CPU_PIECE_MS: f64 = 8.0;
+/// The most threads one model's CPU inference runs on.
+pub(crate) const MAX_CPU_THREADS: usize = 8;
+/// The least speedup, measured at compile, for which a model keeps its threads: below it the
+/// extra slots would buy nothing (a host with fewer free cores than it looks), and the model
+/// runs on one thread.
+pub(crate) const MIN_CPU_SPEEDUP: f64 = 1.2;
+
+/// The threads a model whose one-thread inference takes `t1_ms` runs on with `slots` CPU
+/// slots: small models (up to [`CPU_PIECE_MS`]) one, so they run one per worker; bigger ones
+/// `ceil(t1 / CPU_PIECE_MS)`, at most half the slots and [`MAX_CPU_THREADS`], at least 1.
+pub(crate) fn cpu_threads_for(t1_ms: f64, slots: usize) -> usize {
+    if t1_ms.is_nan() || t1_ms <= CPU_PIECE_MS {
+        return 1;
+    }
+    let want = (t1_ms / CPU_PIECE_MS).ceil().min(MAX_CPU_THREADS as f64) as usize;
+    want.min(slots / 2).clamp(1, MAX_CPU_THREADS)
+}
+
+/// Zeros into every input of `cpu` (the profile's inputs).
+fn zero_inputs(cpu: &mut CpuModel) -> Result<(), DnnError> {
+    let zeros: Vec<Vec<f32>> = cpu
+        .input_shapes()
+        .iter()
+        .map(|s| vec![0.0; s.iter().product()])
+        .collect();
+    for (i, z) in zeros.iter().enumerate() {
+        cpu.set_input(i, z)
+            .map_err(|e| DnnError::Compile(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The fastest of `runs` whole runs of `cpu`, ms.
+fn best_run_ms(cpu: &mut CpuModel, runs: usize) -> Result<f64, DnnError> {
+    let mut best = f64::INFINITY;
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        cpu.run().map_err(|e| DnnError::Compile(e.to_string()))?;
+        best = best.min(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(best)
+}
+
+/// Compiles `graph` for the CPU and measures its steps on one thread (one warm-up run, then one
+/// timed run); a model slower than [`CPU_PIECE_MS`] on one thread is compiled again for
+/// [`cpu_threads_for`] threads of the `slots` and measured there (the fastest of two runs after
+/// a warm-up), and keeps them if they make it at least [`MIN_CPU_SPEEDUP`] times faster. The
+/// step costs stay one-thread times; the threads and the speedup go to the coordinator
+/// (`set_cpu_parallelism`).
+pub(crate) fn compile_cpu(graph: &heimdall_ir::Graph, slots: usize) -> Result<CpuPart, DnnError> {
     let &input = graph
         .inputs
         .first()
@@ -144,42 +196,65 @@ fn compile_cpu(graph: &heimdall_ir::Graph) -> Result<CpuPart, DnnError> {
         CpuModel::compile(graph, CpuOptions { threads: 1 }).map_err(|e| compile_err(&e))?;
     let n = cpu.num_ops();
     let output_shapes = Arc::new(cpu.output_shapes().to_vec());
-    let zeros: Vec<Vec<f32>> = cpu
-        .input_shapes()
-        .iter()
-        .map(|s| vec![0.0; s.iter().product()])
-        .collect();
-    for (i, z) in zeros.iter().enumerate() {
-        cpu.set_input(i, z).map_err(|e| compile_err(&e))?;
-    }
+    zero_inputs(&mut cpu)?;
     cpu.run().map_err(|e| compile_err(&e))?;
     let mut cpu_times = vec![Duration::ZERO; n];
     cpu.run_range_timed(0..n, Some(&mut cpu_times))
         .map_err(|e| compile_err(&e))?;
+    let cpu_ms: Vec<f64> = cpu_times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let t1_ms: f64 = cpu_ms.iter().sum();
+    let (mut threads, mut speedup) = (1, 1.0);
+    let want = cpu_threads_for(t1_ms, slots);
+    if want > 1 {
+        let mut par =
+            CpuModel::compile(graph, CpuOptions { threads: want }).map_err(|e| compile_err(&e))?;
+        zero_inputs(&mut par)?;
+        par.run().map_err(|e| compile_err(&e))?;
+        let tn_ms = best_run_ms(&mut par, 2)?;
+        let measured = t1_ms / tn_ms.max(1e-6);
+        info!(
+            "heimdall: {}: CPU {t1_ms:.1} ms on 1 thread, {tn_ms:.1} ms on {want} \
+             ({measured:.2}x){}",
+            graph.name,
+            if measured >= MIN_CPU_SPEEDUP {
+                ""
+            } else {
+                "; too little: one thread"
+            }
+        );
+        if measured >= MIN_CPU_SPEEDUP {
+            (cpu, threads, speedup) = (par, want, measured);
+        }
+    }
     Ok(CpuPart {
         cpu: Arc::new(Mutex::new(cpu)),
         steps: n,
         input: input3,
         output_shapes,
-        cpu_ms: Arc::new(cpu_times.iter().map(|d| d.as_secs_f64() * 1e3).collect()),
+        cpu_ms: Arc::new(cpu_ms),
+        threads,
+        speedup,
     })
 }
 
-/// Compiles `graph` for the CPU (always) and the GPU (when `ctx`), measuring step costs; on the
+/// Compiles `graph` for the CPU (always, on its share of the `cpu_slots`: [`compile_cpu`]) and
+/// the GPU (when `ctx`), measuring step costs; on the
 /// GPU with the convolution cache `conv_cache` asks for, the second member telling whether the
 /// crop is a region of interest (see [`compile_gpu`]), for runs at least `min_interval_ms`
 /// apart. In reduced precision with `guard`, the GPU model is the one of a stored decision, or
 /// f32 until the guard decides ([`GuardStart`]).
+#[allow(clippy::too_many_arguments)]
 fn compile(
     graph: Arc<heimdall_ir::Graph>,
     ctx: Option<GpuContext>,
+    cpu_slots: usize,
     precision: Precision,
     norm: Normalization,
     (conv_cache, roi): (ConvCache, bool),
     min_interval_ms: f64,
     guard: Option<GuardPlan>,
 ) -> Result<(Compiled, GuardStart), DnnError> {
-    let cpu = compile_cpu(&graph)?;
+    let cpu = compile_cpu(&graph, cpu_slots)?;
     let Some(ctx) = ctx else {
         return Ok((Compiled::assemble(cpu, None), GuardStart::Off));
     };
@@ -246,12 +321,14 @@ pub(crate) fn prepare_models(
             existing.decoder = d.decoder.clone();
             existing.deadline_ms = d.deadline_ms;
             existing.utility = d.utility;
+            existing.on_demand = d.on_demand;
             continue;
         }
         let Some(graph) = d.graph.clone() else {
             continue; // the asset is still loading (or failed: the main world reports it)
         };
         let ctx = backend.gpu().cloned();
+        let cpu_slots = settings.cpu_slots();
         let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
         let roi = d.roi;
         let min_interval_ms = min_interval_ms(&settings, d.request_period_ms);
@@ -268,6 +345,7 @@ pub(crate) fn prepare_models(
                 compile(
                     graph,
                     ctx,
+                    cpu_slots,
                     precision,
                     norm,
                     (cache, roi),
@@ -301,6 +379,7 @@ pub(crate) fn prepare_models(
                 conv_cache: (d.conv_cache, d.roi),
                 deadline_ms: d.deadline_ms,
                 utility: d.utility,
+                on_demand: d.on_demand,
                 state: ModelState::Compiling(task),
                 model_id: None,
                 job: None,
@@ -383,4 +462,38 @@ pub(crate) fn prepare_models(
         }
     }
     super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox, &work);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The issue's CPU costs on a 16-core host (13 slots): hands 4.5-7 ms, selfie 3 ms one
+    /// thread each; SSD 26 ms 4 threads; multistyle26 46 ms 6 (half the slots); a 100 ms model 8
+    /// at most. With 1 slot (4 cores), everything on one thread.
+    #[test]
+    fn big_models_get_threads_small_ones_one() {
+        for (t1, slots, threads) in [
+            (3.0, 13, 1),
+            (7.0, 13, 1),
+            (8.0, 13, 1),
+            (9.0, 13, 2),
+            (26.0, 13, 4),
+            (46.0, 13, 6),
+            (46.0, 20, 6),
+            (100.0, 20, 8),
+            (100.0, 64, 8),
+            (46.0, 1, 1),
+            (46.0, 3, 1),
+            (46.0, 4, 2),
+            (f64::NAN, 13, 1),
+            (f64::INFINITY, 13, 6),
+        ] {
+            assert_eq!(
+                cpu_threads_for(t1, slots),
+                threads,
+                "{t1} ms, {slots} slots"
+            );
+        }
+    }
 }

@@ -407,14 +407,8 @@ pub(crate) fn collect_outputs(
             report.end_ms.max(report.start_ms),
         );
         if let Some(err) = &report.error {
-            match err.strip_prefix(crate::faults::PANICKED) {
-                // A CPU job that panicked fails its DNN.
-                Some(message) => {
-                    let error = crate::faults::panicked("its CPU work", message);
-                    outbox.fail(report.entity, error);
-                }
-                None => error!("heimdall: {}: CPU work: {err}", dnns.name_of(report.entity)),
-            }
+            // A CPU job that panicked fails its DNN.
+            outbox.cpu_work_error(&dnns.name_of(report.entity), report.entity, err);
         }
         if (report.error.is_some() || report.finished)
             && let Some(d) = dnns.map.get_mut(&report.entity)

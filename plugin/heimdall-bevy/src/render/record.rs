@@ -137,6 +137,12 @@ impl RunLog {
         self.gpu_free_ms = 0.0;
     }
 
+    /// How the plugin hands out CPU work now (`HeimdallSettings::cpu_on_completion`), exported
+    /// as the scenario's `cpu_dispatch_on_completion`.
+    pub fn set_cpu_on_completion(&mut self, on_completion: bool) {
+        self.recorder.set_cpu_dispatch_on_completion(on_completion);
+    }
+
     /// The recording so far as (scenario JSON, replay JSON); frames still waiting for their
     /// scene time go in without it.
     pub fn export(&mut self) -> Option<(String, String)> {
@@ -167,6 +173,24 @@ impl RunLog {
 
     /// This frame's decision: the frame started at `start_ms` and hands out `gpu` and `cpu`.
     pub fn planned(&mut self, frame: u64, start_ms: f64, gpu: &[GpuWork], cpu: &[CpuWork]) {
+        self.handed_out(frame, gpu, cpu);
+        if self.recording {
+            self.frames.push_back(FrameEntry {
+                frame,
+                start_ms,
+                scene_ms: None,
+                submits: None,
+                dnn_gpu_ms: None,
+                reads: Vec::new(),
+                shown_ms: None,
+            });
+            self.flush_frames(frame);
+        }
+    }
+
+    /// Work handed out in `frame`: by its decision, or between frames (CPU work handed out as
+    /// a worker finished, `render/cpu_lane.rs`).
+    pub fn handed_out(&mut self, frame: u64, gpu: &[GpuWork], cpu: &[CpuWork]) {
         let pieces = gpu
             .iter()
             .map(|g| (g.id, g.model, g.ops.clone(), true))
@@ -188,18 +212,6 @@ impl RunLog {
                 open.outstanding += 1;
                 open.last_piece = Some((frame, on_gpu));
             }
-        }
-        if self.recording {
-            self.frames.push_back(FrameEntry {
-                frame,
-                start_ms,
-                scene_ms: None,
-                submits: None,
-                dnn_gpu_ms: None,
-                reads: Vec::new(),
-                shown_ms: None,
-            });
-            self.flush_frames(frame);
         }
     }
 
@@ -491,6 +503,7 @@ mod tests {
                     model: c,
                     ops: 0..2,
                     est_ms: 8.0,
+                    threads: 1,
                     offloaded: true,
                     resume: heimdall_coordinator::Resume::Input,
                 };

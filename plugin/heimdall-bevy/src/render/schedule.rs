@@ -12,10 +12,11 @@ use bevy::render::renderer::RenderQueue;
 use bevy::render::texture::GpuImage;
 use heimdall_coordinator::{
     CacheSpec, Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork,
-    ModelId, ModelProfile, Request, WorkId, policy_by_name,
+    ModelId, ModelProfile, ModelStatus, Processor, Request, WorkId, policy_by_name,
 };
 
 use super::backend::InferenceBackend;
+use super::cpu_lane::CpuLane;
 use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
 use super::models::{Job, ReadbackState, RenderDnns};
@@ -24,6 +25,7 @@ use super::record::RunLog;
 use super::timer::{FrameMarks, FrameTimer};
 use crate::camera::ExtractedFrames;
 use crate::clock::HeimdallClock;
+use crate::dnn::{Backend, DnnPlacement, RateShortfall};
 use crate::requests::ExtractedRequests;
 use crate::results::{Outbox, RecordedRun, RenderMessage};
 use crate::settings::{CoordinationMode, HeimdallSettings};
@@ -44,16 +46,25 @@ pub(crate) struct Scheduler {
     pub pacing: PacingMargin,
     /// The run as the simulator will replay it, and each inference's scheduler latency.
     pub log: RunLog,
+    /// Each DNN's placement as last sent to the main world, and the plan it came from.
+    placements: Placements,
+    /// Where the coordinator goes between frames, to hand out CPU work as workers finish.
+    pub lane: CpuLane,
+    /// CPU work the lane handed out that needs this frame's encoder (a fallback step's inputs,
+    /// the GPU's activations): dispatched with this frame's CPU work.
+    pub held_cpu: Vec<CpuWork>,
 }
 
 impl Scheduler {
     /// The coordinator for `settings`, with CPU offload when the GPU path exists.
-    pub fn new(settings: &HeimdallSettings, gpu: bool) -> Self {
+    pub fn new(settings: &HeimdallSettings, gpu: bool, clock: HeimdallClock) -> Self {
         let hz = settings.frame_rate_hz(None);
         let budget = FrameBudget::new(hz, 0.0, settings.margin_ms, settings.relaxation_ms);
         let mut cfg = CoordinatorConfig::new(budget);
-        cfg.cpu_workers = settings.cpu_workers.max(1);
-        cfg.offload.enabled = settings.offload && gpu;
+        cfg.cpu_workers = settings.cpu_slots();
+        cfg.placement.enabled = settings.offload && gpu;
+        cfg.placement.rule = settings.placement_rule;
+        cfg.placement.cpu_chunk_ms = cpu_chunk_ms(hz);
         // An offloaded inference the GPU had started goes on from the GPU's activations at the
         // boundaries each model lists as resumable (`set_resumable_steps` as it registers);
         // without the list (no GPU model) it starts again on the CPU, or finishes on the GPU if
@@ -66,6 +77,8 @@ impl Scheduler {
             );
             Box::new(heimdall_coordinator::policy::MaxTotalUtility)
         });
+        let spare = Coordinator::new(cfg, Box::new(heimdall_coordinator::policy::MaxTotalUtility));
+        let lane = CpuLane::new(spare, RunLog::new(&cfg), clock);
         Scheduler {
             coordinator: Coordinator::new(cfg, policy),
             frame: 0,
@@ -73,6 +86,31 @@ impl Scheduler {
             timed: HashMap::new(),
             pacing: PacingMargin::default(),
             log: RunLog::new(&cfg),
+            placements: Placements::default(),
+            lane,
+            held_cpu: Vec::new(),
+        }
+    }
+
+    /// Sends the main world each DNN's placement that changed ([`DnnPlacement`]): when the
+    /// coordinator made a new plan, and every [`PLACEMENT_REFRESH_MS`] (the requested rate is
+    /// measured continuously).
+    fn report_placements(&mut self, dnns: &RenderDnns, now: f64, outbox: &Outbox) {
+        let plan_at = self.coordinator.plan().at_ms;
+        let p = &mut self.placements;
+        if p.plan_at_ms == Some(plan_at) && now - p.checked_ms < PLACEMENT_REFRESH_MS {
+            return;
+        }
+        p.plan_at_ms = Some(plan_at);
+        p.checked_ms = now;
+        p.sent.retain(|e, _| dnns.map.contains_key(e));
+        for (&e, d) in &dnns.map {
+            let Some(id) = d.model_id else { continue };
+            let placement = placement_of(&self.coordinator.status(id, now));
+            if p.sent.get(&e) != Some(&placement) {
+                outbox.send(RenderMessage::Placement(e, placement.clone()));
+                p.sent.insert(e, placement);
+            }
         }
     }
 
@@ -165,6 +203,49 @@ impl Scheduler {
     }
 }
 
+/// The longest piece of continuous CPU work, ms, at `hz`: 0.75 of the frame period, at least the
+/// coordinator's 8 ms. The plugin decides once per frame, so a CPU slot freed mid-frame waits
+/// for the next frame's decision: a piece about a frame long keeps the slot busy for the frame
+/// (shorter pieces would leave it idle the rest of the frame, and a slot runs at most one piece
+/// per frame), and an event still waits at most a frame for its slot, as it does for the
+/// decision anyway.
+fn cpu_chunk_ms(hz: f64) -> f64 {
+    (0.75 * 1000.0 / hz.max(1.0)).max(heimdall_coordinator::PlacementConfig::default().cpu_chunk_ms)
+}
+
+/// How often the placements are checked for changes between two plans, ms.
+const PLACEMENT_REFRESH_MS: f64 = 500.0;
+
+/// The placements sent to the main world.
+#[derive(Default)]
+struct Placements {
+    /// Per DNN, the last one sent.
+    sent: HashMap<Entity, DnnPlacement>,
+    /// When the plan they came from was made.
+    plan_at_ms: Option<f64>,
+    /// When they were last checked.
+    checked_ms: f64,
+}
+
+/// A DNN's placement as the app reads it, from its coordinator status.
+fn placement_of(s: &ModelStatus) -> DnnPlacement {
+    DnnPlacement {
+        backend: Some(match s.mode {
+            Processor::Gpu => Backend::Gpu,
+            Processor::Cpu => Backend::Cpu,
+        }),
+        cpu_threads: s.cpu_threads,
+        requested_rate_hz: s.requested_rate_hz,
+        granted_rate_hz: s.granted_rate_hz,
+        expected_latency_ms: s.expected_latency_ms,
+        shortfall: s.shortfall.map(|f| RateShortfall {
+            requested_hz: f.requested_hz,
+            granted_hz: f.granted_hz,
+            reason: f.reason.to_string(),
+        }),
+    }
+}
+
 /// What this frame runs (render world).
 #[derive(Resource, Default)]
 pub(crate) struct FramePlan {
@@ -226,6 +307,17 @@ pub(crate) fn plan_frame(
             .log
             .recorder
             .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
+        // Its CPU model's threads (the slots a CPU inference occupies) and their measured
+        // speedup (`render/models.rs`); whether the app asks for it on demand.
+        sched
+            .coordinator
+            .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
+        sched
+            .log
+            .recorder
+            .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
+        sched.coordinator.set_on_demand(id, d.on_demand);
+        sched.log.recorder.set_on_demand(id, d.on_demand);
         // Where an offloaded inference can go on from the GPU's activations
         // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
         if let Some(g) = &c.gpu {
@@ -268,12 +360,25 @@ pub(crate) fn plan_frame(
             .log
             .start(&cfg, settings.dnn_work_first, settings.free_at_readback);
     }
+    // The setting is read every frame (`render/cpu_lane.rs`): the recording says how it was.
+    sched.log.set_cpu_on_completion(settings.cpu_on_completion);
     for r in &requests.0 {
         if let Some(d) = dnns.map.get_mut(&r.dnn) {
             d.pending = Some(r.crop);
+            // The plugin holds a request until its DNN is idle: the coordinator counts the
+            // app's request rate from here, not from the submissions.
+            if let Some(id) = d.model_id {
+                sched.coordinator.requested(id, now);
+            }
             if let (Some(id), Some(f)) = (d.model_id, frames.0.get(&d.source)) {
                 sched.log.request(id, f.capture_ms, f.content_variation);
             }
+        }
+    }
+    // An app may switch a DNN between on-demand and continuous requests while it runs.
+    for d in dnns.map.values() {
+        if let Some(id) = d.model_id {
+            sched.coordinator.set_on_demand(id, d.on_demand);
         }
     }
     // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
@@ -386,10 +491,12 @@ pub(crate) fn plan_frame(
         start_ms: now + render_ms,
         end_ms: now + period - extra,
     };
-    let decision =
-        sched
-            .coordinator
-            .schedule(now, Event::FrameRendered, window, workers.pool.idle());
+    // The slots of work the lane handed out for this frame's encoder are taken.
+    let held: usize = sched.held_cpu.iter().map(|w| w.threads.max(1)).sum();
+    let idle = workers.pool.idle().saturating_sub(held);
+    let decision = sched
+        .coordinator
+        .schedule(now, Event::FrameRendered, window, idle);
     sched.pacing.planned(!decision.gpu.is_empty());
     let frame = sched.frame;
     sched.log.planned(frame, now, &decision.gpu, &decision.cpu);
@@ -411,14 +518,66 @@ pub(crate) fn plan_frame(
             replay_json: replay,
         })));
     }
+    sched.report_placements(dnns, now, &outbox);
+    let mut cpu = std::mem::take(&mut sched.held_cpu);
+    cpu.extend(decision.cpu);
     *plan = FramePlan {
         now_ms: now,
         gpu: decision.gpu,
-        cpu: decision.cpu,
+        cpu,
     };
     if trace.0 {
         outbox.send(RenderMessage::Trace(
             sched.coordinator.timeline().to_chrome_trace_string(),
         ));
+    }
+}
+
+/// Lends the coordinator to the workers at the end of the render frame (`RenderSystems::Cleanup`,
+/// `render/cpu_lane.rs`), unless [`HeimdallSettings::cpu_on_completion`] is off (read every
+/// frame).
+pub(crate) fn lend_cpu_lane(
+    mut sched: ResMut<Scheduler>,
+    dnns: Res<RenderDnns>,
+    workers: Res<Workers>,
+    outbox: Res<Outbox>,
+    settings: Res<HeimdallSettings>,
+) {
+    if !settings.cpu_on_completion {
+        return;
+    }
+    let lane = sched.lane.clone();
+    let Scheduler {
+        coordinator,
+        log,
+        frame,
+        ..
+    } = &mut *sched;
+    lane.lend((coordinator, log, *frame), &dnns, &workers, &outbox);
+}
+
+/// Takes the coordinator back before the render world prepares the next frame; the CPU work the
+/// lane handed out that needs this frame's encoder goes out with this frame's.
+pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: ResMut<RenderDnns>) {
+    let lane = sched.lane.clone();
+    let Scheduler {
+        coordinator, log, ..
+    } = &mut *sched;
+    let held = lane.take_back(coordinator, log, &mut dnns);
+    sched.held_cpu.extend(held);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_chunk_ms;
+
+    /// Pieces of CPU work about a frame long (three quarters of it), never under 8 ms.
+    #[test]
+    fn cpu_pieces_fill_three_quarters_of_a_frame() {
+        assert_eq!(cpu_chunk_ms(30.0), 25.0);
+        assert_eq!(cpu_chunk_ms(60.0), 12.5);
+        assert!((cpu_chunk_ms(90.0) - 25.0 / 3.0).abs() < 1e-9);
+        assert_eq!(cpu_chunk_ms(120.0), 8.0);
+        assert_eq!(cpu_chunk_ms(0.0), 750.0);
     }
 }

@@ -43,6 +43,8 @@ pub(crate) struct ExtractedDnn {
     pub roi: bool,
     /// The DNN's request period, ms (`RequestMode::Every`).
     pub request_period_ms: Option<f64>,
+    /// It is requested on demand (`RequestMode::OnDemand`).
+    pub on_demand: bool,
     pub decoder: Option<DecoderHandle>,
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
@@ -74,10 +76,14 @@ pub(crate) struct Compiled {
     /// What became of the convolution cache on the GPU, in one line (`None`: off as asked, or
     /// no GPU).
     pub cache_decision: Option<String>,
-    /// Each step's measured time on the CPU, ms.
+    /// Each step's measured time on the CPU, ms (one thread).
     pub cpu_ms: Arc<Vec<f64>>,
     /// Why a model of an app with a GPU runs on the CPU backend (the device's limits).
     pub cpu_fallback: Option<String>,
+    /// Threads its CPU model runs on (the CPU slots an inference there occupies).
+    pub cpu_threads: usize,
+    /// How much faster its CPU model is on `cpu_threads` than on one thread (measured).
+    pub cpu_speedup: f64,
 }
 
 pub(crate) enum ModelState {
@@ -129,6 +135,8 @@ pub(crate) struct ResumeJob {
     pub requested: bool,
     /// Sends the outputs on, when the CPU ends the inference.
     pub finish: Option<Finish>,
+    /// The CPU slots it occupies (its CPU model's threads).
+    pub slots: usize,
 }
 
 /// One DNN entity in the render world.
@@ -144,6 +152,9 @@ pub(crate) struct RenderDnn {
     pub conv_cache: (ConvCache, bool),
     pub deadline_ms: Option<f64>,
     pub utility: UtilityParams,
+    /// Requested on demand (`RequestMode::OnDemand`): the coordinator answers each request on
+    /// the processor that is soonest.
+    pub on_demand: bool,
     pub state: ModelState,
     /// Set once the coordinator knows the model.
     pub model_id: Option<ModelId>,
@@ -233,8 +244,12 @@ pub(crate) struct CpuPart {
     /// Input `[H, W, C]`.
     pub input: [usize; 3],
     pub output_shapes: Arc<Vec<Vec<usize>>>,
-    /// Each step's measured time on the CPU, ms.
+    /// Each step's measured time on the CPU, ms (one thread).
     pub cpu_ms: Arc<Vec<f64>>,
+    /// Threads `cpu` runs on (`render/models.rs`, `cpu_threads_for`).
+    pub threads: usize,
+    /// Its measured speedup on `threads` over one thread.
+    pub speedup: f64,
 }
 
 impl CpuPart {
@@ -261,6 +276,8 @@ impl Compiled {
             input: self.input,
             output_shapes: self.output_shapes.clone(),
             cpu_ms: self.cpu_ms.clone(),
+            threads: self.cpu_threads,
+            speedup: self.cpu_speedup,
         }
     }
 
@@ -304,6 +321,8 @@ impl Compiled {
             input: cpu.input,
             output_shapes: cpu.output_shapes,
             cpu_ms: cpu.cpu_ms,
+            cpu_threads: cpu.threads,
+            cpu_speedup: cpu.speedup,
             placement,
             costs,
             cache_decision,

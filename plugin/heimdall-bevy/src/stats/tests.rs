@@ -204,3 +204,78 @@ fn a_guard_decision_shows_in_the_json_and_outlives_a_reset() {
     let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
     assert!(j["models"]["m"]["guard"].is_null());
 }
+
+/// Where a DNN runs and at what rate, in `stats.json`: its inferences on each processor, the
+/// threads of a CPU inference, the rates and the shortfall the coordinator reported last, the
+/// time spent in shortfall in the window (1.5 s of the 2.5 s after the reset here) and the
+/// changes of processor.
+#[test]
+fn placement_rates_and_shortfall_in_the_json() {
+    use crate::dnn::RateShortfall;
+    let mut s = HeimdallStats::default();
+    let e = Entity::from_raw_u32(3).expect("valid index");
+    let at = |s: &mut HeimdallStats, ms: f64, p: &DnnPlacement| {
+        s.now_ms = ms;
+        s.record_placement("m", e, p);
+    };
+    let gpu = DnnPlacement {
+        backend: Some(Backend::Gpu),
+        cpu_threads: 4,
+        requested_rate_hz: Some(10.0),
+        ..Default::default()
+    };
+    let short = DnnPlacement {
+        backend: Some(Backend::Cpu),
+        granted_rate_hz: Some(2.5),
+        shortfall: Some(RateShortfall {
+            requested_hz: 10.0,
+            granted_hz: 2.5,
+            reason: "no GPU budget and the CPU is full".into(),
+        }),
+        ..gpu.clone()
+    };
+    at(&mut s, 0.0, &gpu);
+    at(&mut s, 500.0, &short);
+    s.now_ms = 1000.0;
+    s.reset();
+    at(&mut s, 2000.0, &DnnPlacement { ..short.clone() });
+    at(&mut s, 2500.0, &gpu);
+    at(&mut s, 3000.0, &short);
+    for (ms, backend) in [(10, Backend::Cpu), (20, Backend::Gpu), (30, Backend::Cpu)] {
+        s.record_result("m", e, Duration::from_millis(ms), None, 0, backend);
+    }
+    s.now_ms = 3500.0;
+    let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+    let m = &j["models"]["m"];
+    assert_eq!(m["placement"]["processor"], "cpu");
+    assert_eq!(m["placement"]["cpu_inferences"], 2);
+    assert_eq!(m["placement"]["gpu_inferences"], 1);
+    assert_eq!(m["placement"]["cpu_threads"], 4);
+    assert_eq!(
+        m["placement"]["switches"], 2,
+        "cpu -> gpu -> cpu after the reset"
+    );
+    assert_eq!(m["requested_rate_hz"], 10.0);
+    assert_eq!(m["granted_rate_hz"], 2.5);
+    assert_eq!(m["shortfall"]["granted_hz"], 2.5);
+    assert_eq!(
+        m["shortfall"]["reason"],
+        "no GPU budget and the CPU is full"
+    );
+    // 1000..2500 and 3000..3500 in shortfall.
+    assert_eq!(m["shortfall_s"], 1.5 + 0.5);
+    assert_eq!(j["cpu_slots"], HeimdallSettings::default().cpu_slots());
+    // A DNN the coordinator never placed: nulls, no time in shortfall.
+    s.record_result(
+        "free",
+        Entity::from_raw_u32(4).unwrap(),
+        Duration::ZERO,
+        None,
+        0,
+        Backend::Gpu,
+    );
+    let j = s.to_json(&HeimdallSettings::default(), "gpu", 0);
+    assert!(j["models"]["free"]["shortfall"].is_null());
+    assert!(j["models"]["free"]["placement"]["processor"].is_null());
+    assert_eq!(j["models"]["free"]["shortfall_s"], 0.0);
+}

@@ -91,6 +91,10 @@ pub(crate) struct Analysis {
     /// Total GPU time when last partitioned (the drift reference).
     pub partitioned_gpu_total: f64,
     pub has_cpu_only: bool,
+    /// Some step runs on the GPU (the model has a GPU path).
+    pub gpu_capable: bool,
+    /// Every step runs on the CPU (the model can run whole there).
+    pub cpu_capable: bool,
 }
 
 impl Analysis {
@@ -107,6 +111,14 @@ impl Analysis {
                 .steps
                 .iter()
                 .any(|s| !s.processors.contains(Processor::Gpu)),
+            gpu_capable: profile
+                .steps
+                .iter()
+                .any(|s| s.processors.contains(Processor::Gpu)),
+            cpu_capable: profile
+                .steps
+                .iter()
+                .all(|s| s.processors.contains(Processor::Cpu)),
             profile,
         };
         a.refresh_costs();

@@ -10,7 +10,8 @@ use crate::policy::PolicyContext;
 use crate::processor::Processor;
 
 impl Coordinator {
-    /// Hands out CPU work to at most `idle` workers, highest priority first.
+    /// Hands out CPU work for at most `idle` slots, highest priority first. A job that needs
+    /// more slots than are free holds them: nothing ranked below it starts.
     pub(super) fn schedule_cpu(
         &mut self,
         ctx: &PolicyContext,
@@ -18,10 +19,15 @@ impl Coordinator {
         coordinated: bool,
         out: &mut Decision,
     ) {
-        for _ in 0..idle {
+        let mut free = idle;
+        let mut taken: Vec<usize> = Vec::new();
+        while free > 0 {
             let mut best: Option<(usize, Rank)> = None;
             for (i, m) in self.models.iter().enumerate() {
                 let Some(job) = &m.job else { continue };
+                if taken.contains(&i) {
+                    continue;
+                }
                 if job.cpu_inflight || job.gpu_inflight > 0 || job.planned >= m.analysis.len() {
                     continue;
                 }
@@ -35,22 +41,40 @@ impl Coordinator {
                 }
             }
             let Some((i, _)) = best else { break };
+            taken.push(i);
+            let threads = self.cpu_slots_of(&self.models[i]);
+            if threads > free {
+                // Hold the free slots for it.
+                break;
+            }
+            free -= threads;
+            let by_default = self.cfg.offload_resumes_from_gpu;
+            let (planned, last_on, processor) = {
+                let job = self.models[i].job.as_ref().expect("candidate has a job");
+                (job.planned, job.last_on, job.processor)
+            };
+            let offloaded = processor == Processor::Cpu;
+            // An offloaded inference the GPU had started restarts from its input where the
+            // caller cannot resume from the GPU's activations.
+            let restart = offloaded
+                && last_on == Some(Processor::Gpu)
+                && !resumes_at(&self.models[i].resumable, planned, by_default);
+            let start = if restart { 0 } else { planned };
+            // Continuous work on the CPU goes in pieces when the slots run short (a job that
+            // comes waits at most one); a fallback step of a GPU model as its chunk.
+            let end = if offloaded {
+                self.piece_end(i, start, free)
+            } else {
+                self.models[i]
+                    .analysis
+                    .partition
+                    .chunk_containing(start)
+                    .ops
+                    .end
+            };
             let m = &mut self.models[i];
             let a = &m.analysis;
             let job = m.job.as_mut().expect("candidate has a job");
-            let offloaded = job.processor == Processor::Cpu;
-            // An offloaded inference the GPU had started restarts from its input where the
-            // caller cannot resume from the GPU's activations.
-            let by_default = self.cfg.offload_resumes_from_gpu;
-            let restart = offloaded
-                && job.last_on == Some(Processor::Gpu)
-                && !resumes_at(&m.resumable, job.planned, by_default);
-            let start = if restart { 0 } else { job.planned };
-            let end = if offloaded {
-                a.len()
-            } else {
-                a.partition.chunk_containing(start).ops.end
-            };
             let resume = match (start, job.last_on) {
                 (0, _) | (_, None) => Resume::Input,
                 (_, Some(Processor::Gpu)) => Resume::FromGpu,
@@ -59,18 +83,24 @@ impl Coordinator {
             if offloaded && resume == Resume::FromGpu {
                 m.resumed_from_gpu += 1;
             }
-            let est = a.costs.range_ms(start..end, Processor::Cpu);
+            let est = a.costs.range_ms(start..end, Processor::Cpu) / m.cpu_speedup;
             job.planned = end;
             job.cpu_inflight = true;
             job.cpu_planned_end = ctx.now_ms + est;
             job.offloaded |= offloaded;
             job.last_on = Some(Processor::Cpu);
-            let id = self.new_work(ModelId(i), start..end, Processor::Cpu, ctx.now_ms + est);
+            let id = self.new_work(
+                ModelId(i),
+                start..end,
+                (Processor::Cpu, threads),
+                ctx.now_ms + est,
+            );
             out.cpu.push(CpuWork {
                 id,
                 model: ModelId(i),
                 ops: start..end,
                 est_ms: est,
+                threads,
                 offloaded,
                 resume,
             });

@@ -3,7 +3,7 @@
 //! model's waiting request.
 
 use super::Coordinator;
-use super::state::{Inflight, Job};
+use super::state::Inflight;
 use super::types::{Completion, WorkId};
 use crate::model::ModelId;
 use crate::processor::Processor;
@@ -80,11 +80,18 @@ impl Coordinator {
                 m.analysis.observe(w.ops.clone(), Processor::Gpu, t);
             }
             Processor::Cpu => {
-                m.analysis.observe(w.ops.clone(), Processor::Cpu, measured);
+                // The profile keeps one-thread times.
+                let one_thread = measured * m.cpu_speedup;
+                m.analysis
+                    .observe(w.ops.clone(), Processor::Cpu, one_thread);
             }
         }
         m.analysis.refresh_costs();
         m.analysis.maybe_repartition(&budget, drift, false);
+        if self.planner_active() {
+            self.note_costs(w.model.0);
+        }
+        let m = &self.models[w.model.0];
         if self.timeline.is_enabled() {
             let lane = match worker {
                 Some(k) => Lane::CpuWorker(k),
@@ -141,10 +148,7 @@ impl Coordinator {
             deadline_met: m.deadline_ms.map(|d| latency <= d),
             offloaded: job.offloaded,
         };
-        if let Some(req) = m.pending.take() {
-            self.next_seq += 1;
-            m.job = Some(Job::new(self.next_seq, req, end_ms, m.mode));
-        }
+        self.admit_pending(w.model.0, end_ms);
         Some(done)
     }
 }

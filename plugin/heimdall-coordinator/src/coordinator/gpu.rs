@@ -88,7 +88,7 @@ impl Coordinator {
             self.timeline
                 .instant(Lane::Coordinator, "decision", name, start, args);
         }
-        let id = self.new_work(ModelId(i), ops.clone(), Processor::Gpu, start + est);
+        let id = self.new_work(ModelId(i), ops.clone(), (Processor::Gpu, 0), start + est);
         out.gpu.push(GpuWork {
             id,
             model: ModelId(i),

@@ -6,8 +6,9 @@
 //!    one inference in flight per model and the latest request pending);
 //! 3. at every scheduling event (after a render, when GPU or CPU work finishes, on a request) call
 //!    [`Coordinator::schedule`] with the GPU window left in this frame and the number of idle CPU
-//!    workers; encode the returned [`GpuWork`] into the frame's command encoder (in order) and hand
-//!    the [`CpuWork`] to workers (`run_range(ops)`, starting from the state its [`Resume`] names);
+//!    slots; encode the returned [`GpuWork`] into the frame's command encoder (in order) and hand
+//!    the [`CpuWork`] to workers (`run_range(ops)` on `threads` slots, starting from the state its
+//!    [`Resume`] names);
 //! 4. report each finished piece with [`Coordinator::gpu_done`] / [`Coordinator::cpu_done`] and its
 //!    measured times, which feed the profiles; these return a [`Completion`] when an inference
 //!    finished.
@@ -19,11 +20,13 @@
 //! `cache` (the convolution cache's hit rates) and `rebalance` (CPU offload) with `mode_log`
 //! (where each model ran, bounded).
 
+mod admit;
 mod cache;
 mod cpu;
 mod done;
 mod gpu;
 mod mode_log;
+mod placing;
 mod rebalance;
 mod state;
 mod types;
@@ -33,6 +36,7 @@ use std::collections::HashMap;
 use self::state::{Job, ModelState, Rank};
 use crate::analyzer::{Analysis, ModelProfile, Partition};
 use crate::model::{ModelId, ModelSpec};
+use crate::placement::Plan;
 use crate::policy::{Dispatch, JobView, Policy, PolicyContext};
 use crate::processor::Processor;
 use crate::timeline::Timeline;
@@ -59,6 +63,12 @@ pub struct Coordinator {
     /// Consecutive frames whose GPU window had no room from the start (the device is behind the
     /// frame rate), and the end of the last window counted.
     closed_streak: (u32, f64),
+    /// The current placement plan.
+    plan: Plan,
+    /// The plan is out of date (a model registered or retired, requests or costs moved).
+    replan_due: bool,
+    /// When the next regular re-plan is due, ms.
+    next_plan_ms: f64,
 }
 
 impl Coordinator {
@@ -66,7 +76,7 @@ impl Coordinator {
     pub fn new(cfg: CoordinatorConfig, policy: Box<dyn Policy>) -> Self {
         Coordinator {
             timeline: Timeline::with_capacity(cfg.record_timeline, cfg.timeline_capacity),
-            next_offload_eval: cfg.offload.interval_ms,
+            next_offload_eval: cfg.placement.min_dwell_ms,
             last_offload_eval: 0.0,
             cfg,
             policy,
@@ -76,6 +86,9 @@ impl Coordinator {
             next_work: 0,
             next_seq: 0,
             closed_streak: (0, f64::NAN),
+            plan: Plan::default(),
+            replan_due: true,
+            next_plan_ms: 0.0,
         }
     }
 
@@ -108,6 +121,7 @@ impl Coordinator {
         let analysis = Analysis::new(profile, &self.cfg.budget);
         self.models
             .push(ModelState::new(name, utility, deadline_ms, analysis));
+        self.replan_soon();
         id
     }
 
@@ -121,9 +135,52 @@ impl Coordinator {
         &self.models[model.0].analysis.partition
     }
 
+    /// The current placement plan: per DNN its processor, expected latency, granted rate and
+    /// shortfall.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Declares that `model`'s CPU backend runs on `threads` threads (it occupies that many CPU
+    /// slots while it runs; at most the coordinator's slots) and is `speedup` times faster there
+    /// than its one-thread profile (whose CPU times stay one-thread costs; measured CPU times are
+    /// scaled back by `speedup` before they feed it). Default: 1 thread, speedup 1. A `threads`
+    /// of 0 counts as 1; a `speedup` that is not finite and > 0 as 1.
+    pub fn set_cpu_parallelism(&mut self, model: ModelId, threads: usize, speedup: f64) {
+        let m = &mut self.models[model.0];
+        m.cpu_threads = threads.max(1);
+        m.cpu_speedup = if speedup.is_finite() && speedup > 0.0 {
+            speedup
+        } else {
+            1.0
+        };
+        self.replan_soon();
+    }
+
+    /// Declares whether `model` is requested on demand (events such as a tap, e.g. a style
+    /// transfer) rather than continuously or at a rate: each of its jobs then takes the processor
+    /// that answers it soonest, and its rate is never cut. Default: not on demand.
+    pub fn set_on_demand(&mut self, model: ModelId, on_demand: bool) {
+        self.models[model.0].on_demand = on_demand;
+        self.replan_soon();
+    }
+
+    /// Slots a piece of `model`'s CPU work occupies: its threads, at most the slots.
+    fn cpu_slots_of(&self, m: &ModelState) -> usize {
+        m.cpu_threads.clamp(1, self.cfg.cpu_workers.max(1))
+    }
+
     /// Counters and state of `model`; `now_ms` is used for its current utility.
     pub fn status(&self, model: ModelId, now_ms: f64) -> ModelStatus {
         let m = &self.models[model.0];
+        let entry = self.plan.entry(model);
+        let requested = match entry {
+            Some(e) => e.requested_hz,
+            None => m
+                .request_interval_ms
+                .filter(|p| *p > 0.0 && !m.on_demand)
+                .map(|p| 1000.0 / p),
+        };
         ModelStatus {
             name: m.name.clone(),
             mode: m.mode,
@@ -142,6 +199,28 @@ impl Coordinator {
                     j.request.content_variation,
                 )
             }),
+            cpu_threads: self.cpu_slots_of(m),
+            on_demand: m.on_demand,
+            requested_rate_hz: requested,
+            granted_rate_hz: entry.and_then(|e| e.granted_hz).or(requested),
+            shortfall: entry.and_then(|e| e.shortfall),
+            expected_latency_ms: entry
+                .map(|e| e.expected_latency_ms)
+                .or_else(|| Some(self.expected_latency(m))),
+        }
+    }
+
+    /// Expected latency of one inference of `m` where it runs now, alone, ms.
+    fn expected_latency(&self, m: &ModelState) -> f64 {
+        let a = &m.analysis;
+        match m.mode {
+            Processor::Cpu => a.cpu_total() / m.cpu_speedup,
+            Processor::Gpu => {
+                let b = self.cfg.budget;
+                a.gpu_total() * b.frame_period_ms / b.budget_ms().max(1e-3)
+                    + a.fallback_ms(0..a.len()) / m.cpu_speedup
+                    + b.frame_period_ms
+            }
         }
     }
 
@@ -175,6 +254,7 @@ impl Coordinator {
         for m in &mut self.models {
             m.analysis.maybe_repartition(&b, 0.0, true);
         }
+        self.replan_soon();
     }
 
     /// Folds a measured render time into the budget (EMA with the profiles' factor 0.1) and
@@ -189,29 +269,52 @@ impl Coordinator {
             for m in &mut self.models {
                 m.analysis.maybe_repartition(&b, 0.0, true);
             }
+            self.replan_soon();
         }
     }
 
-    /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight;
-    /// otherwise it waits, replacing any older waiting request (the latest frame wins). A
-    /// retired model's requests are ignored.
+    /// Submits a request at `now_ms`. It starts at once if the model has nothing in flight and
+    /// its granted rate allows it; otherwise it waits, replacing any older waiting request (the
+    /// latest frame wins). A retired model's requests are ignored.
     pub fn submit(&mut self, model: ModelId, request: Request, now_ms: f64) {
         let m = &mut self.models[model.0];
         if m.retired {
             return;
         }
+        if !m.requests_reported {
+            self.note_request(model.0, now_ms);
+        }
+        if self.models[model.0].job.is_some() {
+            self.models[model.0].pending = Some(request);
+        } else {
+            self.offer(model.0, request, now_ms);
+        }
+    }
+
+    /// Tells the coordinator that the app asked for an inference of `model` at `now_ms`, for a
+    /// caller that holds its requests until the model is idle and submits only then (the Bevy
+    /// plugin): the requested rate the plan counts is then the app's, not the rate at which the
+    /// model happened to be idle. Once called for a model, [`Self::submit`] no longer feeds its
+    /// request interval.
+    pub fn requested(&mut self, model: ModelId, now_ms: f64) {
+        let m = &mut self.models[model.0];
+        if m.retired {
+            return;
+        }
+        m.requests_reported = true;
+        self.note_request(model.0, now_ms);
+    }
+
+    /// Folds a request at `now` into model `i`'s mean request interval.
+    fn note_request(&mut self, i: usize, now: f64) {
+        let m = &mut self.models[i];
         if let Some(last) = m.last_request_ms {
-            let gap = (now_ms - last).max(0.0);
+            let gap = (now - last).max(0.0);
             m.request_interval_ms =
                 Some(m.request_interval_ms.map_or(gap, |e| 0.8 * e + 0.2 * gap));
         }
-        m.last_request_ms = Some(now_ms);
-        if m.job.is_some() {
-            m.pending = Some(request);
-        } else {
-            self.next_seq += 1;
-            m.job = Some(Job::new(self.next_seq, request, now_ms, m.mode));
-        }
+        m.last_request_ms = Some(now);
+        self.note_interval(i);
     }
 
     /// Takes `model` out of the coordination for good: the caller replaced it (a model compiled
@@ -228,6 +331,7 @@ impl Coordinator {
         m.job = None;
         m.pending = None;
         m.gpu_recent_ms = 0.0;
+        self.replan_soon();
     }
 
     /// Whether `model` has an inference in flight.
@@ -242,12 +346,12 @@ impl Coordinator {
         let p = job.planned;
         let queued = (job.gpu_planned_end.max(job.cpu_planned_end) - now).max(0.0);
         let rest = match job.processor {
-            Processor::Cpu => a.costs.range_ms(p..n, Processor::Cpu),
+            Processor::Cpu => m.cpu_ms(p..n),
             Processor::Gpu => {
                 let gpu = a.costs.range_ms(p..n, Processor::Gpu);
                 // The GPU gives the DNNs only the budget of every frame.
                 let b = self.cfg.budget.budget_ms().max(1e-3);
-                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n)
+                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n) / m.cpu_speedup
             }
         };
         queued + rest
@@ -264,10 +368,15 @@ impl Coordinator {
             deadline_ms: m.deadline_ms,
             next_op: job.planned,
             remaining_ms: self.remaining_ms(m, job, now),
-            remaining_gpu_ms: m
-                .analysis
-                .costs
-                .range_ms(job.planned.min(n)..n, Processor::Gpu),
+            // A job placed on the CPU is weighed by its work there (a CPU-only model's GPU work
+            // is none, which made its density unbounded and let it outrank every event).
+            remaining_gpu_ms: match job.processor {
+                Processor::Cpu => m.cpu_ms(job.planned.min(n)..n),
+                Processor::Gpu => m
+                    .analysis
+                    .costs
+                    .range_ms(job.planned.min(n)..n, Processor::Gpu),
+            },
             costs: &m.analysis.costs,
         }
     }
@@ -315,41 +424,25 @@ impl Coordinator {
         Some(self.priority(ctx, &v, self.policy.coordinated()))
     }
 
-    /// Decides what to run now. `idle_cpu_workers` is how many workers can take work.
+    /// Decides what to run now. `idle_cpu_slots` is how many CPU slots (cores for inference)
+    /// are free: the CPU work returned occupies at most that many together.
     pub fn schedule(
         &mut self,
         now_ms: f64,
         event: Event,
         window: GpuWindow,
-        idle_cpu_workers: usize,
+        idle_cpu_slots: usize,
     ) -> Decision {
         let coordinated = self.policy.coordinated();
-        if coordinated && self.cfg.offload.enabled && now_ms >= self.next_offload_eval {
+        if self.planner_active() {
+            self.maybe_replan(now_ms);
+        } else if coordinated && self.cfg.placement.enabled && now_ms >= self.next_offload_eval {
             self.evaluate_offload(now_ms);
         }
-        let cpu_free = if idle_cpu_workers > 0 {
-            now_ms
-        } else {
-            self.inflight
-                .values()
-                .filter(|w| w.processor == Processor::Cpu)
-                .map(|w| w.planned_end)
-                .fold(f64::INFINITY, f64::min)
-                .max(now_ms)
-        };
-        let ctx = PolicyContext {
-            now_ms,
-            interval_ms: self.cfg.budget.frame_period_ms,
-            alpha: self.cfg.alpha,
-            gpu_free_ms: window.start_ms.max(now_ms),
-            cpu_free_ms: if cpu_free.is_finite() {
-                cpu_free
-            } else {
-                now_ms
-            },
-        };
+        self.admit_due(now_ms);
+        let ctx = self.context(now_ms, window.start_ms.max(now_ms), idle_cpu_slots);
         let mut decision = Decision::default();
-        self.schedule_cpu(&ctx, idle_cpu_workers, coordinated, &mut decision);
+        self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
         match self.policy.dispatch() {
             Dispatch::FrameBudget if self.cfg.chunking => {
                 self.schedule_gpu_budget(&ctx, window, &mut decision)
@@ -365,11 +458,52 @@ impl Coordinator {
         decision
     }
 
+    /// Hands out CPU work only, for `idle_cpu_slots` free slots, at `now_ms`: for a caller that
+    /// learns of a CPU worker's end between its frames' decisions (a worker thread that asks for
+    /// its next piece itself), so that a slot does not idle until the next frame. The GPU is not
+    /// touched; plans and admissions are brought up to date as in [`Self::schedule`].
+    pub fn schedule_cpu_only(&mut self, now_ms: f64, idle_cpu_slots: usize) -> Vec<CpuWork> {
+        let coordinated = self.policy.coordinated();
+        if self.planner_active() {
+            self.maybe_replan(now_ms);
+        }
+        self.admit_due(now_ms);
+        let ctx = self.context(now_ms, now_ms, idle_cpu_slots);
+        let mut decision = Decision::default();
+        self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
+        decision.cpu
+    }
+
+    /// The policy's view of a decision at `now_ms` with the GPU free from `gpu_free_ms`.
+    fn context(&self, now_ms: f64, gpu_free_ms: f64, idle_cpu_slots: usize) -> PolicyContext {
+        let cpu_free = if idle_cpu_slots > 0 {
+            now_ms
+        } else {
+            self.inflight
+                .values()
+                .filter(|w| w.processor == Processor::Cpu)
+                .map(|w| w.planned_end)
+                .fold(f64::INFINITY, f64::min)
+                .max(now_ms)
+        };
+        PolicyContext {
+            now_ms,
+            interval_ms: self.cfg.budget.frame_period_ms,
+            alpha: self.cfg.alpha,
+            gpu_free_ms,
+            cpu_free_ms: if cpu_free.is_finite() {
+                cpu_free
+            } else {
+                now_ms
+            },
+        }
+    }
+
     fn new_work(
         &mut self,
         model: ModelId,
         ops: std::ops::Range<usize>,
-        processor: Processor,
+        (processor, threads): (Processor, usize),
         planned_end: f64,
     ) -> WorkId {
         self.next_work += 1;
@@ -381,6 +515,7 @@ impl Coordinator {
                 ops,
                 processor,
                 planned_end,
+                threads,
             },
         );
         id

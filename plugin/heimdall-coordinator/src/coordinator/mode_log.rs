@@ -44,6 +44,11 @@ impl ModeLog {
         self.recent.push_back((now, to));
     }
 
+    /// Since when the model has been where it is now, ms.
+    pub fn since(&self) -> f64 {
+        self.current.0
+    }
+
     /// Moves so far.
     pub fn switches(&self) -> u64 {
         self.switches

@@ -14,7 +14,7 @@ impl Coordinator {
     pub(super) fn evaluate_offload(&mut self, now: f64) {
         let elapsed = (now - self.last_offload_eval).max(1e-9);
         self.last_offload_eval = now;
-        self.next_offload_eval = now + self.cfg.offload.interval_ms;
+        self.next_offload_eval = now + self.cfg.placement.min_dwell_ms;
         let b = self.cfg.budget;
         let capacity = b.budget_ms() / b.frame_period_ms;
         let total_recent: f64 = self
@@ -26,7 +26,7 @@ impl Coordinator {
         let load = GpuLoad {
             util: total_recent / elapsed,
             capacity,
-            saturation: self.cfg.offload.saturation,
+            saturation: self.cfg.placement.gpu_saturation,
         };
         let views: Vec<OffloadView> = self
             .models
@@ -55,11 +55,13 @@ impl Coordinator {
                     mode: m.mode,
                     gpu_latency_ms: gpu_latency,
                     expected_gpu_latency_ms: m.analysis.gpu_total() / share + b.frame_period_ms,
-                    cpu_latency_ms: m.cpu_latency_ema.unwrap_or_else(|| m.analysis.cpu_total()),
+                    cpu_latency_ms: m
+                        .cpu_latency_ema
+                        .unwrap_or_else(|| m.cpu_ms(0..m.analysis.len())),
                     deadline_ms: m.deadline_ms,
                     gpu_demand: m.analysis.gpu_total()
                         / m.request_interval_ms
-                            .unwrap_or(self.cfg.offload.interval_ms)
+                            .unwrap_or(self.cfg.placement.min_dwell_ms)
                             .max(1e-3),
                 }
             })
@@ -74,19 +76,20 @@ impl Coordinator {
                 .any(|m| !m.retired && m.analysis.has_cpu_only),
         );
         let max_on_cpu = self.cfg.cpu_workers.saturating_sub(reserve);
-        let Some(sw) = offload::decide(&views, self.cfg.offload.margin, max_on_cpu, load) else {
+        let Some(sw) = offload::decide(&views, self.cfg.placement.margin, max_on_cpu, load) else {
             return;
         };
         self.switch_model(sw.model.0, sw.to, now);
     }
 
     /// Moves model `i`'s new inferences to `to`, and decides where its running job goes on.
-    fn switch_model(&mut self, i: usize, to: Processor, now: f64) {
+    pub(super) fn switch_model(&mut self, i: usize, to: Processor, now: f64) {
         let period = self.cfg.budget.frame_period_ms;
         let budget = self.cfg.budget.budget_ms().max(1e-3);
         let m = &mut self.models[i];
         m.mode = to;
         m.modes.switch(now, to);
+        let speedup = m.cpu_speedup;
         let a = &m.analysis;
         let n = a.len();
         if let Some(job) = m.job.as_mut() {
@@ -99,13 +102,13 @@ impl Coordinator {
                     // queued).
                     let p = job.planned;
                     let gpu_rest = a.costs.range_ms(p..n, Processor::Gpu) * period / budget
-                        + a.fallback_ms(p..n);
+                        + a.fallback_ms(p..n) / speedup;
                     let from = if resumes_at(&m.resumable, p, self.cfg.offload_resumes_from_gpu) {
                         p
                     } else {
                         0
                     };
-                    let cpu_rest = a.costs.range_ms(from..n, Processor::Cpu);
+                    let cpu_rest = a.costs.range_ms(from..n, Processor::Cpu) / speedup;
                     if cpu_rest < gpu_rest {
                         job.processor = Processor::Cpu;
                     } else {

@@ -80,6 +80,29 @@ pub(super) struct ModelState {
     /// Replaced or removed by the caller ([`super::Coordinator::retire`]): it takes no requests
     /// and counts in no load or offload decision.
     pub retired: bool,
+    /// Threads of its CPU backend (slots a piece of its CPU work occupies), at least 1.
+    pub cpu_threads: usize,
+    /// How much faster its CPU backend is at `cpu_threads` than its one-thread profile.
+    pub cpu_speedup: f64,
+    /// Requested on demand (events).
+    pub on_demand: bool,
+    /// The caller reports every request with `Coordinator::requested` (it holds them until the
+    /// model is idle): `submit` then does not feed the request interval.
+    pub requests_reported: bool,
+    /// The least interval between two admissions: the inverse of the granted rate while the
+    /// plan degrades the model for capacity, ms.
+    pub min_interval_ms: Option<f64>,
+    /// When its latest inference was admitted, ms.
+    pub last_admit_ms: Option<f64>,
+    /// What the last plan was made with: the request interval and the GPU and CPU totals.
+    pub planned: (Option<f64>, f64, f64),
+}
+
+impl ModelState {
+    /// CPU time of `ops` at the model's threads, ms (the profile holds one-thread times).
+    pub fn cpu_ms(&self, ops: Range<usize>) -> f64 {
+        self.analysis.costs.range_ms(ops, Processor::Cpu) / self.cpu_speedup
+    }
 }
 
 /// Whether an inference the GPU ran to boundary `k` can continue on the CPU from there, by a
@@ -118,6 +141,13 @@ impl ModelState {
             finished_on_gpu_after_offload: 0,
             resumable: None,
             retired: false,
+            cpu_threads: 1,
+            cpu_speedup: 1.0,
+            on_demand: false,
+            requests_reported: false,
+            min_interval_ms: None,
+            last_admit_ms: None,
+            planned: (None, 0.0, 0.0),
         }
     }
 }
@@ -129,6 +159,8 @@ pub(super) struct Inflight {
     pub ops: Range<usize>,
     pub processor: Processor,
     pub planned_end: f64,
+    /// CPU slots it occupies (0 on the GPU).
+    pub threads: usize,
 }
 
 /// Where a job stands at one decision.

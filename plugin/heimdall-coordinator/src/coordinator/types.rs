@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::analyzer::FrameBudget;
 use crate::model::ModelId;
-use crate::offload::OffloadConfig;
+use crate::placement::{PlacementConfig, Shortfall};
 use crate::processor::Processor;
 use crate::timeline::Timeline;
 
@@ -16,10 +16,11 @@ pub struct CoordinatorConfig {
     pub budget: FrameBudget,
     /// Weight `alpha` of the content variation (0.01 in the paper).
     pub alpha: f64,
-    /// Number of CPU workers.
+    /// CPU slots: the cores the DNNs may use for inference. A piece of CPU work occupies as many
+    /// slots as its model's CPU backend has threads ([`crate::Coordinator::set_cpu_parallelism`]).
     pub cpu_workers: usize,
-    /// CPU offload.
-    pub offload: OffloadConfig,
+    /// Where each DNN runs: the placement planner's settings.
+    pub placement: PlacementConfig,
     /// Whether GPU work is cut into frame-budget chunks (Heimdall's pseudo-preemption). Without
     /// it, a coordinated policy still ranks jobs, overrides deadlines and offloads, but each
     /// dispatch is a whole run of GPU steps (up to the next CPU step), whatever the frame.
@@ -45,8 +46,8 @@ pub struct CoordinatorConfig {
 }
 
 impl CoordinatorConfig {
-    /// Defaults for a frame budget: alpha 0.01, 2 workers, offload every second with m = 0.2
-    /// (resuming from the GPU's activations), chunking on, deadline override on with a 25 %
+    /// Defaults for a frame budget: alpha 0.01, 2 CPU slots, the placement planner with its
+    /// defaults ([`PlacementConfig::default`]; resuming from the GPU's activations), chunking on, deadline override on with a 25 %
     /// guard, re-partition at 20 % drift, timeline on with [`Timeline::DEFAULT_CAPACITY`]
     /// events.
     pub fn new(budget: FrameBudget) -> Self {
@@ -54,7 +55,7 @@ impl CoordinatorConfig {
             budget,
             alpha: 0.01,
             cpu_workers: 2,
-            offload: OffloadConfig::default(),
+            placement: PlacementConfig::default(),
             chunking: true,
             deadline_override: true,
             deadline_guard: 0.25,
@@ -67,12 +68,12 @@ impl CoordinatorConfig {
 }
 
 /// Which of Heimdall's two mechanisms run, for ablations: frame-budget chunking (GPU
-/// pseudo-preemption) and CPU offload.
+/// pseudo-preemption) and CPU offload (the placement of DNNs on the CPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ablation {
     /// Chunking and offload (Heimdall).
     Both,
-    /// Chunking only: no model moves to the CPU (fallback steps still run there).
+    /// Chunking only: placement off, no model moves to the CPU (fallback steps still run there).
     ChunkingOnly,
     /// Offload only: GPU work is dispatched in whole runs, not frame-budget chunks.
     OffloadOnly,
@@ -110,7 +111,7 @@ impl Ablation {
         }
     }
 
-    /// Sets `cfg.chunking` and `cfg.offload.enabled` for this variant.
+    /// Sets `cfg.chunking` and `cfg.placement.enabled` for this variant.
     pub fn apply(self, cfg: &mut CoordinatorConfig) {
         let (chunking, offload) = match self {
             Ablation::Both => (true, true),
@@ -119,7 +120,7 @@ impl Ablation {
             Ablation::Neither => (false, false),
         };
         cfg.chunking = chunking;
-        cfg.offload.enabled = offload;
+        cfg.placement.enabled = offload;
     }
 }
 
@@ -195,17 +196,21 @@ pub enum Resume {
     FromCpu,
 }
 
-/// Work for an idle CPU worker.
+/// Work for idle CPU slots.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuWork {
     /// Report it back with this id.
     pub id: WorkId,
     /// The model.
     pub model: ModelId,
-    /// Op range (contiguous). An offloaded inference gets its whole remainder, `start..n`.
+    /// Op range (contiguous). An inference placed on the CPU gets its remainder, `start..n`, in
+    /// pieces of at most `PlacementConfig::cpu_chunk_ms` when it is continuous work.
     pub ops: Range<usize>,
-    /// Expected cost, ms.
+    /// Expected cost at `threads` threads, ms.
     pub est_ms: f64,
+    /// Slots it occupies while it runs: its model's CPU threads (the worker's thread and
+    /// `threads - 1` helpers of the CPU backend's pool), at most the coordinator's slots.
+    pub threads: usize,
     /// The model is offloaded (whole remaining inference), rather than a fallback op.
     pub offloaded: bool,
     /// Where the state at `ops.start` comes from.
@@ -217,7 +222,7 @@ pub struct CpuWork {
 pub struct Decision {
     /// GPU chunks, in queue order.
     pub gpu: Vec<GpuWork>,
-    /// CPU work, one item per idle worker at most.
+    /// CPU work: together at most the idle slots (each item occupies its `threads`).
     pub cpu: Vec<CpuWork>,
 }
 
@@ -273,4 +278,18 @@ pub struct ModelStatus {
     pub oversized_steps: Vec<usize>,
     /// Utility of the job in flight now, if any.
     pub utility: Option<f64>,
+    /// Threads (slots) of its CPU backend.
+    pub cpu_threads: usize,
+    /// Requested on demand (events): each job takes the processor that answers it soonest.
+    pub on_demand: bool,
+    /// The rate it asks for: the inverse of its mean request interval (`None` on demand or
+    /// before its second request), Hz.
+    pub requested_rate_hz: Option<f64>,
+    /// The rate the plan grants it (equal to `requested_rate_hz` unless degraded; enforced by
+    /// admission), Hz.
+    pub granted_rate_hz: Option<f64>,
+    /// Why it runs below its request, if it does (the plan's, see [`Shortfall`]).
+    pub shortfall: Option<Shortfall>,
+    /// Expected latency of one inference where it runs now (the plan's), ms.
+    pub expected_latency_ms: Option<f64>,
 }

@@ -52,7 +52,8 @@ pub struct JobView<'a> {
     /// Expected remaining time of the job where it currently runs (GPU chunks plus CPU steps),
     /// ms.
     pub remaining_ms: f64,
-    /// GPU time of the job's steps from `next_op` on (its remaining GPU work), ms.
+    /// The job's remaining work, ms: the GPU time of its steps from `next_op` on, or, for a job
+    /// placed on the CPU, their CPU time at its model's threads.
     pub remaining_gpu_ms: f64,
     /// The model's costs.
     pub costs: &'a ModelCosts,

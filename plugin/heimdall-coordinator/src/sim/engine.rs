@@ -11,12 +11,14 @@ use super::report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
 use super::scenario::{Decisions, Scenario};
 use crate::analyzer::StepCost;
 use crate::coordinator::{
-    Completion, Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request, WorkId,
+    Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, Request,
+    WorkId,
 };
 use crate::model::ModelId;
 use crate::policy::{Policy, UnknownPolicy, policy_by_name};
 use crate::timeline::{Lane, Timeline};
 
+mod finish;
 mod per_frame;
 
 /// Events this close (ms) are one instant: a recorded run's times read back from JSON may differ
@@ -184,6 +186,8 @@ struct Sim<'a> {
     decision_us: Vec<f64>,
     cpu_started: HashMap<WorkId, f64>,
     cpu_model: HashMap<WorkId, usize>,
+    /// The slots each piece of CPU work occupies.
+    cpu_slots: HashMap<WorkId, Vec<usize>>,
     record: bool,
     /// Decisions once per frame ([`Decisions::PerFrame`]).
     per_frame: bool,
@@ -216,22 +220,6 @@ fn merge(a: Option<Event>, b: Option<Event>) -> Option<Event> {
         None => 0,
     };
     if rank(&b) > rank(&a) { b } else { a }
-}
-
-/// Share of intervals between consecutive presented frames that are at most 1.25 periods (the
-/// apps' `wall_on_time_rate`), and the longest interval in periods. A vsync whose render was
-/// still pending leaves a two-period interval.
-fn presentation_intervals(presented: &[u64]) -> (f64, f64) {
-    let gaps: Vec<u64> = presented
-        .windows(2)
-        .map(|w| w[1].saturating_sub(w[0]))
-        .collect();
-    if gaps.is_empty() {
-        return (1.0, 0.0);
-    }
-    let ok = gaps.iter().filter(|&&g| g as f64 <= 1.25).count();
-    let max = gaps.iter().copied().max().unwrap_or(0) as f64;
-    (ok as f64 / gaps.len() as f64, max)
 }
 
 /// Runs `scenario` under the policy called `policy`; `record_timeline` keeps the timeline for a
@@ -331,6 +319,12 @@ pub fn simulate_opts(
         }
         let id = coord.register(spec);
         debug_assert_eq!(id, ModelId(i), "the simulator's DNN index is its model id");
+        coord.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+        coord.set_on_demand(id, d.is_on_demand());
+        if let Some(r) = recorder.as_mut() {
+            r.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+            r.set_on_demand(id, d.is_on_demand());
+        }
         if d.resumable_steps.is_some() {
             coord.set_resumable_steps(id, d.resumable_steps.as_deref());
         }
@@ -358,6 +352,7 @@ pub fn simulate_opts(
         decision_us: Vec::new(),
         cpu_started: HashMap::new(),
         cpu_model: HashMap::new(),
+        cpu_slots: HashMap::new(),
         record: record_timeline,
         per_frame: scenario.decisions == Decisions::PerFrame,
         held: vec![None; n],
@@ -415,6 +410,8 @@ impl Sim<'_> {
             if self.per_frame {
                 if std::mem::take(&mut self.frame_due) {
                     self.decide_frame(now);
+                } else if event == Some(Event::CpuWorkDone) && self.sc.cpu_dispatch_on_completion {
+                    self.dispatch_cpu_only(now);
                 }
             } else if let Some(e) = event {
                 self.decide(now, e);
@@ -514,7 +511,9 @@ impl Sim<'_> {
                 Event::GpuWorkDone
             }
             Kind::CpuDone { worker, id } => {
-                self.workers[worker] = false;
+                for k in self.cpu_slots.remove(&id).unwrap_or_else(|| vec![worker]) {
+                    self.workers[k] = false;
+                }
                 let start = self.cpu_started.remove(&id).unwrap_or(now);
                 let model = self.coord_model_of_cpu(id);
                 if let Some(m) = model {
@@ -534,8 +533,10 @@ impl Sim<'_> {
                     r.request(ModelId(dnn), now, req.content_variation);
                 }
                 if self.per_frame {
-                    // The plugin keeps one pending request per DNN: the newer one wins.
+                    // The plugin keeps one pending request per DNN: the newer one wins, and the
+                    // coordinator hears of every one (the requested rate is the app's).
                     self.held[dnn] = Some(req);
+                    self.coord.requested(ModelId(dnn), now);
                 } else {
                     self.coord.submit(ModelId(dnn), req, now);
                 }
@@ -555,7 +556,8 @@ impl Sim<'_> {
         base * self.opts.noise.factor(NoiseSource::Render, f as u64, 0, 0)
     }
 
-    /// Time of `ops` of DNN `m`'s running inference on the GPU (`gpu`) or the CPU.
+    /// Time of `ops` of DNN `m`'s running inference on the GPU (`gpu`) or the CPU (on one
+    /// thread: the caller divides by the DNN's `cpu_speedup`).
     fn steps_ms(&self, m: usize, ops: std::ops::Range<usize>, gpu: bool) -> f64 {
         let d = &self.sc.dnns[m];
         let k = self.finished[m];
@@ -591,101 +593,6 @@ impl Sim<'_> {
             r.finished(c.model);
         }
         self.completions.push(c);
-    }
-
-    fn finish(self) -> SimOutput {
-        let sc = self.sc;
-        let frames = self.frames();
-        let dur = sc.duration_s;
-        // Frame rate per 1/3 s window, as in the paper; only whole windows count.
-        let windows = (dur * 3.0 + 1e-9).floor() as usize;
-        let mut per_window = vec![0usize; windows.max(1)];
-        for &t in &self.render_ends {
-            let w = (t / (1000.0 / 3.0)).floor() as usize;
-            if w < windows {
-                per_window[w] += 1;
-            }
-        }
-        let fps_min_window = if windows == 0 {
-            self.render_ends.len() as f64 / dur
-        } else {
-            per_window.iter().copied().min().unwrap_or(0) as f64 * 3.0
-        };
-        let (wall_on_time_rate, max_interval_periods) = presentation_intervals(&self.presented);
-        let rendered = self.render_ends.len();
-        let fits = self
-            .work_ms
-            .iter()
-            .filter(|&&w| w > 0.0 && w <= self.period + 1e-9)
-            .count();
-        let frame_stats = FrameStats {
-            target_fps: sc.frame_rate,
-            frames: frames as u64,
-            rendered: self.render_ends.len() as u64,
-            on_time_rate: if frames == 0 {
-                1.0
-            } else {
-                self.frames_on_time as f64 / frames as f64
-            },
-            work_fits_rate: if rendered == 0 {
-                1.0
-            } else {
-                fits.min(rendered) as f64 / rendered as f64
-            },
-            fps_mean: self.render_ends.len() as f64 / dur,
-            fps_min_window,
-            wall_on_time_rate,
-            max_interval_periods,
-        };
-        let mut dnns = Vec::new();
-        for (i, d) in sc.dnns.iter().enumerate() {
-            let lats: Vec<f64> = self
-                .completions
-                .iter()
-                .filter(|c| c.model.0 == i)
-                .map(|c| c.latency_ms())
-                .collect();
-            let misses = self
-                .completions
-                .iter()
-                .filter(|c| c.model.0 == i && c.deadline_met == Some(false))
-                .count();
-            let status = self.coord.status(ModelId(i), self.end_ms);
-            dnns.push(DnnStats {
-                name: d.name.clone(),
-                completed: lats.len() as u64,
-                latency_ms: LatencyStats::of(&lats),
-                deadline_miss_rate: if lats.is_empty() {
-                    0.0
-                } else {
-                    misses as f64 / lats.len() as f64
-                },
-                gpu_busy_ms: self.gpu_busy[i],
-                cpu_busy_ms: self.cpu_busy[i],
-                offloaded_ms: status.offloaded_ms,
-                offload_switches: status.mode_switches,
-                resumed_from_gpu: status.resumed_from_gpu,
-                deadline_overrides: status.deadline_overrides,
-                oversized_steps: status.oversized_steps.len() as u64,
-            });
-        }
-        let n = self.decision_us.len().max(1) as f64;
-        let scheduler = SchedulerStats {
-            decisions: self.decision_us.len() as u64,
-            decision_us_mean: self.decision_us.iter().sum::<f64>() / n,
-            decision_us_max: self.decision_us.iter().copied().fold(0.0, f64::max),
-        };
-        SimOutput {
-            report: Report {
-                policy: self.coord.policy_name(),
-                frames: frame_stats,
-                dnns,
-                scheduler,
-            },
-            timeline: self.coord.timeline().clone(),
-            completions: self.completions,
-            recorded: self.recorder.map(|r| r.export()),
-        }
     }
 
     fn decide(&mut self, now: f64, event: Event) {
@@ -747,14 +654,37 @@ impl Sim<'_> {
             };
             self.push(self.gpu_end + readback, kind);
         }
-        for c in d.cpu {
-            let worker = self
-                .workers
-                .iter()
-                .position(|b| !*b)
-                .expect("the coordinator got the idle count");
-            self.workers[worker] = true;
-            let cost = self.steps_ms(c.model.0, c.ops.clone(), false);
+        self.start_cpu(now, d.cpu);
+    }
+    /// Per frame with `cpu_dispatch_on_completion`: a worker finished mid-frame and takes its
+    /// next CPU work at once.
+    fn dispatch_cpu_only(&mut self, now: f64) {
+        let idle = self.workers.iter().filter(|b| !**b).count();
+        let t0 = Instant::now();
+        let cpu = self.coord.schedule_cpu_only(now, idle);
+        self.decision_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        self.start_cpu(now, cpu);
+    }
+
+    /// Puts CPU work on idle slots (each piece on its `threads` of them).
+    fn start_cpu(&mut self, now: f64, work: Vec<CpuWork>) {
+        for c in work {
+            let slots: Vec<usize> = (0..self.workers.len())
+                .filter(|&k| !self.workers[k])
+                .take(c.threads.max(1))
+                .collect();
+            assert_eq!(
+                slots.len(),
+                c.threads.max(1),
+                "the coordinator got the idle slots"
+            );
+            for &k in &slots {
+                self.workers[k] = true;
+            }
+            let worker = slots[0];
+            self.cpu_slots.insert(c.id, slots);
+            let speedup = self.sc.dnns[c.model.0].cpu_speedup;
+            let cost = self.steps_ms(c.model.0, c.ops.clone(), false) / speedup;
             if let Some(r) = self.recorder.as_mut() {
                 r.cpu_chunk(c.model, c.ops.clone(), cost);
             }
@@ -762,18 +692,5 @@ impl Sim<'_> {
             self.cpu_model.insert(c.id, c.model.0);
             self.push(now + cost, Kind::CpuDone { worker, id: c.id });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Frames shown at vsyncs 1, 2, 3, 5, 6: intervals 1, 1, 2, 1 periods; 3 of 4 are at most
-    /// 1.25 periods, the longest is 2.
-    #[test]
-    fn presentation_intervals_by_hand() {
-        assert_eq!(presentation_intervals(&[1, 2, 3, 5, 6]), (0.75, 2.0));
-        assert_eq!(presentation_intervals(&[4]), (1.0, 0.0));
     }
 }

@@ -32,6 +32,7 @@
 //! [`SimOptions::record_run`]) into a per-frame scenario and a replay of its measured times.
 
 mod engine;
+mod export_parts;
 mod noise;
 mod record;
 mod replay;

@@ -16,13 +16,21 @@
 use std::collections::{HashSet, VecDeque};
 use std::ops::Range;
 
+use super::export_parts::{median, split, unique_name};
 use super::replay::{ModelTrace, REPLAY_FORMAT, Replay};
-use super::scenario::{Decisions, DnnScenario, RequestPattern, Scenario, ScenarioError};
+use super::scenario::{
+    Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario, ScenarioError,
+};
 use crate::analyzer::StepCost;
 use crate::coordinator::CoordinatorConfig;
 use crate::model::ModelId;
 use crate::processor::Processor;
 use crate::utility::UtilityParams;
+
+/// `x` when it is finite and >= 0, else `or`.
+fn nonneg_or(x: f64, or: f64) -> f64 {
+    if x.is_finite() && x >= 0.0 { x } else { or }
+}
 
 /// One frame: its start and its scene's measured GPU time.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +86,11 @@ struct ModelRec {
     /// Boundaries where an offloaded inference continues from the GPU's activations
     /// ([`RunRecorder::set_resumable_steps`]; `None`: not given).
     resumable_steps: Option<Vec<usize>>,
+    /// Threads of its CPU backend and their speedup ([`RunRecorder::set_cpu_parallelism`]).
+    cpu_threads: usize,
+    cpu_speedup: f64,
+    /// Whether it is requested on demand ([`RunRecorder::set_on_demand`]; `None`: not given).
+    on_demand: Option<bool>,
     /// The inference whose pieces are being recorded.
     current: Option<InferenceRec>,
 }
@@ -99,6 +112,8 @@ pub struct RunRecorder {
     /// The frame order the export describes ([`RunRecorder::set_frame_order`]).
     dnn_work_first: bool,
     results_at_frame_start: bool,
+    /// How CPU work went out ([`RunRecorder::set_cpu_dispatch_on_completion`]).
+    cpu_dispatch_on_completion: bool,
     capacity: usize,
     models: Vec<ModelRec>,
     frames: VecDeque<FrameRec>,
@@ -140,6 +155,7 @@ impl RunRecorder {
             render_estimate_ms: Some(b.render_ms),
             dnn_work_first: false,
             results_at_frame_start: false,
+            cpu_dispatch_on_completion: false,
             capacity: capacity.max(1),
             models: Vec::new(),
             frames: VecDeque::new(),
@@ -174,6 +190,15 @@ impl RunRecorder {
         self.results_at_frame_start = results_at_frame_start;
     }
 
+    /// Sets how the run handed out CPU work, exported as the scenario's
+    /// `cpu_dispatch_on_completion` (false until set): `true` when a worker that finished also
+    /// took its next piece at once (`Coordinator::schedule_cpu_only`; the Bevy plugin's default,
+    /// `HeimdallSettings::cpu_on_completion`), `false` when CPU work went out only at each
+    /// frame's decision. Kept by [`RunRecorder::reset`].
+    pub fn set_cpu_dispatch_on_completion(&mut self, on_completion: bool) {
+        self.cpu_dispatch_on_completion = on_completion;
+    }
+
     /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
     /// first frame, exported as `render_estimate_ms` so that a simulation starts its
     /// coordinator there. [`RunRecorder::reset`] forgets it (the export then leaves it out and
@@ -205,6 +230,9 @@ impl RunRecorder {
             deadline_ms,
             utility,
             resumable_steps: None,
+            cpu_threads: 1,
+            cpu_speedup: 1.0,
+            on_demand: None,
             current: None,
         };
         match self.models.iter_mut().find(|m| m.id == id) {
@@ -214,6 +242,9 @@ impl RunRecorder {
                 *m = ModelRec {
                     current,
                     resumable_steps,
+                    cpu_threads: m.cpu_threads,
+                    cpu_speedup: m.cpu_speedup,
+                    on_demand: m.on_demand,
                     ..rec
                 };
             }
@@ -231,6 +262,37 @@ impl RunRecorder {
     pub fn set_resumable_steps(&mut self, id: ModelId, steps: Option<&[usize]>) {
         match self.models.iter_mut().find(|m| m.id == id) {
             Some(m) => m.resumable_steps = steps.map(<[usize]>::to_vec),
+            None => self.ignored += 1,
+        }
+    }
+
+    /// DNN `id`'s CPU backend runs on `threads` threads and is `speedup` times faster there than
+    /// on one (as given to its coordinator, `Coordinator::set_cpu_parallelism`; call it after
+    /// [`RunRecorder::add_model`]): exported as the DNN's `cpu_threads` and `cpu_speedup`, and
+    /// its measured CPU times go into the replay as one-thread times (times `speedup`, as the
+    /// scenario's `cpu_op_ms`). A `threads` of 0 counts as 1, a `speedup` that is not finite and
+    /// > 0 as 1. Unknown DNNs are ignored ([`RunRecorder::ignored`]).
+    pub fn set_cpu_parallelism(&mut self, id: ModelId, threads: usize, speedup: f64) {
+        match self.models.iter_mut().find(|m| m.id == id) {
+            Some(m) => {
+                m.cpu_threads = threads.max(1);
+                m.cpu_speedup = if speedup.is_finite() && speedup > 0.0 {
+                    speedup
+                } else {
+                    1.0
+                };
+            }
+            None => self.ignored += 1,
+        }
+    }
+
+    /// Whether DNN `id` is requested on demand, as given to its coordinator
+    /// (`Coordinator::set_on_demand`; call it after [`RunRecorder::add_model`]): exported as the
+    /// DNN's `on_demand` (every recorded DNN is requested by `events_ms`, so the field says what
+    /// the app's were). Unknown DNNs are ignored ([`RunRecorder::ignored`]).
+    pub fn set_on_demand(&mut self, id: ModelId, on_demand: bool) {
+        match self.models.iter_mut().find(|m| m.id == id) {
+            Some(m) => m.on_demand = Some(on_demand),
             None => self.ignored += 1,
         }
     }
@@ -488,10 +550,17 @@ impl RunRecorder {
     pub fn export(&self) -> (Scenario, Replay) {
         let t0 = self.frames.front().map_or(0.0, |f| f.start_ms);
         let first = self.first_frame();
-        let duration_s = self.frames.len() as f64 / self.frame_rate;
+        // Whatever the run was (a scene that fills the frame, a configuration out of range),
+        // the export is a scenario the simulator takes: values out of range are brought in.
+        let frame_rate = if self.frame_rate.is_finite() && self.frame_rate > 0.0 {
+            self.frame_rate
+        } else {
+            60.0
+        };
+        let duration_s = self.frames.len() as f64 / frame_rate;
         let end_ms = duration_s * 1000.0;
         let mut measured: Vec<f64> = self.frames.iter().filter_map(|f| f.scene_ms).collect();
-        let render_ms = median(&mut measured).unwrap_or(self.config_render_ms);
+        let render_ms = median(&mut measured).unwrap_or(nonneg_or(self.config_render_ms, 0.0));
         let mut dnns = Vec::new();
         let mut models = std::collections::BTreeMap::new();
         let mut used = HashSet::new();
@@ -511,9 +580,15 @@ impl RunRecorder {
                 gpu_op_ms: m
                     .steps
                     .iter()
-                    .map(|s| if gpu_can(s) { s.gpu_ms } else { 0.0 })
+                    .map(|s| {
+                        if gpu_can(s) {
+                            nonneg_or(s.gpu_ms, 0.0)
+                        } else {
+                            0.0
+                        }
+                    })
                     .collect(),
-                cpu_op_ms: m.steps.iter().map(|s| s.cpu_ms).collect(),
+                cpu_op_ms: m.steps.iter().map(|s| nonneg_or(s.cpu_ms, 0.0)).collect(),
                 cpu_only_ops: (0..m.steps.len())
                     .filter(|&i| !gpu_can(&m.steps[i]))
                     .collect(),
@@ -522,8 +597,23 @@ impl RunRecorder {
                     start_ms: None,
                     events_ms: Some(reqs.iter().map(|r| r.0).collect()),
                 },
-                deadline_ms: m.deadline_ms,
-                utility: m.utility,
+                deadline_ms: m.deadline_ms.filter(|d| d.is_finite() && *d > 0.0),
+                cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
+                cpu_speedup: m.cpu_speedup,
+                on_demand: m.on_demand,
+                utility: UtilityParams {
+                    l0: if m.utility.l0.is_finite() {
+                        m.utility.l0
+                    } else {
+                        0.0
+                    },
+                    beta: nonneg_or(m.utility.beta, 0.0),
+                    gamma: if m.utility.gamma.is_finite() && m.utility.gamma > 0.0 {
+                        m.utility.gamma
+                    } else {
+                        1.0
+                    },
+                },
                 priority: None,
                 content_variation: reqs.iter().map(|r| r.1).collect(),
                 resumable_steps: m.resumable_steps.as_ref().map(|steps| {
@@ -560,19 +650,22 @@ impl RunRecorder {
             }
         }
         let scenario = Scenario {
-            frame_rate: self.frame_rate,
+            frame_rate,
             render_ms,
             duration_s,
-            cpu_workers: self.cpu_workers,
-            chunk_overhead_ms: self.chunk_overhead_ms,
-            budget_margin_ms: self.margin_ms,
-            relaxation_ms: self.relaxation_ms,
-            alpha: self.alpha,
+            cpu_workers: self.cpu_workers.clamp(1, MAX_CPU_WORKERS),
+            chunk_overhead_ms: nonneg_or(self.chunk_overhead_ms, 0.0),
+            budget_margin_ms: nonneg_or(self.margin_ms, 0.0),
+            relaxation_ms: nonneg_or(self.relaxation_ms, 0.0),
+            alpha: nonneg_or(self.alpha, 0.0),
             decisions: Decisions::PerFrame,
-            render_estimate_ms: self.render_estimate_ms,
+            render_estimate_ms: self
+                .render_estimate_ms
+                .filter(|e| e.is_finite() && *e >= 0.0),
             dnn_work_first: self.dnn_work_first,
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
+            cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
             dnns,
         };
         let replay = Replay {
@@ -583,7 +676,15 @@ impl RunRecorder {
                 .map(|f| f.scene_ms.unwrap_or(render_ms))
                 .collect(),
             models,
-            frame_start_ms: self.frames.iter().map(|f| f.start_ms - t0).collect(),
+            frame_start_ms: self
+                .frames
+                .iter()
+                .scan(0.0_f64, |last, f| {
+                    // Never before the frame before (a clock that stepped back).
+                    *last = last.max(f.start_ms - t0);
+                    Some(*last)
+                })
+                .collect(),
             dnn_submit_ms: self.submit_lane(|f| f.dnn_submit_ms),
             scene_submit_ms: self.submit_lane(|f| f.scene_submit_ms),
             vsync_phase_ms: self.vsync_phase(t0),
@@ -615,7 +716,9 @@ impl RunRecorder {
                             .map(|s| s.on(p).unwrap_or(0.0))
                             .collect();
                         let overhead = if gpu { self.chunk_overhead_ms } else { 0.0 };
-                        let shares = split(c.ms, overhead, &weights);
+                        // CPU times go in as one-thread times (the scenario's `cpu_op_ms`).
+                        let ms = if gpu { c.ms } else { c.ms * m.cpu_speedup };
+                        let shares = split(ms, overhead, &weights);
                         for (slot, t) in v[c.ops.clone()].iter_mut().zip(shares) {
                             *slot = Some(t);
                         }
@@ -667,112 +770,5 @@ impl RunRecorder {
             inf.chunks.remove(0);
         }
         inf.chunks.push(ChunkRec { ops, ms, gpu });
-    }
-}
-
-/// `name` (or `model` when empty), suffixed `#2`, `#3`... until it is not in `used`; added to it.
-fn unique_name(name: &str, used: &mut HashSet<String>) -> String {
-    let base = if name.is_empty() { "model" } else { name };
-    let mut candidate = base.to_string();
-    let mut k = 2;
-    while used.contains(&candidate) {
-        candidate = format!("{base}#{k}");
-        k += 1;
-    }
-    used.insert(candidate.clone());
-    candidate
-}
-
-/// The median (mean of the two middle values for an even count), `None` when empty.
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let h = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[h]
-    } else {
-        0.5 * (v[h - 1] + v[h])
-    })
-}
-
-/// Splits `target - overhead` (at least 0) over steps of the given `weights` in proportion (equal
-/// shares when the weights do not sum to a positive number), then nudges the last share so that
-/// the shares summed in order plus `overhead` give `target` exactly, as far as floating point
-/// allows: a replay then charges the chunk exactly its measured time.
-fn split(target: f64, overhead: f64, weights: &[f64]) -> Vec<f64> {
-    let n = weights.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let total = (target - overhead).max(0.0);
-    let w: Vec<f64> = weights
-        .iter()
-        .map(|&x| if x.is_finite() && x > 0.0 { x } else { 0.0 })
-        .collect();
-    let sum: f64 = w.iter().copied().sum();
-    let mut shares: Vec<f64> = if sum > 0.0 && sum.is_finite() {
-        w.iter().map(|x| total * (x / sum)).collect()
-    } else {
-        vec![total / n as f64; n]
-    };
-    let head: f64 = shares[..n - 1].iter().copied().sum();
-    shares[n - 1] = (total - head).max(0.0);
-    for _ in 0..64 {
-        let got = shares.iter().copied().sum::<f64>() + overhead;
-        let last = shares[n - 1];
-        let next = if got < target {
-            last.next_up()
-        } else if got > target && last > 0.0 {
-            last.next_down().max(0.0)
-        } else {
-            break;
-        };
-        shares[n - 1] = next;
-    }
-    shares
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Shares follow the weights, sum back exactly (in order, plus the overhead), and are equal
-    /// when the weights are all 0.
-    #[test]
-    fn split_is_proportional_and_exact() {
-        let s = split(3.0, 0.0, &[1.0, 2.0]);
-        assert!(
-            (s[0] - 1.0).abs() < 1e-12 && (s[1] - 2.0).abs() < 1e-12,
-            "{s:?}"
-        );
-        assert_eq!(split(1.0, 0.0, &[0.0, 0.0]), vec![0.5, 0.5]);
-        for (t, o, w) in [
-            (0.7, 0.05, vec![0.1, 0.2, 0.3]),
-            (12.345_678_9, 0.05, vec![1.3, 0.0, 7.7, 2.9]),
-            (1e-3, 0.0, vec![3.0, 1.0, 1.0]),
-        ] {
-            let s = split(t, o, &w);
-            assert_eq!(s.iter().copied().sum::<f64>() + o, t, "{t} {o} {w:?}");
-            assert!(s.iter().all(|x| *x >= 0.0));
-        }
-    }
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
-    }
-
-    #[test]
-    fn names_are_made_unique() {
-        let mut used = HashSet::new();
-        let names: Vec<String> = ["a", "a", "a#2", "", "a"]
-            .iter()
-            .map(|n| unique_name(n, &mut used))
-            .collect();
-        assert_eq!(names, ["a", "a#2", "a#2#2", "model", "a#3"]);
     }
 }

@@ -88,6 +88,19 @@ pub struct DnnStats {
     pub deadline_overrides: u64,
     /// Steps that alone exceed the frame budget.
     pub oversized_steps: u64,
+    /// Finished inferences per second of the run.
+    pub rate_hz: f64,
+    /// Share of the finished inferences that ran (at least in part) with the model on the CPU.
+    pub cpu_share: f64,
+    /// Threads (CPU slots) of its CPU backend.
+    pub cpu_threads: usize,
+    /// The rate it asked for at the end of the run, as the coordinator estimated it (`None`:
+    /// on demand or not requested any more), Hz.
+    pub requested_rate_hz: Option<f64>,
+    /// The rate the placement plan granted it at the end of the run, Hz.
+    pub granted_rate_hz: Option<f64>,
+    /// Why it ran below its request at the end of the run, if it did.
+    pub shortfall: Option<String>,
 }
 
 /// Cost of the scheduler itself (wall time of `Coordinator::schedule`).
@@ -146,32 +159,42 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<18} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>10} {:>5}",
+            "{:<20} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>6} {:>5}",
             "dnn",
             "done",
+            "Hz",
             "mean ms",
             "p99 ms",
             "max ms",
             "miss %",
             "gpu ms",
             "cpu ms",
-            "offload ms",
+            "cpu %",
             "ovr"
         );
         for d in &self.dnns {
             let _ = writeln!(
                 s,
-                "{:<18} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>7.1} {:>9.0} {:>9.0} {:>10.0} {:>5}",
+                "{:<20} {:>6} {:>7.1} {:>9.1} {:>9.1} {:>9.1} {:>7.1} {:>9.0} {:>9.0} {:>6.0} {:>5}",
                 d.name,
                 d.completed,
+                d.rate_hz,
                 d.latency_ms.mean,
                 d.latency_ms.p99,
                 d.latency_ms.max,
                 d.deadline_miss_rate * 100.0,
                 d.gpu_busy_ms,
                 d.cpu_busy_ms,
-                d.offloaded_ms,
+                d.cpu_share * 100.0,
                 d.deadline_overrides
+            );
+        }
+        for d in self.dnns.iter().filter(|d| d.shortfall.is_some()) {
+            let _ = writeln!(
+                s,
+                "{}: {}",
+                d.name,
+                d.shortfall.as_deref().unwrap_or_default()
             );
         }
         let _ = writeln!(

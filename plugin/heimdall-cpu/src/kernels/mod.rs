@@ -23,7 +23,7 @@ pub use isa::Isa;
 pub use par::Par;
 pub use window::Window;
 
-pub use crate::ops::binary::{BinaryOp, binary, prelu};
+pub use crate::ops::binary::{BinaryOp, add_channel_padded, binary, prelu};
 pub use crate::ops::concat::concat;
 pub use crate::ops::conv::fp16::F16Conv;
 pub use crate::ops::conv::{PackedConv, conv_scratch_len};

@@ -9,11 +9,19 @@
 //! [`SPIN`] before it parks, so the next op of the same run finds it awake; it yields its core
 //! while it waits, so on a busy machine the threads with work run.
 //!
-//! One job is in flight at a time. A job is published as a pointer to the caller's stack frame
-//! plus an atomic `state = epoch << 32 | parts << 16 | next part`; a worker claims part `k` of
-//! epoch `e` by a compare-and-swap from `(e, n, k)` to `(e, n, k + 1)` (`k < n`), and only then
-//! reads the job's pointer: the job cannot have finished, since part `k` has not run, and its
-//! frame lives until every part is done.
+//! Parts go to threads by position, as pthreadpool (XNNPACK's) hands them out: thread `w` of
+//! `T` first runs the parts whose middle lies in the `w`-th `T`-th of `0..parts`, in order, then
+//! takes parts from the back of the others' ranges. Kernels split their output rows in order, so
+//! a thread computes about the same rows (the same pixels) in op after op and reads the rows the
+//! op before wrote from its own core's cache; claiming parts from one shared counter handed each
+//! part to whichever thread came first, so most rows moved between cores at every op.
+//!
+//! One job is in flight at a time. A job is published as a pointer to the caller's stack frame,
+//! one atomic range per thread `epoch << 32 | first << 16 | end` and then the atomic
+//! `state = epoch << 32 | parts`; a thread claims part `k` by a compare-and-swap of a range of
+//! epoch `e` (its owner takes its first part, others its last), and only then reads the job's
+//! pointer: the job cannot have finished, since part `k` has not run, and its frame lives until
+//! every part is done.
 
 use std::any::Any;
 use std::cell::Cell;
@@ -31,12 +39,19 @@ struct Job<'a> {
     f: &'a (dyn Fn(usize, usize) + Sync),
 }
 
-/// Most parts of one job (the `parts` and `next` fields of `state` have 16 bits each).
+/// Most parts of one job (the ends of a thread's range have 16 bits each).
 const MAX_PARTS: usize = 0xFFFF;
 
+/// The parts of the current job a thread has not handed out yet, `epoch << 32 | first << 16 |
+/// end`, alone in its cache lines (threads claim from their own ranges without contending).
+#[repr(align(128))]
+struct Range(AtomicU64);
+
 struct Shared {
-    /// `epoch << 32 | parts << 16 | next part to claim`.
+    /// `epoch << 32 | parts`: a new job when the epoch changes.
     state: AtomicU64,
+    /// Per thread (the caller is 0): its parts of the current job.
+    ranges: Box<[Range]>,
     /// The current job (`*const Job`), valid while its parts are not all done.
     job: AtomicUsize,
     /// Parts of the current job finished.
@@ -57,7 +72,7 @@ thread_local! {
     static IN_PART: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Worker threads (`threads - 1` of them; the caller is the last).
+/// Worker threads (`threads - 1` of them; the caller is thread 0).
 pub(crate) struct Pool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
@@ -67,17 +82,7 @@ impl Pool {
     /// Starts `threads - 1` workers, each running `start` first. `None` if a thread cannot be
     /// spawned.
     pub(crate) fn new(threads: usize, start: fn()) -> Option<Pool> {
-        let shared = Arc::new(Shared {
-            state: AtomicU64::new(0),
-            job: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
-            busy: AtomicBool::new(false),
-            sleeping: AtomicUsize::new(0),
-            shutdown: AtomicBool::new(false),
-            lock: Mutex::new(()),
-            wake: Condvar::new(),
-            panic: Mutex::new(None),
-        });
+        let shared = Arc::new(Shared::new(threads));
         let mut pool = Pool {
             shared: shared.clone(),
             workers: Vec::new(),
@@ -114,15 +119,7 @@ impl Pool {
             return;
         }
         let job = Job { f };
-        s.job.store(&job as *const Job as usize, Ordering::Relaxed);
-        s.done.store(0, Ordering::Relaxed);
-        // Epochs wrap at 2^32 and skip 0 (a new worker has seen epoch 0).
-        let epoch = match (s.state.load(Ordering::Relaxed) >> 32).wrapping_add(1) & 0xFFFF_FFFF {
-            0 => 1,
-            e => e,
-        };
-        s.state
-            .store(epoch << 32 | (parts as u64) << 16, Ordering::SeqCst);
+        let epoch = s.publish(&job, parts);
         if s.sleeping.load(Ordering::SeqCst) > 0 {
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.wake.notify_all();
@@ -153,35 +150,109 @@ impl Drop for Pool {
     }
 }
 
-/// Claims and runs parts of epoch `epoch` until none is left.
-fn claim(s: &Shared, epoch: u64, worker: usize) {
-    loop {
-        let st = s.state.load(Ordering::Acquire);
-        let (parts, part) = ((st >> 16) & 0xFFFF, st & 0xFFFF);
-        if st >> 32 != epoch || part >= parts {
-            return;
+impl Shared {
+    fn new(threads: usize) -> Shared {
+        Shared {
+            state: AtomicU64::new(0),
+            ranges: (0..threads.max(1))
+                .map(|_| Range(AtomicU64::new(0)))
+                .collect(),
+            job: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            busy: AtomicBool::new(false),
+            sleeping: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            panic: Mutex::new(None),
         }
-        if s.state
-            .compare_exchange_weak(st, st + 1, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            continue;
-        }
-        // SAFETY: `job` was stored before `state` was set to this epoch (the CAS above acquires
-        // it), and the job's frame lives until all its parts are done, part `part` (claimed
-        // just now, not yet done) included.
-        let job = unsafe { &*(s.job.load(Ordering::Relaxed) as *const Job) };
-        IN_PART.set(true);
-        let result = catch_unwind(AssertUnwindSafe(|| (job.f)(part as usize, worker)));
-        IN_PART.set(false);
-        if let Err(p) = result {
-            s.panic
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert(p);
-        }
-        s.done.fetch_add(1, Ordering::Release);
     }
+
+    /// Makes `job` of `parts` parts (at most [`MAX_PARTS`]) the current one: its pointer, each
+    /// thread's range, then the new epoch, which it returns. `job` must live until its parts
+    /// are done.
+    fn publish(&self, job: &Job, parts: usize) -> u64 {
+        self.job
+            .store(job as *const Job as usize, Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+        // Epochs wrap at 2^32 and skip 0 (a new worker has seen epoch 0).
+        let epoch = match (self.state.load(Ordering::Relaxed) >> 32).wrapping_add(1) & 0xFFFF_FFFF {
+            0 => 1,
+            e => e,
+        };
+        let threads = self.ranges.len();
+        for (w, range) in self.ranges.iter().enumerate() {
+            let (first, end) = (
+                first_part(w, parts, threads),
+                first_part(w + 1, parts, threads),
+            );
+            range.0.store(
+                epoch << 32 | (first as u64) << 16 | end as u64,
+                Ordering::Release,
+            );
+        }
+        self.state
+            .store(epoch << 32 | parts as u64, Ordering::SeqCst);
+        epoch
+    }
+}
+
+/// The first part thread `w` of `threads` owns when a job has `parts` parts (`w == threads`:
+/// `parts`): the parts whose middle `(k + 1/2) / parts` lies in `[w / threads, (w + 1) /
+/// threads)`, so that each thread owns the same share of the rows whatever the part count.
+fn first_part(w: usize, parts: usize, threads: usize) -> usize {
+    // The smallest k with (2k + 1) * threads >= 2 * parts * w.
+    (2 * parts * w)
+        .saturating_sub(threads)
+        .div_ceil(2 * threads)
+        .min(parts)
+}
+
+/// Runs parts of epoch `epoch` until none is left: thread `worker`'s own, first to last, then
+/// the others' from the back of their ranges.
+fn claim(s: &Shared, epoch: u64, worker: usize) {
+    let threads = s.ranges.len();
+    for v in 0..threads {
+        let owner = (worker + v) % threads;
+        let range = &s.ranges[owner].0;
+        loop {
+            let r = range.load(Ordering::Acquire);
+            let (first, end) = ((r >> 16) & 0xFFFF, r & 0xFFFF);
+            if r >> 32 != epoch || first >= end {
+                break;
+            }
+            let (next, part) = if v == 0 {
+                (r + (1 << 16), first)
+            } else {
+                (r - 1, end - 1)
+            };
+            if range
+                .compare_exchange_weak(r, next, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            run_part(s, part as usize, worker);
+        }
+    }
+}
+
+/// Runs part `part` of the current job (claimed by the caller) on thread `worker`.
+fn run_part(s: &Shared, part: usize, worker: usize) {
+    // SAFETY: `job` was stored before the ranges were set to this epoch (the claim's CAS
+    // acquires the range's release store), and the job's frame lives until all its parts are
+    // done, part `part` (claimed just now, not yet done) included.
+    let job = unsafe { &*(s.job.load(Ordering::Relaxed) as *const Job) };
+    IN_PART.set(true);
+    let result = catch_unwind(AssertUnwindSafe(|| (job.f)(part, worker)));
+    IN_PART.set(false);
+    if let Err(p) = result {
+        s.panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(p);
+    }
+    s.done.fetch_add(1, Ordering::Release);
 }
 
 /// One turn of a wait: a pause instruction for the first 64 turns, then a yield of the core
@@ -228,6 +299,64 @@ fn worker(s: &Shared, index: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The threads' ranges cover every part once, in order, each thread's within a part of its
+    /// share of `0..parts`; with as many parts as threads or a multiple, equal ranges.
+    #[test]
+    fn ranges_cover_parts_by_position() {
+        for threads in 1..=17 {
+            for parts in 0..=200 {
+                let firsts: Vec<usize> = (0..=threads)
+                    .map(|w| first_part(w, parts, threads))
+                    .collect();
+                assert_eq!((firsts[0], firsts[threads]), (0, parts));
+                for w in 0..threads {
+                    let (a, b) = (firsts[w], firsts[w + 1]);
+                    assert!(a <= b, "{threads} threads, {parts} parts: {firsts:?}");
+                    for k in a..b {
+                        // Part k's middle lies in thread w's share.
+                        assert!((2 * k + 1) * threads >= 2 * parts * w);
+                        assert!((2 * k + 1) * threads < 2 * parts * (w + 1));
+                    }
+                }
+                if parts % threads == 0 {
+                    assert!(
+                        (0..threads).all(|w| firsts[w + 1] - firsts[w] == parts / threads),
+                        "{threads} threads, {parts} parts: {firsts:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A thread runs its own parts first to last, then the others' from the back of their
+    /// ranges, the next thread's first (no workers: `claim` called on one thread).
+    #[test]
+    fn claim_runs_own_parts_then_steals_from_the_back() {
+        let s = Shared::new(3);
+        let order = Mutex::new(Vec::new());
+        let f = |p: usize, w: usize| order.lock().unwrap().push((p, w));
+        let job = Job { f: &f };
+        let epoch = s.publish(&job, 9);
+        claim(&s, epoch, 1);
+        let got: Vec<usize> = order
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|&(p, w)| {
+                assert_eq!(w, 1);
+                p
+            })
+            .collect();
+        assert_eq!(got, [3, 4, 5, 8, 7, 6, 2, 1, 0]);
+        assert_eq!(s.done.load(Ordering::Relaxed), 9);
+        // A stale epoch claims nothing.
+        let epoch2 = s.publish(&job, 4);
+        claim(&s, epoch, 0);
+        assert_eq!(s.done.load(Ordering::Relaxed), 0);
+        claim(&s, epoch2, 2);
+        assert_eq!(s.done.load(Ordering::Relaxed), 4);
+    }
 
     /// Every part of every job runs exactly once, on a worker index below the thread count,
     /// over many back-to-back jobs (workers spinning) and jobs after a pause (workers parked).

@@ -14,7 +14,13 @@ use heimdall_ir::BinaryFn;
 use crate::kernels::{Epilogue, Par};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
-const MIN_VALUES_PER_PART: usize = 1 << 15;
+mod channel_pad;
+pub use channel_pad::add_channel_padded;
+
+/// Values a part must have at least before the rows are split over threads
+/// (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
+/// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
+const MIN_VALUES_PER_PART: usize = 1 << 13;
 
 /// Values of the repeated per-channel vector of a tensor-by-vector operation.
 const PATTERN: usize = 512;
@@ -435,6 +441,12 @@ impl Kernel for Prelu {
 /// Prepares a binary op.
 pub(crate) fn prepare(cx: &PrepareCx, f: BinaryFn) -> Result<Prepared, String> {
     let (a, b) = (cx.shape(0), cx.shape(1));
+    if let Some(padded) = cx.channel_padded {
+        if f != BinaryFn::Add {
+            return Err(format!("a fused channel pad read by {f:?}"));
+        }
+        return channel_pad::prepare(padded, &a, &b);
+    }
     let op = match f {
         BinaryFn::Prelu => return Ok(Prepared::new(Prelu { x: a, alpha: b })),
         BinaryFn::Add => BinaryOp::Add,

@@ -45,6 +45,9 @@ pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
             "only an instance normalisation or a resize can write a fused reflect pad".into(),
         );
     }
+    if cx.channel_padded.is_some() && cx.op.kind != OpKind::Binary(heimdall_ir::BinaryFn::Add) {
+        return Err("only an add can read through a fused channel pad".into());
+    }
     match &cx.op.kind {
         OpKind::Conv2d(a) => conv::prepare(cx, a),
         OpKind::DepthwiseConv2d { attrs, .. } => depthwise::prepare(cx, attrs),

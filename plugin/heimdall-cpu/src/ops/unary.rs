@@ -10,7 +10,10 @@ use heimdall_ir::UnaryKind;
 use crate::kernels::{Act, Epilogue, Par, vmath};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
-const MIN_VALUES_PER_PART: usize = 1 << 15;
+/// Values a part must have at least before the rows are split over threads
+/// (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
+/// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
+const MIN_VALUES_PER_PART: usize = 1 << 13;
 
 /// `output = ep(input)`: a standalone activation (put it in `ep.act`), optionally with a
 /// residual. `channels` is the innermost dimension (for per-channel PReLU alphas).
@@ -45,7 +48,9 @@ pub fn slice_fn(f: impl Fn(f32) -> f32 + Send + Sync + 'static) -> Box<SliceFn> 
 /// `output[i] = f(input[i])`, split over [`Par`].
 pub fn map(par: &Par, input: &[f32], output: &mut [f32], f: &SliceFn) {
     debug_assert_eq!(input.len(), output.len());
-    par.for_rows(output, 1, 1 << 15, |rows, out| f(&input[rows], out));
+    par.for_rows(output, 1, MIN_VALUES_PER_PART, |rows, out| {
+        f(&input[rows], out)
+    });
 }
 
 /// The function of an element-wise op, applied slice by slice.

@@ -23,8 +23,9 @@ use crate::kernels::gemm::PackedB;
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
-/// Multiply-accumulates a part must have at least before the work is split.
-const MIN_MACS_PER_PART: usize = 1 << 18;
+/// Multiply-accumulates a part must have at least before the work is split (about 4 µs of
+/// one core).
+const MIN_MACS_PER_PART: usize = 1 << 17;
 
 /// A convolution with its filter packed for the matrix-product kernel.
 #[derive(Clone, Debug)]

@@ -1,0 +1,167 @@
+//! CPU work goes out the moment a worker finishes, not only at the render world's next decision
+//! (`HeimdallSettings::cpu_on_completion`, `render/cpu_lane.rs`).
+//!
+//! One CPU slot, no GPU budget (20 Hz with a 60 ms margin), frames paced at 20 Hz, and three
+//! face detectors asking for an inference every frame (a few milliseconds each on the CPU here).
+//! Decided once per frame, the one slot takes one inference a frame: the three share 20 Hz,
+//! about 6.7 Hz each, with the slot idle most of the frame. Handed out as the slot frees, the
+//! three run back to back in each frame: each answers at nearly the frame rate. The same app
+//! runs both ways, per frame first, then on completion (the setting is read every frame). Each
+//! way's window is recorded (`HeimdallRecording`): the scenario says how CPU work went out
+//! (`cpu_dispatch_on_completion`), so that `heimdall simulate` models the run as it was.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use bevy::render::RenderApp;
+use heimdall_bevy::prelude::*;
+
+/// The frame rate, as the coordinator plans it and as the test paces its updates.
+const HZ: f64 = 20.0;
+/// How long each way is measured.
+const WINDOW: Duration = Duration::from_secs(4);
+const DNNS: usize = 3;
+
+#[test]
+fn cpu_work_goes_out_when_a_worker_finishes() {
+    if common::skip_gpu() {
+        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        return;
+    }
+    let settings = HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(HZ),
+        // 50 ms - render - 60 ms: no GPU budget.
+        margin_ms: 60.0,
+        relaxation_ms: 0.0,
+        precision: heimdall_gpu::Precision::F32,
+        guard: None,
+        cpu_workers: Some(1),
+        cpu_on_completion: false,
+        ..default()
+    };
+    let mut app = common::headless_app(settings);
+    app.init_resource::<Record>()
+        .add_systems(Update, ask_for_the_recording);
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(128, 96))
+        .id();
+    let model: Handle<DnnModel> = app
+        .world()
+        .resource::<AssetServer>()
+        .load("models/face_detection_short_range.tflite");
+    let dnns: Vec<Entity> = (0..DNNS)
+        .map(|_| {
+            app.world_mut()
+                .spawn(Dnn::new(model.clone(), camera).with_conv_cache(ConvCache::Off))
+                .id()
+        })
+        .collect();
+    // Paced from the start: the DNNs' request rate is the frame rate (unpaced, the loop would
+    // ask for hundreds of inferences a second and the coordinator would cut their rates).
+    let start = Instant::now();
+    while !dnns.iter().all(|&d| common::results_of(&app, d) >= 3) {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the DNNs never answered"
+        );
+        paced(&mut app, Duration::from_millis(200));
+    }
+    let (per_frame, recorded_per_frame) = rates(&mut app, &dnns);
+
+    app.sub_app_mut(RenderApp)
+        .world_mut()
+        .resource_mut::<HeimdallSettings>()
+        .cpu_on_completion = true;
+    paced(&mut app, Duration::from_secs(1));
+    let (on_completion, recorded_on_completion) = rates(&mut app, &dnns);
+
+    eprintln!(
+        "per frame: {per_frame:.1?} Hz (sum {:.1}); on completion: {on_completion:.1?} Hz",
+        per_frame.iter().sum::<f64>()
+    );
+    assert_eq!(
+        (recorded_per_frame, recorded_on_completion),
+        (false, true),
+        "the recordings' cpu_dispatch_on_completion"
+    );
+    // Per frame, the slot runs one inference a frame (within the pacing's jitter).
+    assert!(
+        per_frame.iter().sum::<f64>() <= 1.15 * HZ,
+        "per frame: {per_frame:?}"
+    );
+    // On completion, each DNN gets most frames' inference.
+    for hz in &on_completion {
+        assert!(*hz >= 0.7 * HZ, "on completion: {on_completion:?}");
+    }
+}
+
+/// Updates `app` every `1 / HZ` for `d`.
+fn paced(app: &mut App, d: Duration) {
+    let start = Instant::now();
+    let period = Duration::from_secs_f64(1.0 / HZ);
+    let mut next = start;
+    while start.elapsed() < d {
+        app.update();
+        if let Some(exit) = app.should_exit() {
+            panic!("the app asked to exit ({exit:?})");
+        }
+        next += period;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU, and
+/// the window's recorded `cpu_dispatch_on_completion`.
+fn rates(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, bool) {
+    app.world_mut().resource_mut::<Record>().start = true;
+    let before = app.world().resource::<common::Results>().0.len();
+    let start = Instant::now();
+    paced(app, WINDOW);
+    let secs = start.elapsed().as_secs_f64();
+    let window = &app.world().resource::<common::Results>().0[before..];
+    assert!(
+        window.iter().all(|r| r.output.backend == Backend::Cpu),
+        "no GPU budget: every result from the CPU"
+    );
+    let hz = dnns
+        .iter()
+        .map(|&d| window.iter().filter(|r| r.entity == d).count() as f64 / secs)
+        .collect();
+    app.world_mut().resource_mut::<Record>().export = true;
+    let mut run = None;
+    for _ in 0..100 {
+        app.update();
+        run = app.world_mut().resource_mut::<HeimdallRecording>().take();
+        if run.is_some() {
+            break;
+        }
+    }
+    let run = run.expect("the recording never arrived");
+    let scenario: serde_json::Value = serde_json::from_str(&run.scenario_json).unwrap();
+    let on_completion = scenario
+        .get("cpu_dispatch_on_completion")
+        .is_some_and(|v| v == true);
+    (hz, on_completion)
+}
+
+/// What the test asks of the recording at the next update (the plugin reads
+/// `HeimdallRecording`'s requests in the update they are made).
+#[derive(Resource, Default)]
+struct Record {
+    start: bool,
+    export: bool,
+}
+
+fn ask_for_the_recording(mut ask: ResMut<Record>, mut recording: ResMut<HeimdallRecording>) {
+    if std::mem::take(&mut ask.start) {
+        recording.start();
+    }
+    if std::mem::take(&mut ask.export) {
+        recording.request();
+    }
+}

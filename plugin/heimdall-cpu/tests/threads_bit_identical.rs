@@ -1,0 +1,194 @@
+//! Every kernel the small MediaPipe models spend their time in, split over the thread pool,
+//! computes the bits it computes on one thread: random shapes from a few values to several
+//! parts per thread at the kernels' split thresholds, on 2, 3, 4 and 7 threads. A part that
+//! computed the wrong rows or channels, skipped some (outputs start as NaN, and NaN never
+//! equals NaN) or wrote another part's values changes the output.
+
+use heimdall_cpu::kernels::{
+    Act, BinaryOp, Epilogue, PackedConv, PackedDepthwise, Par, Window, activation,
+    add_channel_padded, avg_pool, binary, conv_scratch_len, max_pool, pad, pool_scratch_len,
+};
+use proptest::prelude::*;
+
+const THREADS: [usize; 4] = [2, 3, 4, 7];
+
+/// Deterministic values in [-1, 1).
+fn data(seed: u64, len: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Runs `f` into a NaN-filled output of `len` values on one thread and on each of
+/// [`THREADS`], and asserts the same outputs.
+fn same_on_all_threads(len: usize, what: &str, f: impl Fn(&Par, &mut [f32])) {
+    let mut one = vec![f32::NAN; len];
+    f(&Par::new(1), &mut one);
+    for threads in THREADS {
+        let mut many = vec![f32::NAN; len];
+        f(&Par::new(threads), &mut many);
+        assert!(one == many, "{what}: {threads} threads differ from one");
+    }
+}
+
+/// A window of `k` taps, stride `s`, TFLite SAME padding.
+fn same_window(h: usize, w: usize, c: usize, out_c: usize, k: usize, s: usize) -> Window {
+    let dim = |n: usize| {
+        let out = n.div_ceil(s);
+        (out, ((out - 1) * s + k).saturating_sub(n) / 2)
+    };
+    let ((out_h, pad_top), (out_w, pad_left)) = (dim(h), dim(w));
+    Window {
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h,
+        out_w,
+        out_c,
+        k_h: k,
+        k_w: k,
+        stride_h: s,
+        stride_w: s,
+        dil_h: 1,
+        dil_w: 1,
+        pad_top,
+        pad_left,
+    }
+}
+
+fn act(i: u8, alpha: &[f32]) -> Act<'_> {
+    match i % 4 {
+        0 => Act::None,
+        1 => Act::Relu,
+        2 => Act::HardSwish,
+        _ => Act::Prelu(alpha),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// ADD, MUL, SUB, MAX of two tensors, of a tensor and a per-channel vector, of a tensor and
+    /// a row broadcast over the height; with a residual and an activation or without.
+    #[test]
+    fn binary_ops(h in 1..80usize, w in 1..80usize, c in 1..48usize, op in 0..4u8,
+                  form in 0..3u8, residual: bool, a in 0..4u8, seed in 0..1000u64) {
+        let op = [BinaryOp::Add, BinaryOp::Mul, BinaryOp::Sub, BinaryOp::Max][op as usize];
+        let out = [1, h, w, c];
+        let b_shape: Vec<usize> = match form {
+            0 => out.to_vec(),
+            1 => vec![c],
+            _ => vec![1, 1, w, c],
+        };
+        let x = data(seed, h * w * c);
+        let y = data(seed + 1, b_shape.iter().product());
+        let r = data(seed + 2, h * w * c);
+        let alpha = data(seed + 3, c);
+        let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
+        same_on_all_threads(x.len(), &format!("{op:?} {out:?} by {b_shape:?}"), |par, o| {
+            binary(par, op, &x, &out, &y, &b_shape, o, &ep)
+        });
+    }
+
+    /// The add of a tensor and a zero channel pad fused into it, with a residual and an
+    /// activation or without.
+    #[test]
+    fn add_of_a_channel_pad(h in 1..80usize, w in 1..80usize, c in 1..40usize,
+                            after in 0..9usize, residual: bool, a in 0..4u8, seed in 0..1000u64) {
+        let (in_c, c) = (c, c + after);
+        let full = data(seed, h * w * c);
+        let x = data(seed + 1, h * w * in_c);
+        let r = data(seed + 2, h * w * c);
+        let alpha = data(seed + 3, c);
+        let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
+        same_on_all_threads(full.len(), &format!("add {h}x{w}x{in_c} padded to {c}"), |par, o| {
+            add_channel_padded(par, &full, &x, c, in_c, o, &ep)
+        });
+    }
+
+    /// PAD of the channels only (before a residual add) and of every axis.
+    #[test]
+    fn pad_channels_and_all(h in 1..80usize, w in 1..80usize, c in 1..40usize,
+                            after in 0..9usize, spatial: bool, seed in 0..1000u64) {
+        let shape = [1, h, w, c];
+        let s = usize::from(spatial);
+        let pads = [(0, 0), (s, 2 * s), (2 * s, s), (s, after)];
+        let x = data(seed, h * w * c);
+        let len = (h + 3 * s) * (w + 3 * s) * (c + s + after);
+        same_on_all_threads(len, &format!("pad {shape:?} by {pads:?}"), |par, o| {
+            pad(par, &x, &shape, &pads, 0.5, o)
+        });
+    }
+
+    /// Max and average pools (2x2 stride 2 as BlazeFace's, 3x3 stride 1 and 2), with an
+    /// activation.
+    #[test]
+    fn pools(h in 1..100usize, w in 1..100usize, c in 1..40usize, geo in 0..3u8,
+             max: bool, a in 0..3u8, seed in 0..1000u64) {
+        let (k, s) = [(2, 2), (3, 1), (3, 2)][geo as usize];
+        let win = same_window(h, w, c, c, k, s);
+        let x = data(seed, h * w * c);
+        let ep = Epilogue { residual: None, act: act(a, &[]) };
+        let len = win.out_h * win.out_w * c;
+        same_on_all_threads(len, &format!("pool {win:?}"), |par, o| {
+            if max {
+                max_pool(par, &win, &x, o, &ep);
+            } else {
+                let mut scratch = vec![0.0; pool_scratch_len(&win)];
+                avg_pool(par, &win, &x, o, &ep, &mut scratch);
+            }
+        });
+    }
+
+    /// Depthwise 3x3 and 5x5 at strides 1 and 2, with a residual and an activation or without.
+    #[test]
+    fn depthwise(h in 1..100usize, w in 1..100usize, c in 1..72usize, k5: bool, s2: bool,
+                 residual: bool, a in 0..4u8, seed in 0..1000u64) {
+        let win = same_window(h, w, c, c, if k5 { 5 } else { 3 }, if s2 { 2 } else { 1 });
+        let x = data(seed, h * w * c);
+        let filter = data(seed + 1, win.k_h * win.k_w * c);
+        let bias = data(seed + 2, c);
+        let len = win.out_h * win.out_w * c;
+        let r = data(seed + 3, len);
+        let alpha = data(seed + 4, c);
+        let dw = PackedDepthwise::new(&filter, Some(&bias), win);
+        let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
+        same_on_all_threads(len, &format!("depthwise {win:?}"), |par, o| dw.run(par, &x, o, &ep));
+    }
+
+    /// 1x1 and 3x3 convolutions (the 3x3 at stride 2, as the models' first), with an
+    /// activation.
+    #[test]
+    fn conv(h in 1..64usize, w in 1..64usize, c in 1..40usize, oc in 1..72usize, k3: bool,
+            a in 0..4u8, seed in 0..1000u64) {
+        let (k, s) = if k3 { (3, 2) } else { (1, 1) };
+        let win = same_window(h, w, c, oc, k, s);
+        let x = data(seed, h * w * c);
+        let filter = data(seed + 1, oc * k * k * c);
+        let bias = data(seed + 2, oc);
+        let alpha = data(seed + 3, oc);
+        let conv = PackedConv::new(&filter, Some(&bias), win);
+        let ep = Epilogue { residual: None, act: act(a, &alpha) };
+        let len = win.out_h * win.out_w * oc;
+        same_on_all_threads(len, &format!("conv {win:?}"), |par, o| {
+            let mut scratch = vec![0.0; conv_scratch_len(&win, par.threads())];
+            conv.run(par, &x, o, &mut scratch, &ep)
+        });
+    }
+
+    /// Standalone activations over a tensor.
+    #[test]
+    fn activations(n in 1..100_000usize, c in 1..40usize, a in 1..4u8, seed in 0..1000u64) {
+        let n = n.div_ceil(c) * c;
+        let x = data(seed, n);
+        let alpha = data(seed + 1, c);
+        let ep = Epilogue { residual: None, act: act(a, &alpha) };
+        same_on_all_threads(n, "activation", |par, o| activation(par, &x, o, c, &ep));
+    }
+}
