@@ -81,7 +81,7 @@ fn read_texture(ctx: &GpuContext, tex: &wgpu::Texture, w: u32, h: u32) -> Vec<u8
 fn texture_pixels_are_the_tensor_conversion() {
     // The tests' shared device (None, saying so, under HEIMDALL_SKIP_GPU=1).
     let Some(gpu) = common::gpu() else { return };
-    let ctx = &gpu.ctx;
+    let ctx = gpu.ctx.clone();
     let (w, h) = (37u32, 19u32);
     for precision in Precision::ALL {
         let model = GpuModel::compile(
@@ -122,7 +122,7 @@ fn texture_pixels_are_the_tensor_conversion() {
 fn bad_textures_and_outputs_are_refused() {
     // The tests' shared device (None, saying so, under HEIMDALL_SKIP_GPU=1).
     let Some(gpu) = common::gpu() else { return };
-    let ctx = &gpu.ctx;
+    let ctx = gpu.ctx.clone();
     let model = GpuModel::compile(
         &ctx,
         &copy_graph([8, 8, 3]),
