@@ -6,6 +6,7 @@
 use super::Coordinator;
 use crate::model::ModelId;
 use crate::placement::{self, DnnDemand, Machine, PlacementRule, ShortfallReason};
+use crate::processor::Processor;
 
 impl Coordinator {
     /// Whether the planner places the models: a coordinated policy, placement on, and the
@@ -86,7 +87,13 @@ impl Coordinator {
         self.replan_due = false;
         self.next_plan_ms = now + self.cfg.placement.interval_ms.max(1.0);
         let demands = self.demands(now);
-        let plan = placement::plan(&demands, &self.machine(), &self.cfg.placement, now);
+        let machine = self.machine();
+        let plan = placement::plan(&demands, &machine, &self.cfg.placement, now);
+        // The slots the plan may fill are full (its CPU load at their usable share).
+        let cpu_full = plan.cpu_load
+            >= self.cfg.placement.cpu_saturation.max(0.0)
+                * machine.cpu_slots.max(1) as f64
+                * (1.0 - 1e-6);
         for d in &demands {
             let i = d.model.0;
             let m = &mut self.models[i];
@@ -104,6 +111,8 @@ impl Coordinator {
                 .entries
                 .iter()
                 .any(|o| o.model != e.model && o.processor == e.processor);
+            // A DNN whose deadline nothing meets is held to its grant too where it fills CPU
+            // slots that are full: let loose, its late results took the slots from the others.
             let capacity = e.shortfall.is_some_and(|s| {
                 matches!(
                     s.reason,
@@ -112,10 +121,18 @@ impl Coordinator {
                         | ShortfallReason::GpuFull
                         | ShortfallReason::CpuFull
                         | ShortfallReason::GpuFullCpuTooSlow
-                ) && s.granted_hz > 0.0
+                ) || (s.reason == ShortfallReason::DeadlineUnreachable
+                    && e.processor == Processor::Cpu
+                    && cpu_full)
             });
+            // Never below the floor: a cut the planner could only scale under the floors (the
+            // on-demand load alone fills the processor) grants zero, which would enforce
+            // nothing and let the DNN run as fast as it can, over the others' floors.
+            let floor =
+                self.cfg.placement.floor_fraction.clamp(0.0, 1.0) * e.requested_hz.unwrap_or(0.0);
             self.models[i].min_interval_ms = e
                 .granted_hz
+                .map(|g| g.max(floor))
                 .filter(|g| shared && capacity && *g > 0.0)
                 .map(|g| 1000.0 / g);
         }
