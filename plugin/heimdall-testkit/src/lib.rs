@@ -11,7 +11,7 @@
 //!   demand (serialised across threads and processes).
 //! - [`npy`]: the goldens' tensors.
 //! - [`heap`]: the C heap's counters (soak runs, memory tests).
-//! - [`skip`]: tests that cannot check what they claim here say so, and CI counts them.
+//! - [`mod@skip`]: tests that cannot check what they claim here say so, and CI counts them.
 //! - [`rng`]: the deterministic pseudo-random numbers of the tests ([`XorShift`]).
 //! - [`clip`]: the bundled camera clips (`assets/clips/`; the `heimdall-clip` crate): a virtual
 //!   camera moving over a still photo with moving RGBA cut-outs over it, with per-frame ground

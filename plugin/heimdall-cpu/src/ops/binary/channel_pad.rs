@@ -15,8 +15,8 @@ const MIN_VALUES_PER_PART: usize = 1 << 13;
 
 /// `output = ep(full + x)` where `x` is `full`'s tensor with fewer channels (`in_c` of the
 /// `channels` per pixel) padded with zeros at their end: an `ADD` of a zero channel `PAD` fused
-/// into it ([`crate::fuse`]), the values and operations of the pad then the add. Pixels are
-/// split over `par`.
+/// into it (by the compile-time fusion pass, `fuse.rs`), the values and operations of the pad
+/// then the add. Pixels are split over `par`.
 pub fn add_channel_padded(
     par: &Par,
     full: &[f32],
