@@ -17,6 +17,9 @@ fn heimdall(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_heimdall"))
         .args(args)
         .envs(NO_DRIVER)
+        // Where the CLI finds `assets/` when its binary lives in a target dir outside the
+        // repository (as in CI), like the other CLI tests.
+        .env("BEVY_ASSET_ROOT", heimdall_testkit::workspace_root())
         .env("RUST_BACKTRACE", "1")
         .output()
         .expect("runs")
