@@ -39,6 +39,6 @@ pub use coordinator::{
 };
 pub use model::{ModelId, ModelSpec};
 pub use placement::{PlacementConfig, PlacementRule, Plan, PlanEntry, Shortfall, ShortfallReason};
-pub use policy::{Policy, policy_by_name};
+pub use policy::{Policy, SchedulingPolicy, policy_by_name};
 pub use processor::{Processor, ProcessorSet};
 pub use utility::UtilityParams;

@@ -25,6 +25,7 @@ mod cache;
 mod cpu;
 mod done;
 mod gpu;
+mod live;
 mod mode_log;
 mod placing;
 mod rebalance;
