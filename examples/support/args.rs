@@ -79,7 +79,8 @@ pub struct AppArgs {
     /// it ahead of the scene (an ablation of `HeimdallSettings::dnn_work_first`).
     pub dnn_after_scene: bool,
     /// Start each update as soon as the loop runs it, not just in time for the hand-over to the
-    /// render thread (an ablation of `HeimdallSettings::late_frame_start`).
+    /// render thread (an ablation of `heimdall_bevy::HeimdallPacingPlugin`, which the examples
+    /// add otherwise).
     pub early_frame_start: bool,
     /// Free a DNN only when its frame's GPU timestamps come back (an ablation of
     /// `HeimdallSettings::free_at_readback`).
@@ -217,8 +218,10 @@ struct Cli {
     #[arg(long, value_name = "heimdall|fifo|layers:K", value_parser = mode,
           default_value = "heimdall", help_heading = COORDINATION)]
     mode: CoordinationMode,
-    /// Policy of the heimdall mode.
-    #[arg(long, value_name = "P", default_value = "max_total_utility", help_heading = COORDINATION)]
+    /// Policy of the heimdall mode: max_total_utility, max_min_utility or least_slack_time
+    /// (HeimdallSettings::policy, by name).
+    #[arg(long, value_name = "P", value_parser = policy, default_value = "max_total_utility",
+          help_heading = COORDINATION)]
     policy: String,
     /// Run every model on the CPU backend (the no-compute path).
     #[arg(long, help_heading = COORDINATION)]
@@ -270,7 +273,7 @@ struct Cli {
     /// (HeimdallSettings::dnn_work_first off).
     #[arg(long, help_heading = ABLATIONS)]
     dnn_after_scene: bool,
-    /// Start each update as soon as the loop runs it (HeimdallSettings::late_frame_start off).
+    /// Start each update as soon as the loop runs it (without HeimdallPacingPlugin).
     #[arg(long, help_heading = ABLATIONS)]
     early_frame_start: bool,
     /// Free a DNN only when its frame's GPU timestamps come back
@@ -341,6 +344,12 @@ fn non_negative(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("{s:?} is not a number >= 0")),
     }
+}
+
+fn policy(s: &str) -> Result<String, String> {
+    heimdall_bevy::SchedulingPolicy::by_name(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn mode(s: &str) -> Result<CoordinationMode, String> {

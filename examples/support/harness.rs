@@ -106,12 +106,14 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
     let settings = HeimdallSettings {
         frame_rate: FrameRateTarget::Fixed(args.fps),
         mode: args.mode,
-        policy: args.policy.clone(),
+        policy: SchedulingPolicy::by_name(&args.policy).unwrap_or_else(|e| {
+            eprintln!("{title}: {e}");
+            std::process::exit(2);
+        }),
         force_cpu: args.force_cpu,
         adaptive_margin: args.adaptive_margin,
         offload: !args.no_offload,
         dnn_work_first: !args.dnn_after_scene,
-        late_frame_start: !args.early_frame_start,
         free_at_readback: !args.free_at_timestamps,
         nonblocking_gpu_waits: !args.blocking_gpu_waits,
         parallel_decode: !args.decode_on_readback_thread,
@@ -124,6 +126,10 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
     };
     app.add_plugins(HeimdallPlugin::new(settings))
         .insert_resource(heimdall_bevy::device::HeimdallDeviceProfile(profile));
+    // The examples pace their updates for the display (the plugin's default does not).
+    if !args.early_frame_start {
+        app.add_plugins(HeimdallPacingPlugin);
+    }
     if let Some(settings) = recovery {
         heimdall_bevy::device::recover_lost_devices(&mut app, settings);
     }

@@ -221,7 +221,9 @@ pub struct CameraFailed {
 }
 
 /// The latest frame of a [`CameraSource`] (on the same entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct CameraFrame {
     /// The texture holding it (sRGB RGBA8): use it as the AR background.
     pub image: Handle<Image>,

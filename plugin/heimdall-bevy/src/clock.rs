@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use bevy::prelude::*;
 
 /// The clock's origin (a resource in both worlds; `Copy`, nothing shared mutably).
-#[derive(Resource, Clone, Copy, Debug)]
+#[derive(Resource, Clone, Copy, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Resource, Debug, Clone)]
 pub struct HeimdallClock {
     start: Instant,
 }

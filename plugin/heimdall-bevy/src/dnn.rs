@@ -29,7 +29,9 @@ pub enum InputCrop {
 
 /// A region of a camera frame that another DNN reads through [`InputCrop::Roi`]: MediaPipe's
 /// rotated ROI and the border of the crop.
-#[derive(Component, Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, PartialEq, Clone)]
 pub struct RegionOfInterest {
     /// The camera frame it was found in.
     pub frame_index: u64,
@@ -158,7 +160,12 @@ pub enum RequestMode {
 
 /// A DNN of the app: put this on an entity. It gets a [`DnnStatus`], then a [`DnnOutput`] and
 /// its decoder's components with every result.
-#[derive(Component, Clone, Debug)]
+///
+/// Reflected as an opaque value (its model handle, decoder and engine types are not
+/// reflectable field by field).
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 #[require(DnnStatus, DnnPlacement, LastRequest, GuardStatus)]
 pub struct Dnn {
     /// The model (`asset_server.load("models/x.tflite")`).
@@ -256,7 +263,8 @@ impl Dnn {
 }
 
 /// When a DNN was last requested (required by [`Dnn`]; kept by the plugin).
-#[derive(Component, Default, Debug)]
+#[derive(Component, Clone, Default, Debug, Reflect)]
+#[reflect(Component, Debug, Default, Clone)]
 pub struct LastRequest {
     pub(crate) at: Option<Duration>,
 }
@@ -266,7 +274,8 @@ pub struct LastRequest {
 pub struct RequestInference(pub Entity);
 
 /// Where an inference ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Debug, PartialEq, Clone)]
 pub enum Backend {
     /// On the GPU, inside the frames' command encoders.
     Gpu,
@@ -275,7 +284,8 @@ pub enum Backend {
 }
 
 /// Why a DNN cannot run.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Reflect)]
+#[reflect(Debug, PartialEq, Clone)]
 pub enum DnnError {
     /// The model file is missing, unreadable or not a model heimdall can import.
     #[error("loading the model: {0}")]
@@ -297,7 +307,8 @@ pub enum DnnError {
 
 /// Where a DNN stands (on its entity, kept up to date by the plugin). Where a ready DNN runs
 /// and at what rate is its [`DnnPlacement`].
-#[derive(Component, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Debug, PartialEq, Default, Clone)]
 pub enum DnnStatus {
     /// The model asset is loading.
     #[default]
@@ -322,11 +333,14 @@ impl DnnStatus {
 /// shader stage than a phone's 4 (`heimdall_gpu::check_limits`, `docs/mobile-limits.md`). Its
 /// status is `Ready(Backend::Cpu)`; `stats.json` has the reason as
 /// `models.<name>.cpu_fallback`.
-#[derive(Component, Clone, Debug, PartialEq, Eq)]
+#[derive(Component, Clone, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Component, Debug, PartialEq, Clone)]
 pub struct CpuFallback(pub String);
 
 /// The latest result of a DNN (a component on its entity; also carried by [`DnnResult`]).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct DnnOutput {
     /// Index of the camera frame the input came from.
     pub frame_index: u64,
@@ -366,7 +380,8 @@ pub struct DnnResult {
 /// has room for every DNN at its requested rate, it grants some a lower rate (never below a
 /// tenth of the request while another DNN runs above its own) and says so in
 /// [`DnnPlacement::shortfall`]. An app can show that, or ask less of the DNN.
-#[derive(Component, Clone, Debug, Default, PartialEq)]
+#[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component, Debug, PartialEq, Default, Clone)]
 pub struct DnnPlacement {
     /// The processor its new inferences go to (`None` until the coordinator knows it; always
     /// the GPU in the `fifo` and `layers` modes, which do not place, except the CPU-only
@@ -388,7 +403,8 @@ pub struct DnnPlacement {
 }
 
 /// A DNN granted less than its requested rate ([`DnnPlacement::shortfall`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Reflect)]
+#[reflect(Debug, PartialEq, Clone)]
 pub struct RateShortfall {
     /// What the app asks for, Hz.
     pub requested_hz: f64,

@@ -168,7 +168,9 @@ impl Default for Counts {
 
 /// The run's fault counters, shared by both worlds and the plugin's threads (a resource of
 /// each world; [`crate::HeimdallStats`] writes them to `stats.json` as `faults`).
-#[derive(Resource, Clone, Debug, Default)]
+#[derive(Resource, Clone, Debug, Default, Reflect)]
+#[reflect(opaque)]
+#[reflect(Resource, Debug, Default, Clone)]
 pub struct HeimdallFaults(Arc<Counts>);
 
 /// A kind of error the render device reported (Bevy's `RenderError`).

@@ -1,4 +1,5 @@
-//! Late frame start: the camera frame is taken as late as the frame allows.
+//! Late frame start: the camera frame is taken as late as the frame allows
+//! ([`HeimdallPacingPlugin`], opt-in: add it after [`crate::HeimdallPlugin`]).
 //!
 //! With Bevy's pipelined rendering, the main world hands its frame to the render thread at the
 //! end of its update, and waits there while the render thread is still busy with the frame
@@ -51,7 +52,8 @@ pub const MIN_MARGIN_MS: f64 = 3.0;
 const GAIN: f64 = 0.25;
 
 /// The controller of the delay (pure: times in ms).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(Debug, Default, PartialEq, Clone)]
 pub struct StartDelay {
     /// The current delay, ms.
     pub delay_ms: f64,
@@ -82,25 +84,72 @@ pub fn margin_ms(period_ms: f64) -> f64 {
     (MARGIN_SHARE * period_ms).max(MIN_MARGIN_MS)
 }
 
-/// The main world's state of the late frame start.
-#[derive(Resource, Debug, Default)]
-pub(crate) struct FrameStart {
+/// Frame pacing for a display-locked app: each update starts late by the time it would
+/// otherwise wait for the render thread at its end, so the camera frame is taken just in time
+/// (see the [module documentation](self)). Off unless added; add it after
+/// [`crate::HeimdallPlugin`]:
+///
+/// ```no_run
+/// use bevy::prelude::*;
+/// use heimdall_bevy::prelude::*;
+///
+/// App::new()
+///     .add_plugins((DefaultPlugins, HeimdallPlugin::default(), HeimdallPacingPlugin))
+///     .run();
+/// ```
+///
+/// It sleeps on the main thread in `First` (at most [`MAX_SHARE`] of the frame period); where
+/// the display does not pace the loop (a headless app, a slow GPU) the delay fades to zero.
+/// [`LateFrameStart`] shows the current delay.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeimdallPacingPlugin;
+
+impl Plugin for HeimdallPacingPlugin {
+    fn build(&self, app: &mut App) {
+        app.init_resource::<LateFrameStart>()
+            .add_systems(
+                First,
+                start_frame.before(crate::main_phases::update_started),
+            )
+            .add_systems(Last, end_frame.after(crate::stats::record_frame));
+    }
+}
+
+/// The main world's state of the late frame start ([`HeimdallPacingPlugin`]).
+#[derive(Resource, Clone, Debug, Default, Reflect)]
+#[reflect(Resource, Debug, Default, Clone)]
+pub struct LateFrameStart {
     controller: StartDelay,
     /// When the previous update's `Last` ended.
+    #[reflect(ignore)]
     last_end: Option<Instant>,
     /// The presented frames seen so far (the latest one's phases are new when this grows).
     frames_seen: usize,
+    /// Updates delayed so far.
+    delayed: u64,
+}
+
+impl LateFrameStart {
+    /// The delay the latest update started with, ms.
+    pub fn delay_ms(&self) -> f64 {
+        self.controller.delay_ms
+    }
+
+    /// How many updates were delayed (slept in `First`) so far.
+    pub fn delayed_updates(&self) -> u64 {
+        self.delayed
+    }
 }
 
 /// `First`, before everything else of the update: updates the delay and sleeps it.
 pub(crate) fn start_frame(
-    mut start: ResMut<FrameStart>,
-    stats: Res<HeimdallStats>,
-    settings: Res<HeimdallSettings>,
+    mut start: ResMut<LateFrameStart>,
+    stats: Option<Res<HeimdallStats>>,
+    settings: Option<Res<HeimdallSettings>>,
 ) {
-    if !settings.late_frame_start {
+    let (Some(stats), Some(settings)) = (stats, settings) else {
         return;
-    }
+    };
     let Some(last_end) = start.last_end else {
         return;
     };
@@ -118,12 +167,14 @@ pub(crate) fn start_frame(
     if delay > 0.0
         && let Ok(d) = Duration::try_from_secs_f64(delay / 1e3)
     {
+        let _span = info_span!("heimdall::late_frame_start", delay_ms = delay).entered();
         std::thread::sleep(d);
+        start.delayed += 1;
     }
 }
 
 /// `Last`, after everything else: the update ends.
-pub(crate) fn end_frame(mut start: ResMut<FrameStart>) {
+pub(crate) fn end_frame(mut start: ResMut<LateFrameStart>) {
     start.last_end = Some(Instant::now());
 }
 
@@ -187,5 +238,42 @@ mod tests {
             long_wait.update(150.0, 0.0, 16.7);
         }
         assert!(long_wait.delay_ms < 0.01, "{long_wait:?}");
+    }
+
+    /// An app whose loop leaves 40 ms between updates at 20 Hz (what a display-paced loop's
+    /// hand-over wait looks like to the controller): with [`HeimdallPacingPlugin`] its updates
+    /// start late (the delay reaches its cap, 60 % of 50 ms, and each update sleeps it); the same
+    /// app without the plugin never sleeps.
+    #[test]
+    fn the_pacing_plugin_sleeps_and_nothing_else_does() {
+        let run = |pacing: bool| {
+            let mut app = App::new();
+            app.insert_resource(HeimdallStats::default())
+                .insert_resource(HeimdallSettings {
+                    frame_rate: crate::settings::FrameRateTarget::Fixed(20.0),
+                    ..Default::default()
+                });
+            if pacing {
+                app.add_plugins(HeimdallPacingPlugin);
+            }
+            let mut updates = Vec::new();
+            for _ in 0..30 {
+                std::thread::sleep(Duration::from_millis(40));
+                let t = Instant::now();
+                app.update();
+                updates.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let state = app.world().get_resource::<LateFrameStart>().cloned();
+            (updates, state)
+        };
+        let (paced, state) = run(true);
+        let state = state.expect("the plugin's state");
+        assert!((state.delay_ms() - 30.0).abs() < 1.0, "{state:?}");
+        assert!(state.delayed_updates() >= 25, "{state:?}");
+        let last: f64 = paced[20..].iter().sum::<f64>() / 10.0;
+        assert!(last >= 25.0, "paced updates took {last} ms on average");
+        let (plain, state) = run(false);
+        assert!(state.is_none());
+        assert!(plain.iter().all(|&ms| ms < 20.0), "{plain:?}");
     }
 }

@@ -61,7 +61,9 @@ pub enum Calibration {
 
 /// Where a DNN's accuracy guard stands (a component on every [`crate::Dnn`], kept by the
 /// plugin; see the [module documentation](self)).
-#[derive(Component, Clone, Debug, Default, PartialEq)]
+#[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, PartialEq, Default, Clone)]
 pub enum GuardStatus {
     /// No guard: the DNN runs in f32 as asked, on the CPU backend, or the guard is off (also
     /// the state before the model is compiled).

@@ -43,6 +43,14 @@
 //!     .run();
 //! ```
 //!
+//! The plugin is the whole runtime; the rest is opt-in and added by the app:
+//! [`HeimdallPacingPlugin`] (each update starts just in time for a display-paced loop) and, with
+//! the `overlay` feature, `overlay::OverlayPlugin`. [`HeimdallSettings`] is a resource the app
+//! may edit at run time (the render world follows; see [`settings`]); its policy is a
+//! [`SchedulingPolicy`], built in or the app's own [`Policy`]. The components and resources are
+//! `Reflect`; each DNN's latency and rate reach Bevy's `DiagnosticsStore` ([`diagnostics`]) and
+//! the render world's DNN work runs in `tracing` spans (`heimdall::plan_frame`, ...).
+//!
 //! One camera frame, in order (see `docs/architecture.md`): [`camera`] (the frame and its
 //! texture) → [`requests`] (which DNNs take it, with which crop) → [`render`] (compiled models,
 //! the coordinator's decision, the chunks encoded after the scene, the readback) → a decoder
@@ -55,6 +63,7 @@ pub mod clock;
 pub mod decoder;
 pub mod decoders;
 pub mod device;
+pub mod diagnostics;
 pub mod dnn;
 pub mod faults;
 pub mod frame_start;
@@ -69,6 +78,7 @@ pub mod results;
 pub mod settings;
 pub mod stages;
 pub mod stats;
+mod systems;
 #[cfg(feature = "webcam")]
 pub mod webcam;
 pub mod workers;
@@ -76,8 +86,13 @@ pub mod workers;
 use bevy::prelude::*;
 
 pub use dnn::{Dnn, DnnOutput, DnnPlacement, DnnResult, DnnStatus, RateShortfall};
-pub use settings::{CoordinationMode, FrameRateTarget, HeimdallSettings, render_plugin};
+pub use frame_start::{HeimdallPacingPlugin, LateFrameStart};
+pub use heimdall_coordinator::policy::{Policy, SchedulingPolicy};
+pub use settings::{
+    CoordinationMode, FrameRateTarget, HeimdallSettings, render_plugin, render_plugin_from,
+};
 pub use stats::HeimdallStats;
+pub use systems::HeimdallSystems;
 
 /// The usual imports.
 pub mod prelude {
@@ -101,36 +116,27 @@ pub mod prelude {
         RequestMode,
     };
     pub use crate::faults::{HeimdallFaults, RestartDnn};
+    pub use crate::frame_start::{HeimdallPacingPlugin, LateFrameStart};
     pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
+    #[cfg(feature = "overlay")]
+    pub use crate::overlay::OverlayPlugin;
     pub use crate::results::{
         BackendKind, HeimdallBackend, HeimdallRecording, HeimdallTrace, RecordedRun,
     };
     pub use crate::settings::{CoordinationMode, FrameRateTarget, HeimdallSettings};
     pub use crate::stats::HeimdallStats;
     pub use crate::{HeimdallSystems, render::HeimdallRenderSystems};
+    pub use heimdall_coordinator::policy::{JobView, Policy, PolicyContext, SchedulingPolicy};
     pub use heimdall_coordinator::{PlacementRule, UtilityParams};
     pub use heimdall_ir::conv_cache::ConvCacheConfig;
     pub use heimdall_vision::image::{Border, Crop, Normalization};
 }
 
-/// The plugin's main-world system sets, for ordering app systems against it.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HeimdallSystems {
-    /// Statuses and results arrive as components and events (`PreUpdate`). They come first, so
-    /// that a result finished by the GPU reaches the world before anything else of the frame
-    /// (the next camera frame's decode and copy included) and the frames it pinned are released
-    /// before the camera takes a texture.
-    Results,
-    /// New camera frames are written (`PreUpdate`, after `Results`).
-    Camera,
-    /// Requests are issued (`PostUpdate`).
-    Requests,
-}
-
 /// The plugin. Add it after `DefaultPlugins` (it needs the render app).
 #[derive(Default)]
 pub struct HeimdallPlugin {
-    /// Settings (also inserted as a resource in both worlds).
+    /// Settings: inserted as the [`HeimdallSettings`] resource, which the app may edit while it
+    /// runs (the render world copies it whenever it changes).
     pub settings: HeimdallSettings,
 }
 
@@ -182,15 +188,11 @@ impl Plugin for HeimdallPlugin {
             )
             .add_systems(Last, (stats::record_frame, device::count_render_errors))
             .init_resource::<main_phases::MainClock>()
-            .init_resource::<frame_start::FrameStart>()
+            .add_systems(First, main_phases::update_started)
             .add_systems(
-                First,
-                (
-                    frame_start::start_frame.before(main_phases::update_started),
-                    main_phases::update_started,
-                ),
+                PreUpdate,
+                diagnostics::publish.after(HeimdallSystems::Results),
             )
-            .add_systems(Last, frame_start::end_frame.after(stats::record_frame))
             .add_systems(
                 PreUpdate,
                 (
@@ -205,10 +207,47 @@ impl Plugin for HeimdallPlugin {
                     main_phases::ours_end.after(HeimdallSystems::Requests),
                 ),
             );
+        register_types(app);
         render::build(app, &self.settings, clock, outbox, failed);
     }
 
     fn finish(&self, app: &mut App) {
         render::finish(app);
     }
+}
+
+/// Registers the plugin's reflected components and resources in the `AppTypeRegistry`.
+fn register_types(app: &mut App) {
+    app.register_type::<HeimdallSettings>()
+        .register_type::<CoordinationMode>()
+        .register_type::<FrameRateTarget>()
+        .register_type::<HeimdallStats>()
+        .register_type::<clock::HeimdallClock>()
+        .register_type::<faults::HeimdallFaults>()
+        .register_type::<results::HeimdallBackend>()
+        .register_type::<results::BackendKind>()
+        .register_type::<results::HeimdallTrace>()
+        .register_type::<results::HeimdallRecording>()
+        .register_type::<device::HeimdallDeviceProfile>()
+        .register_type::<frame_start::LateFrameStart>()
+        .register_type::<Dnn>()
+        .register_type::<DnnStatus>()
+        .register_type::<DnnPlacement>()
+        .register_type::<DnnOutput>()
+        .register_type::<dnn::Backend>()
+        .register_type::<dnn::DnnError>()
+        .register_type::<dnn::CpuFallback>()
+        .register_type::<dnn::LastRequest>()
+        .register_type::<dnn::RegionOfInterest>()
+        .register_type::<guard::GuardStatus>()
+        .register_type::<camera::CameraFrame>()
+        .register_type::<decoders::FaceDetections>()
+        .register_type::<decoders::FaceMeshResult>()
+        .register_type::<decoders::PalmDetections>()
+        .register_type::<decoders::HandTracking>()
+        .register_type::<decoders::TrackedHand>()
+        .register_type::<decoders::DetectedObjects>()
+        .register_type::<decoders::PersonMask>()
+        .register_type::<decoders::TextRegions>()
+        .register_type::<decoders::StylizedImage>();
 }

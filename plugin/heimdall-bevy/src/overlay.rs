@@ -21,7 +21,9 @@ const SEGMENTS: usize = 5;
 /// Height of the strip in pixels; the frame period is drawn at 3/4 of it.
 const STRIP_PX: f32 = 64.0;
 
-/// The overlay plugin.
+/// The overlay plugin: opt-in twice, behind the crate's `overlay` feature (off by default: it
+/// pulls Bevy UI and text) and added by the app, after [`crate::HeimdallPlugin`]:
+/// `app.add_plugins(OverlayPlugin::default())`.
 pub struct OverlayPlugin {
     /// Key that writes the Chrome trace.
     pub trace_key: KeyCode,

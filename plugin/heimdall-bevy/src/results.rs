@@ -26,7 +26,8 @@ use crate::stages::StageTimes;
 use crate::stats::{FrameRecord, HeimdallStats};
 
 /// Where inference runs in this app, and why.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Reflect)]
+#[reflect(Debug, PartialEq, Default, Clone)]
 pub enum BackendKind {
     /// Not known yet (before the render device exists).
     #[default]
@@ -38,7 +39,8 @@ pub enum BackendKind {
 }
 
 /// The backend the plugin chose and the adapter (a main-world resource).
-#[derive(Resource, Clone, Debug, Default)]
+#[derive(Resource, Clone, Debug, Default, Reflect)]
+#[reflect(Resource, Debug, Default, Clone)]
 pub struct HeimdallBackend {
     /// Where inference runs.
     pub kind: BackendKind,
@@ -215,7 +217,8 @@ pub(crate) struct Inbox(pub Receiver<RenderMessage>);
 
 /// The coordinator's Chrome trace (`chrome://tracing`, Perfetto): ask with
 /// [`HeimdallTrace::request`], read `HeimdallTrace::latest` a few frames later.
-#[derive(Resource, Default, Debug)]
+#[derive(Resource, Default, Debug, Reflect)]
+#[reflect(Resource, Debug, Default)]
 pub struct HeimdallTrace {
     pub(crate) requested: bool,
     latest: Option<String>,
@@ -238,7 +241,8 @@ impl HeimdallTrace {
 /// [`HeimdallRecording::request`] and read [`HeimdallRecording::take`] a few frames later. The
 /// render world then records every request, frame start and scene time, and each inference's
 /// chunks with their measured times (memory bounded by the coordinator crate's `RunRecorder`).
-#[derive(Resource, Default, Debug)]
+#[derive(Resource, Default, Debug, Reflect)]
+#[reflect(Resource, Debug, Default)]
 pub struct HeimdallRecording {
     pub(crate) start_requested: bool,
     pub(crate) export_requested: bool,
@@ -246,7 +250,8 @@ pub struct HeimdallRecording {
 }
 
 /// A recorded run: a scenario file and a replay file (formats in `assets/scenarios/README.md`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Reflect)]
+#[reflect(Debug, Clone)]
 pub struct RecordedRun {
     /// The scenario (`heimdall simulate SCENARIO`), decisions per frame.
     pub scenario_json: String,

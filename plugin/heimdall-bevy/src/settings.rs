@@ -1,14 +1,21 @@
 //! Plugin settings: frame-rate target, coordination mode, policy, CPU workers, margins.
+//!
+//! [`HeimdallSettings`] is a main-world resource: edit it while the app runs and the render
+//! world takes the new values at the next extract ([`crate::render`] copies it whenever it
+//! changed). Most settings apply from the next frame; the few that shape what the plugin
+//! builds at start-up (its threads, its GPU context, the backend) say so, and a change to one
+//! of them is logged as a warning and not applied (see [`HeimdallSettings::STARTUP_ONLY`]).
 
 use std::path::PathBuf;
 
 use bevy::prelude::*;
-use heimdall_coordinator::PlacementRule;
+use heimdall_coordinator::{PlacementRule, SchedulingPolicy};
 use heimdall_gpu::Precision;
 use heimdall_gpu::guard::GuardConfig;
 
 /// How DNN work is fitted around the scene.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Reflect)]
+#[reflect(Debug, PartialEq, Default, Clone)]
 pub enum CoordinationMode {
     /// Heimdall's coordinator: chunks sized to the GPU time each frame leaves, ranked by utility.
     #[default]
@@ -45,7 +52,8 @@ impl CoordinationMode {
 }
 
 /// The frame rate the scene must keep.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Default, Reflect)]
+#[reflect(Debug, PartialEq, Default, Clone)]
 pub enum FrameRateTarget {
     /// The primary window's monitor refresh rate (60 Hz when unknown or headless).
     #[default]
@@ -54,20 +62,34 @@ pub enum FrameRateTarget {
     Fixed(f64),
 }
 
-/// Settings of [`crate::HeimdallPlugin`] (also a resource in both worlds).
-#[derive(Resource, Clone, Debug)]
+/// Settings of [`crate::HeimdallPlugin`] (a main-world resource, copied into the render world
+/// whenever it changes: edit it at run time and the plugin follows from the next frame, except
+/// for the fields listed in [`HeimdallSettings::STARTUP_ONLY`], which keep their start-up
+/// values, with a warning).
+///
+/// Reflected (`Reflect`, `#[reflect(Resource)]`) for inspectors and scripts; the policy, the
+/// precision, the guard and the placement rule are not reflected (types of the engine crates;
+/// settings built from reflection take their default values).
+#[derive(Resource, Clone, Debug, Reflect)]
+#[reflect(Resource, Debug, Default, Clone)]
 pub struct HeimdallSettings {
     /// Frame rate the scene must keep; the DNN budget is `1/f - T_render - margin`.
     pub frame_rate: FrameRateTarget,
-    /// Coordination mode.
+    /// Coordination mode (changing it at run time takes effect at the next decision, with the
+    /// mode's policy).
     pub mode: CoordinationMode,
-    /// Policy of the `Heimdall` mode: `max_total_utility` (default), `max_min_utility`,
-    /// `least_slack_time`.
-    pub policy: String,
+    /// Policy of the `Heimdall` mode: [`SchedulingPolicy::max_total_utility`] (the default),
+    /// [`SchedulingPolicy::max_min_utility`], [`SchedulingPolicy::least_slack_time`], or an
+    /// app's own [`heimdall_coordinator::Policy`] through [`SchedulingPolicy::new`]
+    /// ([`SchedulingPolicy::by_name`] for a command line). A new value replaces the
+    /// coordinator's policy at the next frame.
+    #[reflect(ignore)]
+    pub policy: SchedulingPolicy,
     /// The CPU slots for inference: the cores the plugin's worker pool may keep busy with CPU-only
     /// steps and with inferences the coordinator places on the CPU (a multi-threaded inference
     /// occupies one slot per thread). `None` (the default): the cores left to the app, see
-    /// [`HeimdallSettings::cpu_slots`]; `Some(n)`: `n` (at least 1).
+    /// [`HeimdallSettings::cpu_slots`]; `Some(n)`: `n` (at least 1). Start-up only (the worker
+    /// pool's threads).
     pub cpu_workers: Option<usize>,
     /// Safety margin of the frame budget, ms.
     pub margin_ms: f64,
@@ -79,14 +101,19 @@ pub struct HeimdallSettings {
     /// Relaxation of the last chunk, ms (Heimdall sec. 5.3).
     pub relaxation_ms: f64,
     /// Storage precision on the GPU (f16 by default; in reduced precision each DNN is held to
-    /// its accuracy by [`HeimdallSettings::guard`]).
+    /// its accuracy by [`HeimdallSettings::guard`]). A change applies to the models compiled
+    /// after it (new DNNs, a changed model, a [`crate::faults::RestartDnn`]); running models
+    /// keep theirs.
+    #[reflect(ignore)]
     pub precision: Precision,
     /// The accuracy guard of reduced precision ([`crate::guard`]): a GPU DNN compiled in f16 or
     /// packed f16 runs in f32 until the guard has checked it on a calibration input against
     /// the CPU backend in f32 and switched to f32 the ops that break these bounds; then the
     /// guarded model replaces the f32 one. `None`: off (every DNN in `precision` as it is, no
     /// check). On by default, with [`GuardConfig::default`] (floored relative L2 ≤ 1e-2 per
-    /// output, the golden suites' f16 bound).
+    /// output, the golden suites' f16 bound). Like [`HeimdallSettings::precision`], a change
+    /// applies to the models compiled after it.
+    #[reflect(ignore)]
     pub guard: Option<GuardConfig>,
     /// Where the guard's decisions are kept between runs (one JSON file per model and
     /// adapter, keyed as [`heimdall_coordinator::ProfileStore`] keys profiles: a content hash
@@ -95,9 +122,10 @@ pub struct HeimdallSettings {
     /// again. `None` (the default): nothing is written, every start checks again (a few
     /// compiles and runs of the model on the compile task). An app that starts often sets a
     /// cache directory of its own, e.g. `Some("heimdall-cache".into())` (relative paths are
-    /// relative to the working directory).
+    /// relative to the working directory). Read when a model is compiled.
     pub guard_store: Option<PathBuf>,
     /// Run every model on the CPU backend even when the GPU could (the no-compute path).
+    /// Start-up only (the backend is chosen once per render device).
     pub force_cpu: bool,
     /// Let the coordinator move whole models to CPU workers when the GPU is overloaded.
     pub offload: bool,
@@ -105,6 +133,7 @@ pub struct HeimdallSettings {
     /// planner (the default), or the rule it replaced, which moves one model about once a second
     /// and only when the GPU is overloaded (for comparison, and where a test needs a model kept
     /// on the GPU while it has a budget).
+    #[reflect(ignore)]
     pub placement_rule: PlacementRule,
     /// Hand out CPU work the moment a worker finishes (the default): between its frames the
     /// render world lends its coordinator to the workers (`render/cpu_lane.rs`), so a slot freed
@@ -117,10 +146,6 @@ pub struct HeimdallSettings {
     /// `false` records it after the scene in the frame's own submission, whose buffers map only
     /// once the whole frame has finished (for comparison).
     pub dnn_work_first: bool,
-    /// Start each update late by the time it would otherwise wait for the render thread at its
-    /// end, so the camera frame is taken just in time ([`crate::frame_start`]; the default).
-    /// `false` starts the update as soon as the app loop runs it (for comparison).
-    pub late_frame_start: bool,
     /// Free a DNN for its next inference as soon as its outputs are read back (the default),
     /// not when the frame's GPU timestamps come back after the scene: a DNN asked every frame
     /// then runs every frame instead of every other one. `false`: the earlier behaviour.
@@ -129,19 +154,20 @@ pub struct HeimdallSettings {
     /// calibration, the f16 guard's checks) waits for the GPU without holding wgpu's device locks
     /// (the default; [`heimdall_gpu::GpuContext::shared_device`]). `false`: wgpu's blocking poll,
     /// which holds the lock every `Queue::submit` needs until the GPU is idle, so the app's frames
-    /// wait behind it while models start (for comparison).
+    /// wait behind it while models start (for comparison). Start-up only (the GPU context).
     pub nonblocking_gpu_waits: bool,
     /// Decode GPU results on two decode threads (the default; one DNN's results in the order
     /// they were read), so the readback thread only reads and one DNN's long decode (PP-OCR's
     /// text boxes, 3 ms) does not delay the results read after it. `false`: decode on the
-    /// readback thread, one result after another (for comparison).
+    /// readback thread, one result after another (for comparison). Start-up only (the decode
+    /// threads).
     pub parallel_decode: bool,
     /// The most GPU time, ms, of the plugin's background runs (each model's profile and
     /// convolution cache calibration at start-up) submitted before it waits for them
     /// ([`heimdall_gpu::GpuContext::background_burst_ms`]; default
     /// [`heimdall_gpu::context::DEFAULT_BACKGROUND_BURST_MS`], 1 ms). Each wait also waits for
     /// the frames queued before it, so a larger burst makes the models ready sooner and delays
-    /// the frames queued behind it more; 0: one run per wait.
+    /// the frames queued behind it more; 0: one run per wait. Start-up only (the GPU context).
     pub background_burst_ms: f64,
     /// Where to write the coordinator's Chrome trace on exit (also written by
     /// [`crate::overlay::OverlayPlugin`]'s key).
@@ -153,7 +179,7 @@ impl Default for HeimdallSettings {
         HeimdallSettings {
             frame_rate: FrameRateTarget::FollowDisplay,
             mode: CoordinationMode::Heimdall,
-            policy: "max_total_utility".into(),
+            policy: SchedulingPolicy::default(),
             cpu_workers: None,
             margin_ms: 1.0,
             adaptive_margin: false,
@@ -166,7 +192,6 @@ impl Default for HeimdallSettings {
             placement_rule: PlacementRule::Planner,
             cpu_on_completion: true,
             dnn_work_first: true,
-            late_frame_start: true,
             free_at_readback: true,
             nonblocking_gpu_waits: true,
             parallel_decode: true,
@@ -177,10 +202,57 @@ impl Default for HeimdallSettings {
 }
 
 impl HeimdallSettings {
-    /// The policy name the coordinator gets for this mode.
-    pub fn policy_name(&self) -> String {
+    /// The fields that only apply at start-up (and when a lost render device is replaced):
+    /// they shape the threads, the GPU context and the backend the plugin builds once. A
+    /// change at run time is logged as a warning and not applied.
+    pub const STARTUP_ONLY: [&'static str; 5] = [
+        "cpu_workers",
+        "force_cpu",
+        "nonblocking_gpu_waits",
+        "parallel_decode",
+        "background_burst_ms",
+    ];
+
+    /// The fields of [`HeimdallSettings::STARTUP_ONLY`] that differ between `self` and `other`.
+    pub fn startup_only_changes(&self, other: &HeimdallSettings) -> Vec<&'static str> {
+        let differs = [
+            self.cpu_workers != other.cpu_workers,
+            self.force_cpu != other.force_cpu,
+            self.nonblocking_gpu_waits != other.nonblocking_gpu_waits,
+            self.parallel_decode != other.parallel_decode,
+            self.background_burst_ms.to_bits() != other.background_burst_ms.to_bits(),
+        ];
+        Self::STARTUP_ONLY
+            .into_iter()
+            .zip(differs)
+            .filter_map(|(name, d)| d.then_some(name))
+            .collect()
+    }
+
+    /// `self` with the [`HeimdallSettings::STARTUP_ONLY`] fields of `running`.
+    pub fn keeping_startup_fields_of(mut self, running: &HeimdallSettings) -> HeimdallSettings {
+        self.cpu_workers = running.cpu_workers;
+        self.force_cpu = running.force_cpu;
+        self.nonblocking_gpu_waits = running.nonblocking_gpu_waits;
+        self.parallel_decode = running.parallel_decode;
+        self.background_burst_ms = running.background_burst_ms;
+        self
+    }
+
+    /// The policy the coordinator runs in this mode: [`HeimdallSettings::policy`] in the
+    /// `Heimdall` mode, the baselines' own policies in the others.
+    pub fn coordinator_policy(&self) -> SchedulingPolicy {
         match self.mode {
             CoordinationMode::Heimdall => self.policy.clone(),
+            CoordinationMode::Fifo => SchedulingPolicy::fifo(),
+            CoordinationMode::Layers(k) => SchedulingPolicy::layers_per_frame(k),
+        }
+    }
+
+    /// The name of the policy the coordinator runs in this mode (as reports show it).
+    pub fn policy_name(&self) -> String {
+        match self.mode {
+            CoordinationMode::Heimdall => self.policy.name().to_string(),
             CoordinationMode::Fifo => "fifo".into(),
             CoordinationMode::Layers(k) => format!("layers:{k}"),
         }
@@ -220,23 +292,52 @@ pub fn auto_cpu_slots(cores: usize) -> usize {
     cores.saturating_sub(RESERVED_THREADS).max(1)
 }
 
-/// Bevy's `RenderPlugin` with wgpu's validation of indirect dispatches off (unless
-/// `WGPU_VALIDATION_INDIRECT_CALL` says otherwise), for `DefaultPlugins.set(render_plugin())`.
-/// wgpu validates each indirect dispatch with a compute pass of its own; without it, a cached
-/// convolution ([`crate::Dnn::with_conv_cache`]) launches only the work groups it must compute
-/// (on an H100, face detection on a still scene: 0.138 ms instead of 0.175 ms; uncached
-/// 0.258 ms). Kept on Windows, where DX12 needs the validation pass to report
-/// `num_workgroups`. The plugin reads the flags back from the `RenderPlugin` it finds.
+/// An opt-in helper: Bevy's default `RenderPlugin` with one change, wgpu's validation of
+/// indirect dispatches off ([`render_plugin_from`] of `RenderPlugin::default()`).
+///
+/// `DefaultPlugins.set(heimdall_bevy::render_plugin())` *replaces* the `RenderPlugin` of
+/// `DefaultPlugins` (Bevy's default one): an app that configures its own `RenderPlugin`
+/// (backends, features, limits, a device it made) passes that one through
+/// [`render_plugin_from`] instead, which changes nothing else. Without either, the plugin
+/// works as well, with the validation pass on (each cached convolution dispatch then costs a
+/// little more; see [`render_plugin_from`]).
 pub fn render_plugin() -> bevy::render::RenderPlugin {
-    let mut wgpu = bevy::render::settings::WgpuSettings::default();
-    if !cfg!(target_os = "windows") && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+    render_plugin_from(bevy::render::RenderPlugin::default())
+}
+
+/// `plugin` with wgpu's validation of indirect dispatches off (unless
+/// `WGPU_VALIDATION_INDIRECT_CALL` is set, and kept on Windows, where DX12 needs the validation
+/// pass to report `num_workgroups`); everything else of `plugin` is kept as the app set it:
+///
+/// ```no_run
+/// use bevy::prelude::*;
+/// use bevy::render::RenderPlugin;
+/// use bevy::render::settings::{Backends, WgpuSettings};
+///
+/// let mine = RenderPlugin {
+///     render_creation: WgpuSettings { backends: Some(Backends::VULKAN), ..default() }.into(),
+///     ..default()
+/// };
+/// App::new().add_plugins(DefaultPlugins.set(heimdall_bevy::render_plugin_from(mine)));
+/// ```
+///
+/// Exactly what changes: `instance_flags` of a `RenderCreation::Automatic` creation lose
+/// `wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL`. A `RenderCreation::Manual` creation (a
+/// device the app made) is returned as it is. wgpu validates each indirect dispatch with a
+/// compute pass of its own; without it, a cached convolution ([`crate::Dnn::with_conv_cache`])
+/// launches only the work groups it must compute (on an H100, face detection on a still scene:
+/// 0.138 ms instead of 0.175 ms; uncached 0.258 ms). The plugin reads the flags back from the
+/// `RenderPlugin` it finds.
+pub fn render_plugin_from(mut plugin: bevy::render::RenderPlugin) -> bevy::render::RenderPlugin {
+    use bevy::render::settings::RenderCreation;
+    if let RenderCreation::Automatic(wgpu) = &mut plugin.render_creation
+        && !cfg!(target_os = "windows")
+        && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none()
+    {
         wgpu.instance_flags
             .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
     }
-    bevy::render::RenderPlugin {
-        render_creation: wgpu.into(),
-        ..Default::default()
-    }
+    plugin
 }
 
 #[cfg(test)]
@@ -269,5 +370,59 @@ mod tests {
         };
         assert_eq!(set(6).cpu_slots(), 6);
         assert_eq!(set(0).cpu_slots(), 1, "at least one slot");
+    }
+
+    /// `render_plugin_from` keeps what the app set and only drops the indirect validation.
+    #[test]
+    fn render_plugin_from_keeps_the_apps_render_settings() {
+        use bevy::render::RenderPlugin;
+        use bevy::render::settings::{Backends, RenderCreation, WgpuSettings};
+        let mine = RenderPlugin {
+            render_creation: WgpuSettings {
+                backends: Some(Backends::VULKAN),
+                features: wgpu::Features::TIMESTAMP_QUERY,
+                instance_flags: wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL
+                    | wgpu::InstanceFlags::DEBUG,
+                ..default()
+            }
+            .into(),
+            synchronous_pipeline_compilation: true,
+            ..default()
+        };
+        let out = render_plugin_from(mine);
+        assert!(out.synchronous_pipeline_compilation);
+        let RenderCreation::Automatic(w) = &out.render_creation else {
+            panic!("the creation changed kind");
+        };
+        assert_eq!(w.backends, Some(Backends::VULKAN));
+        assert_eq!(w.features, wgpu::Features::TIMESTAMP_QUERY);
+        assert!(w.instance_flags.contains(wgpu::InstanceFlags::DEBUG));
+        let dropped = !cfg!(target_os = "windows")
+            && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none();
+        assert_eq!(
+            w.instance_flags
+                .contains(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL),
+            !dropped
+        );
+    }
+
+    /// The start-up-only fields are found and kept; the others follow the new value.
+    #[test]
+    fn startup_only_fields_are_found_and_kept() {
+        let running = HeimdallSettings::default();
+        let edited = HeimdallSettings {
+            force_cpu: true,
+            cpu_workers: Some(7),
+            margin_ms: 4.0,
+            ..default()
+        };
+        assert_eq!(
+            edited.startup_only_changes(&running),
+            vec!["cpu_workers", "force_cpu"]
+        );
+        let applied = edited.keeping_startup_fields_of(&running);
+        assert!(!applied.force_cpu);
+        assert_eq!(applied.cpu_workers, None);
+        assert_eq!(applied.margin_ms, 4.0);
     }
 }

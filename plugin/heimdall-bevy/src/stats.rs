@@ -232,7 +232,12 @@ impl Default for ModelStats {
 /// The run's statistics (a main-world resource, updated every frame). Every per-frame and
 /// per-result history keeps the latest [`MAX_HISTORY`] entries (up to 12.5 % more) in room
 /// allocated up front, so its memory is constant however long the app runs.
-#[derive(Resource, Debug)]
+///
+/// Reflected for inspectors: the frame and update intervals, the instances and the faults; the
+/// per-frame phases and GPU records and the per-model statistics are left out of reflection
+/// (their types are internal; read them as fields, or through [`crate::diagnostics`]).
+#[derive(Resource, Debug, Reflect)]
+#[reflect(Resource, Debug, Default)]
 pub struct HeimdallStats {
     /// Wall-clock interval between frames as they reach the screen, ms: the presentation time a
     /// display layer gives ([`crate::render::PresentationTime`]), else stamped in the render
@@ -247,16 +252,22 @@ pub struct HeimdallStats {
     /// ms.
     pub main_world_ms: Vec<(f64, f64)>,
     /// Where each interval of [`Self::frame_ms`] went on the render thread (same indices).
+    #[reflect(ignore)]
     pub frame_phases: Vec<FramePhases>,
     /// What the GPU did per frame (timestamps; untimed frames have `timed: false`).
+    #[reflect(ignore)]
     pub gpu_frames: Vec<FrameRecord>,
     /// Per model name.
+    #[reflect(ignore)]
     pub models: BTreeMap<String, ModelStats>,
     /// DNN instance index (as in [`FrameRecord::chunks`]) to model name.
     pub instances: BTreeMap<u32, String>,
+    #[reflect(ignore)]
     last_frame: Option<std::time::Instant>,
+    #[reflect(ignore)]
     last_presented: Option<std::time::Instant>,
     now_ms: f64,
+    #[reflect(ignore)]
     keys: std::collections::HashMap<Entity, String>,
     target_hz: Option<f64>,
     /// The run's faults (panics caught, device errors, queues); kept by [`Self::reset`].

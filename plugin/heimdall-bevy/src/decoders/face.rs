@@ -13,7 +13,9 @@ use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 use crate::dnn::RegionOfInterest;
 
 /// The latest faces of a face detector (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct FaceDetections {
     /// Camera frame they were computed from.
     pub frame_index: u64,

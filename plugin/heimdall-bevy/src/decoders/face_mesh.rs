@@ -10,7 +10,9 @@ use heimdall_vision::face_mesh::FACE_MESH_POINTS;
 use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 
 /// The latest mesh of a face landmark DNN (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct FaceMeshResult {
     /// Camera frame it was computed from.
     pub frame_index: u64,

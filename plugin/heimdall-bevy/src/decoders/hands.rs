@@ -31,7 +31,9 @@ use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 use crate::dnn::{Dnn, InputCrop, RegionOfInterest, RequestInference, RequestMode};
 
 /// The latest palms of a palm detector (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct PalmDetections {
     /// Camera frame they were computed from.
     pub frame_index: u64,
@@ -47,7 +49,9 @@ pub struct PalmDetections {
 
 /// The hand landmark DNNs a palm detector feeds (on the palm detector's entity): one entity
 /// per hand wanted (MediaPipe's `max_num_hands`).
-#[derive(Component, Clone, Debug, Default)]
+#[derive(Component, Clone, Debug, Default, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Default, Clone)]
 pub struct HandTracking {
     /// The landmark DNN entities, each with `InputCrop::Roi(itself)` and a
     /// [`HandLandmarkDecoder`].
@@ -55,7 +59,9 @@ pub struct HandTracking {
 }
 
 /// One tracked hand (on its landmark DNN's entity; removed when the hand is lost).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct TrackedHand {
     /// Camera frame it was computed from.
     pub frame_index: u64,

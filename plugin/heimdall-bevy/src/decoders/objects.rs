@@ -13,7 +13,9 @@ use heimdall_vision::objects::{Object, ObjectDetector};
 use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 
 /// The latest objects of an object detector (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct DetectedObjects {
     /// Camera frame they were computed from.
     pub frame_index: u64,

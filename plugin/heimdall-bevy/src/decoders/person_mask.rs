@@ -11,7 +11,9 @@ use heimdall_vision::Mask;
 use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 
 /// The person mask of a segmentation DNN (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct PersonMask {
     /// Camera frame it was computed from.
     pub frame_index: u64,

@@ -21,7 +21,9 @@ use crate::asset::{DnnModel, DnnModelSettings, import};
 use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 
 /// The latest stylised picture of a style transfer DNN (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct StylizedImage {
     /// Camera frame it was computed from.
     pub frame_index: u64,

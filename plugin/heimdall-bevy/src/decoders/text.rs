@@ -23,7 +23,9 @@ use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
 pub use heimdall_vision::text::TEXT_NORMALIZATION;
 
 /// The latest text regions of a text detector (on its entity).
-#[derive(Component, Clone, Debug)]
+#[derive(Component, Clone, Debug, Reflect)]
+#[reflect(opaque)]
+#[reflect(Component, Debug, Clone)]
 pub struct TextRegions {
     /// Camera frame they were computed from.
     pub frame_index: u64,

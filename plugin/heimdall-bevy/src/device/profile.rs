@@ -16,7 +16,9 @@ use heimdall_gpu::DeviceProfile;
 /// buffers in its GPU preprocessing and runs 256-invocation work groups in its sparse buffer
 /// updates, validation errors under a phone's limits. Its features can: pair this with
 /// [`render_plugin_for`] (no timestamp queries, no `SHADER_F16` on the device).
-#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
+#[reflect(opaque)]
+#[reflect(Resource, Debug, Default, PartialEq, Clone)]
 pub struct HeimdallDeviceProfile(pub DeviceProfile);
 
 /// The plugin's `RenderPlugin` ([`crate::render_plugin`]) on Vulkan, Metal or DX12

@@ -30,6 +30,7 @@ pub(crate) fn dispatch_cpu(
     clock: HeimdallClock,
     outbox: &Outbox,
 ) {
+    let _span = info_span!("heimdall::cpu_dispatch", model = work.model.0).entered();
     let Some(e) = dnns.entity_of(work.model) else {
         sched.cpu_done(work.id, 0, now, now);
         return;

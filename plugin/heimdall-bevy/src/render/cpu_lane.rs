@@ -106,6 +106,18 @@ impl CpuLane {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `f` on the coordinator in use: the lent one while the lane has it, else `own` (the
+    /// render world's; for read-outs between frames).
+    pub fn with_running<R>(&self, own: &Coordinator, f: impl FnOnce(&Coordinator) -> R) -> R {
+        let st = self.lock();
+        if st.lent {
+            f(&st.coordinator)
+        } else {
+            drop(st);
+            f(own)
+        }
+    }
+
     /// Where CPU work dispatched now reports: the lane, else the workers' mailbox.
     pub fn sink(&self, workers: &Workers) -> CpuSink {
         CpuSink::with_listener(Arc::new(self.clone()), workers.done.sender())

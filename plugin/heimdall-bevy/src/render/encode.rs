@@ -50,6 +50,7 @@ pub(crate) fn submit_dnn_work_first(
     outbox: Res<Outbox>,
     waiter: Res<ReadbackWaiter>,
 ) {
+    let _span = info_span!("heimdall::encode_dnn_work").entered();
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("heimdall DNN work"),
     });
@@ -111,6 +112,7 @@ pub(crate) fn encode_dnn_work(
     clock: Res<HeimdallClock>,
     outbox: Res<Outbox>,
 ) {
+    let _span = info_span!("heimdall::encode_dnn_work").entered();
     let encoder = ctx.command_encoder();
     if let Some(t) = backend.timer.as_mut() {
         t.mark(encoder, Mark::SceneEnd);

@@ -64,6 +64,7 @@ impl Finish {
                 frame_index: self.frame_index,
                 capture_time: Duration::from_secs_f64(self.capture_ms.max(0.0) / 1e3),
             };
+            let _span = info_span!("heimdall::decode", dnn = %self.name).entered();
             match crate::faults::catch(|| decoder.decode(&input)) {
                 Ok(Ok(v)) => Some(Ok((decoder, v))),
                 Ok(Err(err)) => {

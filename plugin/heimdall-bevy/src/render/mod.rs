@@ -1,6 +1,7 @@
 //! The render world: each frame, in named system sets on Bevy's render schedules,
 //!
-//! 1. extract (`models::extract_dnns`, the camera frames and requests, `extract`);
+//! 1. extract (the settings when they changed, [`live_settings`]; `models::extract_dnns`, the
+//!    camera frames and requests, `extract`);
 //! 2. [`HeimdallRenderSystems::Prepare`]: compile new models for Bevy's own `RenderDevice`
 //!    (`models`) and collect what finished since the last frame (`readback`);
 //! 3. [`HeimdallRenderSystems::Schedule`]: start idle DNNs and ask the coordinator for this
@@ -28,6 +29,7 @@ pub(crate) mod extract;
 pub(crate) mod finish;
 pub(crate) mod guard;
 pub(crate) mod guard_store;
+pub mod live_settings;
 pub(crate) mod models;
 pub mod pacing;
 pub mod phases;
@@ -49,6 +51,7 @@ use crate::requests::{ExtractedRequests, extract_requests};
 use crate::results::{FailedDnns, Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::workers::Workers;
+pub use live_settings::{coordinator_config, coordinator_placement, coordinator_policy};
 use phases::Stamp;
 
 /// The plugin's render-world system sets, in order.
@@ -118,6 +121,7 @@ pub(crate) fn build(
         .add_systems(
             ExtractSchedule,
             (
+                live_settings::extract_settings,
                 models::extract_dnns,
                 extract_frames,
                 extract_requests,
@@ -174,6 +178,7 @@ pub(crate) fn build(
             (
                 (
                     schedule::take_back_cpu_lane,
+                    live_settings::apply_settings,
                     readback::restart_dnns,
                     models::prepare_models,
                     readback::collect_outputs,
@@ -289,6 +294,7 @@ fn install(world: &mut World) {
     world.insert_resource(backend);
     let clock = *world.resource::<HeimdallClock>();
     world.insert_resource(schedule::Scheduler::new(&settings, gpu, clock));
+    world.insert_resource(live_settings::AppliedSettings::of(&settings));
     world.insert_resource(models::RenderDnns::default());
 }
 

@@ -245,6 +245,7 @@ pub(crate) fn map_after_submit(
     settings: Res<HeimdallSettings>,
     clock: Res<HeimdallClock>,
 ) {
+    let _span = info_span!("heimdall::readback_map").entered();
     if let Some(t) = backend.timer.as_mut() {
         t.after_submit();
     }
@@ -378,6 +379,7 @@ pub(crate) fn collect_outputs(
     failed: Res<FailedDnns>,
     outbox: Res<Outbox>,
 ) {
+    let _span = info_span!("heimdall::collect_outputs").entered();
     let dnns = &mut *dnns;
     for done in waiter.done.drain() {
         if let Some(err) = &done.error {

@@ -12,7 +12,7 @@ use bevy::render::renderer::RenderQueue;
 use bevy::render::texture::GpuImage;
 use heimdall_coordinator::{
     CacheSpec, Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork,
-    ModelId, ModelProfile, ModelStatus, Processor, Request, WorkId, policy_by_name,
+    ModelId, ModelProfile, ModelStatus, Processor, Request, WorkId,
 };
 
 use super::backend::InferenceBackend;
@@ -70,13 +70,7 @@ impl Scheduler {
         // without the list (no GPU model) it starts again on the CPU, or finishes on the GPU if
         // that is sooner.
         cfg.offload_resumes_from_gpu = false;
-        let policy = policy_by_name(&settings.policy_name()).unwrap_or_else(|_| {
-            warn!(
-                "heimdall: unknown policy {:?}; using max_total_utility",
-                settings.policy
-            );
-            Box::new(heimdall_coordinator::policy::MaxTotalUtility)
-        });
+        let policy = settings.coordinator_policy().build();
         let spare = Coordinator::new(cfg, Box::new(heimdall_coordinator::policy::MaxTotalUtility));
         let lane = CpuLane::new(spare, RunLog::new(&cfg), clock);
         Scheduler {
@@ -277,6 +271,7 @@ pub(crate) fn plan_frame(
     clock: Res<HeimdallClock>,
     outbox: Res<Outbox>,
 ) {
+    let _span = info_span!("heimdall::plan_frame").entered();
     let sched = &mut *sched;
     let dnns = &mut *dnns;
     let now = clock.now_ms();

@@ -1,0 +1,17 @@
+//! The plugin's main-world system sets.
+
+use bevy::prelude::*;
+
+/// The plugin's main-world system sets, for ordering app systems against it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HeimdallSystems {
+    /// Statuses and results arrive as components and events (`PreUpdate`). They come first, so
+    /// that a result finished by the GPU reaches the world before anything else of the frame
+    /// (the next camera frame's decode and copy included) and the frames it pinned are released
+    /// before the camera takes a texture.
+    Results,
+    /// New camera frames are written (`PreUpdate`, after `Results`).
+    Camera,
+    /// Requests are issued (`PostUpdate`).
+    Requests,
+}
