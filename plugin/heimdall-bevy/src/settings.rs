@@ -170,7 +170,7 @@ pub struct HeimdallSettings {
     /// the frames queued behind it more; 0: one run per wait. Start-up only (the GPU context).
     pub background_burst_ms: f64,
     /// Where to write the coordinator's Chrome trace on exit (also written by
-    /// [`crate::overlay::OverlayPlugin`]'s key).
+    /// `overlay::OverlayPlugin`'s key, feature `overlay`).
     pub trace_path: Option<PathBuf>,
 }
 
