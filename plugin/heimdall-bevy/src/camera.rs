@@ -93,7 +93,8 @@ pub trait FrameSource: Send + 'static {
 /// How a camera source's errors are retried: after the `n`-th error in a row, the next frame is
 /// asked for `first * 2^(n-1)` later, at most `max`; after `give_up_after` errors in a row (if
 /// set) the source stops ([`CameraFailed`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Debug, PartialEq, Default, Clone)]
 pub struct CameraRetry {
     /// The delay after the first error.
     pub first: Duration,
@@ -127,7 +128,8 @@ impl CameraRetry {
 }
 
 /// When a source delivers a new frame.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Debug, PartialEq, Clone)]
 pub enum FramePacing {
     /// One new frame per app update (deterministic: headless runs and tests).
     EveryUpdate,
@@ -136,8 +138,14 @@ pub enum FramePacing {
 }
 
 /// A camera source: put it on an entity; [`CameraFrame`] appears next to it.
-#[derive(Component)]
+///
+/// Reflected (its pacing, retry and state), except the [`FrameSource`] itself; it cannot be
+/// made from reflection (no `FromReflect`: the source is the app's object).
+#[derive(Component, Reflect)]
+#[reflect(from_reflect = false)]
+#[reflect(Component)]
 pub struct CameraSource {
+    #[reflect(ignore)]
     source: Arc<Mutex<Box<dyn FrameSource>>>,
     /// Frame pacing.
     pub pacing: FramePacing,

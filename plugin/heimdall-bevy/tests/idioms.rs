@@ -118,9 +118,14 @@ impl Policy for Counting {
     }
 }
 
+/// The camera [`spawn_identity`] spawned.
+#[derive(Resource)]
+struct Camera(Entity);
+
 /// Spawns a camera and an identity DNN on it; returns the DNN.
 fn spawn_identity(app: &mut App) -> Entity {
     let camera = app.world_mut().spawn(common::synthetic_camera(64, 48)).id();
+    app.insert_resource(Camera(camera));
     let model = common::add_model(app, common::identity_graph(16, 16));
     app.world_mut()
         .spawn(Dnn::new(model, camera).with_conv_cache(ConvCache::Off))
@@ -220,6 +225,24 @@ fn components_and_resources_are_reflected() {
         s.field("cpu_threads")
             .and_then(|f| f.try_downcast_ref::<usize>()),
         Some(&0)
+    );
+
+    let source = registry
+        .get_type_data::<ReflectComponent>(TypeId::of::<CameraSource>())
+        .expect("CameraSource reflects as a component");
+    let camera = app.world().resource::<Camera>().0;
+    let value = source.reflect(app.world().entity(camera)).unwrap();
+    let ReflectRef::Struct(s) = value.reflect_ref() else {
+        panic!("CameraSource is a struct");
+    };
+    assert_eq!(
+        s.field("pacing")
+            .and_then(|f| f.try_downcast_ref::<FramePacing>()),
+        Some(&FramePacing::EveryUpdate)
+    );
+    assert!(
+        s.field("source").is_none(),
+        "the app's FrameSource is not reflected"
     );
 
     let mut settings = app.world_mut().resource_mut::<HeimdallSettings>();
