@@ -12,7 +12,7 @@ fn root() -> PathBuf {
 /// A `.npy` file of version 1.0 with `header` (padded as NumPy pads it) and `body`.
 fn npy(header: &str, body: &[u8]) -> Vec<u8> {
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -1,5 +1,5 @@
 //! `.npy` files of float32 tensors (the CLI's and the goldens' tensor format): `heimdall-npy`'s
-//! reader and writer, with the facade's [`Error`].
+//! reader and writer, with the facade's [`enum@Error`].
 
 use std::path::Path;
 
