@@ -59,7 +59,7 @@ Usage:
       --json out/peers.json [--gpu] [--rounds 5 --runs 10 --warmup 3] [--exe PATH]
   python3 scripts/bench_peers.py --models all --convert-only \\
       [--tf2onnx-python VENV/bin/python]                          # ncnn conversions only
-  python3 scripts/bench_peers.py --table-from docs/peers/this_machine.json   # a saved table
+  python3 scripts/bench_peers.py --table-from docs/measurements/peers/this_machine.json   # a saved table
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The pacing and contention acceptance (issues #15 and #34), checked on the runs of
-`scripts/compare_modes.py` (or `docs/contention/run.sh`, `docs/sim_vs_app/run.sh`): for each
+`scripts/compare_modes.py` (or `docs/measurements/contention/run.sh`, `docs/measurements/sim_vs_app/run.sh`): for each
 configuration directory (its runs in `MODE-RUN` subdirectories, each with a `stats.json`),
 
 every Heimdall run (`heimdall-K`) must have

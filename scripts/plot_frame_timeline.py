@@ -3,8 +3,8 @@
 run: for each frame, the scene passes (grey) and the DNN chunks after them (a colour per model),
 against the frame period (red line). Frames whose bar crosses the line missed their vsync.
 
-    python3 scripts/plot_frame_timeline.py docs/emoji_h100/heimdall_stats.json \
-        docs/emoji_h100/fifo_stats.json --frames 120 --out docs/emoji_h100/timeline.svg
+    python3 scripts/plot_frame_timeline.py docs/measurements/emoji_h100/heimdall_stats.json \
+        docs/measurements/emoji_h100/fifo_stats.json --frames 120 --out docs/measurements/emoji_h100/timeline.svg
 """
 import argparse
 import json

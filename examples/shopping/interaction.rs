@@ -7,6 +7,7 @@ use bevy::prelude::*;
 use heimdall_bevy::prelude::*;
 use heimdall_examples::ar_view::ArView;
 use heimdall_examples::gestures::pinch;
+use heimdall_vision::hands::HAND_CONNECTIONS;
 
 use crate::couch::{Couch, Placement};
 
@@ -144,28 +145,6 @@ pub fn draw_hands(
     hands: Query<&TrackedHand>,
     mut gizmos: Gizmos,
 ) {
-    const BONES: [(usize, usize); 20] = [
-        (0, 1),
-        (1, 2),
-        (2, 3),
-        (3, 4),
-        (0, 5),
-        (5, 6),
-        (6, 7),
-        (7, 8),
-        (5, 9),
-        (9, 10),
-        (10, 11),
-        (11, 12),
-        (9, 13),
-        (13, 14),
-        (14, 15),
-        (15, 16),
-        (13, 17),
-        (0, 17),
-        (17, 18),
-        (18, 19),
-    ];
     let Ok(tracking) = tracking.get(sensors.palms) else {
         return;
     };
@@ -179,7 +158,7 @@ pub fn draw_hands(
         if h.hand.points.len() < 21 {
             continue;
         }
-        for (a, b) in BONES {
+        for (a, b) in HAND_CONNECTIONS {
             gizmos.line(at(a), at(b), color);
         }
     }

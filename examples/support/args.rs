@@ -512,7 +512,7 @@ mod tests {
         }
     }
 
-    /// A run of issue 34's acceptance as `docs/contention/run.sh` makes it through
+    /// A run of issue 34's acceptance as `docs/measurements/contention/run.sh` makes it through
     /// `scripts/compare_modes.py` (its options, then the configuration's).
     #[test]
     fn the_contention_runs_parse() {

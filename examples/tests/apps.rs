@@ -9,6 +9,10 @@
 //!   it far from any virtual content), and the scripted style events are answered;
 //! - workspace: text and the hand are found where the ground truth puts them, the virtual page
 //!   is drawn beside the text, and the pinching hand writes a stroke on it.
+//!
+//! One more run checks the apps' GPU path itself: shopping in the `fifo` mode (every inference
+//! on the GPU, in request order, whatever the frame costs), where each of its DNNs must deliver
+//! results computed on the GPU (none on the CPU) with no wgpu validation error.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,8 +23,19 @@ use serde_json::Value;
 mod common;
 use common::{example_binary, log_of, root};
 
-/// Runs an app headless into a fresh folder; returns the folder and `stats.json`.
+/// Runs an app headless into a fresh folder with its DNNs on the CPU backend; returns the
+/// folder and `stats.json`.
 fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
+    let mut args = vec!["--force-cpu"];
+    args.extend_from_slice(extra);
+    let (out, stats) = run_app_on(name, &args);
+    assert_eq!(stats["backend"], "cpu (forced)", "{name}");
+    (out, stats)
+}
+
+/// Runs an app headless into a fresh folder (the backend as `extra` says); returns the folder
+/// and `stats.json`.
+fn run_app_on(name: &str, extra: &[&str]) -> (PathBuf, Value) {
     let out = std::env::temp_dir().join(format!("heimdall-app-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let exe = example_binary(name);
@@ -34,7 +49,6 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
         "--save-every",
         "20",
         "--no-overlay",
-        "--force-cpu",
         "--out",
         out.to_str().expect("utf-8 path"),
     ];
@@ -53,9 +67,7 @@ fn run_app(name: &str, extra: &[&str]) -> (PathBuf, Value) {
     assert!(output.status.success(), "{name} failed:\n{log}");
     let text = std::fs::read_to_string(out.join("stats.json")).expect("stats.json");
     let stats: Value = serde_json::from_str(&text).expect("valid JSON");
-    // What the run is: the scene on the GPU, every DNN on the CPU backend as asked, and no
-    // fault on the way (no wgpu validation error, no panic caught, no device lost).
-    assert_eq!(stats["backend"], "cpu (forced)", "{name}");
+    // No fault on the way (no wgpu validation error, no panic caught, no device lost).
     let faults = &stats["faults"];
     for counter in ["validation_errors", "panics", "devices_lost"] {
         assert_eq!(faults[counter], 0, "{name}: {faults:#}");
@@ -190,5 +202,59 @@ fn workspace_finds_text_and_hand_places_the_page_and_writes() {
     assert!(
         out.join("page_ink.png").exists(),
         "page_ink.png not written"
+    );
+}
+
+#[test]
+fn shopping_runs_every_dnn_on_the_gpu_in_fifo_mode() {
+    if common::skipping_gpu() {
+        return;
+    }
+    // 40 camera frames: on lavapipe the app renders about one frame a second with every DNN on
+    // the GPU; each DNN is asked for a result on most frames.
+    let (_, stats) = run_app_on(
+        "shopping",
+        &[
+            "--frames",
+            "40",
+            "--warmup",
+            "0",
+            "--events",
+            "1",
+            "--quality",
+            "low",
+            "--mode",
+            "fifo",
+        ],
+    );
+    assert_eq!(stats["backend"], "gpu", "{stats:#}");
+    let models = stats["models"].as_object().expect("per-model statistics");
+    // The object detector, the person mask, the palm detector, the first hand's landmarks and
+    // the style transfer (the second hand's landmarks run only when the clip shows two hands).
+    for name in [
+        "object_detection_ssd_mobilenetv2_oidv4_fp16",
+        "selfie_segmentation",
+        "palm_detection_lite",
+        "multistyle26",
+    ] {
+        let m = &models[name];
+        assert!(f(&m["count"]) >= 1.0, "{name}: no result: {m:#}");
+        assert_eq!(
+            f(&m["cpu_results"]),
+            0.0,
+            "{name}: results on the CPU: {m:#}"
+        );
+    }
+    let hands: f64 = (models.iter())
+        .filter(|(n, _)| n.starts_with("hand_landmark"))
+        .map(|(_, m)| f(&m["count"]))
+        .sum();
+    let hands_on_cpu: f64 = (models.iter())
+        .filter(|(n, _)| n.starts_with("hand_landmark"))
+        .map(|(_, m)| f(&m["cpu_results"]))
+        .sum();
+    assert!(
+        hands >= 1.0 && hands_on_cpu == 0.0,
+        "hand landmarks: {models:#?}"
     );
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use heimdall_vision::hands::{
-    HandTracker, HandTrackerOptions, decode_hand_landmarks, hand_landmark_crop, palm_decoder,
-    palm_detection_crop,
+    HAND_CONNECTIONS, HandTracker, HandTrackerOptions, decode_hand_landmarks, hand_landmark_crop,
+    palm_decoder, palm_detection_crop,
 };
 use heimdall_vision::image::{ImageToTensor, draw};
 use heimdall_vision::objects::ObjectDetector;
@@ -170,30 +170,6 @@ fn faces(
     Ok(items)
 }
 
-/// The bones of the hand skeleton, for drawing.
-const BONES: [(usize, usize); 20] = [
-    (0, 1),
-    (1, 2),
-    (2, 3),
-    (3, 4),
-    (0, 5),
-    (5, 6),
-    (6, 7),
-    (7, 8),
-    (5, 9),
-    (9, 10),
-    (10, 11),
-    (11, 12),
-    (9, 13),
-    (13, 14),
-    (14, 15),
-    (15, 16),
-    (13, 17),
-    (17, 18),
-    (18, 19),
-    (19, 20),
-];
-
 fn hands(
     args: &DetectArgs,
     runner: &VisionRunner,
@@ -248,7 +224,7 @@ fn hands(
             .map(|p| [p.x * size.x, p.y * size.y, p.z])
             .collect();
         let b = h.bounding_box().scaled(size);
-        for (a, c) in BONES {
+        for (a, c) in HAND_CONNECTIONS {
             draw::line(
                 canvas,
                 Vec2::new(pts[a][0], pts[a][1]),

@@ -1,5 +1,5 @@
 //! Zeroed `f32` buffers whose first value lies on a 64-byte boundary (a cache line, an AVX-512
-//! vector): the arena's tensor offsets are multiples of 16 values (`crate::plan`), so every
+//! vector): the arena's tensor offsets are multiples of 16 values (`crate::arena`), so every
 //! tensor starts on a cache line only if the arena does. A `Vec<f32>` is only 4-byte aligned,
 //! and the large ones glibc maps on their own start 16 bytes into a page: every 64-byte load of
 //! a tensor then straddled two cache lines.

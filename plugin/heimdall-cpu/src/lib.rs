@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod aligned;
+pub mod arena;
 mod conv_cache;
 mod error;
 mod fuse;
@@ -15,7 +16,6 @@ pub mod guard;
 pub mod kernels;
 mod model;
 mod ops;
-pub mod plan;
 mod step;
 
 pub use error::CpuError;

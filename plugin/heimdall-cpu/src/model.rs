@@ -8,12 +8,12 @@ use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 use heimdall_ir::{Activation, Graph, TensorId};
 
 use crate::aligned::AlignedBuf;
+use crate::arena::{ArenaPlan, plan_ops};
 use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
 use crate::fuse::{FusedPad, ReflectPads};
 use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Act, Epilogue, Par};
-use crate::plan::{ArenaPlan, plan_ops};
 use crate::step::{ArenaPtr, Inputs, Kernel, Loc, PrepareCx, StepIo};
 
 /// Options of the CPU backend.

@@ -12,9 +12,9 @@ pub(crate) mod gemm;
 pub mod isa;
 pub(crate) mod nd;
 pub mod par;
-pub(crate) mod pool;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub(crate) mod threads;
 pub mod vmath;
 pub mod window;
 

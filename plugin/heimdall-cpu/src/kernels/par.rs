@@ -1,7 +1,7 @@
 //! The thread pool handle kernels split their work over.
 //!
 //! A [`Par`] is created once per model. With one thread it runs everything inline; with more it
-//! owns a dedicated pool of worker threads (`crate::kernels::pool`: they spin between the ops
+//! owns a dedicated pool of worker threads (`crate::kernels::threads`: they spin between the ops
 //! of a run instead of sleeping), and kernels split their output rows into contiguous ranges (up
 //! to [`CHUNKS_PER_THREAD`] per thread, claimed dynamically by whichever thread is free, the
 //! caller included; no heap allocation). A reduction dimension is never split, so every output
@@ -12,7 +12,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::kernels::pool::Pool;
+use crate::kernels::threads::Pool;
 
 /// Most threads a model runs on (more are clamped to this). Per-thread scratch is planned for
 /// the model's own thread count, so this only bounds what a caller can ask for.

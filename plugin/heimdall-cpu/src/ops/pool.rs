@@ -16,7 +16,7 @@ use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Window taps (output values times window size) a part must have at least before the work is
 /// split over threads (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
-/// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
+/// thread's parts are the rows it wrote in the op before, `crate::kernels::threads`).
 const MIN_VALUES_PER_PART: usize = 1 << 14;
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Values a part must have at least before the rows are split over threads
 /// (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
-/// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
+/// thread's parts are the rows it wrote in the op before, `crate::kernels::threads`).
 const MIN_VALUES_PER_PART: usize = 1 << 13;
 
 /// `output = ep(input)`: a standalone activation (put it in `ep.act`), optionally with a

@@ -24,6 +24,36 @@ pub const HAND_LANDMARK_INPUT: u32 = 224;
 /// Number of hand landmarks.
 pub const HAND_LANDMARKS: usize = 21;
 
+/// MediaPipe's hand skeleton: the 21 connections between the landmarks, as its
+/// `hand_connections` lists them (`HAND_CONNECTIONS` of `mediapipe/python/solutions/`
+/// `hands_connections.py`): the palm (wrist 0 to the thumb's base 1, to the index finger's 5
+/// and to the little finger's 17, and across the knuckles 5-9-13-17), then each finger from
+/// its base to its tip (thumb 1-4, index 5-8, middle 9-12, ring 13-16, little 17-20). The one
+/// table every drawing of a hand uses.
+pub const HAND_CONNECTIONS: [(usize, usize); 21] = [
+    (0, 1),
+    (0, 5),
+    (9, 13),
+    (13, 17),
+    (5, 9),
+    (0, 17),
+    (1, 2),
+    (2, 3),
+    (3, 4),
+    (5, 6),
+    (6, 7),
+    (7, 8),
+    (9, 10),
+    (10, 11),
+    (11, 12),
+    (13, 14),
+    (14, 15),
+    (15, 16),
+    (17, 18),
+    (18, 19),
+    (19, 20),
+];
+
 /// Which hand, as MediaPipe labels it (for an image that is not mirrored, MediaPipe's "Left" is
 /// the subject's right hand: its model assumes a selfie view).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,8 +12,8 @@ pub mod palm;
 pub mod tracker;
 
 pub use landmarks::{
-    HAND_LANDMARK_INPUT, HAND_LANDMARKS, HandLabel, HandLandmarks, decode_hand_landmarks,
-    hand_landmark_crop, landmarks_to_roi,
+    HAND_CONNECTIONS, HAND_LANDMARK_INPUT, HAND_LANDMARKS, HandLabel, HandLandmarks,
+    decode_hand_landmarks, hand_landmark_crop, landmarks_to_roi,
 };
 pub use palm::{PALM_INPUT, palm_decoder, palm_detection_crop, palm_to_roi};
 pub use tracker::{HandTracker, HandTrackerOptions};

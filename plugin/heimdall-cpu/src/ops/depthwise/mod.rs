@@ -29,7 +29,7 @@ use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
 /// Multiply-accumulates a part must have at least before rows are split over threads
 /// (about 3 µs of one core's time: a job costs the pool ~1 µs when its threads spin, and a
-/// thread's parts are the rows it wrote in the op before, `crate::kernels::pool`).
+/// thread's parts are the rows it wrote in the op before, `crate::kernels::threads`).
 const MIN_MACS_PER_PART: usize = 1 << 15;
 
 /// A depthwise convolution with its filter and bias copied into the kernel's layout.

@@ -3,7 +3,7 @@
 # (MODES, default heimdall and fifo). The device tool's carry (64 MiB with the tree) takes one app binary per
 # call, so the models and Vulkan loader go in a call of their own first and are kept in
 # /tmp/keep (see "setup").
-# usage: bash docs/pacing_h100/2026-11-27c/pace.sh setup|emoji|ws|shop      (env MODES, RUNS)
+# usage: bash docs/measurements/pacing_h100/2026-11-27c/pace.sh setup|emoji|ws|shop      (env MODES, RUNS)
 set -u
 export PYTHONUNBUFFERED=1
 K=/tmp/keep

@@ -12,10 +12,10 @@
 #       object_detection_ssd_mobilenetv2_oidv4_fp16.tflite.gz, PP-OCRv6_det_small.onnx.gz
 #   .device/bin/APP.gz                         stripped release builds of the examples
 # One call per app keeps each carry under the tool's 64 MiB and each call under 10 minutes:
-#   bash docs/contention/run.sh setup       (carry .gl .device/models; ~20 s)
-#   bash docs/contention/run.sh shopping    (carry .device/bin/shopping.gz; 28 runs, ~5 min)
-#   bash docs/contention/run.sh workspace   (carry .device/bin/workspace.gz; 24 runs, ~4.3 min)
-#   bash docs/contention/run.sh emoji       (carry .device/bin/emoji.gz; 4 runs, < 1 min)
+#   bash docs/measurements/contention/run.sh setup       (carry .gl .device/models; ~20 s)
+#   bash docs/measurements/contention/run.sh shopping    (carry .device/bin/shopping.gz; 28 runs, ~5 min)
+#   bash docs/measurements/contention/run.sh workspace   (carry .device/bin/workspace.gz; 24 runs, ~4.3 min)
+#   bash docs/measurements/contention/run.sh emoji       (carry .device/bin/emoji.gz; 4 runs, < 1 min)
 # Files: $OUT/contention_CONFIG.txz (the runs' stats.json, scenario.json, replay.json, the
 # compare_modes table) and $OUT/acceptance_APP.txt (the checks). env RUNS (3), CALM_RUNS (2),
 # FRAMES (660 = 60 warm-up + 600), MODES (heimdall,fifo), SETS (a subset of the app's configs).

@@ -3,7 +3,7 @@
 # and against XNNPACK on the five small MediaPipe models, at 1, 2, 4, 8 and 16 threads, outputs
 # checked before timing (bench_peers.py), then per-op profiles at 1, 2 and 4 threads.
 #
-#   OUT=/some/dir bash docs/peers/2026-12-02-arm/run.sh [CARRY]      (from the repository root)
+#   OUT=/some/dir bash docs/measurements/peers/2026-12-02-arm/run.sh [CARRY]      (from the repository root)
 #   THREADS="1 2 4" PIN_CORE=1 ...                                       (a 2-core machine)
 #
 # CARRY (default .devcpu) holds what the machine lacks, made on the dev machine (docs/peers.md,
@@ -13,7 +13,7 @@
 # (interleaved `heimdall bench` medians), peers.json, peers.log, peers.md (the table), profile.md,
 # profile.json. About 5 minutes; each step has its own time limit.
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 C=${1:-.devcpu}
 OUT=${OUT:?set OUT}
 H=/tmp/h38

@@ -4,7 +4,7 @@
 # ONNX models, which must not regress); per-op medians of both at 16 threads; then bench_peers
 # (every output checked first) with the new binary beside XNNPACK.
 # Usage, from the repository root: OLD=/path/heimdall-old NEW=/path/heimdall-new OUT=dir \
-#   bash docs/peers/2026-11-27-cpu/run_grid.sh   (PP-OCRv6 is skipped if .cache lacks it)
+#   bash docs/measurements/peers/2026-11-27-cpu/run_grid.sh   (PP-OCRv6 is skipped if .cache lacks it)
 set -u
 mkdir -p "$OUT"
 (nproc; lscpu | grep -E "Model name" ; sha256sum "$OLD" "$NEW") > "$OUT/env_grid.txt" 2>&1

@@ -4,7 +4,7 @@
 # checked first. Carried (git-ignored): .devpace/ncnn/{ncnn.tar.xz (the pnnx conversions),
 # ncnnsite.tar.xz (PyPI ncnn 1.0.20261020 unpacked), palm_detection_full.tflite.xz},
 # .devpace/heimdall-new.xz (the CLI) and, from an earlier call, /tmp/keep/{models,site.tar.xz
-# (ai-edge-litert)} and /tmp/gl (the Vulkan loader), as docs/pacing_h100/2026-11-27c/pace.sh setup
+# (ai-edge-litert)} and /tmp/gl (the Vulkan loader), as docs/measurements/pacing_h100/2026-11-27c/pace.sh setup
 # leaves them.
 set -u
 K=/tmp/keep

@@ -4,7 +4,7 @@
 # simulator. One app per call: carry .gl (the Vulkan loader debs), the app's binary in
 # .devpace/APP.xz and the models it needs that the tree lacks in .devpace/am/*.xz (shopping:
 # the SSD detector; workspace: PP-OCRv6).
-# usage: bash docs/sim_vs_app/run.sh emoji|ws|shop       (env MODES, RUNS; EMOJI: the emoji
+# usage: bash docs/measurements/sim_vs_app/run.sh emoji|ws|shop       (env MODES, RUNS; EMOJI: the emoji
 #        configurations, default "plain s600 90_15"; REC=0: without --record-run)
 set -u
 export PYTHONUNBUFFERED=1
