@@ -63,11 +63,13 @@ pub mod sources;
 mod storage;
 pub mod tensor_to_rgba;
 pub mod tiles;
+mod timed;
 mod wait;
 pub mod wgsl;
 
 pub use blocking::WallParts;
 pub use context::{GpuContext, GpuFamily, Tuning};
+pub use cpu_step::CpuSteps;
 pub use device_profile::DeviceProfile;
 pub use error::GpuError;
 pub use layout::Phwc4;
@@ -77,5 +79,7 @@ pub use options::{CompileReport, GpuOptions, PipelineCacheState};
 pub use plan::Placement;
 pub use precision::Precision;
 pub use profile::{RunProfile, StepProfile, TimingSource};
-pub use resume::{NotResumable, ResumeDownload, ResumeError, ResumeState, restore_cpu};
+pub use resume::{
+    NotResumable, ResumeDownload, ResumeError, ResumePoints, ResumeState, restore_cpu,
+};
 pub use wait::waits_on_this_thread;

@@ -10,8 +10,8 @@ use std::time::Instant;
 use heimdall_ir::{Graph, OpKind};
 
 use crate::context::GpuContext;
-use crate::conv_cache::{CachedDispatch, ConvCache};
-use crate::cpu_step::CpuStep;
+use crate::conv_cache::{CachedDispatch, ConvCache, ConvCacheControl};
+use crate::cpu_step::{CpuStep, CpuSteps};
 use crate::error::GpuError;
 use crate::io_pack::{DenseInputs, DenseOutputs};
 use crate::layout::Phwc4;
@@ -22,7 +22,7 @@ use crate::plan::Placement;
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
 use crate::resources::{self, EncodedDispatch, open_pipeline_cache, write_atomically};
-use crate::resume::{ResumeSources, ResumeTable};
+use crate::resume::{ResumePoints, ResumeSources, ResumeTable};
 
 /// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
 /// reads): its buffer, geometry and precision.
@@ -347,12 +347,6 @@ impl GpuModel {
         &self.bound[0]
     }
 
-    /// The resume table and the slots of the current run's plan.
-    pub(crate) fn resume_plan(&self) -> (&ResumeTable, &[wgpu::Buffer]) {
-        let plan = self.plan();
-        (&plan.resume, &plan.slots)
-    }
-
     /// Number of steps (one per op of the graph, in graph order).
     pub fn num_steps(&self) -> usize {
         self.names.len()
@@ -492,7 +486,7 @@ impl GpuModel {
 
     /// Records steps `steps` (a contiguous range of GPU steps) into `encoder` as one compute
     /// pass, with no other side effect (a range holding a CPU step is refused: run it with
-    /// [`GpuModel::run_cpu_step`] between two ranges). Running a model as any sequence of ranges gives
+    /// [`CpuSteps::run`] between two ranges). Running a model as any sequence of ranges gives
     /// bit-identical results to one whole run.
     pub fn encode(
         &self,
@@ -621,26 +615,15 @@ impl GpuModel {
         Some(c.counts(&self.readback.extra_values()?))
     }
 
-    /// What the last [`GpuModel::calibrate_conv_cache`] measured, if it ran.
-    pub fn conv_cache_calibration(&self) -> Option<crate::conv_cache::CacheCalibration> {
-        self.conv_cache.as_ref().and_then(ConvCache::calibration)
+    /// The convolution cache, if the model has one (on or off): its settings, the automatic
+    /// switch, what [`GpuModel::calibrate_conv_cache`] measured, its dispatches.
+    pub fn conv_cache(&self) -> Option<ConvCacheControl<'_>> {
+        (self.conv_cache.as_ref()).map(|cache| ConvCacheControl { cache })
     }
 
+    /// The cache itself, for the crate's profiles and calibrations.
     pub(crate) fn conv_cache_handle(&self) -> Option<&ConvCache> {
         self.conv_cache.as_ref()
-    }
-
-    /// The convolution cache's dispatches (empty without a cache), for tests and tools
-    /// ([`crate::conv_cache::dirty_workgroups`]).
-    pub fn conv_cache_dispatches(&self) -> &[crate::conv_cache::CachedDispatch] {
-        self.conv_cache
-            .as_ref()
-            .map_or(&[], |c| c.dispatches.as_slice())
-    }
-
-    /// The convolution cache's settings, if it is on (and any op is cached).
-    pub fn conv_cache_config(&self) -> Option<&heimdall_ir::conv_cache::ConvCacheConfig> {
-        self.conv_cache.as_ref().map(ConvCache::config)
     }
 
     /// Makes the next run recompute everything (call when the input's crop, region of interest
@@ -648,27 +631,6 @@ impl GpuModel {
     pub fn invalidate_conv_cache(&self) {
         if let Some(c) = &self.conv_cache {
             c.invalidate();
-        }
-    }
-
-    /// Lets the cache switch itself off when the scene moves too much for it to pay, and on
-    /// again at the next probe (`policy` from [`GpuModel::calibrate_conv_cache`]); `None`:
-    /// only [`GpuModel::set_conv_cache_active`] switches it. Does nothing without a cache.
-    pub fn set_conv_cache_auto(&self, policy: Option<crate::conv_cache::AutoPolicy>) {
-        if let Some(c) = &self.conv_cache {
-            c.set_auto(policy);
-        }
-    }
-
-    /// The automatic switch's averaged hit rate (`None` without one or before a sample).
-    pub fn conv_cache_expected_hit(&self) -> Option<f64> {
-        self.conv_cache.as_ref().and_then(ConvCache::expected_hit)
-    }
-
-    /// A fixed clock (milliseconds) for the cache's expiry, for tests; `None`: the wall clock.
-    pub fn set_conv_cache_now_ms(&self, now_ms: Option<u32>) {
-        if let Some(c) = &self.conv_cache {
-            c.set_now_ms(now_ms);
         }
     }
 
@@ -694,44 +656,26 @@ impl GpuModel {
         Ok(taken)
     }
 
-    fn cpu_step(&self, step: usize) -> Result<&CpuStep, GpuError> {
-        self.plan()
-            .cpu_steps
-            .get(step)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| GpuError::Range {
-                start: step,
-                end: step + 1,
-                message: "not a CPU step".into(),
-            })
+    /// The CPU steps of the current run ([`CpuSteps`]): download a step's inputs, run it,
+    /// upload its outputs.
+    pub fn cpu_steps(&self) -> CpuSteps<'_> {
+        let plan = self.plan();
+        CpuSteps {
+            steps: &plan.cpu_steps,
+            slots: &plan.slots,
+            queue: &self.ctx.queue,
+        }
     }
 
-    /// Records the download of CPU step `step`'s inputs (GPU slots to staging buffers). Submit
-    /// the encoder after the GPU steps before it, then call
-    /// [`GpuModel::request_cpu_step_inputs`].
-    pub fn encode_cpu_step_inputs(
-        &self,
-        step: usize,
-        encoder: &mut wgpu::CommandEncoder,
-    ) -> Result<(), GpuError> {
-        self.cpu_step(step)?
-            .encode_download(encoder, &self.plan().slots)
-    }
-
-    /// Starts mapping CPU step `step`'s downloaded inputs (after the copies were submitted).
-    pub fn request_cpu_step_inputs(&self, step: usize) -> Result<(), GpuError> {
-        self.cpu_step(step)?.request_download()
-    }
-
-    /// Whether CPU step `step` can run without waiting.
-    pub fn cpu_step_ready(&self, step: usize) -> bool {
-        self.cpu_step(step).is_ok_and(CpuStep::is_ready)
-    }
-
-    /// Runs CPU step `step` on this thread and uploads its output (visible to the next
-    /// submission); `Ok(false)` if its inputs have not arrived yet. Never blocks on the GPU.
-    pub fn run_cpu_step(&self, step: usize) -> Result<bool, GpuError> {
-        self.cpu_step(step)?
-            .run(&self.ctx.queue, &self.plan().slots)
+    /// Where the current run can move to the CPU, and the download of its state there
+    /// ([`ResumePoints`], for the memory plan of the current run).
+    pub fn resume(&self) -> ResumePoints<'_> {
+        let plan = self.plan();
+        ResumePoints {
+            table: &plan.resume,
+            slots: &plan.slots,
+            ctx: &self.ctx,
+            num_steps: self.num_steps(),
+        }
     }
 }
