@@ -31,6 +31,7 @@
 mod aliases;
 pub mod arith;
 mod blocking;
+mod compile;
 pub mod context;
 pub mod conv_cache;
 pub mod coop;
@@ -69,6 +70,7 @@ pub mod wgsl;
 
 pub use blocking::WallParts;
 pub use context::{GpuContext, GpuFamily, Tuning};
+pub use conv_cache::control::ConvCacheControl;
 pub use cpu_step::CpuSteps;
 pub use device_profile::DeviceProfile;
 pub use error::GpuError;

@@ -22,12 +22,11 @@
 
 mod auto;
 mod cached;
-mod control;
+pub mod control;
 mod decide;
 
 pub use auto::{AutoPolicy, CacheCalibration};
 pub use cached::{CachedDispatch, dirty_workgroups};
-pub use control::ConvCacheControl;
 pub use decide::{
     CacheVerdict, CalibrationRuns, MIN_GAIN, calibration_runs, expires_before_reuse,
     still_scene_hit_rate,

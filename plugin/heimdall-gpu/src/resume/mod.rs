@@ -27,7 +27,7 @@
 //! the model's life (their values are the cached run's, as the GPU itself would read them).
 //!
 //! The download itself is one copy per tensor into a staging buffer, mapped like the outputs'
-//! readback (nothing blocks): [`ResumePoints::encode_download`] records it into the caller's
+//! readback (nothing blocks): [`crate::GpuModel::resume`]`.encode_download` records it into the caller's
 //! encoder after the steps before `k`; submit, [`ResumeDownload::request`], then
 //! [`ResumeDownload::take`] once [`ResumeDownload::is_ready`]. The values come as NHWC `f32`,
 //! what [`CpuModel::set_tensor`] takes ([`restore_cpu`] sets them all).
@@ -42,8 +42,7 @@ use crate::memory::MemoryPlan;
 use crate::plan::Placement;
 use crate::readback::{IoTensor, Readback};
 
-mod points;
-pub use points::ResumePoints;
+pub mod points;
 
 /// Why a run cannot move to the CPU at a step boundary.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -333,7 +332,7 @@ impl ResumeTable {
 }
 
 /// The download of the GPU's state at a boundary, recorded by
-/// [`ResumePoints::encode_download`]: submit the encoder, call [`ResumeDownload::request`],
+/// [`crate::GpuModel::resume`]`.encode_download`: submit the encoder, call [`ResumeDownload::request`],
 /// then [`ResumeDownload::take`] once [`ResumeDownload::is_ready`] (the device must be polled,
 /// as Bevy does every frame). Owns its staging buffers: it can be kept (and sent to another
 /// thread) while the model runs on; dropping it frees them.
