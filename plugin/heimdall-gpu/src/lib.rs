@@ -81,7 +81,6 @@ pub use options::{CompileReport, GpuOptions, PipelineCacheState};
 pub use plan::Placement;
 pub use precision::Precision;
 pub use profile::{RunProfile, StepProfile, TimingSource};
-pub use resume::{
-    NotResumable, ResumeDownload, ResumeError, ResumePoints, ResumeState, restore_cpu,
-};
+pub use resume::points::ResumePoints;
+pub use resume::{NotResumable, ResumeDownload, ResumeError, ResumeState, restore_cpu};
 pub use wait::waits_on_this_thread;
