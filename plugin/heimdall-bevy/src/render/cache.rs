@@ -162,10 +162,10 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
     let verdict = calibration.map(|c| CacheVerdict::new(c, &config, job.min_interval_ms, MIN_GAIN));
     let keep = forced || verdict.is_some_and(|v| v.pays());
     if keep {
-        if let Some(c) = calibration {
-            if let Some(cache) = model.conv_cache() {
-                cache.set_auto(Some(c.policy(CACHE_PROBE_EVERY)));
-            }
+        if let Some(c) = calibration
+            && let Some(cache) = model.conv_cache()
+        {
+            cache.set_auto(Some(c.policy(CACHE_PROBE_EVERY)));
         }
         let decision = match (forced, verdict) {
             (true, Some(v)) => format!("on (forced); the calibration: {}", v.describe()),

@@ -602,12 +602,12 @@ impl ConvDispatch<'_> {
             pixel_tiles: u32_of(pixel_tiles)?,
             tiles: u32_of(tiles)?,
         };
-        return Ok(vec![
+        Ok(vec![
             Dispatch::new(source, &p, operands, u32_of(tiles)?).with_tiles(TileMap::PixelTiles {
                 pixel_tiles: u32_of(pixel_tiles)?,
                 tile_pixels,
             }),
-        ]);
+        ])
     }
 
     /// A windowed convolution on cooperative matrices tiled by `t`.
@@ -645,7 +645,7 @@ impl ConvDispatch<'_> {
             pad_left: u32_of(a.pad.left)?,
         };
         let source = super::conv_coop::source(wp, yp, t, ep, true);
-        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
+        Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)])
     }
 
     /// The direct convolution, blocked by `tuning`, computing in `arith`.

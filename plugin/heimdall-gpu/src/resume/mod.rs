@@ -276,7 +276,7 @@ impl ResumeTable {
         let range = |t: usize| {
             mem.view_of[t].unwrap_or((0, located[t].as_ref().map_or(0, IoTensor::bytes)))
         };
-        let writes = slot_writes(src, mem, &range);
+        let writes = slot_writes(src, mem, range);
         let contents = |t: TensorId| contents(src, &producers, t);
         let op_name = |k: usize| graph.ops[k].kind.name();
         let check = |step: usize, t: usize| -> Result<Live, NotResumable> {
