@@ -166,7 +166,7 @@ impl Pair {
                         .context("compiling with the convolution cache (GPU)")?;
                     anyhow::Ok((plain, cached))
                 })?;
-                if cached.conv_cache_config().is_none() {
+                if cached.conv_cache().is_none() {
                     bail!(
                         "no op of this model can be cached on the GPU with these settings \
                          (--cache-layers {})",
@@ -180,7 +180,9 @@ impl Pair {
                         let c = cached
                             .calibrate_conv_cache(first, 2, 5)?
                             .context("--cache-auto needs GPU timestamps")?;
-                        cached.set_conv_cache_auto(Some(c.policy(AUTO_PROBE_EVERY)));
+                        if let Some(cache) = cached.conv_cache() {
+                            cache.set_auto(Some(c.policy(AUTO_PROBE_EVERY)));
+                        }
                         Some(c)
                     }
                     false => None,

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use glam::{Affine2, Mat2, Vec2};
 
-use heimdall_vision::image::{CropTransform, RgbaImage};
+use heimdall_image::{CropTransform, RgbaImage};
 
 use crate::warp::PackedRgba;
 use render::{PremultipliedLayer, mip_level, mip_levels};

@@ -15,7 +15,7 @@
 
 use glam::{Affine2, Vec2};
 
-use heimdall_vision::image::RgbaImage;
+use heimdall_image::RgbaImage;
 
 use crate::warp::{half_packed, lerp_rgba};
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use heimdall_vision::image::ImageError;
+use heimdall_image::ImageError;
 
 /// Why a clip could not be loaded.
 #[derive(Debug, Error)]

@@ -2,8 +2,8 @@
 
 use glam::Vec2;
 
-use heimdall_vision::Rect;
-use heimdall_vision::image::CropTransform;
+use heimdall_image::CropTransform;
+use heimdall_image::Rect;
 
 use super::Clip;
 use super::spec::AnnotationKind;

@@ -1,9 +1,9 @@
 //! Rendering frames from a still image through a camera transform (the clip renderer): a
 //! fixed-point bilinear warp of an RGBA8 image. This is picture generation for fixtures, not model
-//! preprocessing (that is `heimdall_vision::image::resample`).
+//! preprocessing (that is `heimdall_image::resample`).
 
 use glam::Vec2;
-use heimdall_vision::image::{CropTransform, RgbaImage};
+use heimdall_image::{CropTransform, RgbaImage};
 
 /// Renders a `width × height` image whose pixel at uv `q` is `image` sampled at
 /// `transform.apply(q)` (see [`PackedRgba::warp_into`]). `None` for a zero size.

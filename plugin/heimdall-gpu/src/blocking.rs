@@ -45,11 +45,12 @@ impl GpuModel {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("heimdall CPU step inputs"),
             });
-        self.encode_cpu_step_inputs(i, &mut encoder)?;
+        let cpu = self.cpu_steps();
+        cpu.encode_inputs(i, &mut encoder)?;
         self.ctx.queue.submit([encoder.finish()]);
-        self.request_cpu_step_inputs(i)?;
-        self.wait_for(|| self.cpu_step_ready(i))?;
-        if self.run_cpu_step(i)? {
+        cpu.request_inputs(i)?;
+        self.wait_for(|| cpu.is_ready(i))?;
+        if cpu.run(i)? {
             Ok(())
         } else {
             Err(GpuError::Readback(format!(

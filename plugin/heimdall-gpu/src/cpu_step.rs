@@ -141,3 +141,51 @@ impl CpuStep {
         Ok(true)
     }
 }
+
+/// The CPU steps of a compiled model's current run, as
+/// [`GpuModel::cpu_steps`](crate::GpuModel::cpu_steps) returns them: download a step's inputs,
+/// run it on this thread, upload its outputs, without blocking on the GPU.
+pub struct CpuSteps<'a> {
+    pub(crate) steps: &'a [Option<CpuStep>],
+    pub(crate) slots: &'a [wgpu::Buffer],
+    pub(crate) queue: &'a wgpu::Queue,
+}
+
+impl CpuSteps<'_> {
+    fn step(&self, step: usize) -> Result<&CpuStep, GpuError> {
+        self.steps
+            .get(step)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| GpuError::Range {
+                start: step,
+                end: step + 1,
+                message: "not a CPU step".into(),
+            })
+    }
+
+    /// Records the download of CPU step `step`'s inputs (GPU slots to staging buffers). Submit
+    /// the encoder after the GPU steps before it, then call [`CpuSteps::request_inputs`].
+    pub fn encode_inputs(
+        &self,
+        step: usize,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<(), GpuError> {
+        self.step(step)?.encode_download(encoder, self.slots)
+    }
+
+    /// Starts mapping CPU step `step`'s downloaded inputs (after the copies were submitted).
+    pub fn request_inputs(&self, step: usize) -> Result<(), GpuError> {
+        self.step(step)?.request_download()
+    }
+
+    /// Whether CPU step `step` can run without waiting.
+    pub fn is_ready(&self, step: usize) -> bool {
+        self.step(step).is_ok_and(CpuStep::is_ready)
+    }
+
+    /// Runs CPU step `step` on this thread and uploads its output (visible to the next
+    /// submission); `Ok(false)` if its inputs have not arrived yet. Never blocks on the GPU.
+    pub fn run(&self, step: usize) -> Result<bool, GpuError> {
+        self.step(step)?.run(self.queue, self.slots)
+    }
+}

@@ -62,6 +62,32 @@ pub(crate) struct DenseTensor {
     _params: wgpu::Buffer,
 }
 
+/// The pipeline of a packing or unpacking kernel `k` (composed and validated first).
+fn conversion_pipeline(
+    ctx: &GpuContext,
+    cache: Option<&wgpu::PipelineCache>,
+    k: &KernelSource,
+) -> Result<wgpu::ComputePipeline, GpuError> {
+    let device = &ctx.device;
+    let src = k.compose(ctx.params_space())?;
+    crate::wgsl::validate(k.name, &src, k.uses_f16())?;
+    let label = Some(k.name);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label,
+        source: wgpu::ShaderSource::Wgsl(src.as_str().into()),
+    });
+    Ok(
+        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label,
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache,
+        }),
+    )
+}
+
 impl DenseTensor {
     /// The conversion of `tensor` (in `slot`): packing when `input`, else unpacking. `None`
     /// when the tensor needs none ([`is_dense`]) or holds no values.
@@ -83,21 +109,8 @@ impl DenseTensor {
         } else {
             unpack_source(tensor.precision)
         };
-        let src = k.compose(ctx.params_space())?;
-        crate::wgsl::validate(k.name, &src, k.uses_f16())?;
         let label = Some(k.name);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label,
-            source: wgpu::ShaderSource::Wgsl(src.as_str().into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label,
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache,
-        });
+        let pipeline = conversion_pipeline(ctx, cache, &k)?;
         let vec4s = g.vec4s();
         let params = GpuDenseParams {
             h: g.h as u32,

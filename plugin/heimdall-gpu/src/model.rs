@@ -5,24 +5,21 @@
 use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
-
-use heimdall_ir::{Graph, OpKind};
 
 use crate::context::GpuContext;
-use crate::conv_cache::{CachedDispatch, ConvCache};
-use crate::cpu_step::CpuStep;
+use crate::conv_cache::ConvCache;
+use crate::conv_cache::control::ConvCacheControl;
+use crate::cpu_step::{CpuStep, CpuSteps};
 use crate::error::GpuError;
 use crate::io_pack::{DenseInputs, DenseOutputs};
 use crate::layout::Phwc4;
-use crate::limits::{LimitsError, OpPlan, plan_ops, shortfalls, storage_buffers};
-use crate::memory;
-use crate::options::{CompileReport, GpuOptions, PipelineCacheState};
+use crate::options::CompileReport;
 use crate::plan::Placement;
 use crate::precision::Precision;
 use crate::readback::{IoTensor, Readback};
-use crate::resources::{self, EncodedDispatch, open_pipeline_cache, write_atomically};
-use crate::resume::{ResumeSources, ResumeTable};
+use crate::resources::EncodedDispatch;
+use crate::resume::ResumeTable;
+use crate::resume::points::ResumePoints;
 
 /// A model input's slot (where the preprocessing writes) or output's (what `tensor_to_rgba`
 /// reads): its buffer, geometry and precision.
@@ -35,42 +32,42 @@ pub(crate) struct InputTarget {
 
 /// One memory plan's resources: its activation slots, every dispatch bound to them, where the
 /// inputs and outputs live in them, and the CPU steps' transfers.
-struct Bound {
-    steps: Vec<Vec<EncodedDispatch>>,
-    slots: Vec<wgpu::Buffer>,
-    inputs: Vec<IoTensor>,
-    outputs: Vec<IoTensor>,
-    cpu_steps: Vec<Option<CpuStep>>,
+pub(crate) struct Bound {
+    pub(crate) steps: Vec<Vec<EncodedDispatch>>,
+    pub(crate) slots: Vec<wgpu::Buffer>,
+    pub(crate) inputs: Vec<IoTensor>,
+    pub(crate) outputs: Vec<IoTensor>,
+    pub(crate) cpu_steps: Vec<Option<CpuStep>>,
     /// What a CPU run resuming at each step boundary downloads ([`crate::resume`]).
-    resume: ResumeTable,
+    pub(crate) resume: ResumeTable,
 }
 
 /// A graph compiled for a [`GpuContext`].
 pub struct GpuModel {
     pub(crate) ctx: GpuContext,
-    names: Vec<&'static str>,
+    pub(crate) names: Vec<&'static str>,
     pub(crate) placement: Vec<Placement>,
-    pipelines: Vec<wgpu::ComputePipeline>,
-    _consts: Vec<wgpu::Buffer>,
-    _uniforms: wgpu::Buffer,
+    pub(crate) pipelines: Vec<wgpu::ComputePipeline>,
+    pub(crate) _consts: Vec<wgpu::Buffer>,
+    pub(crate) _uniforms: wgpu::Buffer,
     /// `[0]`: the plan the model was compiled with (with the convolution cache: its outputs in
     /// slots of their own). `[1]`, with a cache only: the plain plan the model runs while the
     /// cache is off, so that an idle cache costs no time. Both share the input and output buffers.
-    bound: Vec<Bound>,
+    pub(crate) bound: Vec<Bound>,
     /// The index in `bound` of the plan the current run uses (chosen as a run starts).
-    current: AtomicUsize,
+    pub(crate) current: AtomicUsize,
     /// The inputs' dense buffers and packing kernels ([`crate::io_pack`]).
-    dense_inputs: DenseInputs,
+    pub(crate) dense_inputs: DenseInputs,
     /// The outputs' unpacking kernels.
-    dense_outputs: DenseOutputs,
-    readback: Readback,
+    pub(crate) dense_outputs: DenseOutputs,
+    pub(crate) readback: Readback,
     /// Host memory the inputs are packed into before `write_buffer` (kept: no allocation and no
     /// page faults per run).
-    upload: Mutex<Vec<u32>>,
-    report: CompileReport,
-    cache: Option<wgpu::PipelineCache>,
-    conv_cache: Option<ConvCache>,
-    first_gpu_step: usize,
+    pub(crate) upload: Mutex<Vec<u32>>,
+    pub(crate) report: CompileReport,
+    pub(crate) cache: Option<wgpu::PipelineCache>,
+    pub(crate) conv_cache: Option<ConvCache>,
+    pub(crate) first_gpu_step: usize,
 }
 
 impl std::fmt::Debug for GpuModel {
@@ -83,259 +80,6 @@ impl std::fmt::Debug for GpuModel {
 }
 
 impl GpuModel {
-    /// Compiles a validated graph for `ctx`: plans the activation slots, pre-transforms and
-    /// uploads every weight, composes and creates every pipeline (deduplicated) and bind group.
-    pub fn compile(
-        ctx: &GpuContext,
-        graph: &Graph,
-        options: GpuOptions,
-    ) -> Result<GpuModel, GpuError> {
-        let start = Instant::now();
-        let plan = plan_ops(ctx, graph, &options)?;
-        let over = shortfalls(ctx, graph, &plan);
-        if !over.is_empty() {
-            return Err(GpuError::Limits(LimitsError { shortfalls: over }));
-        }
-        let OpPlan {
-            precision,
-            placement,
-            precisions,
-            bytes,
-            aliases,
-            consts,
-            dispatches,
-        } = plan;
-        let cache_plan = match &options.conv_cache {
-            Some(c) => {
-                c.validate().map_err(GpuError::Options)?;
-                Some((
-                    *c,
-                    heimdall_ir::conv_cache::CachePlan::new(graph, c.layers)
-                        .map_err(GpuError::Options)?,
-                ))
-            }
-            None => None,
-        };
-        let f16_arith_ops: Vec<usize> = (dispatches.iter().enumerate())
-            .filter(|(_, ds)| ds.iter().any(|d| d.source.f16_arith))
-            .map(|(i, _)| i)
-            .collect();
-        // The conv cache's dispatches: ops it may skip whose one dispatch has a known thread
-        // order and a binding to spare for its work group list. Their outputs keep their slots.
-        let mut cached: Vec<CachedDispatch> = Vec::new();
-        let mut persistent = vec![false; graph.tensors.len()];
-        if let Some((_, plan)) = &cache_plan {
-            for (i, ds) in dispatches.iter().enumerate() {
-                let ([d], true, false) = (
-                    ds.as_slice(),
-                    plan.cacheable[i] && placement[i] == Placement::Gpu,
-                    aliases.free[i],
-                ) else {
-                    continue;
-                };
-                let out = graph.ops[i].outputs[0];
-                let (Some(tiles), Some(field), &[1, h, w, _]) =
-                    (d.tiles, plan.field(out), graph.tensor(out).shape.as_slice())
-                else {
-                    continue;
-                };
-                let bindings = storage_buffers(ctx, d) + 1;
-                if bindings > ctx.limits.max_storage_buffers_per_shader_stage || d.workgroups == 0 {
-                    continue;
-                }
-                cached.push(CachedDispatch {
-                    step: i,
-                    workgroups: d.workgroups,
-                    tiles,
-                    field,
-                    out_hw: [h as u32, w as u32],
-                });
-                persistent[out.index()] = true;
-            }
-        }
-        // Where no CPU step comes before the first GPU one (a run's plan is chosen there), a
-        // cached model also gets the plain plan, to run while its cache is off.
-        let first_gpu_step = placement
-            .iter()
-            .position(|p| *p == Placement::Gpu)
-            .unwrap_or(0);
-        let twins = match cached.is_empty() || first_gpu_step != 0 {
-            true => None,
-            false => memory::plan_twins(graph, &bytes, &aliases.alias, &persistent),
-        };
-        let mem = match &twins {
-            Some(t) => t.cached.clone(),
-            None => memory::plan_persistent(graph, &bytes, &aliases.alias, &persistent),
-        };
-        let mut conv_cache = match &cache_plan {
-            Some((config, plan)) if !cached.is_empty() => Some(ConvCache::new(
-                ctx,
-                *config,
-                plan.in_hw,
-                plan.channels,
-                &cached,
-            )?),
-            _ => None,
-        };
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let (cache, mut cache_state) = open_pipeline_cache(ctx, options.pipeline_cache.as_deref());
-        let built = (|| {
-            let shared = resources::create_shared(
-                ctx,
-                cache.as_ref(),
-                &consts,
-                &dispatches,
-                conv_cache.as_ref(),
-            )?;
-            let slots = resources::create_slots(ctx, &mem, &[], "heimdall slot")?;
-            if let (Some(c), Some((_, plan))) = (conv_cache.as_mut(), &cache_plan) {
-                let input = plan.input;
-                let slot = mem.slot_of[input.index()]
-                    .ok_or_else(|| GpuError::Unsupported("the cached input has no slot".into()))?;
-                c.attach_input(ctx, &slots[slot], precisions[input.index()], cache.as_ref())?;
-            }
-            let steps = resources::bind(
-                ctx,
-                graph,
-                &mem,
-                &slots,
-                &shared,
-                &dispatches,
-                conv_cache.as_ref(),
-            )?;
-            let mut plans = vec![(&mem, slots, steps)];
-            if let Some(t) = &twins {
-                let reuse: Vec<Option<wgpu::Buffer>> = t
-                    .shared
-                    .iter()
-                    .map(|a| a.map(|a| plans[0].1[a].clone()))
-                    .collect();
-                let slots = resources::create_slots(ctx, &t.plain, &reuse, "heimdall plain slot")?;
-                let steps =
-                    resources::bind(ctx, graph, &t.plain, &slots, &shared, &dispatches, None)?;
-                plans.push((&t.plain, slots, steps));
-            }
-            Ok::<_, GpuError>((shared, plans))
-        })();
-        let error = pollster::block_on(scope.pop());
-        if let Some(e) = error {
-            return Err(GpuError::Wgpu(e.to_string()));
-        }
-        let (shared, plans) = built?;
-        let mut bound = Vec::with_capacity(plans.len());
-        let cpu_ops = heimdall_cpu::cpu_ops(graph);
-        for (mem, slots, steps) in plans {
-            let io = |t: heimdall_ir::TensorId| -> Result<IoTensor, GpuError> {
-                let slot = mem.slot_of[t.index()].ok_or_else(|| {
-                    GpuError::Unsupported(format!(
-                        "tensor {} is a constant, not an activation",
-                        t.0
-                    ))
-                })?;
-                Ok(IoTensor {
-                    slot,
-                    offset: mem.view_of[t.index()].map_or(0, |v| v.0),
-                    geom: Phwc4::of(&graph.tensor(t).shape)?,
-                    precision: precisions[t.index()],
-                    shape: graph.tensor(t).shape.clone(),
-                })
-            };
-            let inputs = graph
-                .inputs
-                .iter()
-                .map(|&t| io(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            let outputs = graph
-                .outputs
-                .iter()
-                .map(|&t| io(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            let cpu_steps = placement
-                .iter()
-                .enumerate()
-                .map(|(i, p)| match p {
-                    Placement::Cpu => CpuStep::new(&ctx.device, graph, i, io).map(Some),
-                    Placement::Gpu => Ok(None),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let sources = ResumeSources {
-                graph,
-                placement: &placement,
-                aliases: &aliases,
-                cpu_ops: &cpu_ops,
-            };
-            bound.push(Bound {
-                resume: ResumeTable::new(&sources, mem, io)?,
-                steps,
-                slots,
-                inputs,
-                outputs,
-                cpu_steps,
-            });
-        }
-        let dense_inputs =
-            DenseInputs::new(ctx, cache.as_ref(), &bound[0].inputs, &bound[0].slots)?;
-        let dense_outputs =
-            DenseOutputs::new(ctx, cache.as_ref(), &bound[0].outputs, &bound[0].slots)?;
-        let dense: Vec<bool> = (0..bound[0].outputs.len())
-            .map(|i| dense_outputs.has(i))
-            .collect();
-        let readback = Readback::new(
-            &ctx.device,
-            &bound[0].outputs,
-            &dense,
-            conv_cache.as_ref().map(ConvCache::counters_bytes),
-        );
-        if let (Some(cache), Some(path)) = (&cache, &options.pipeline_cache)
-            && let Some(data) = cache.get_data()
-            && let Err(e) = write_atomically(path, &data)
-        {
-            cache_state = PipelineCacheState::Failed(format!("{}: {e}", path.display()));
-        }
-        let report = CompileReport {
-            compile_time: start.elapsed(),
-            precision,
-            pipelines: shared.pipelines.len(),
-            dispatches: bound[0].steps.iter().map(Vec::len).sum(),
-            free_concats: graph
-                .ops
-                .iter()
-                .zip(&aliases.free)
-                .filter(|(op, free)| **free && matches!(op.kind, OpKind::Concatenation { .. }))
-                .count(),
-            peak_bytes: mem.peak_bytes(),
-            plain_plan_bytes: twins.as_ref().map_or(0, |t| {
-                (t.plain.slot_bytes.iter().zip(&t.shared))
-                    .filter(|(_, s)| s.is_none())
-                    .map(|(b, _)| *b)
-                    .sum()
-            }),
-            total_bytes: mem.total_bytes,
-            weight_bytes: consts.iter().map(|c| c.bytes.len() as u64).sum(),
-            pipeline_cache: cache_state,
-            cached_ops: cached.iter().map(|c| c.step).collect(),
-            f16_arith_ops,
-        };
-        Ok(GpuModel {
-            ctx: ctx.clone(),
-            names: graph.ops.iter().map(|o| o.kind.name()).collect(),
-            placement,
-            pipelines: shared.pipelines,
-            _consts: shared.consts,
-            _uniforms: shared.uniforms,
-            bound,
-            current: AtomicUsize::new(0),
-            upload: Mutex::new(Vec::new()),
-            dense_inputs,
-            dense_outputs,
-            readback,
-            report,
-            cache,
-            conv_cache,
-            first_gpu_step,
-        })
-    }
-
     /// The plan of the current run.
     fn plan(&self) -> &Bound {
         let i = self.current.load(Ordering::Relaxed);
@@ -345,12 +89,6 @@ impl GpuModel {
     /// The plan the model was compiled with (its input and output buffers are every plan's).
     fn first_plan(&self) -> &Bound {
         &self.bound[0]
-    }
-
-    /// The resume table and the slots of the current run's plan.
-    pub(crate) fn resume_plan(&self) -> (&ResumeTable, &[wgpu::Buffer]) {
-        let plan = self.plan();
-        (&plan.resume, &plan.slots)
     }
 
     /// Number of steps (one per op of the graph, in graph order).
@@ -492,7 +230,7 @@ impl GpuModel {
 
     /// Records steps `steps` (a contiguous range of GPU steps) into `encoder` as one compute
     /// pass, with no other side effect (a range holding a CPU step is refused: run it with
-    /// [`GpuModel::run_cpu_step`] between two ranges). Running a model as any sequence of ranges gives
+    /// [`CpuSteps::run`] between two ranges). Running a model as any sequence of ranges gives
     /// bit-identical results to one whole run.
     pub fn encode(
         &self,
@@ -621,26 +359,15 @@ impl GpuModel {
         Some(c.counts(&self.readback.extra_values()?))
     }
 
-    /// What the last [`GpuModel::calibrate_conv_cache`] measured, if it ran.
-    pub fn conv_cache_calibration(&self) -> Option<crate::conv_cache::CacheCalibration> {
-        self.conv_cache.as_ref().and_then(ConvCache::calibration)
+    /// The convolution cache, if the model has one (on or off): its settings, the automatic
+    /// switch, what [`GpuModel::calibrate_conv_cache`] measured, its dispatches.
+    pub fn conv_cache(&self) -> Option<ConvCacheControl<'_>> {
+        (self.conv_cache.as_ref()).map(|cache| ConvCacheControl { cache })
     }
 
+    /// The cache itself, for the crate's profiles and calibrations.
     pub(crate) fn conv_cache_handle(&self) -> Option<&ConvCache> {
         self.conv_cache.as_ref()
-    }
-
-    /// The convolution cache's dispatches (empty without a cache), for tests and tools
-    /// ([`crate::conv_cache::dirty_workgroups`]).
-    pub fn conv_cache_dispatches(&self) -> &[crate::conv_cache::CachedDispatch] {
-        self.conv_cache
-            .as_ref()
-            .map_or(&[], |c| c.dispatches.as_slice())
-    }
-
-    /// The convolution cache's settings, if it is on (and any op is cached).
-    pub fn conv_cache_config(&self) -> Option<&heimdall_ir::conv_cache::ConvCacheConfig> {
-        self.conv_cache.as_ref().map(ConvCache::config)
     }
 
     /// Makes the next run recompute everything (call when the input's crop, region of interest
@@ -648,27 +375,6 @@ impl GpuModel {
     pub fn invalidate_conv_cache(&self) {
         if let Some(c) = &self.conv_cache {
             c.invalidate();
-        }
-    }
-
-    /// Lets the cache switch itself off when the scene moves too much for it to pay, and on
-    /// again at the next probe (`policy` from [`GpuModel::calibrate_conv_cache`]); `None`:
-    /// only [`GpuModel::set_conv_cache_active`] switches it. Does nothing without a cache.
-    pub fn set_conv_cache_auto(&self, policy: Option<crate::conv_cache::AutoPolicy>) {
-        if let Some(c) = &self.conv_cache {
-            c.set_auto(policy);
-        }
-    }
-
-    /// The automatic switch's averaged hit rate (`None` without one or before a sample).
-    pub fn conv_cache_expected_hit(&self) -> Option<f64> {
-        self.conv_cache.as_ref().and_then(ConvCache::expected_hit)
-    }
-
-    /// A fixed clock (milliseconds) for the cache's expiry, for tests; `None`: the wall clock.
-    pub fn set_conv_cache_now_ms(&self, now_ms: Option<u32>) {
-        if let Some(c) = &self.conv_cache {
-            c.set_now_ms(now_ms);
         }
     }
 
@@ -694,44 +400,26 @@ impl GpuModel {
         Ok(taken)
     }
 
-    fn cpu_step(&self, step: usize) -> Result<&CpuStep, GpuError> {
-        self.plan()
-            .cpu_steps
-            .get(step)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| GpuError::Range {
-                start: step,
-                end: step + 1,
-                message: "not a CPU step".into(),
-            })
+    /// The CPU steps of the current run ([`CpuSteps`]): download a step's inputs, run it,
+    /// upload its outputs.
+    pub fn cpu_steps(&self) -> CpuSteps<'_> {
+        let plan = self.plan();
+        CpuSteps {
+            steps: &plan.cpu_steps,
+            slots: &plan.slots,
+            queue: &self.ctx.queue,
+        }
     }
 
-    /// Records the download of CPU step `step`'s inputs (GPU slots to staging buffers). Submit
-    /// the encoder after the GPU steps before it, then call
-    /// [`GpuModel::request_cpu_step_inputs`].
-    pub fn encode_cpu_step_inputs(
-        &self,
-        step: usize,
-        encoder: &mut wgpu::CommandEncoder,
-    ) -> Result<(), GpuError> {
-        self.cpu_step(step)?
-            .encode_download(encoder, &self.plan().slots)
-    }
-
-    /// Starts mapping CPU step `step`'s downloaded inputs (after the copies were submitted).
-    pub fn request_cpu_step_inputs(&self, step: usize) -> Result<(), GpuError> {
-        self.cpu_step(step)?.request_download()
-    }
-
-    /// Whether CPU step `step` can run without waiting.
-    pub fn cpu_step_ready(&self, step: usize) -> bool {
-        self.cpu_step(step).is_ok_and(CpuStep::is_ready)
-    }
-
-    /// Runs CPU step `step` on this thread and uploads its output (visible to the next
-    /// submission); `Ok(false)` if its inputs have not arrived yet. Never blocks on the GPU.
-    pub fn run_cpu_step(&self, step: usize) -> Result<bool, GpuError> {
-        self.cpu_step(step)?
-            .run(&self.ctx.queue, &self.plan().slots)
+    /// Where the current run can move to the CPU, and the download of its state there
+    /// ([`ResumePoints`], for the memory plan of the current run).
+    pub fn resume(&self) -> ResumePoints<'_> {
+        let plan = self.plan();
+        ResumePoints {
+            table: &plan.resume,
+            slots: &plan.slots,
+            ctx: &self.ctx,
+            num_steps: self.num_steps(),
+        }
     }
 }

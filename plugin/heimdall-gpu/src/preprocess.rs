@@ -2,13 +2,13 @@
 //! RGBA8 texture, applies an affine crop (crop, resize, flip, rotation: MediaPipe's rotated
 //! ROIs), resamples bilinearly with clamp-to-edge or a constant border, normalises per channel
 //! and writes the model's PHWC4 input slot in its storage precision, so the frame never leaves
-//! the GPU. The crop and the normalisation are `heimdall_vision::image`'s [`Crop`] and
-//! [`Normalization`]; `heimdall_vision::image::resample` is the same computation on the host
+//! the GPU. The crop and the normalisation are `heimdall_image`'s [`Crop`] and
+//! [`Normalization`]; `heimdall_image::resample` is the same computation on the host
 //! (the CPU reference and fallback), which the tests hold this kernel to.
 //!
 //! ```no_run
 //! use heimdall_gpu::preprocess::Preprocessor;
-//! use heimdall_vision::image::{Crop, Normalization};
+//! use heimdall_image::{Crop, Normalization};
 //! # fn f(model: &heimdall_gpu::GpuModel, frame: &wgpu::TextureView) -> Result<(), heimdall_gpu::GpuError> {
 //! let pre = Preprocessor::new(model, 0, Normalization::MINUS_ONE_TO_ONE)?;
 //! let binding = pre.bind(frame)?; // once per texture: keep it while the texture lives
@@ -23,7 +23,7 @@
 //! ```
 
 use bytemuck::{Pod, Zeroable};
-use heimdall_vision::image::{Border, Crop, Normalization};
+use heimdall_image::{Border, Crop, Normalization};
 
 use crate::context::GpuContext;
 use crate::error::GpuError;

@@ -175,49 +175,6 @@ impl GpuModel {
     }
 }
 
-impl GpuModel {
-    /// Records `steps` in one compute pass with timestamps `2 * slot` and `2 * slot + 1` of
-    /// `set` (the convolution cache's run set up and its prologue recorded where the range
-    /// starts the cache's steps).
-    pub(crate) fn record_timed_range(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        set: &wgpu::QuerySet,
-        slot: usize,
-        steps: std::ops::Range<usize>,
-        label: &str,
-    ) {
-        let cache = self.cache_starting_in(&steps);
-        if let Some(c) = cache {
-            c.begin_run(&self.ctx.queue, encoder);
-        }
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(label),
-            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                query_set: set,
-                beginning_of_pass_write_index: Some(2 * slot as u32),
-                end_of_pass_write_index: Some(2 * slot as u32 + 1),
-            }),
-        });
-        if let Some(c) = cache {
-            c.record(&mut pass);
-        }
-        for i in steps {
-            self.record_step(&mut pass, i);
-        }
-    }
-
-    /// Step `i` alone in a timestamped pass, in slots `2i` and `2i + 1` of `set`.
-    pub(crate) fn record_timed_step(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        set: &wgpu::QuerySet,
-        i: usize,
-    ) {
-        self.record_timed_range(encoder, set, i, i..i + 1, self.step_name(i));
-    }
-}
-
 /// GPU time of whole runs: every maximal range of GPU steps recorded in one compute pass with
 /// a timestamp at its start and end (what a frame pays, without the per-pass overhead that
 /// per-step timing adds), summed over the ranges; CPU steps run in between and are not counted.
@@ -310,7 +267,7 @@ impl GpuModel {
         warmup: usize,
         runs: usize,
     ) -> Result<Option<crate::conv_cache::CacheCalibration>, GpuError> {
-        if self.conv_cache_config().is_none()
+        if self.conv_cache().is_none()
             || !self.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY)
         {
             return Ok(None);
@@ -348,26 +305,10 @@ impl GpuModel {
         if c.plain_ms <= 0.0 {
             return Ok(None);
         }
-        if let Some(cache) = &self.conv_cache_handle() {
+        if let Some(cache) = self.conv_cache_handle() {
             cache.set_calibration(c);
         }
         Ok(Some(c))
-    }
-
-    /// The maximal ranges of GPU steps.
-    pub(crate) fn gpu_ranges(&self) -> Vec<std::ops::Range<usize>> {
-        let n = self.num_steps();
-        let mut ranges = Vec::new();
-        let mut start = 0;
-        for i in 0..=n {
-            if i == n || self.placement[i] == Placement::Cpu {
-                if start < i {
-                    ranges.push(start..i);
-                }
-                start = i + 1;
-            }
-        }
-        ranges
     }
 
     /// Runs the model once on the inputs in place, each range in a timestamped pass (CPU steps
@@ -385,55 +326,6 @@ impl GpuModel {
         let total = range_ticks(staging, ranges.len());
         staging.unmap();
         Ok(total)
-    }
-
-    /// [`GpuModel::timed_run`] up to its submission: the timestamps land in `staging` once the
-    /// GPU has run it (CPU steps between the ranges still run blocking).
-    pub(crate) fn submit_timed_run(
-        &self,
-        ranges: &[std::ops::Range<usize>],
-        (set, resolve, staging): (&wgpu::QuerySet, &wgpu::Buffer, &wgpu::Buffer),
-        readback: bool,
-    ) -> Result<(), GpuError> {
-        let device = &self.ctx.device;
-        let n = self.num_steps();
-        let count = 2 * ranges.len().max(1) as u32;
-        let size = 8 * u64::from(count);
-        let mut encoder = device.create_command_encoder(&Default::default());
-        let mut next = 0;
-        for (k, r) in ranges.iter().enumerate() {
-            // CPU steps before this range run now (their inputs come from earlier ranges).
-            for i in next..r.start {
-                self.ctx.queue.submit([encoder.finish()]);
-                self.run_cpu_step_blocking(i)?;
-                encoder = device.create_command_encoder(&Default::default());
-            }
-            self.record_timed_range(&mut encoder, set, k, r.clone(), "heimdall run");
-            next = r.end;
-        }
-        for i in next..n {
-            self.ctx.queue.submit([encoder.finish()]);
-            self.run_cpu_step_blocking(i)?;
-            encoder = device.create_command_encoder(&Default::default());
-        }
-        if ranges.is_empty() {
-            // Every query must be written before it is resolved.
-            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("heimdall run (no GPU steps)"),
-                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                    query_set: set,
-                    beginning_of_pass_write_index: Some(0),
-                    end_of_pass_write_index: Some(1),
-                }),
-            });
-        }
-        if readback {
-            self.encode_readback(&mut encoder)?;
-        }
-        encoder.resolve_query_set(set, 0..count, resolve, 0);
-        encoder.copy_buffer_to_buffer(resolve, 0, staging, 0, size);
-        self.ctx.queue.submit([encoder.finish()]);
-        Ok(())
     }
 }
 

@@ -66,43 +66,9 @@ pub(crate) fn create_shared(
     conv_cache: Option<&ConvCache>,
 ) -> Result<Shared, GpuError> {
     let device = &ctx.device;
-    let max_binding = max_binding(ctx);
-    let const_buffers: Vec<wgpu::Buffer> = consts
-        .iter()
-        .map(|c| {
-            if c.bytes.len() as u64 > max_binding {
-                return Err(GpuError::Unsupported(format!(
-                    "{} of {} bytes exceeds the binding limit",
-                    c.label,
-                    c.bytes.len()
-                )));
-            }
-            Ok(
-                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(&c.label),
-                    contents: &c.bytes,
-                    usage: wgpu::BufferUsages::STORAGE,
-                }),
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    // All parameters in one buffer, each at an aligned offset.
+    let const_buffers = const_buffers(ctx, consts)?;
     let space = ctx.params_space();
-    let align = space.offset_alignment(&ctx.limits);
-    let mut uniform_bytes = Vec::new();
-    let mut offsets = Vec::new();
-    for d in dispatches.iter().flatten() {
-        let at = (uniform_bytes.len() as u64).next_multiple_of(align);
-        uniform_bytes.resize(at as usize, 0);
-        offsets.push(at);
-        uniform_bytes.extend_from_slice(&d.params);
-    }
-    uniform_bytes.resize(uniform_bytes.len().max(16).next_multiple_of(16), 0);
-    let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("heimdall params"),
-        contents: &uniform_bytes,
-        usage: space.usage(),
-    });
+    let (uniforms, offsets) = uniform_buffer(ctx, dispatches);
     let mut cache: HashMap<String, usize> = HashMap::new();
     let mut pipelines: Vec<wgpu::ComputePipeline> = Vec::new();
     let mut kernels = Vec::with_capacity(dispatches.len());
@@ -161,6 +127,54 @@ pub(crate) fn create_shared(
         pipelines,
         kernels,
     })
+}
+
+/// A storage buffer per constant, each within the device's binding limit.
+fn const_buffers(ctx: &GpuContext, consts: &[ConstBuffer]) -> Result<Vec<wgpu::Buffer>, GpuError> {
+    let device = &ctx.device;
+    let max_binding = max_binding(ctx);
+    consts
+        .iter()
+        .map(|c| {
+            if c.bytes.len() as u64 > max_binding {
+                return Err(GpuError::Unsupported(format!(
+                    "{} of {} bytes exceeds the binding limit",
+                    c.label,
+                    c.bytes.len()
+                )));
+            }
+            Ok(
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(&c.label),
+                    contents: &c.bytes,
+                    usage: wgpu::BufferUsages::STORAGE,
+                }),
+            )
+        })
+        .collect()
+}
+
+/// Every dispatch's parameters in one uniform buffer, each at an aligned offset (the offsets in
+/// dispatch order).
+fn uniform_buffer(ctx: &GpuContext, dispatches: &[Vec<Dispatch>]) -> (wgpu::Buffer, Vec<u64>) {
+    let device = &ctx.device;
+    let space = ctx.params_space();
+    let align = space.offset_alignment(&ctx.limits);
+    let mut uniform_bytes = Vec::new();
+    let mut offsets = Vec::new();
+    for d in dispatches.iter().flatten() {
+        let at = (uniform_bytes.len() as u64).next_multiple_of(align);
+        uniform_bytes.resize(at as usize, 0);
+        offsets.push(at);
+        uniform_bytes.extend_from_slice(&d.params);
+    }
+    uniform_bytes.resize(uniform_bytes.len().max(16).next_multiple_of(16), 0);
+    let uniforms = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("heimdall params"),
+        contents: &uniform_bytes,
+        usage: space.usage(),
+    });
+    (uniforms, offsets)
 }
 
 /// The largest buffer a binding may cover on this device.

@@ -156,7 +156,8 @@ fn a_changed_quadrant_recomputes_part_of_the_work_and_matches_the_uncached_run()
         let mask: Vec<bool> = (0..64).map(|b| b / 8 >= 4 && b % 8 >= 4).collect();
         let want: u64 = m
             .cached
-            .conv_cache_dispatches()
+            .conv_cache()
+            .map_or(&[][..], |c| c.dispatches())
             .iter()
             .map(|d| u64::from(dirty_workgroups(d, &grid, [h, w], &mask)))
             .sum();
@@ -461,7 +462,9 @@ fn the_automatic_switch_turns_the_cache_off_on_motion_and_back_on_when_still() {
         return;
     };
     m.cached
-        .set_conv_cache_auto(Some(heimdall_gpu::conv_cache::AutoPolicy {
+        .conv_cache()
+        .expect("a convolution cache")
+        .set_auto(Some(heimdall_gpu::conv_cache::AutoPolicy {
             break_even: 0.5,
             probe_every: 4,
         }));

@@ -14,9 +14,9 @@ use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::guard::{DEFAULT_BOUND, GuardConfig, GuardError, compile_guarded, cpu_reference};
 use heimdall_gpu::{GpuOptions, Precision};
+use heimdall_image::{Crop, Normalization, RgbaImage};
 use heimdall_ir::{BinaryFn, Constant, DType, Graph, Op, OpKind, TensorId, TensorInfo};
 use heimdall_testkit::{goldens_dir, model_path, rel_l2_floored};
-use heimdall_vision::{Crop, Normalization, RgbaImage};
 
 /// The golden suites' floor for the GPU runtimes on TFLite goldens.
 const FLOOR: f64 = 1e-3;

@@ -651,16 +651,16 @@ fn cpu_steps_still_run_between_gpu_ranges() {
         model.encode(&mut encoder, 0..2),
         Err(GpuError::Range { .. })
     ));
-    assert!(model.run_cpu_step(0).is_err(), "step 0 is a GPU step");
-    assert!(!model.cpu_step_ready(1));
+    assert!(model.cpu_steps().run(0).is_err(), "step 0 is a GPU step");
+    assert!(!model.cpu_steps().is_ready(1));
     // Step by step with the non-blocking API: GPU range, download, CPU step, GPU range.
     model.set_input(0, &input).unwrap();
     let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
     model.encode(&mut encoder, 0..1).unwrap();
-    model.encode_cpu_step_inputs(1, &mut encoder).unwrap();
+    model.cpu_steps().encode_inputs(1, &mut encoder).unwrap();
     gpu.ctx.queue.submit([encoder.finish()]);
-    model.request_cpu_step_inputs(1).unwrap();
-    while !model.run_cpu_step(1).unwrap() {
+    model.cpu_steps().request_inputs(1).unwrap();
+    while !model.cpu_steps().run(1).unwrap() {
         gpu.ctx.device.poll(wgpu::PollType::Poll).unwrap();
     }
     let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());

@@ -19,9 +19,9 @@ use common::gpu;
 use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
+use heimdall_image::Vec2;
+use heimdall_image::{Border, Crop, CropTransform, Normalization, RotatedRect};
 use heimdall_testkit::{heap_stats, model_path};
-use heimdall_vision::Vec2;
-use heimdall_vision::image::{Border, Crop, CropTransform, Normalization, RotatedRect};
 
 /// Runs before the first measurement (pipelines warm, readback buffers mapped once).
 const WARMUP: usize = 4;

@@ -3,7 +3,7 @@
 //! `heimdall_gpu::preprocess`): random RGBA8 images of odd sizes, random affine crops with
 //! rotation and flips, both border modes, plain and sRGB views, every storage precision of the
 //! input (rel-L2 ≤ 1e-5 in f32, ≤ 3e-3 in f16 and packed f16). The CPU reference of the
-//! workspace, `heimdall_vision::image::resample`, is held to the same reference, and a real model fed by the kernel (identity crop of a 128x128 texture made
+//! workspace, `heimdall_image::resample`, is held to the same reference, and a real model fed by the kernel (identity crop of a 128x128 texture made
 //! from a golden input) is compared with the same pixels uploaded by `set_input`.
 
 mod common;
@@ -13,10 +13,10 @@ use heimdall::npy::read_npy;
 use heimdall::{LoadOptions, load_model};
 use heimdall_gpu::preprocess::Preprocessor;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
+use heimdall_image::Vec2;
+use heimdall_image::{Border, Crop, CropTransform, Normalization, RotatedRect, resample};
 use heimdall_ir::{Epilogue, Graph, OpKind};
 use heimdall_testkit::{XorShift, goldens_dir, model_path, rel_l2};
-use heimdall_vision::Vec2;
-use heimdall_vision::image::{Border, Crop, CropTransform, Normalization, RotatedRect, resample};
 
 /// Deterministic bytes.
 fn bytes(seed: u64, n: usize) -> Vec<u8> {

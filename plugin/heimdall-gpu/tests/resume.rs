@@ -147,9 +147,9 @@ fn gpu_states(
             model.encode(&mut encoder, done..k).expect("encode");
             gpu.ctx.queue.submit([encoder.finish()]);
             done = k;
-            let state = model.download_resume_state(k).expect("download");
+            let state = model.resume().download(k).expect("download");
             let ids: Vec<TensorId> = state.iter().map(|(t, _)| *t).collect();
-            assert_eq!(ids, model.resume_tensors(k).expect("resumable"));
+            assert_eq!(ids, model.resume().tensors(k).expect("resumable"));
             state
         })
         .collect()
@@ -203,7 +203,7 @@ fn check(id: &str) {
     ] {
         let model = compile(gpu, &case, p);
         let (metric, bound) = kind.bound(case.model.format);
-        let resumable = model.resumable_steps();
+        let resumable = model.resume().steps();
         assert_eq!(resumable.first(), Some(&0), "{id} {p:?}: step 0");
         assert_eq!(resumable.last(), Some(&n), "{id} {p:?}: the last step");
         // Every boundary: the tensors named are ones a CPU model of the graph stores; the
@@ -211,7 +211,7 @@ fn check(id: &str) {
         let mut cpu = CpuModel::compile(graph, CpuOptions { threads: 1 }).expect("cpu compile");
         let mut reasons: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for s in 0..=n {
-            match model.resume_tensors(s) {
+            match model.resume().tensors(s) {
                 Ok(ids) => {
                     for t in ids {
                         let zeros = vec![0.0; graph.tensor(t).numel()];
@@ -231,7 +231,7 @@ fn check(id: &str) {
         }
         assert!(
             matches!(
-                model.resume_tensors(n + 1),
+                model.resume().tensors(n + 1),
                 Err(NotResumable::OutOfRange { .. })
             ),
             "{id}: step n + 1"
@@ -319,7 +319,7 @@ fn a_corrupted_or_missing_tensor_fails() {
             .map(|(o, r)| metric.error(o, r))
             .fold(0.0, f64::max)
     };
-    let resumable = model.resumable_steps();
+    let resumable = model.resume().steps();
     let k = resumable[resumable.len() / 2];
     let state = gpu_states(gpu, &model, &inputs, &[k]).swap_remove(0);
     assert!(!state.is_empty(), "step {k}: nothing to download");
@@ -378,7 +378,7 @@ fn with_the_convolution_cache_on_and_off() {
     for (run, active) in [true, true, false].into_iter().enumerate() {
         model.set_conv_cache_active(active);
         assert_eq!(model.conv_cache_active(), active);
-        let steps = sample(graph, &model.resumable_steps());
+        let steps = sample(graph, &model.resume().steps());
         let states = gpu_states(gpu, &model, &inputs, &steps);
         for (&k, state) in steps.iter().zip(&states) {
             let out = resume_on_cpu(graph, state, k);
@@ -404,12 +404,13 @@ fn bad_requests_are_errors() {
     let graph = case.graph();
     let model = GpuModel::compile(&gpu.ctx, graph, GpuOptions::new(Precision::F16)).unwrap();
     let n = model.num_steps();
-    assert!(!model.is_resumable(n + 1));
-    assert!(!model.is_resumable(usize::MAX));
-    assert!(model.resume_bytes(n + 1).is_err());
+    assert!(!model.resume().is_resumable(n + 1));
+    assert!(!model.resume().is_resumable(usize::MAX));
+    assert!(model.resume().bytes(n + 1).is_err());
     let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
     let e = model
-        .encode_resume_download(n + 1, &mut encoder)
+        .resume()
+        .encode_download(n + 1, &mut encoder)
         .unwrap_err();
     assert!(
         matches!(
@@ -428,7 +429,7 @@ fn bad_requests_are_errors() {
     // A download taken twice: the second take has nothing.
     let x = vec![0.5; graph.tensor(t).numel()];
     model.set_input(0, &x).unwrap();
-    let d = model.encode_resume_download(0, &mut encoder).unwrap();
+    let d = model.resume().encode_download(0, &mut encoder).unwrap();
     gpu.ctx.queue.submit([encoder.finish()]);
     d.request().unwrap();
     assert!(d.request().is_err(), "requested twice");
@@ -477,7 +478,7 @@ mod fusions {
         let reference = common::run_cpu(graph, &inputs);
         let refs: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
         let model = GpuModel::compile(&gpu.ctx, graph, GpuOptions::new(Precision::F32)).unwrap();
-        let resumable = model.resumable_steps();
+        let resumable = model.resume().steps();
         let states = gpu_states(gpu, &model, &refs, &resumable);
         for (&k, state) in resumable.iter().zip(&states) {
             let out = resume_on_cpu(graph, state, k);
@@ -489,7 +490,7 @@ mod fusions {
         }
         gpu.assert_no_errors();
         (0..=graph.ops.len())
-            .map(|s| model.resume_tensors(s))
+            .map(|s| model.resume().tensors(s))
             .collect()
     }
 
@@ -634,7 +635,7 @@ fn multistyle26_reports_its_fused_pads() {
             continue;
         }
         let padded = graph.ops[pad].outputs[0];
-        match model.resume_tensors(k + 1) {
+        match model.resume().tensors(k + 1) {
             Err(NotResumable::NotProduced {
                 tensor,
                 cpu_op,
@@ -652,7 +653,7 @@ fn multistyle26_reports_its_fused_pads() {
     );
     let explained: Vec<usize> = fused.values().flatten().copied().collect();
     let not_resumable: Vec<usize> = (0..=model.num_steps())
-        .filter(|&s| !model.is_resumable(s))
+        .filter(|&s| !model.resume().is_resumable(s))
         .collect();
     let mut sorted = explained.clone();
     sorted.sort_unstable();
@@ -660,8 +661,8 @@ fn multistyle26_reports_its_fused_pads() {
     println!(
         "multistyle26: {} of {} boundaries resumable; not resumable, a pad fused into the op \
          before it: {fused:?}; e.g. {}",
-        model.resumable_steps().len(),
+        model.resume().steps().len(),
         model.num_steps() + 1,
-        model.resume_tensors(sorted[0]).unwrap_err()
+        model.resume().tensors(sorted[0]).unwrap_err()
     );
 }

@@ -10,7 +10,7 @@
 
 use thiserror::Error;
 
-use heimdall_vision::image::RgbaImage;
+use heimdall_image::RgbaImage;
 
 /// Bits of the encoded index.
 pub const INDEX_BITS: u32 = 32;

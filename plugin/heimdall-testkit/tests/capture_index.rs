@@ -4,9 +4,9 @@
 
 use std::collections::VecDeque;
 
+use heimdall_image::CropTransform;
 use heimdall_testkit::warp::warp;
 use heimdall_testkit::{SyntheticSource, decode_frame_index};
-use heimdall_vision::CropTransform;
 
 #[test]
 fn results_carry_the_capture_index() {

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use heimdall_image::{ImageError, Rect, RgbaImage};
 use heimdall_testkit::clip::{ClipSpec, Keyframe};
 use heimdall_testkit::{Clip, ClipError};
-use heimdall_vision::{ImageError, Rect, RgbaImage};
 
 fn clip_dir() -> PathBuf {
     heimdall_testkit::assets_dir().join("clips/astronaut_pan")

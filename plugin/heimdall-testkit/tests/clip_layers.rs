@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use glam::Vec2;
+use heimdall_image::{ImageError, Rect, RgbaImage};
 use heimdall_testkit::clip::{AnnotationKind, ClipSpec, Keyframe, LayerPoint, LayerSpec};
 use heimdall_testkit::{Clip, ClipError};
-use heimdall_vision::{ImageError, Rect, RgbaImage};
 
 mod clip_common;
 

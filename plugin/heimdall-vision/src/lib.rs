@@ -29,10 +29,12 @@ pub mod error;
 pub mod face_mesh;
 pub mod face_roi;
 pub mod hands;
-pub mod image;
+/// Images and the crop of them a model sees: the `heimdall-image` crate, re-exported.
+pub use heimdall_image as image;
 pub mod mask;
 pub mod objects;
-pub mod rect;
+/// Axis-aligned rectangles (`heimdall_image::rect`, re-exported).
+pub use heimdall_image::rect;
 pub mod ssd;
 pub mod style;
 pub mod text;

@@ -132,7 +132,7 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
         }
     };
     let profile = profile(&model, job.inputs, profile_runs(job.ctx))?;
-    if model.conv_cache_config().is_none() {
+    if model.conv_cache().is_none() {
         // No op of this model depends on the input through a receptive field: compiled as
         // without the cache.
         let why = "no op of the model can be cached";
@@ -162,8 +162,10 @@ pub(crate) fn compile_gpu(job: &GpuJob<'_>) -> Result<GpuCompiled, DnnError> {
     let verdict = calibration.map(|c| CacheVerdict::new(c, &config, job.min_interval_ms, MIN_GAIN));
     let keep = forced || verdict.is_some_and(|v| v.pays());
     if keep {
-        if let Some(c) = calibration {
-            model.set_conv_cache_auto(Some(c.policy(CACHE_PROBE_EVERY)));
+        if let Some(c) = calibration
+            && let Some(cache) = model.conv_cache()
+        {
+            cache.set_auto(Some(c.policy(CACHE_PROBE_EVERY)));
         }
         let decision = match (forced, verdict) {
             (true, Some(v)) => format!("on (forced); the calibration: {}", v.describe()),

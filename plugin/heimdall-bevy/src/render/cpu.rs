@@ -51,7 +51,10 @@ pub(crate) fn dispatch_cpu(
         && c.placement.get(work.ops.start) == Some(&Placement::Cpu);
     if fallback_step
         && let Some(gpu) = &c.gpu
-        && gpu.encode_cpu_step_inputs(work.ops.start, encoder).is_ok()
+        && gpu
+            .cpu_steps()
+            .encode_inputs(work.ops.start, encoder)
+            .is_ok()
     {
         job.cpu_step = Some((work.id, work.ops.start, false));
         return;
@@ -70,7 +73,7 @@ pub(crate) fn dispatch_cpu(
         && !job.on_cpu
         && work.ops.start > 0
     {
-        match gpu.encode_resume_download(work.ops.start, encoder) {
+        match gpu.resume().encode_download(work.ops.start, encoder) {
             Ok(download) => {
                 debug!(
                     "heimdall: {}: the CPU goes on from the GPU's step {}",
@@ -149,7 +152,7 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
             continue;
         };
         let Some(gpu) = c.gpu.clone() else { continue };
-        if !gpu.cpu_step_ready(step) {
+        if !gpu.cpu_steps().is_ready(step) {
             continue;
         }
         job.cpu_step = None;
@@ -161,7 +164,7 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
         let worker = workers.pool.size() - workers.pool.idle();
         workers.pool.spawn(move || {
             let start_ms = clock.now_ms();
-            let run = || gpu.run_cpu_step(step).map_err(|e| e.to_string());
+            let run = || gpu.cpu_steps().run(step).map_err(|e| e.to_string());
             let error = match crate::faults::catch_work(run) {
                 Ok(true) => None,
                 Ok(false) => Some("inputs not ready".to_string()),

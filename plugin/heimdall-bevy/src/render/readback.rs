@@ -215,8 +215,8 @@ fn conv_cache_of(gpu: &GpuModel) -> Option<ConvCacheRun> {
     Some(ConvCacheRun {
         counts,
         cached_ops: gpu.report().cached_ops.len(),
-        saved_ms: gpu
-            .conv_cache_calibration()
+        saved_ms: (gpu.conv_cache())
+            .and_then(|c| c.calibration())
             .map(|c| c.saved_ms(counts.hit_rate())),
     })
 }
@@ -324,7 +324,7 @@ pub(crate) fn map_outputs(
         if let Some((_, step, requested)) = job.cpu_step.as_mut()
             && !*requested
         {
-            match gpu.request_cpu_step_inputs(*step) {
+            match gpu.cpu_steps().request_inputs(*step) {
                 Ok(()) => *requested = true,
                 Err(e) => error!("heimdall: {}: CPU step {step}: {e}", d.name),
             }

@@ -316,7 +316,7 @@ pub(crate) fn plan_frame(
         // Where an offloaded inference can go on from the GPU's activations
         // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
         if let Some(g) = &c.gpu {
-            let steps = g.resumable_steps();
+            let steps = g.resume().steps();
             sched.coordinator.set_resumable_steps(id, Some(&steps));
             sched.log.recorder.set_resumable_steps(id, Some(&steps));
         }
@@ -328,7 +328,7 @@ pub(crate) fn plan_frame(
         let mut spec = CacheSpec::new(cached.clone());
         // What a hit saves of a cached step: the calibration's saving of a whole run that
         // reuses everything, over the cached steps' share of the run's GPU time.
-        if let Some(cal) = c.gpu.as_ref().and_then(|g| g.conv_cache_calibration()) {
+        if let Some(cal) = c.gpu.as_ref().and_then(|g| g.conv_cache()?.calibration()) {
             let total: f64 = c.costs.iter().map(|s| s.gpu_ms).sum();
             let share: f64 = cached
                 .iter()

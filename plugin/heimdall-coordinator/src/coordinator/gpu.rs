@@ -15,6 +15,24 @@ use crate::timeline::Lane;
 /// Consecutive frames without room after which the device counts as behind the frame rate.
 const BEHIND_FRAMES: u32 = 3;
 
+/// Where the frame's GPU window stands for one pick ([`Coordinator::schedule_gpu_budget`]).
+#[derive(Clone, Copy)]
+struct Room {
+    /// The window's start (not before now).
+    frame_start: f64,
+    /// The window's end less the margin.
+    hard_end: f64,
+    /// The window holds the whole budget (nothing of this frame ran yet).
+    fresh_frame: bool,
+    /// Where the next chunk would start.
+    cursor: f64,
+    /// The end of the room this job may take (earlier where a job coming back from the CPU
+    /// would be chosen first).
+    horizon: f64,
+    /// No room left in this frame.
+    closed: bool,
+}
+
 impl Coordinator {
     /// Whether model `i`'s job can take GPU work now (`queue_behind_own`: even while its previous
     /// chunk is still queued).
@@ -119,15 +137,7 @@ impl Coordinator {
         // after frame) never has room for a chunk: there, a job past its deadline gets one step
         // as the frame's only work, or GPU jobs would never progress. One closed frame (after
         // an oversized step) is not enough: that frame must stay on time.
-        if window.end_ms != self.closed_streak.1 {
-            let streak = if hard_end - frame_start <= oh {
-                self.closed_streak.0 + 1
-            } else {
-                0
-            };
-            self.closed_streak = (streak, window.end_ms);
-        }
-        let behind = self.closed_streak.0 >= BEHIND_FRAMES;
+        let behind = self.note_window(window, hard_end - frame_start <= oh);
         let mut excluded: Vec<usize> = Vec::new();
         // Keys are computed once per decision; only a job that got work is re-scored.
         let mut keys: Vec<Option<Rank>> = (0..self.models.len())
@@ -165,40 +175,15 @@ impl Coordinator {
                 })
                 .map(|(_, _, t)| t)
                 .fold(hard_end, f64::min);
-            let relaxed = if horizon >= hard_end {
-                hard_end + b.relaxation_ms
-            } else {
-                horizon
+            let room = Room {
+                frame_start,
+                hard_end,
+                fresh_frame,
+                cursor,
+                horizon,
+                closed,
             };
-            let m = &self.models[i];
-            let a = &m.analysis;
-            let p = m.job.as_ref().expect("candidate has a job").planned;
-            let chunk_end = a.partition.chunk_containing(p).ops.end;
-            let full = a.costs.range_ms(p..chunk_end, Processor::Gpu) + oh;
-            let step = a.step(p).gpu_ms + oh;
-            let pick = if closed {
-                Some((p + 1, step, step > b.budget_ms()))
-            } else if cursor + full <= relaxed {
-                Some((chunk_end, full, false))
-            } else {
-                // Longest prefix of the chunk that ends by the horizon.
-                let room = horizon - cursor - oh;
-                let base = a.costs.prefix_gpu[p];
-                let pre = &a.costs.prefix_gpu[p + 1..=chunk_end];
-                let k = pre.partition_point(|x| x - base <= room);
-                if k > 0 {
-                    let end = p + k;
-                    Some((end, a.costs.range_ms(p..end, Processor::Gpu) + oh, false))
-                } else if fresh_frame
-                    && cursor == frame_start
-                    && horizon >= hard_end
-                    && a.step(p).gpu_ms + oh > b.budget_ms()
-                {
-                    Some((p + 1, a.step(p).gpu_ms + oh, true))
-                } else {
-                    None
-                }
-            };
+            let (p, pick) = self.pick_gpu_ops(i, room);
             match pick {
                 Some((end, est, oversized)) => {
                     self.dispatch_gpu(i, p..end, (est, cursor), (oversized, overridden), out);
@@ -208,6 +193,69 @@ impl Coordinator {
                 None => excluded.push(i),
             }
         }
+    }
+
+    /// Counts the frames whose window had no room from the start (`closed`); whether the
+    /// device is behind the frame rate ([`BEHIND_FRAMES`] of them in a row).
+    fn note_window(&mut self, window: GpuWindow, closed: bool) -> bool {
+        if window.end_ms != self.closed_streak.1 {
+            let streak = if closed { self.closed_streak.0 + 1 } else { 0 };
+            self.closed_streak = (streak, window.end_ms);
+        }
+        self.closed_streak.0 >= BEHIND_FRAMES
+    }
+
+    /// What job `i` gets of the GPU in `room`: its next op `p`, and the end of the ops it runs,
+    /// their estimate and whether the one step is oversized (`None`: nothing fits). A closed
+    /// window gives one step; else the rest of the chunk if it ends by the horizon (relaxed at
+    /// the frame's end), else its longest prefix that does, else an oversized first step alone
+    /// in a fresh frame.
+    fn pick_gpu_ops(&self, i: usize, room: Room) -> (usize, Option<(usize, f64, bool)>) {
+        let b = self.cfg.budget;
+        let oh = b.chunk_overhead_ms;
+        let Room {
+            frame_start,
+            hard_end,
+            fresh_frame,
+            cursor,
+            horizon,
+            closed,
+        } = room;
+        let relaxed = if horizon >= hard_end {
+            hard_end + b.relaxation_ms
+        } else {
+            horizon
+        };
+        let m = &self.models[i];
+        let a = &m.analysis;
+        let p = m.job.as_ref().expect("candidate has a job").planned;
+        let chunk_end = a.partition.chunk_containing(p).ops.end;
+        let full = a.costs.range_ms(p..chunk_end, Processor::Gpu) + oh;
+        let step = a.step(p).gpu_ms + oh;
+        let pick = if closed {
+            Some((p + 1, step, step > b.budget_ms()))
+        } else if cursor + full <= relaxed {
+            Some((chunk_end, full, false))
+        } else {
+            // Longest prefix of the chunk that ends by the horizon.
+            let room = horizon - cursor - oh;
+            let base = a.costs.prefix_gpu[p];
+            let pre = &a.costs.prefix_gpu[p + 1..=chunk_end];
+            let k = pre.partition_point(|x| x - base <= room);
+            if k > 0 {
+                let end = p + k;
+                Some((end, a.costs.range_ms(p..end, Processor::Gpu) + oh, false))
+            } else if fresh_frame
+                && cursor == frame_start
+                && horizon >= hard_end
+                && a.step(p).gpu_ms + oh > b.budget_ms()
+            {
+                Some((p + 1, a.step(p).gpu_ms + oh, true))
+            } else {
+                None
+            }
+        };
+        (p, pick)
     }
 
     /// The whole run of GPU steps (the rest of the unit) from job `i`'s next op.

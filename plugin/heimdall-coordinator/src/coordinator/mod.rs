@@ -15,10 +15,13 @@
 //!
 //! Times are `f64` milliseconds on the caller's clock; nothing here reads a real clock.
 //!
-//! The work is split by job: `types` (what goes in and out), `state` (what is kept per model
-//! and job), `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles),
-//! `cache` (the convolution cache's hit rates) and `rebalance` (CPU offload) with `mode_log`
-//! (where each model ran, bounded).
+//! The work is split by job, in layers that call down, never back up: this file is the API
+//! (registration, requests, [`Coordinator::schedule`], status); below it `admit` (admission),
+//! `gpu` (chunk packing), `cpu` (CPU work), `done` (completions and profiles), `cache` (the
+//! convolution cache's hit rates), `placing` (the placement plan) and `rebalance` (CPU offload)
+//! with `mode_log` (where each model ran, bounded); at the bottom `ranking` (where each job
+//! stands: the policy's view, rank and expected times), `state` (what is kept per model and job)
+//! and `types` (what goes in and out).
 
 mod admit;
 mod cache;
@@ -28,18 +31,18 @@ mod gpu;
 mod live;
 mod mode_log;
 mod placing;
+mod ranking;
 mod rebalance;
 mod state;
 mod types;
 
 use std::collections::HashMap;
 
-use self::state::{Job, ModelState, Rank};
+use self::state::ModelState;
 use crate::analyzer::{Analysis, ModelProfile, Partition};
 use crate::model::{ModelId, ModelSpec};
 use crate::placement::Plan;
-use crate::policy::{Dispatch, JobView, Policy, PolicyContext};
-use crate::processor::Processor;
+use crate::policy::{Dispatch, Policy};
 use crate::timeline::Timeline;
 use crate::utility::UtilityParams;
 pub use types::{
@@ -166,11 +169,6 @@ impl Coordinator {
         self.replan_soon();
     }
 
-    /// Slots a piece of `model`'s CPU work occupies: its threads, at most the slots.
-    fn cpu_slots_of(&self, m: &ModelState) -> usize {
-        m.cpu_threads.clamp(1, self.cfg.cpu_workers.max(1))
-    }
-
     /// Counters and state of `model`; `now_ms` is used for its current utility.
     pub fn status(&self, model: ModelId, now_ms: f64) -> ModelStatus {
         let m = &self.models[model.0];
@@ -208,20 +206,6 @@ impl Coordinator {
             expected_latency_ms: entry
                 .map(|e| e.expected_latency_ms)
                 .or_else(|| Some(self.expected_latency(m))),
-        }
-    }
-
-    /// Expected latency of one inference of `m` where it runs now, alone, ms.
-    fn expected_latency(&self, m: &ModelState) -> f64 {
-        let a = &m.analysis;
-        match m.mode {
-            Processor::Cpu => a.cpu_total() / m.cpu_speedup,
-            Processor::Gpu => {
-                let b = self.cfg.budget;
-                a.gpu_total() * b.frame_period_ms / b.budget_ms().max(1e-3)
-                    + a.fallback_ms(0..a.len()) / m.cpu_speedup
-                    + b.frame_period_ms
-            }
         }
     }
 
@@ -340,91 +324,6 @@ impl Coordinator {
         self.models[model.0].job.is_some()
     }
 
-    /// Expected time until `job` finishes where it runs, ms.
-    fn remaining_ms(&self, m: &ModelState, job: &Job, now: f64) -> f64 {
-        let a = &m.analysis;
-        let n = a.len();
-        let p = job.planned;
-        let queued = (job.gpu_planned_end.max(job.cpu_planned_end) - now).max(0.0);
-        let rest = match job.processor {
-            Processor::Cpu => m.cpu_ms(p..n),
-            Processor::Gpu => {
-                let gpu = a.costs.range_ms(p..n, Processor::Gpu);
-                // The GPU gives the DNNs only the budget of every frame.
-                let b = self.cfg.budget.budget_ms().max(1e-3);
-                gpu * self.cfg.budget.frame_period_ms / b + a.fallback_ms(p..n) / m.cpu_speedup
-            }
-        };
-        queued + rest
-    }
-
-    fn view<'a>(&self, m: &'a ModelState, id: usize, job: &Job, now: f64) -> JobView<'a> {
-        let n = m.analysis.len();
-        JobView {
-            model: ModelId(id),
-            seq: job.seq,
-            t_start_ms: job.t_start,
-            utility: m.utility,
-            content_variation: job.request.content_variation,
-            deadline_ms: m.deadline_ms,
-            next_op: job.planned,
-            remaining_ms: self.remaining_ms(m, job, now),
-            // A job placed on the CPU is weighed by its work there (a CPU-only model's GPU work
-            // is none, which made its density unbounded and let it outrank every event).
-            remaining_gpu_ms: match job.processor {
-                Processor::Cpu => m.cpu_ms(job.planned.min(n)..n),
-                Processor::Gpu => m
-                    .analysis
-                    .costs
-                    .range_ms(job.planned.min(n)..n, Processor::Gpu),
-            },
-            costs: &m.analysis.costs,
-        }
-    }
-
-    /// Where job `v` stands: the policy's score and the deadline override's view.
-    ///
-    /// A job is critical once it could no longer finish in time if it waited one more interval,
-    /// counting its remaining time with the guard `(1 + deadline_guard)` for estimation errors;
-    /// a job that is already expected to be late stays critical (Heimdall sec. 6.4: "in case a DNN
-    /// is not expected to finish within the deadline, the coordinator runs it immediately").
-    ///
-    /// A job without a deadline has its utility's end as one: once its utility has decayed to
-    /// zero it is overdue and critical, the longest-expired first. The utility policies value
-    /// such a job at zero, so beside a DNN that always wants the GPU (an equal continuous DNN,
-    /// whose next job is always fresher) it would otherwise never run: two hands' landmark models
-    /// on lavapipe, where an inference outlasts the utility, tracked one hand of two.
-    fn priority(&self, ctx: &PolicyContext, v: &JobView<'_>, coordinated: bool) -> Rank {
-        let own = v.deadline_abs_ms();
-        let (deadline, due) = if own.is_finite() {
-            let slack = own - (ctx.now_ms + v.remaining_ms * (1.0 + self.cfg.deadline_guard));
-            (own, slack <= ctx.interval_ms)
-        } else {
-            let end = v
-                .utility
-                .lifetime_ms(self.cfg.alpha, v.content_variation)
-                .map_or(f64::INFINITY, |life| v.t_start_ms + life);
-            (end, ctx.now_ms >= end)
-        };
-        let slack = deadline - (ctx.now_ms + v.remaining_ms * (1.0 + self.cfg.deadline_guard));
-        Rank {
-            critical: coordinated && self.cfg.deadline_override && deadline.is_finite() && due,
-            deadline,
-            slack,
-            remaining: v.remaining_ms,
-            score: self.policy.score(ctx, v),
-            seq: v.seq,
-        }
-    }
-
-    /// Where model `i`'s job stands, if it has one.
-    fn key_of(&self, ctx: &PolicyContext, i: usize) -> Option<Rank> {
-        let m = &self.models[i];
-        let job = m.job.as_ref()?;
-        let v = self.view(m, i, job, ctx.now_ms);
-        Some(self.priority(ctx, &v, self.policy.coordinated()))
-    }
-
     /// Decides what to run now. `idle_cpu_slots` is how many CPU slots (cores for inference)
     /// are free: the CPU work returned occupies at most that many together.
     pub fn schedule(
@@ -473,52 +372,5 @@ impl Coordinator {
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
         decision.cpu
-    }
-
-    /// The policy's view of a decision at `now_ms` with the GPU free from `gpu_free_ms`.
-    fn context(&self, now_ms: f64, gpu_free_ms: f64, idle_cpu_slots: usize) -> PolicyContext {
-        let cpu_free = if idle_cpu_slots > 0 {
-            now_ms
-        } else {
-            self.inflight
-                .values()
-                .filter(|w| w.processor == Processor::Cpu)
-                .map(|w| w.planned_end)
-                .fold(f64::INFINITY, f64::min)
-                .max(now_ms)
-        };
-        PolicyContext {
-            now_ms,
-            interval_ms: self.cfg.budget.frame_period_ms,
-            alpha: self.cfg.alpha,
-            gpu_free_ms,
-            cpu_free_ms: if cpu_free.is_finite() {
-                cpu_free
-            } else {
-                now_ms
-            },
-        }
-    }
-
-    fn new_work(
-        &mut self,
-        model: ModelId,
-        ops: std::ops::Range<usize>,
-        (processor, threads): (Processor, usize),
-        planned_end: f64,
-    ) -> WorkId {
-        self.next_work += 1;
-        let id = WorkId(self.next_work);
-        self.inflight.insert(
-            id,
-            state::Inflight {
-                model,
-                ops,
-                processor,
-                planned_end,
-                threads,
-            },
-        );
-        id
     }
 }

@@ -255,80 +255,17 @@ pub fn simulate_opts(
     opts: &SimOptions,
     tweak: impl FnOnce(&mut CoordinatorConfig),
 ) -> Result<SimOutput, SimError> {
-    if !(opts.misprofile.is_finite() && opts.misprofile > 0.0) {
-        return Err(SimError::Option(format!(
-            "misprofile must be a finite factor > 0, got {}",
-            opts.misprofile
-        )));
-    }
-    if !(opts.noise.sigma.is_finite() && opts.noise.sigma >= 0.0) {
-        return Err(SimError::Option(format!(
-            "jitter sigma must be finite and >= 0, got {}",
-            opts.noise.sigma
-        )));
-    }
-    if let Some(r) = &opts.replay {
-        r.check(scenario)?;
-    }
+    check_options(scenario, opts)?;
     let record_timeline = opts.record_timeline;
-    let mut cfg = CoordinatorConfig::new(scenario.budget());
-    cfg.alpha = scenario.alpha;
-    cfg.cpu_workers = scenario.cpu_workers;
-    cfg.record_timeline = record_timeline;
-    if let Some(e) = scenario.render_estimate_ms {
-        cfg.budget.render_ms = e;
-    }
-    tweak(&mut cfg);
+    let cfg = coordinator_config(scenario, record_timeline, tweak);
     let n = scenario.dnns.len();
     let period = 1000.0 / scenario.frame_rate;
     let end_ms = scenario.duration_s * 1000.0;
-    let mut recorder = opts.record_run.then(|| {
-        // Room for the whole run: every vsync, and every request (at most one inference each).
-        let frames = (scenario.duration_s * scenario.frame_rate).round() as usize;
-        let requests: usize = scenario
-            .dnns
-            .iter()
-            .map(|d| d.request.times(end_ms).len())
-            .sum();
-        let mut r = RunRecorder::with_capacity(&cfg, frames.max(requests));
-        r.set_frame_rate(scenario.frame_rate);
-        r.set_frame_order(scenario.dnn_work_first, scenario.results_at_frame_start);
-        r
-    });
+    let mut recorder = opts
+        .record_run
+        .then(|| run_recorder(scenario, &cfg, end_ms));
     let mut coord = Coordinator::new(cfg, policy);
-    for (i, d) in scenario.dnns.iter().enumerate() {
-        let mut spec = d.spec();
-        for s in &mut spec.steps {
-            *s = StepCost {
-                gpu_ms: s.gpu_ms * opts.misprofile,
-                cpu_ms: s.cpu_ms * opts.misprofile,
-                processors: s.processors,
-            };
-        }
-        if let Some(r) = recorder.as_mut() {
-            r.add_model(
-                ModelId(i),
-                &spec.name,
-                &spec.steps,
-                spec.deadline_ms,
-                spec.utility,
-            );
-            if d.resumable_steps.is_some() {
-                r.set_resumable_steps(ModelId(i), d.resumable_steps.as_deref());
-            }
-        }
-        let id = coord.register(spec);
-        debug_assert_eq!(id, ModelId(i), "the simulator's DNN index is its model id");
-        coord.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
-        coord.set_on_demand(id, d.is_on_demand());
-        if let Some(r) = recorder.as_mut() {
-            r.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
-            r.set_on_demand(id, d.is_on_demand());
-        }
-        if d.resumable_steps.is_some() {
-            coord.set_resumable_steps(id, d.resumable_steps.as_deref());
-        }
-    }
+    register_dnns(scenario, opts, &mut coord, recorder.as_mut());
     let mut sim = Sim {
         sc: scenario,
         opts,
@@ -365,6 +302,101 @@ pub fn simulate_opts(
     };
     sim.run();
     Ok(sim.finish())
+}
+
+/// The options' factors must be in range; a replayed trace must fit the scenario.
+fn check_options(scenario: &Scenario, opts: &SimOptions) -> Result<(), SimError> {
+    if !(opts.misprofile.is_finite() && opts.misprofile > 0.0) {
+        return Err(SimError::Option(format!(
+            "misprofile must be a finite factor > 0, got {}",
+            opts.misprofile
+        )));
+    }
+    if !(opts.noise.sigma.is_finite() && opts.noise.sigma >= 0.0) {
+        return Err(SimError::Option(format!(
+            "jitter sigma must be finite and >= 0, got {}",
+            opts.noise.sigma
+        )));
+    }
+    if let Some(r) = &opts.replay {
+        r.check(scenario)?;
+    }
+    Ok(())
+}
+
+/// The coordinator's configuration for `scenario`, adjusted by `tweak`.
+fn coordinator_config(
+    scenario: &Scenario,
+    record_timeline: bool,
+    tweak: impl FnOnce(&mut CoordinatorConfig),
+) -> CoordinatorConfig {
+    let mut cfg = CoordinatorConfig::new(scenario.budget());
+    cfg.alpha = scenario.alpha;
+    cfg.cpu_workers = scenario.cpu_workers;
+    cfg.record_timeline = record_timeline;
+    if let Some(e) = scenario.render_estimate_ms {
+        cfg.budget.render_ms = e;
+    }
+    tweak(&mut cfg);
+    cfg
+}
+
+/// A run recorder with room for the whole run (`end_ms`): every vsync, and every request (at
+/// most one inference each).
+fn run_recorder(scenario: &Scenario, cfg: &CoordinatorConfig, end_ms: f64) -> RunRecorder {
+    let frames = (scenario.duration_s * scenario.frame_rate).round() as usize;
+    let requests: usize = scenario
+        .dnns
+        .iter()
+        .map(|d| d.request.times(end_ms).len())
+        .sum();
+    let mut r = RunRecorder::with_capacity(cfg, frames.max(requests));
+    r.set_frame_rate(scenario.frame_rate);
+    r.set_frame_order(scenario.dnn_work_first, scenario.results_at_frame_start);
+    r
+}
+
+/// Registers the scenario's DNNs with `coord` (their profiles scaled by the misprofile factor)
+/// and with the recorder, in order: a DNN's index is its model id.
+fn register_dnns(
+    scenario: &Scenario,
+    opts: &SimOptions,
+    coord: &mut Coordinator,
+    mut recorder: Option<&mut RunRecorder>,
+) {
+    for (i, d) in scenario.dnns.iter().enumerate() {
+        let mut spec = d.spec();
+        for s in &mut spec.steps {
+            *s = StepCost {
+                gpu_ms: s.gpu_ms * opts.misprofile,
+                cpu_ms: s.cpu_ms * opts.misprofile,
+                processors: s.processors,
+            };
+        }
+        if let Some(r) = recorder.as_deref_mut() {
+            r.add_model(
+                ModelId(i),
+                &spec.name,
+                &spec.steps,
+                spec.deadline_ms,
+                spec.utility,
+            );
+            if d.resumable_steps.is_some() {
+                r.set_resumable_steps(ModelId(i), d.resumable_steps.as_deref());
+            }
+        }
+        let id = coord.register(spec);
+        debug_assert_eq!(id, ModelId(i), "the simulator's DNN index is its model id");
+        coord.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+        coord.set_on_demand(id, d.is_on_demand());
+        if let Some(r) = recorder.as_deref_mut() {
+            r.set_cpu_parallelism(id, d.cpu_threads, d.cpu_speedup);
+            r.set_on_demand(id, d.is_on_demand());
+        }
+        if d.resumable_steps.is_some() {
+            coord.set_resumable_steps(id, d.resumable_steps.as_deref());
+        }
+    }
 }
 
 impl Sim<'_> {
@@ -426,58 +458,11 @@ impl Sim<'_> {
         let now = ev.t;
         Some(match ev.kind {
             Kind::Vsync(k) => {
-                self.next_vsync = k + 1;
-                self.frame_now = k;
-                // Per frame, as in the plugin, no frame is skipped: a late GPU queues it.
-                if !self.per_frame && self.last_render_end > now {
-                    if let Some(r) = self.recorder.as_mut() {
-                        r.frame(now, None);
-                    }
-                    if self.record {
-                        self.coord.timeline_mut().instant(
-                            Lane::Render,
-                            "render",
-                            format!("dropped frame {k}"),
-                            now,
-                            Vec::new(),
-                        );
-                    }
-                } else {
-                    let render = self.render_ms(k);
-                    let (dnn, scene) = self.submit_delays(k);
-                    if let Some(r) = self.recorder.as_mut() {
-                        r.frame_submitted(now, Some(render), Some(dnn), Some(scene));
-                    }
-                    self.frame_due = true;
-                    if self.per_frame && self.sc.dnn_work_first {
-                        // Queued after the chunks of this frame's decision.
-                        self.render_due = Some((k, render));
-                        self.last_render_end = f64::INFINITY;
-                    } else {
-                        self.queue_render(now, k, render);
-                    }
-                }
+                self.on_vsync(k, now);
                 return None;
             }
             Kind::GpuDone(GpuItem::Render { frame, start }) => {
-                let vsync = self.vsync_at(frame);
-                let on_time = now <= vsync + self.period + 1e-9;
-                self.frames_on_time += usize::from(on_time);
-                self.render_ends.push(now);
-                let blank = self.display_blank(frame, now);
-                self.presented.push(blank);
-                self.coord.observe_render(now - start);
-                if self.record {
-                    let args = vec![("on_time", on_time.to_string())];
-                    self.coord.timeline_mut().span(
-                        Lane::Render,
-                        "render",
-                        format!("frame {frame}"),
-                        start,
-                        now,
-                        args,
-                    );
-                }
+                self.on_render_done(frame, start, now);
                 Event::FrameRendered
             }
             Kind::GpuDone(GpuItem::Chunk {
@@ -511,38 +496,107 @@ impl Sim<'_> {
                 Event::GpuWorkDone
             }
             Kind::CpuDone { worker, id } => {
-                for k in self.cpu_slots.remove(&id).unwrap_or_else(|| vec![worker]) {
-                    self.workers[k] = false;
-                }
-                let start = self.cpu_started.remove(&id).unwrap_or(now);
-                let model = self.coord_model_of_cpu(id);
-                if let Some(m) = model {
-                    self.cpu_busy[m] += now - start;
-                }
-                if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
-                    self.completed(c);
-                }
+                self.on_cpu_done(worker, id, now);
                 Event::CpuWorkDone
             }
             Kind::Request { dnn, index } => {
-                let req = Request {
-                    capture_ms: now,
-                    content_variation: self.sc.dnns[dnn].content_variation_of(index),
-                };
-                if let Some(r) = self.recorder.as_mut() {
-                    r.request(ModelId(dnn), now, req.content_variation);
-                }
-                if self.per_frame {
-                    // The plugin keeps one pending request per DNN: the newer one wins, and the
-                    // coordinator hears of every one (the requested rate is the app's).
-                    self.held[dnn] = Some(req);
-                    self.coord.requested(ModelId(dnn), now);
-                } else {
-                    self.coord.submit(ModelId(dnn), req, now);
-                }
+                self.on_request(dnn, index, now);
                 Event::Request
             }
         })
+    }
+
+    /// Vsync `k` at `now`: its frame dropped (a late GPU, not per frame) or its render queued
+    /// (per frame with the DNN work first: held until the frame's decision).
+    fn on_vsync(&mut self, k: usize, now: f64) {
+        self.next_vsync = k + 1;
+        self.frame_now = k;
+        // Per frame, as in the plugin, no frame is skipped: a late GPU queues it.
+        if !self.per_frame && self.last_render_end > now {
+            if let Some(r) = self.recorder.as_mut() {
+                r.frame(now, None);
+            }
+            if self.record {
+                self.coord.timeline_mut().instant(
+                    Lane::Render,
+                    "render",
+                    format!("dropped frame {k}"),
+                    now,
+                    Vec::new(),
+                );
+            }
+        } else {
+            let render = self.render_ms(k);
+            let (dnn, scene) = self.submit_delays(k);
+            if let Some(r) = self.recorder.as_mut() {
+                r.frame_submitted(now, Some(render), Some(dnn), Some(scene));
+            }
+            self.frame_due = true;
+            if self.per_frame && self.sc.dnn_work_first {
+                // Queued after the chunks of this frame's decision.
+                self.render_due = Some((k, render));
+                self.last_render_end = f64::INFINITY;
+            } else {
+                self.queue_render(now, k, render);
+            }
+        }
+    }
+
+    /// Frame `frame`'s render, started at `start`, ended at `now`.
+    fn on_render_done(&mut self, frame: usize, start: f64, now: f64) {
+        let vsync = self.vsync_at(frame);
+        let on_time = now <= vsync + self.period + 1e-9;
+        self.frames_on_time += usize::from(on_time);
+        self.render_ends.push(now);
+        let blank = self.display_blank(frame, now);
+        self.presented.push(blank);
+        self.coord.observe_render(now - start);
+        if self.record {
+            let args = vec![("on_time", on_time.to_string())];
+            self.coord.timeline_mut().span(
+                Lane::Render,
+                "render",
+                format!("frame {frame}"),
+                start,
+                now,
+                args,
+            );
+        }
+    }
+
+    /// CPU work `id` ended at `now` on `worker` (and the slots it held).
+    fn on_cpu_done(&mut self, worker: usize, id: WorkId, now: f64) {
+        for k in self.cpu_slots.remove(&id).unwrap_or_else(|| vec![worker]) {
+            self.workers[k] = false;
+        }
+        let start = self.cpu_started.remove(&id).unwrap_or(now);
+        let model = self.coord_model_of_cpu(id);
+        if let Some(m) = model {
+            self.cpu_busy[m] += now - start;
+        }
+        if let Some(c) = self.coord.cpu_done(id, worker, start, now) {
+            self.completed(c);
+        }
+    }
+
+    /// Request `index` of DNN `dnn` at `now`: held for the frame's decision (per frame) or
+    /// submitted.
+    fn on_request(&mut self, dnn: usize, index: usize, now: f64) {
+        let req = Request {
+            capture_ms: now,
+            content_variation: self.sc.dnns[dnn].content_variation_of(index),
+        };
+        if let Some(r) = self.recorder.as_mut() {
+            r.request(ModelId(dnn), now, req.content_variation);
+        }
+        if self.per_frame {
+            // The plugin keeps one pending request per DNN: the newer one wins, and the
+            // coordinator hears of every one (the requested rate is the app's).
+            self.held[dnn] = Some(req);
+            self.coord.requested(ModelId(dnn), now);
+        } else {
+            self.coord.submit(ModelId(dnn), req, now);
+        }
     }
 
     /// Render time of frame `f`: the scenario's (or the replayed) times the noise.

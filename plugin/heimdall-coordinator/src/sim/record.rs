@@ -13,7 +13,7 @@
 //! DNNs together; at most `2 × steps + 16` chunks each), [`RunRecorder::DEFAULT_CAPACITY`] unless made with
 //! [`RunRecorder::with_capacity`]. The export is then the window of the latest frames.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::Range;
 
 use super::export_parts::{median, split, unique_name};
@@ -562,90 +562,12 @@ impl RunRecorder {
         let mut measured: Vec<f64> = self.frames.iter().filter_map(|f| f.scene_ms).collect();
         let render_ms = median(&mut measured).unwrap_or(nonneg_or(self.config_render_ms, 0.0));
         let mut dnns = Vec::new();
-        let mut models = std::collections::BTreeMap::new();
+        let mut models = BTreeMap::new();
         let mut used = HashSet::new();
         for m in self.models.iter().filter(|m| !m.steps.is_empty()) {
             let name = unique_name(&m.name, &mut used);
-            let mut reqs: Vec<(f64, f64)> = self
-                .requests
-                .iter()
-                .filter(|r| r.model == m.id)
-                .map(|r| (r.capture_ms - t0, r.content_variation))
-                .filter(|(t, _)| (0.0..end_ms).contains(t))
-                .collect();
-            reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let gpu_can = |s: &StepCost| s.processors.contains(Processor::Gpu);
-            dnns.push(DnnScenario {
-                name: name.clone(),
-                gpu_op_ms: m
-                    .steps
-                    .iter()
-                    .map(|s| {
-                        if gpu_can(s) {
-                            nonneg_or(s.gpu_ms, 0.0)
-                        } else {
-                            0.0
-                        }
-                    })
-                    .collect(),
-                cpu_op_ms: m.steps.iter().map(|s| nonneg_or(s.cpu_ms, 0.0)).collect(),
-                cpu_only_ops: (0..m.steps.len())
-                    .filter(|&i| !gpu_can(&m.steps[i]))
-                    .collect(),
-                request: RequestPattern {
-                    period_ms: None,
-                    start_ms: None,
-                    events_ms: Some(reqs.iter().map(|r| r.0).collect()),
-                },
-                deadline_ms: m.deadline_ms.filter(|d| d.is_finite() && *d > 0.0),
-                cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
-                cpu_speedup: m.cpu_speedup,
-                on_demand: m.on_demand,
-                utility: UtilityParams {
-                    l0: if m.utility.l0.is_finite() {
-                        m.utility.l0
-                    } else {
-                        0.0
-                    },
-                    beta: nonneg_or(m.utility.beta, 0.0),
-                    gamma: if m.utility.gamma.is_finite() && m.utility.gamma > 0.0 {
-                        m.utility.gamma
-                    } else {
-                        1.0
-                    },
-                },
-                priority: None,
-                content_variation: reqs.iter().map(|r| r.1).collect(),
-                resumable_steps: m.resumable_steps.as_ref().map(|steps| {
-                    let mut v: Vec<usize> = steps
-                        .iter()
-                        .copied()
-                        .filter(|&k| k <= m.steps.len())
-                        .collect();
-                    v.sort_unstable();
-                    v.dedup();
-                    v
-                }),
-            });
-            let runs: Vec<&InferenceRec> = self
-                .done
-                .iter()
-                .filter(|i| i.model == m.id)
-                .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
-                .filter(|i| i.since > first)
-                .collect();
-            let trace = self.trace(m, &runs);
-            let reads = self.submit_lane(|f| {
-                let (sum, n) = f
-                    .model_reads
-                    .iter()
-                    .filter(|(id, _)| *id == m.id)
-                    .fold((0.0, 0usize), |(s, n), r| (s + r.1, n + 1));
-                (n > 0).then(|| sum / n as f64)
-            });
-            if trace.is_some() || !reads.is_empty() {
-                let mut t = trace.unwrap_or_default();
-                t.readback_ms = reads;
+            dnns.push(self.dnn_scenario(m, name.clone(), t0, end_ms));
+            if let Some(t) = self.model_trace(m, first) {
                 models.insert(name, t);
             }
         }
@@ -668,7 +590,107 @@ impl RunRecorder {
             cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
             dnns,
         };
-        let replay = Replay {
+        let replay = self.replay(t0, render_ms, models);
+        (scenario, replay)
+    }
+
+    /// The scenario's entry of model `m` (named `name`): its costs from the profile, its
+    /// requests inside the window (`t0`, `end_ms`), its settings brought into range.
+    fn dnn_scenario(&self, m: &ModelRec, name: String, t0: f64, end_ms: f64) -> DnnScenario {
+        let mut reqs: Vec<(f64, f64)> = self
+            .requests
+            .iter()
+            .filter(|r| r.model == m.id)
+            .map(|r| (r.capture_ms - t0, r.content_variation))
+            .filter(|(t, _)| (0.0..end_ms).contains(t))
+            .collect();
+        reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let gpu_can = |s: &StepCost| s.processors.contains(Processor::Gpu);
+        DnnScenario {
+            name,
+            gpu_op_ms: m
+                .steps
+                .iter()
+                .map(|s| {
+                    if gpu_can(s) {
+                        nonneg_or(s.gpu_ms, 0.0)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+            cpu_op_ms: m.steps.iter().map(|s| nonneg_or(s.cpu_ms, 0.0)).collect(),
+            cpu_only_ops: (0..m.steps.len())
+                .filter(|&i| !gpu_can(&m.steps[i]))
+                .collect(),
+            request: RequestPattern {
+                period_ms: None,
+                start_ms: None,
+                events_ms: Some(reqs.iter().map(|r| r.0).collect()),
+            },
+            deadline_ms: m.deadline_ms.filter(|d| d.is_finite() && *d > 0.0),
+            cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
+            cpu_speedup: m.cpu_speedup,
+            on_demand: m.on_demand,
+            utility: UtilityParams {
+                l0: if m.utility.l0.is_finite() {
+                    m.utility.l0
+                } else {
+                    0.0
+                },
+                beta: nonneg_or(m.utility.beta, 0.0),
+                gamma: if m.utility.gamma.is_finite() && m.utility.gamma > 0.0 {
+                    m.utility.gamma
+                } else {
+                    1.0
+                },
+            },
+            priority: None,
+            content_variation: reqs.iter().map(|r| r.1).collect(),
+            resumable_steps: m.resumable_steps.as_ref().map(|steps| {
+                let mut v: Vec<usize> = steps
+                    .iter()
+                    .copied()
+                    .filter(|&k| k <= m.steps.len())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }),
+        }
+    }
+
+    /// Model `m`'s replay trace: its measured step times over the inferences that began after
+    /// frame `first`, and its readback times per frame (`None` when neither was recorded).
+    fn model_trace(&self, m: &ModelRec, first: u64) -> Option<ModelTrace> {
+        let runs: Vec<&InferenceRec> = self
+            .done
+            .iter()
+            .filter(|i| i.model == m.id)
+            .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
+            .filter(|i| i.since > first)
+            .collect();
+        let trace = self.trace(m, &runs);
+        let reads = self.submit_lane(|f| {
+            let (sum, n) = f
+                .model_reads
+                .iter()
+                .filter(|(id, _)| *id == m.id)
+                .fold((0.0, 0usize), |(s, n), r| (s + r.1, n + 1));
+            (n > 0).then(|| sum / n as f64)
+        });
+        if trace.is_none() && reads.is_empty() {
+            return None;
+        }
+        let mut t = trace.unwrap_or_default();
+        t.readback_ms = reads;
+        Some(t)
+    }
+
+    /// The replay: per frame its scene time (`render_ms` where not measured), start from `t0`
+    /// and submission lanes, and the models' traces.
+    fn replay(&self, t0: f64, render_ms: f64, models: BTreeMap<String, ModelTrace>) -> Replay {
+        Replay {
             format: REPLAY_FORMAT.to_string(),
             render_ms: self
                 .frames
@@ -694,8 +716,7 @@ impl RunRecorder {
                     .map(|t| t - f.start_ms)
                     .filter(|d| d.is_finite() && *d >= 0.0)
             }),
-        };
-        (scenario, replay)
+        }
     }
 
     /// Model `m`'s measured step times over `runs` (`None` when nothing was measured).

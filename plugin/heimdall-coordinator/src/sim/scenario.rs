@@ -354,113 +354,143 @@ impl Scenario {
             let f = |x: &str| format!("dnns[{i}].{x}");
             check(!d.name.is_empty(), f("name"), "must not be empty")?;
             check(names.insert(d.name.as_str()), f("name"), "is used twice")?;
-            check(!d.gpu_op_ms.is_empty(), f("gpu_op_ms"), "must not be empty")?;
+            self.validate_ops(d, &f)?;
+            self.validate_request(&d.request, &f)?;
+            self.validate_dnn_settings(d, &f)?;
+        }
+        Ok(())
+    }
+
+    /// A DNN's per-op costs, CPU-only ops and resume boundaries; `f` names a field of it.
+    fn validate_ops(
+        &self,
+        d: &DnnScenario,
+        f: &dyn Fn(&str) -> String,
+    ) -> Result<(), ScenarioError> {
+        check(!d.gpu_op_ms.is_empty(), f("gpu_op_ms"), "must not be empty")?;
+        check(
+            d.cpu_op_ms.len() == d.gpu_op_ms.len(),
+            f("cpu_op_ms"),
+            "must have one entry per op (as many as gpu_op_ms)",
+        )?;
+        for (k, &t) in d.gpu_op_ms.iter().enumerate() {
             check(
-                d.cpu_op_ms.len() == d.gpu_op_ms.len(),
-                f("cpu_op_ms"),
-                "must have one entry per op (as many as gpu_op_ms)",
+                nonneg(t),
+                f(&format!("gpu_op_ms[{k}]")),
+                "must be finite and >= 0",
             )?;
-            for (k, &t) in d.gpu_op_ms.iter().enumerate() {
+        }
+        for (k, &t) in d.cpu_op_ms.iter().enumerate() {
+            check(
+                nonneg(t),
+                f(&format!("cpu_op_ms[{k}]")),
+                "must be finite and >= 0",
+            )?;
+        }
+        let mut seen = HashSet::new();
+        for (k, &op) in d.cpu_only_ops.iter().enumerate() {
+            let field = f(&format!("cpu_only_ops[{k}]"));
+            check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
+            check(seen.insert(op), field, "is listed twice")?;
+        }
+        let mut seen = HashSet::new();
+        for (k, &b) in d.resumable_steps.iter().flatten().enumerate() {
+            let field = f(&format!("resumable_steps[{k}]"));
+            check(
+                b <= d.gpu_op_ms.len(),
+                field.clone(),
+                "is past the last op (a boundary is at most the op count)",
+            )?;
+            check(seen.insert(b), field, "is listed twice")?;
+        }
+        Ok(())
+    }
+
+    /// A DNN's request pattern; `f` names a field of the DNN.
+    fn validate_request(
+        &self,
+        r: &RequestPattern,
+        f: &dyn Fn(&str) -> String,
+    ) -> Result<(), ScenarioError> {
+        match (&r.period_ms, &r.events_ms) {
+            (Some(p), None) => {
                 check(
-                    nonneg(t),
-                    f(&format!("gpu_op_ms[{k}]")),
-                    "must be finite and >= 0",
+                    p.is_finite() && *p > 0.0,
+                    f("request.period_ms"),
+                    "must be > 0",
+                )?;
+                check(
+                    self.duration_s * 1000.0 / p <= MAX_REQUESTS,
+                    f("request.period_ms"),
+                    "makes more than 4 000 000 requests over duration_s",
+                )?;
+                check(
+                    r.start_ms.is_none_or(nonneg),
+                    f("request.start_ms"),
+                    "must be >= 0",
                 )?;
             }
-            for (k, &t) in d.cpu_op_ms.iter().enumerate() {
+            (None, Some(ev)) => {
                 check(
-                    nonneg(t),
-                    f(&format!("cpu_op_ms[{k}]")),
-                    "must be finite and >= 0",
+                    r.start_ms.is_none(),
+                    f("request.start_ms"),
+                    "only goes with period_ms",
                 )?;
-            }
-            let mut seen = HashSet::new();
-            for (k, &op) in d.cpu_only_ops.iter().enumerate() {
-                let field = f(&format!("cpu_only_ops[{k}]"));
-                check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
-                check(seen.insert(op), field, "is listed twice")?;
-            }
-            let mut seen = HashSet::new();
-            for (k, &b) in d.resumable_steps.iter().flatten().enumerate() {
-                let field = f(&format!("resumable_steps[{k}]"));
-                check(
-                    b <= d.gpu_op_ms.len(),
-                    field.clone(),
-                    "is past the last op (a boundary is at most the op count)",
-                )?;
-                check(seen.insert(b), field, "is listed twice")?;
-            }
-            let r = &d.request;
-            match (&r.period_ms, &r.events_ms) {
-                (Some(p), None) => {
+                for (k, &t) in ev.iter().enumerate() {
                     check(
-                        p.is_finite() && *p > 0.0,
-                        f("request.period_ms"),
-                        "must be > 0",
-                    )?;
-                    check(
-                        self.duration_s * 1000.0 / p <= MAX_REQUESTS,
-                        f("request.period_ms"),
-                        "makes more than 4 000 000 requests over duration_s",
-                    )?;
-                    check(
-                        r.start_ms.is_none_or(nonneg),
-                        f("request.start_ms"),
-                        "must be >= 0",
+                        nonneg(t),
+                        f(&format!("request.events_ms[{k}]")),
+                        "must be finite and >= 0",
                     )?;
                 }
-                (None, Some(ev)) => {
-                    check(
-                        r.start_ms.is_none(),
-                        f("request.start_ms"),
-                        "only goes with period_ms",
-                    )?;
-                    for (k, &t) in ev.iter().enumerate() {
-                        check(
-                            nonneg(t),
-                            f(&format!("request.events_ms[{k}]")),
-                            "must be finite and >= 0",
-                        )?;
-                    }
-                }
-                _ => {
-                    return Err(invalid(
-                        f("request"),
-                        "needs exactly one of period_ms and events_ms",
-                    ));
-                }
             }
-            if let Some(dl) = d.deadline_ms {
-                check(dl.is_finite() && dl > 0.0, f("deadline_ms"), "must be > 0")?;
+            _ => {
+                return Err(invalid(
+                    f("request"),
+                    "needs exactly one of period_ms and events_ms",
+                ));
             }
+        }
+        Ok(())
+    }
+
+    /// A DNN's deadline, CPU settings, utility, priority and content variation; `f` names a
+    /// field of it.
+    fn validate_dnn_settings(
+        &self,
+        d: &DnnScenario,
+        f: &dyn Fn(&str) -> String,
+    ) -> Result<(), ScenarioError> {
+        if let Some(dl) = d.deadline_ms {
+            check(dl.is_finite() && dl > 0.0, f("deadline_ms"), "must be > 0")?;
+        }
+        check(
+            (1..=MAX_CPU_WORKERS).contains(&d.cpu_threads),
+            f("cpu_threads"),
+            "must be in [1, 1024]",
+        )?;
+        check(
+            d.cpu_speedup.is_finite() && d.cpu_speedup > 0.0,
+            f("cpu_speedup"),
+            "must be finite and > 0",
+        )?;
+        let u = &d.utility;
+        check(u.l0.is_finite(), f("utility.l0"), "must be finite")?;
+        if let Some(p) = d.priority {
+            check(p.is_finite(), f("priority"), "must be finite")?;
+        }
+        check(nonneg(u.beta), f("utility.beta"), "must be >= 0")?;
+        check(
+            u.gamma.is_finite() && u.gamma > 0.0,
+            f("utility.gamma"),
+            "must be > 0",
+        )?;
+        for (k, &c) in d.content_variation.iter().enumerate() {
             check(
-                (1..=MAX_CPU_WORKERS).contains(&d.cpu_threads),
-                f("cpu_threads"),
-                "must be in [1, 1024]",
+                nonneg(c),
+                f(&format!("content_variation[{k}]")),
+                "must be finite and >= 0",
             )?;
-            check(
-                d.cpu_speedup.is_finite() && d.cpu_speedup > 0.0,
-                f("cpu_speedup"),
-                "must be finite and > 0",
-            )?;
-            let u = &d.utility;
-            check(u.l0.is_finite(), f("utility.l0"), "must be finite")?;
-            if let Some(p) = d.priority {
-                check(p.is_finite(), f("priority"), "must be finite")?;
-            }
-            check(nonneg(u.beta), f("utility.beta"), "must be >= 0")?;
-            check(
-                u.gamma.is_finite() && u.gamma > 0.0,
-                f("utility.gamma"),
-                "must be > 0",
-            )?;
-            for (k, &c) in d.content_variation.iter().enumerate() {
-                check(
-                    nonneg(c),
-                    f(&format!("content_variation[{k}]")),
-                    "must be finite and >= 0",
-                )?;
-            }
         }
         Ok(())
     }

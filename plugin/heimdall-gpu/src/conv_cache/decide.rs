@@ -61,7 +61,7 @@ pub fn calibration_runs(device_type: wgpu::DeviceType) -> CalibrationRuns {
 
 impl GpuModel {
     /// [`GpuModel::calibrate_conv_cache`] with the runs [`calibration_runs`] gives its device;
-    /// the result is kept with the model ([`GpuModel::conv_cache_calibration`]).
+    /// the result is kept with the model ([`ConvCacheControl::calibration`](crate::ConvCacheControl::calibration)).
     pub fn calibrate_conv_cache_for_device(
         &self,
         inputs: &[&[f32]],

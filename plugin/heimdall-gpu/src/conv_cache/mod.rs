@@ -22,6 +22,7 @@
 
 mod auto;
 mod cached;
+pub mod control;
 mod decide;
 
 pub use auto::{AutoPolicy, CacheCalibration};
@@ -275,6 +276,54 @@ fn entry(d: &CachedDispatch, first_thread: u32, list: u32) -> [u32; ENTRY] {
     e
 }
 
+/// One prologue kernel of the cache: `source` composed and validated, its pipeline, its
+/// uniform `params` at binding 0 and `buffers` at the bindings after it.
+fn prologue_dispatch(
+    ctx: &GpuContext,
+    source: &KernelSource,
+    params: &[u8],
+    buffers: &[&wgpu::Buffer],
+    pipeline_cache: Option<&wgpu::PipelineCache>,
+) -> Result<(wgpu::ComputePipeline, wgpu::BindGroup), GpuError> {
+    let device = &ctx.device;
+    let space = ctx.params_space();
+    let wgsl = source.compose(space)?;
+    crate::wgsl::validate(source.name, &wgsl, source.uses_f16())?;
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(source.name),
+        source: wgpu::ShaderSource::Wgsl(wgsl.as_str().into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(source.name),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: pipeline_cache,
+    });
+    let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(source.name),
+        contents: params,
+        usage: space.usage(),
+    });
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: uniform.as_entire_binding(),
+    }];
+    for (i, b) in buffers.iter().enumerate() {
+        entries.push(wgpu::BindGroupEntry {
+            binding: i as u32 + 1,
+            resource: b.as_entire_binding(),
+        });
+    }
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(source.name),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    });
+    Ok((pipeline, bind_group))
+}
+
 /// A 2-D fold of `groups` with no dimension above `max`.
 fn fold(groups: u32, max: u32) -> [u32; 2] {
     if groups <= max {
@@ -404,8 +453,6 @@ impl ConvCache {
         precision: Precision,
         pipeline_cache: Option<&wgpu::PipelineCache>,
     ) -> Result<(), GpuError> {
-        let device = &ctx.device;
-        let space = ctx.params_space();
         let [in_h, in_w] = [self.in_hw[0] as u32, self.in_hw[1] as u32];
         let c = &self.config;
         let blocks = GpuCacheBlocksParams {
@@ -469,40 +516,8 @@ impl ConvCache {
         ];
         let mut prologue = Vec::with_capacity(3);
         for (source, params, buffers, groups) in specs {
-            let wgsl = source.compose(space)?;
-            crate::wgsl::validate(source.name, &wgsl, source.uses_f16())?;
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(source.name),
-                source: wgpu::ShaderSource::Wgsl(wgsl.as_str().into()),
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(source.name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: pipeline_cache,
-            });
-            let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(source.name),
-                contents: &params,
-                usage: space.usage(),
-            });
-            let mut entries = vec![wgpu::BindGroupEntry {
-                binding: 0,
-                resource: uniform.as_entire_binding(),
-            }];
-            for (i, b) in buffers.iter().enumerate() {
-                entries.push(wgpu::BindGroupEntry {
-                    binding: i as u32 + 1,
-                    resource: b.as_entire_binding(),
-                });
-            }
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(source.name),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
+            let (pipeline, bind_group) =
+                prologue_dispatch(ctx, &source, &params, &buffers, pipeline_cache)?;
             prologue.push((pipeline, bind_group, fold(groups, max_x)));
         }
         self.prologue = prologue;

@@ -11,6 +11,7 @@ use crate::arith::Arith;
 use crate::context::{GpuContext, Tuning};
 use crate::coop::CoopTile;
 use crate::dispatch::{Dispatch, OpContext, Operand, TileMap, groups_for, u32_of};
+use crate::layout::Phwc4;
 pub(crate) use crate::ops::conv1x1_params::GpuConv1x1Params;
 use crate::ops::conv1x1_tiled::{self, Conv1x1Tile};
 use crate::params::shader_params;
@@ -522,7 +523,49 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
     let (ep, ep_ops) = ctx.epilogue()?;
     let mut operands = vec![x_op, w_op, bias, Operand::Tensor(ctx.output()?)];
     operands.extend(ep_ops);
-    if let Some(kernel) = kernel1x1 {
+    let conv = ConvDispatch {
+        a,
+        x,
+        y,
+        kernel: [kh, kw],
+        slices: [is, os],
+        precisions: [xp, wp, yp],
+        ep,
+        operands,
+    };
+    match (kernel1x1, coop_window) {
+        (Some(kernel), _) => conv.pointwise(kernel),
+        (None, Some(t)) => conv.coop_window(t),
+        (None, None) => conv.direct(&tuning, arith(kh * kw * ci, 4)),
+    }
+}
+
+/// What a convolution's dispatch is built from, once [`build`] has chosen its kernel.
+struct ConvDispatch<'a> {
+    a: &'a ConvAttrs,
+    x: Phwc4,
+    y: Phwc4,
+    /// Filter height and width.
+    kernel: [usize; 2],
+    /// Input and output slices.
+    slices: [usize; 2],
+    /// Input, weights and output.
+    precisions: [Precision; 3],
+    ep: EpilogueDecl,
+    operands: Vec<Operand>,
+}
+
+impl ConvDispatch<'_> {
+    /// A 1x1 convolution through `kernel`.
+    fn pointwise(self, kernel: Conv1x1Kernel) -> Result<Vec<Dispatch>, String> {
+        let ConvDispatch {
+            y,
+            slices: [is, os],
+            precisions: [xp, wp, yp],
+            ep,
+            operands,
+            ..
+        } = self;
         let pixels = y.h * y.w;
         let (source, pixel_tiles, slice_tiles, tile_pixels) = match kernel {
             Conv1x1Kernel::SplitK { tg, ks } => (
@@ -559,14 +602,26 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             pixel_tiles: u32_of(pixel_tiles)?,
             tiles: u32_of(tiles)?,
         };
-        return Ok(vec![
+        Ok(vec![
             Dispatch::new(source, &p, operands, u32_of(tiles)?).with_tiles(TileMap::PixelTiles {
                 pixel_tiles: u32_of(pixel_tiles)?,
                 tile_pixels,
             }),
-        ]);
+        ])
     }
-    if let Some(t) = coop_window {
+
+    /// A windowed convolution on cooperative matrices tiled by `t`.
+    fn coop_window(self, t: CoopTile) -> Result<Vec<Dispatch>, String> {
+        let ConvDispatch {
+            a,
+            x,
+            y,
+            kernel: [kh, kw],
+            slices: [is, os],
+            precisions: [_, wp, yp],
+            ep,
+            operands,
+        } = self;
         let pixels = y.h * y.w;
         let pixel_tiles = pixels.div_ceil(t.pixels() as usize);
         let tiles = pixel_tiles * os.div_ceil(t.slices() as usize);
@@ -590,46 +645,60 @@ pub fn build(ctx: &mut OpContext, a: &ConvAttrs) -> Result<Vec<Dispatch>, String
             pad_left: u32_of(a.pad.left)?,
         };
         let source = super::conv_coop::source(wp, yp, t, ep, true);
-        return Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)]);
+        Ok(vec![Dispatch::new(source, &p, operands, u32_of(tiles)?)])
     }
-    let (bx, bs) = tuning.conv_block(os, |c, s| {
-        y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
-    });
-    let col_blocks = y.w.div_ceil(bx as usize);
-    let total = col_blocks * y.h * os.div_ceil(bs as usize);
-    let p = GpuConv2dParams {
-        in_h: u32_of(x.h)?,
-        in_w: u32_of(x.w)?,
-        in_slices: u32_of(is)?,
-        out_h: u32_of(y.h)?,
-        out_w: u32_of(y.w)?,
-        out_slices: u32_of(os)?,
-        out_channels: u32_of(y.c)?,
-        k_h: u32_of(kh)?,
-        k_w: u32_of(kw)?,
-        stride_h: u32_of(a.stride[0])?,
-        stride_w: u32_of(a.stride[1])?,
-        dil_h: u32_of(a.dilation[0])?,
-        dil_w: u32_of(a.dilation[1])?,
-        pad_top: u32_of(a.pad.top)?,
-        pad_left: u32_of(a.pad.left)?,
-        col_blocks: u32_of(col_blocks)?,
-        total: u32_of(total)?,
-    };
-    Ok(vec![
-        Dispatch::new(
-            conv2d_source(xp, wp, yp, [bx, bs], ep, arith(kh * kw * ci, 4)),
-            &p,
+
+    /// The direct convolution, blocked by `tuning`, computing in `arith`.
+    fn direct(self, tuning: &Tuning, arith: Arith) -> Result<Vec<Dispatch>, String> {
+        let ConvDispatch {
+            a,
+            x,
+            y,
+            kernel: [kh, kw],
+            slices: [is, os],
+            precisions: [xp, wp, yp],
+            ep,
             operands,
-            groups_for(total),
-        )
-        .with_tiles(TileMap::Rows {
-            threads: WORKGROUP_SIZE,
-            total: u32_of(total)?,
+        } = self;
+        let (bx, bs) = tuning.conv_block(os, |c, s| {
+            y.w.div_ceil(c as usize) * y.h * os.div_ceil(s as usize)
+        });
+        let col_blocks = y.w.div_ceil(bx as usize);
+        let total = col_blocks * y.h * os.div_ceil(bs as usize);
+        let p = GpuConv2dParams {
+            in_h: u32_of(x.h)?,
+            in_w: u32_of(x.w)?,
+            in_slices: u32_of(is)?,
+            out_h: u32_of(y.h)?,
+            out_w: u32_of(y.w)?,
+            out_slices: u32_of(os)?,
+            out_channels: u32_of(y.c)?,
+            k_h: u32_of(kh)?,
+            k_w: u32_of(kw)?,
+            stride_h: u32_of(a.stride[0])?,
+            stride_w: u32_of(a.stride[1])?,
+            dil_h: u32_of(a.dilation[0])?,
+            dil_w: u32_of(a.dilation[1])?,
+            pad_top: u32_of(a.pad.top)?,
+            pad_left: u32_of(a.pad.left)?,
             col_blocks: u32_of(col_blocks)?,
-            bx,
-        }),
-    ])
+            total: u32_of(total)?,
+        };
+        Ok(vec![
+            Dispatch::new(
+                conv2d_source(xp, wp, yp, [bx, bs], ep, arith),
+                &p,
+                operands,
+                groups_for(total),
+            )
+            .with_tiles(TileMap::Rows {
+                threads: WORKGROUP_SIZE,
+                total: u32_of(total)?,
+                col_blocks: u32_of(col_blocks)?,
+                bx,
+            }),
+        ])
+    }
 }
 
 /// Every variant in precision `p` with representative blockings and epilogues, for the

@@ -147,6 +147,25 @@ fn tile_loop(tile: Conv1x1Tile) -> String {
          \x20       let kn = (t + 1u) * BKS;\n",
     );
     load(&mut s, "kn", "        ");
+    k_tile_fmas(&mut s, tile);
+    store(&mut s, "cur ^ 1u", "        ");
+    s.push_str("        workgroupBarrier();\n    }\n");
+    for b in 0..tn {
+        for j in 0..tm {
+            let _ = writeln!(
+                s,
+                "    store_out(p0 + {j}u * GX + tx, o0 + {b}u * GY + ty, a_{b}_{j});"
+            );
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The FMAs of one K tile from work-group memory buffer `cur`: per input slice `k` of the tile,
+/// the thread's pixels' x values and each lane's weights of its output slices, accumulated.
+fn k_tile_fmas(s: &mut String, tile: Conv1x1Tile) {
+    let Conv1x1Tile { tm, tn, bks, .. } = tile;
     let lanes = ["x", "y", "z", "w"];
     for k in 0..bks {
         for j in 0..tm {
@@ -170,18 +189,6 @@ fn tile_loop(tile: Conv1x1Tile) -> String {
             }
         }
     }
-    store(&mut s, "cur ^ 1u", "        ");
-    s.push_str("        workgroupBarrier();\n    }\n");
-    for b in 0..tn {
-        for j in 0..tm {
-            let _ = writeln!(
-                s,
-                "    store_out(p0 + {j}u * GX + tx, o0 + {b}u * GY + ty, a_{b}_{j});"
-            );
-        }
-    }
-    s.push_str("}\n");
-    s
 }
 
 /// Source of the tiled 1x1 kernel for `tile` (f32 arithmetic; any storage precision).

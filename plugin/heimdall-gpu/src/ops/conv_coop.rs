@@ -141,6 +141,18 @@ fn tile_loop(tile: CoopTile, windowed: bool) -> String {
          \x20       let kn = (t + 1u) * KS;\n",
     );
     load(&mut s, "kn", "        ");
+    k_tile_products(&mut s, tile);
+    s.push_str("        workgroupBarrier();\n");
+    store(&mut s, "        ");
+    s.push_str("        workgroupBarrier();\n    }\n    let sc = sg * 16u * CS;\n");
+    drain_accumulators(&mut s, tile);
+    s.push_str("}\n");
+    s
+}
+
+/// The matrix products of one K tile from work-group memory: per 16-deep step `kk`, the
+/// subgroup's A fragments of pixels, B fragments of channels, and their products accumulated.
+fn k_tile_products(s: &mut String, tile: CoopTile) {
     for kk in 0..tile.kt / 16 {
         for i in 0..tile.fm {
             let _ = writeln!(
@@ -167,24 +179,23 @@ fn tile_loop(tile: CoopTile, windowed: bool) -> String {
             }
         }
     }
-    s.push_str("        workgroupBarrier();\n");
-    store(&mut s, "        ");
-    s.push_str("        workgroupBarrier();\n    }\n    let sc = sg * 16u * CS;\n");
+}
+
+/// The epilogue: each accumulator through the subgroup's scratch (`drain`), between barriers.
+fn drain_accumulators(s: &mut String, tile: CoopTile) {
     for i in 0..tile.fm {
         for j in 0..tile.fn_ {
             let _ = writeln!(
                 s,
                 "    coopStoreT(c_{i}_{j}, &cs[sc], CS);\n\
-                 \x20   workgroupBarrier();\n\
-                 \x20   drain(sc, lane, p0 + (wm * {fm}u + {i}u) * 16u, o0 + (wn * {fnn}u + {j}u) * 4u);\n\
-                 \x20   workgroupBarrier();",
+             \x20   workgroupBarrier();\n\
+             \x20   drain(sc, lane, p0 + (wm * {fm}u + {i}u) * 16u, o0 + (wn * {fnn}u + {j}u) * 4u);\n\
+             \x20   workgroupBarrier();",
                 fm = tile.fm,
                 fnn = tile.fn_
             );
         }
     }
-    s.push_str("}\n");
-    s
 }
 
 /// Source of the cooperative-matrix convolution for `tile`, 1x1 (parameters

@@ -27,7 +27,7 @@
 //! the model's life (their values are the cached run's, as the GPU itself would read them).
 //!
 //! The download itself is one copy per tensor into a staging buffer, mapped like the outputs'
-//! readback (nothing blocks): [`crate::GpuModel::encode_resume_download`] records it into the caller's
+//! readback (nothing blocks): [`crate::GpuModel::resume`]`.encode_download` records it into the caller's
 //! encoder after the steps before `k`; submit, [`ResumeDownload::request`], then
 //! [`ResumeDownload::take`] once [`ResumeDownload::is_ready`]. The values come as NHWC `f32`,
 //! what [`CpuModel::set_tensor`] takes ([`restore_cpu`] sets them all).
@@ -42,7 +42,7 @@ use crate::memory::MemoryPlan;
 use crate::plan::Placement;
 use crate::readback::{IoTensor, Readback};
 
-mod gpu_model;
+pub mod points;
 
 /// Why a run cannot move to the CPU at a step boundary.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -179,6 +179,75 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.0 + b.1 && b.0 < a.0 + a.1
 }
 
+/// The CPU's view of a run: when it writes each tensor (0: a graph input, `k + 1`: op `k`), and
+/// the last time it reads it (`n + 1` for the graph's outputs).
+fn cpu_view(src: &ResumeSources) -> (Vec<Option<usize>>, Vec<usize>) {
+    let graph = src.graph;
+    let (n, nt) = (graph.ops.len(), graph.tensors.len());
+    let mut cpu_write: Vec<Option<usize>> = vec![None; nt];
+    let mut cpu_last = vec![0usize; nt];
+    for &t in &graph.inputs {
+        cpu_write[t.index()] = Some(0);
+    }
+    for (k, op) in src.cpu_ops.iter().enumerate() {
+        for t in op.reads() {
+            cpu_last[t.index()] = cpu_last[t.index()].max(k + 1);
+        }
+        for o in &op.outputs {
+            cpu_write[o.index()].get_or_insert(k + 1);
+        }
+    }
+    for &t in &graph.outputs {
+        cpu_last[t.index()] = n + 1;
+    }
+    (cpu_write, cpu_last)
+}
+
+/// Every write into each slot of `mem` by the GPU's ops (free ops write nothing), in time
+/// order; `range` gives a tensor's bytes in its slot.
+fn slot_writes(
+    src: &ResumeSources,
+    mem: &MemoryPlan,
+    range: impl Fn(usize) -> (u64, u64),
+) -> Vec<Vec<SlotWrite>> {
+    let mut writes: Vec<Vec<SlotWrite>> = vec![Vec::new(); mem.slot_bytes.len()];
+    for (k, op) in src.graph.ops.iter().enumerate() {
+        if src.placement[k] == Placement::Gpu && src.aliases.free[k] {
+            continue;
+        }
+        for &o in &op.outputs {
+            if let Some(s) = mem.slot_of[o.index()] {
+                writes[s].push(SlotWrite {
+                    time: k + 1,
+                    tensor: o,
+                    range: range(o.index()),
+                });
+            }
+        }
+    }
+    writes
+}
+
+/// The tensors whose writes make up `t`'s bytes: through a free reshape its input's, through a
+/// free concatenation its inputs'.
+fn contents(src: &ResumeSources, producers: &[Option<usize>], t: TensorId) -> Vec<TensorId> {
+    let mut out = Vec::new();
+    let mut todo = vec![t];
+    while let Some(t) = todo.pop() {
+        match producers[t.index()] {
+            Some(k) if src.aliases.free[k] && src.placement[k] == Placement::Gpu => {
+                let op = &src.graph.ops[k];
+                match op.kind {
+                    OpKind::Reshape => todo.extend(op.inputs.first().copied()),
+                    _ => todo.extend(op.inputs.iter().copied()),
+                }
+            }
+            _ => out.push(t),
+        }
+    }
+    out
+}
+
 impl ResumeTable {
     /// The table of the memory plan `mem`; `io` gives the GPU location of a tensor with a slot.
     /// Times as in [`crate::memory`]: 0 for the graph inputs, `k + 1` for op `k`; boundary `s`
@@ -191,23 +260,7 @@ impl ResumeTable {
         let graph = src.graph;
         let (n, nt) = (graph.ops.len(), graph.tensors.len());
         let id = |i: usize| TensorId(i as u32);
-        // The CPU's view: when it writes each tensor, and the last time it reads it.
-        let mut cpu_write: Vec<Option<usize>> = vec![None; nt];
-        let mut cpu_last = vec![0usize; nt];
-        for &t in &graph.inputs {
-            cpu_write[t.index()] = Some(0);
-        }
-        for (k, op) in src.cpu_ops.iter().enumerate() {
-            for t in op.reads() {
-                cpu_last[t.index()] = cpu_last[t.index()].max(k + 1);
-            }
-            for o in &op.outputs {
-                cpu_write[o.index()].get_or_insert(k + 1);
-            }
-        }
-        for &t in &graph.outputs {
-            cpu_last[t.index()] = n + 1;
-        }
+        let (cpu_write, cpu_last) = cpu_view(src);
         // The GPU's view: who writes each tensor, and every write into each slot.
         let producers = graph.producers();
         let gpu_write = |t: usize| match producers[t] {
@@ -223,40 +276,8 @@ impl ResumeTable {
         let range = |t: usize| {
             mem.view_of[t].unwrap_or((0, located[t].as_ref().map_or(0, IoTensor::bytes)))
         };
-        let mut writes: Vec<Vec<SlotWrite>> = vec![Vec::new(); mem.slot_bytes.len()];
-        for (k, op) in graph.ops.iter().enumerate() {
-            if src.placement[k] == Placement::Gpu && src.aliases.free[k] {
-                continue;
-            }
-            for &o in &op.outputs {
-                if let Some(s) = mem.slot_of[o.index()] {
-                    writes[s].push(SlotWrite {
-                        time: k + 1,
-                        tensor: o,
-                        range: range(o.index()),
-                    });
-                }
-            }
-        }
-        // The tensors whose writes make up a tensor's bytes: through a free reshape its
-        // input's, through a free concatenation its inputs'.
-        let contents = |t: TensorId| -> Vec<TensorId> {
-            let mut out = Vec::new();
-            let mut todo = vec![t];
-            while let Some(t) = todo.pop() {
-                match producers[t.index()] {
-                    Some(k) if src.aliases.free[k] && src.placement[k] == Placement::Gpu => {
-                        let op = &graph.ops[k];
-                        match op.kind {
-                            OpKind::Reshape => todo.extend(op.inputs.first().copied()),
-                            _ => todo.extend(op.inputs.iter().copied()),
-                        }
-                    }
-                    _ => out.push(t),
-                }
-            }
-            out
-        };
+        let writes = slot_writes(src, mem, range);
+        let contents = |t: TensorId| contents(src, &producers, t);
         let op_name = |k: usize| graph.ops[k].kind.name();
         let check = |step: usize, t: usize| -> Result<Live, NotResumable> {
             let tensor = id(t);
@@ -332,7 +353,7 @@ impl ResumeTable {
 }
 
 /// The download of the GPU's state at a boundary, recorded by
-/// [`crate::GpuModel::encode_resume_download`]: submit the encoder, call [`ResumeDownload::request`],
+/// [`crate::GpuModel::resume`]`.encode_download`: submit the encoder, call [`ResumeDownload::request`],
 /// then [`ResumeDownload::take`] once [`ResumeDownload::is_ready`] (the device must be polled,
 /// as Bevy does every frame). Owns its staging buffers: it can be kept (and sent to another
 /// thread) while the model runs on; dropping it frees them.

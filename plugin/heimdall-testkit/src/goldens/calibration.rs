@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use heimdall_vision::{Crop, Normalization, RgbaImage};
+use heimdall_image::{Crop, Normalization, RgbaImage};
 
 use super::{Format, GoldenCase, GoldenModel};
 use crate::npy::Tensor;

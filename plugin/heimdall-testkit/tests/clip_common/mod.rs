@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use glam::Vec2;
+use heimdall_image::{Rect, RgbaImage};
 use heimdall_testkit::clip::{
     Annotation, AnnotationKind, ClipSpec, Keyframe, LayerKeyframe, LayerPoint, LayerSpec,
 };
-use heimdall_vision::{Rect, RgbaImage};
 
 /// The stage colour (uniform, opaque).
 pub const STAGE: [u8; 4] = [40, 80, 120, 255];

@@ -19,8 +19,8 @@ pub(super) fn presentation_intervals(presented: &[u64]) -> (f64, f64) {
 }
 
 impl Sim<'_> {
-    /// The run's report, timeline, completions and recording.
-    pub(super) fn finish(self) -> SimOutput {
+    /// The frames' statistics: on time, rendered, fitting, rates per window and presented.
+    fn frame_stats(&self) -> FrameStats {
         let sc = self.sc;
         let frames = self.frames();
         let dur = sc.duration_s;
@@ -45,7 +45,7 @@ impl Sim<'_> {
             .iter()
             .filter(|&&w| w > 0.0 && w <= self.period + 1e-9)
             .count();
-        let frame_stats = FrameStats {
+        FrameStats {
             target_fps: sc.frame_rate,
             frames: frames as u64,
             rendered: self.render_ends.len() as u64,
@@ -63,54 +63,63 @@ impl Sim<'_> {
             fps_min_window,
             wall_on_time_rate,
             max_interval_periods,
-        };
-        let mut dnns = Vec::new();
-        for (i, d) in sc.dnns.iter().enumerate() {
-            let lats: Vec<f64> = self
-                .completions
-                .iter()
-                .filter(|c| c.model.0 == i)
-                .map(|c| c.latency_ms())
-                .collect();
-            let misses = self
-                .completions
-                .iter()
-                .filter(|c| c.model.0 == i && c.deadline_met == Some(false))
-                .count();
-            let status = self.coord.status(ModelId(i), self.end_ms);
-            let on_cpu = self
-                .completions
-                .iter()
-                .filter(|c| c.model.0 == i && c.offloaded)
-                .count();
-            dnns.push(DnnStats {
-                name: d.name.clone(),
-                completed: lats.len() as u64,
-                latency_ms: LatencyStats::of(&lats),
-                deadline_miss_rate: if lats.is_empty() {
-                    0.0
-                } else {
-                    misses as f64 / lats.len() as f64
-                },
-                gpu_busy_ms: self.gpu_busy[i],
-                cpu_busy_ms: self.cpu_busy[i],
-                offloaded_ms: status.offloaded_ms,
-                offload_switches: status.mode_switches,
-                resumed_from_gpu: status.resumed_from_gpu,
-                deadline_overrides: status.deadline_overrides,
-                oversized_steps: status.oversized_steps.len() as u64,
-                rate_hz: lats.len() as f64 / dur,
-                cpu_share: if lats.is_empty() {
-                    0.0
-                } else {
-                    on_cpu as f64 / lats.len() as f64
-                },
-                cpu_threads: status.cpu_threads,
-                requested_rate_hz: status.requested_rate_hz,
-                granted_rate_hz: status.granted_rate_hz,
-                shortfall: status.shortfall.map(|s| s.to_string()),
-            });
         }
+    }
+
+    /// DNN `i`'s statistics: completions, latencies, misses, busy times, offload and rates.
+    fn dnn_stats(&self, i: usize) -> DnnStats {
+        let d = &self.sc.dnns[i];
+        let dur = self.sc.duration_s;
+        let lats: Vec<f64> = self
+            .completions
+            .iter()
+            .filter(|c| c.model.0 == i)
+            .map(|c| c.latency_ms())
+            .collect();
+        let misses = self
+            .completions
+            .iter()
+            .filter(|c| c.model.0 == i && c.deadline_met == Some(false))
+            .count();
+        let status = self.coord.status(ModelId(i), self.end_ms);
+        let on_cpu = self
+            .completions
+            .iter()
+            .filter(|c| c.model.0 == i && c.offloaded)
+            .count();
+        DnnStats {
+            name: d.name.clone(),
+            completed: lats.len() as u64,
+            latency_ms: LatencyStats::of(&lats),
+            deadline_miss_rate: if lats.is_empty() {
+                0.0
+            } else {
+                misses as f64 / lats.len() as f64
+            },
+            gpu_busy_ms: self.gpu_busy[i],
+            cpu_busy_ms: self.cpu_busy[i],
+            offloaded_ms: status.offloaded_ms,
+            offload_switches: status.mode_switches,
+            resumed_from_gpu: status.resumed_from_gpu,
+            deadline_overrides: status.deadline_overrides,
+            oversized_steps: status.oversized_steps.len() as u64,
+            rate_hz: lats.len() as f64 / dur,
+            cpu_share: if lats.is_empty() {
+                0.0
+            } else {
+                on_cpu as f64 / lats.len() as f64
+            },
+            cpu_threads: status.cpu_threads,
+            requested_rate_hz: status.requested_rate_hz,
+            granted_rate_hz: status.granted_rate_hz,
+            shortfall: status.shortfall.map(|s| s.to_string()),
+        }
+    }
+
+    /// The run's report, timeline, completions and recording.
+    pub(super) fn finish(self) -> SimOutput {
+        let frame_stats = self.frame_stats();
+        let dnns = (0..self.sc.dnns.len()).map(|i| self.dnn_stats(i)).collect();
         let n = self.decision_us.len().max(1) as f64;
         let scheduler = SchedulerStats {
             decisions: self.decision_us.len() as u64,

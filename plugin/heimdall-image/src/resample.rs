@@ -91,7 +91,7 @@ pub fn resample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::{CropTransform, RotatedRect};
+    use crate::{CropTransform, RotatedRect};
     use glam::Vec2;
 
     #[test]
