@@ -35,7 +35,7 @@ pub use analyzer::{
 };
 pub use coordinator::{
     Ablation, Completion, Coordinator, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow,
-    GpuWork, ModelStatus, Request, Resume, WorkId,
+    GpuWork, ModelStatus, Reconfiguration, Request, Resume, WorkId,
 };
 pub use model::{ModelId, ModelSpec};
 pub use placement::{PlacementConfig, PlacementRule, Plan, PlanEntry, Shortfall, ShortfallReason};

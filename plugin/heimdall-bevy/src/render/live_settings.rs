@@ -7,7 +7,9 @@
 
 use bevy::prelude::*;
 use bevy::render::Extract;
-use heimdall_coordinator::{Coordinator, CoordinatorConfig, PlacementRule, SchedulingPolicy};
+use heimdall_coordinator::{
+    Coordinator, CoordinatorConfig, PlacementRule, Reconfiguration, SchedulingPolicy,
+};
 
 use super::backend::InferenceBackend;
 use super::schedule::Scheduler;
@@ -66,17 +68,21 @@ pub(crate) fn apply_settings(
     if !settings.is_changed() {
         return;
     }
-    let c = &mut sched.coordinator;
-    if settings.mode != applied.mode || !settings.policy.same_as(&applied.policy) {
-        c.set_policy(settings.coordinator_policy().build());
+    let policy_changed = settings.mode != applied.mode || !settings.policy.same_as(&applied.policy);
+    let gpu = backend.is_some_and(|b| b.gpu().is_some());
+    sched.coordinator.reconfigure(Reconfiguration {
+        policy: policy_changed.then(|| settings.coordinator_policy().build()),
+        margin_ms: settings.margin_ms,
+        relaxation_ms: settings.relaxation_ms,
+        placement: settings.offload && gpu,
+        rule: settings.placement_rule,
+    });
+    if policy_changed {
         info!(
             "heimdall: the coordinator now runs {}",
             settings.policy_name()
         );
     }
-    c.set_margins(settings.margin_ms, settings.relaxation_ms);
-    let gpu = backend.is_some_and(|b| b.gpu().is_some());
-    c.set_placement(settings.offload && gpu, settings.placement_rule);
     *applied = AppliedSettings::of(&settings);
 }
 

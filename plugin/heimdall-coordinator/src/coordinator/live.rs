@@ -5,23 +5,53 @@ use super::Coordinator;
 use crate::placement::PlacementRule;
 use crate::policy::Policy;
 
+/// A change of the settings an app can edit while the coordinator runs
+/// ([`Coordinator::reconfigure`]): each part is applied where it differs from what runs.
+pub struct Reconfiguration {
+    /// A new policy (`None`: keep the running one). The next decision ranks jobs with it;
+    /// work already dispatched goes on as it was cut.
+    pub policy: Option<Box<dyn Policy>>,
+    /// The frame budget's safety margin, ms (negative or non-finite: ignored, with
+    /// `relaxation_ms`).
+    pub margin_ms: f64,
+    /// The last chunk's relaxation, ms (negative or non-finite: ignored, with `margin_ms`).
+    pub relaxation_ms: f64,
+    /// Whether DNNs move between the GPU and the CPU.
+    pub placement: bool,
+    /// The rule that moves them.
+    pub rule: PlacementRule,
+}
+
 impl Coordinator {
-    /// Replaces the policy; the next decision ranks jobs with it. Work already dispatched
-    /// goes on as it was cut.
-    pub fn set_policy(&mut self, policy: Box<dyn Policy>) {
-        self.policy = policy;
-        self.replan_soon();
+    /// Applies `change`: a new policy, new margins (every model is partitioned again for the
+    /// new budget) and the placement's switch and rule; the plan is made again at the next
+    /// decision where anything changed.
+    pub fn reconfigure(&mut self, change: Reconfiguration) {
+        let mut changed = false;
+        if let Some(policy) = change.policy {
+            self.policy = policy;
+            changed = true;
+        }
+        changed |= self.set_margins(change.margin_ms, change.relaxation_ms);
+        let p = &mut self.cfg.placement;
+        if p.enabled != change.placement || p.rule != change.rule {
+            p.enabled = change.placement;
+            p.rule = change.rule;
+            changed = true;
+        }
+        if changed {
+            self.replan_soon();
+        }
     }
 
-    /// Changes the frame budget's safety margin and the last chunk's relaxation (ms; negative
-    /// or non-finite values are ignored) and re-partitions every model for the new budget.
-    pub fn set_margins(&mut self, margin_ms: f64, relaxation_ms: f64) {
+    /// New margins (ms); whether they differ from the running ones and were applied.
+    fn set_margins(&mut self, margin_ms: f64, relaxation_ms: f64) -> bool {
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         let b = &mut self.cfg.budget;
         if !(ok(margin_ms) && ok(relaxation_ms))
             || (b.margin_ms == margin_ms && b.relaxation_ms == relaxation_ms)
         {
-            return;
+            return false;
         }
         b.margin_ms = margin_ms;
         b.relaxation_ms = relaxation_ms;
@@ -29,19 +59,7 @@ impl Coordinator {
         for m in &mut self.models {
             m.analysis.maybe_repartition(&b, 0.0, true);
         }
-        self.replan_soon();
-    }
-
-    /// Turns moving DNNs between the GPU and the CPU on or off and picks the rule that moves
-    /// them; the plan is made again at the next decision.
-    pub fn set_placement(&mut self, enabled: bool, rule: PlacementRule) {
-        let p = &mut self.cfg.placement;
-        if p.enabled == enabled && p.rule == rule {
-            return;
-        }
-        p.enabled = enabled;
-        p.rule = rule;
-        self.replan_soon();
+        true
     }
 }
 
@@ -56,15 +74,24 @@ mod tests {
     fn policy_margins_and_placement_change_in_place() {
         let budget = FrameBudget::new(60.0, 0.0, 1.0, 0.5);
         let mut c = Coordinator::new(CoordinatorConfig::new(budget), Box::new(MaxTotalUtility));
-        c.set_policy(Box::new(LeastSlackTime));
+        let rule = c.config().placement.rule;
+        let change = |policy: Option<Box<dyn Policy>>, margin_ms, relaxation_ms, placement| {
+            Reconfiguration {
+                policy,
+                margin_ms,
+                relaxation_ms,
+                placement,
+                rule,
+            }
+        };
+        c.reconfigure(change(Some(Box::new(LeastSlackTime)), 2.0, 0.25, true));
         assert_eq!(c.policy_name(), "least_slack_time");
-        c.set_margins(2.0, 0.25);
         assert_eq!(c.config().budget.margin_ms, 2.0);
         assert_eq!(c.config().budget.relaxation_ms, 0.25);
-        c.set_margins(-1.0, f64::NAN);
+        assert!(c.config().placement.enabled);
+        c.reconfigure(change(None, -1.0, f64::NAN, false));
         assert_eq!(c.config().budget.margin_ms, 2.0, "bad values are ignored");
-        let rule = c.config().placement.rule;
-        c.set_placement(false, rule);
+        assert_eq!(c.policy_name(), "least_slack_time", "no policy: kept");
         assert!(!c.config().placement.enabled);
     }
 }

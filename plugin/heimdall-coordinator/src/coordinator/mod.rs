@@ -45,6 +45,7 @@ use crate::placement::Plan;
 use crate::policy::{Dispatch, Policy};
 use crate::timeline::Timeline;
 use crate::utility::UtilityParams;
+pub use live::Reconfiguration;
 pub use types::{
     Ablation, Completion, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, GpuWork,
     ModelStatus, Request, Resume, WorkId,
@@ -209,18 +210,13 @@ impl Coordinator {
         }
     }
 
-    /// Number of registered models.
-    pub fn model_count(&self) -> usize {
-        self.models.len()
-    }
-
     /// The timeline recorded so far (a ring of the most recent events).
     pub fn timeline(&self) -> &Timeline {
         &self.timeline
     }
 
-    /// The timeline, to add the caller's own events (renders).
-    pub fn timeline_mut(&mut self) -> &mut Timeline {
+    /// The timeline, to add the caller's own events (the simulator's renders).
+    pub(crate) fn timeline_mut(&mut self) -> &mut Timeline {
         &mut self.timeline
     }
 
