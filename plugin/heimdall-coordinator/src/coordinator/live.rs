@@ -2,25 +2,7 @@
 //! and the placement of DNNs between the GPU and the CPU.
 
 use super::Coordinator;
-use crate::placement::PlacementRule;
-use crate::policy::Policy;
-
-/// A change of the settings an app can edit while the coordinator runs
-/// ([`Coordinator::reconfigure`]): each part is applied where it differs from what runs.
-pub struct Reconfiguration {
-    /// A new policy (`None`: keep the running one). The next decision ranks jobs with it;
-    /// work already dispatched goes on as it was cut.
-    pub policy: Option<Box<dyn Policy>>,
-    /// The frame budget's safety margin, ms (negative or non-finite: ignored, with
-    /// `relaxation_ms`).
-    pub margin_ms: f64,
-    /// The last chunk's relaxation, ms (negative or non-finite: ignored, with `margin_ms`).
-    pub relaxation_ms: f64,
-    /// Whether DNNs move between the GPU and the CPU.
-    pub placement: bool,
-    /// The rule that moves them.
-    pub rule: PlacementRule,
-}
+use super::types::Reconfiguration;
 
 impl Coordinator {
     /// Applies `change`: a new policy, new margins (every model is partitioned again for the
@@ -68,6 +50,7 @@ mod tests {
     use super::*;
     use crate::analyzer::FrameBudget;
     use crate::coordinator::CoordinatorConfig;
+    use crate::policy::Policy;
     use crate::policy::{LeastSlackTime, MaxTotalUtility};
 
     #[test]

@@ -45,10 +45,9 @@ use crate::placement::Plan;
 use crate::policy::{Dispatch, Policy};
 use crate::timeline::Timeline;
 use crate::utility::UtilityParams;
-pub use live::Reconfiguration;
 pub use types::{
     Ablation, Completion, CoordinatorConfig, CpuWork, Decision, Event, GpuWindow, GpuWork,
-    ModelStatus, Request, Resume, WorkId,
+    ModelStatus, Reconfiguration, Request, Resume, WorkId,
 };
 
 /// The coordinator. See the module documentation for the calling protocol.

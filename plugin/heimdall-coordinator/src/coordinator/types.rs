@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use crate::analyzer::FrameBudget;
 use crate::model::ModelId;
-use crate::placement::{PlacementConfig, Shortfall};
+use crate::placement::{PlacementConfig, PlacementRule, Shortfall};
+use crate::policy::Policy;
 use crate::processor::Processor;
 use crate::timeline::Timeline;
 
@@ -292,4 +293,21 @@ pub struct ModelStatus {
     pub shortfall: Option<Shortfall>,
     /// Expected latency of one inference where it runs now (the plan's), ms.
     pub expected_latency_ms: Option<f64>,
+}
+
+/// A change of the settings an app can edit while the coordinator runs
+/// ([`super::Coordinator::reconfigure`]): each part is applied where it differs from what runs.
+pub struct Reconfiguration {
+    /// A new policy (`None`: keep the running one). The next decision ranks jobs with it;
+    /// work already dispatched goes on as it was cut.
+    pub policy: Option<Box<dyn Policy>>,
+    /// The frame budget's safety margin, ms (negative or non-finite: ignored, with
+    /// `relaxation_ms`).
+    pub margin_ms: f64,
+    /// The last chunk's relaxation, ms (negative or non-finite: ignored, with `margin_ms`).
+    pub relaxation_ms: f64,
+    /// Whether DNNs move between the GPU and the CPU.
+    pub placement: bool,
+    /// The rule that moves them.
+    pub rule: PlacementRule,
 }
