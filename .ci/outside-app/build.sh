@@ -27,6 +27,11 @@ for crate in "$target"/package/heimdall-*-"$version".crate; do
     case "$name" in heimdall-cli | heimdall-clip) continue ;; esac
     patches+=(--config "patch.crates-io.$name.path=\"$unpacked/$name-$version\"")
 done
+# `.crate` archives carry a fixed old mtime (cargo packs reproducibly): touched, the unpacked
+# sources are newer than any earlier build of the same crate in this target dir, so cargo compiles
+# them instead of taking a stale build of an older version for fresh (a fresh clone's CI saw an
+# old heimdall-coordinator without the types heimdall-bevy imports).
+find "$unpacked" -type f -exec touch {} +
 echo "packaged: $(( ${#patches[@]} / 2 )) crates of version $version patched in from $unpacked"
 
 # The workspace's lock file, so that the app resolves the same versions (and reuses their build).
