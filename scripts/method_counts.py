@@ -27,58 +27,13 @@ import re
 import sys
 from collections import defaultdict
 
+# Comments, strings and char literals blanked with lines kept: the import-cycle check's reader.
+from import_cycles import strip
+
 IMPL_RE = re.compile(r"\bimpl\b")
 FN_RE = re.compile(
     r"(?:^|[\s;{}])((?:pub(?:\s*\([^)]*\))?\s+)?)(?:const\s+|async\s+|unsafe\s+|extern\s+\"[^\"]*\"\s+)*fn\s+([A-Za-z_][A-Za-z0-9_]*)"
 )
-
-
-def strip(src):
-    """Blanks comments, strings and char literals (keeping newlines), so braces can be matched."""
-    out = []
-    i, n = 0, len(src)
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif src.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if src.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif src.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            out.append(re.sub(r"[^\n]", " ", src[i:j]))
-            i = j
-        elif c == "r" and re.match(r'r#*"', src[i:]) and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
-            hashes = re.match(r"r(#*)\"", src[i:]).group(1)
-            end = src.find('"' + hashes, i + 2 + len(hashes))
-            end = n if end < 0 else end + 1 + len(hashes)
-            out.append(re.sub(r"[^\n]", " ", src[i:end]))
-            i = end
-        elif c == '"':
-            j = i + 1
-            while j < n and src[j] != '"':
-                j += 2 if src[j] == "\\" else 1
-            out.append(re.sub(r"[^\n]", " ", src[i : j + 1]))
-            i = j + 1
-        elif c == "'":
-            m = re.match(r"'(\\.[^']*|[^'\\])'", src[i:])
-            if m:
-                out.append(" " * len(m.group(0)))
-                i += len(m.group(0))
-            else:  # a lifetime
-                out.append(c)
-                i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def matching_brace(s, open_idx):
