@@ -66,6 +66,8 @@ pub struct AppArgs {
     pub synced_background: bool,
     /// Learn a pacing margin from the wall clock (experiment; off by default).
     pub adaptive_margin: bool,
+    /// HeimdallSettings::margin_ms, the frame budget's safety margin (`None`: the plugin's).
+    pub margin_ms: Option<f64>,
     /// Never move models to CPU workers (ablation).
     pub no_offload: bool,
     /// Turn the convolution cache off on every DNN (an ablation: the plugin's default,
@@ -137,6 +139,7 @@ impl Default for AppArgs {
             events: 0.0,
             synced_background: false,
             adaptive_margin: false,
+            margin_ms: None,
             no_offload: false,
             no_conv_cache: false,
             record_run: false,
@@ -269,6 +272,10 @@ struct Cli {
     /// Learn a pacing margin from the wall clock (experiment).
     #[arg(long, help_heading = ABLATIONS)]
     adaptive_margin: bool,
+    /// The frame budget's safety margin, ms (HeimdallSettings::margin_ms) [default: the
+    /// plugin's].
+    #[arg(long, value_name = "MS", value_parser = non_negative, help_heading = ABLATIONS)]
+    margin_ms: Option<f64>,
     /// Record the DNN work after the scene in the frame's own submission
     /// (HeimdallSettings::dnn_work_first off).
     #[arg(long, help_heading = ABLATIONS)]
@@ -383,6 +390,7 @@ impl From<Cli> for AppArgs {
             events: c.events,
             synced_background: c.synced_background,
             adaptive_margin: c.adaptive_margin,
+            margin_ms: c.margin_ms,
             no_offload: c.no_offload,
             no_conv_cache: c.no_conv_cache,
             record_run: c.record_run,
@@ -484,6 +492,8 @@ mod tests {
         assert_eq!(parse("").unwrap().background_burst_ms, None);
         assert_eq!(parse("").unwrap().cpu_workers, 0, "auto");
         assert_eq!(parse("--cpu-workers 6").unwrap().cpu_workers, 6);
+        assert_eq!(parse("--margin-ms 0.3").unwrap().margin_ms, Some(0.3));
+        assert_eq!(parse("").unwrap().margin_ms, None);
         assert!(!parse("").unwrap().cpu_at_frame_start);
         assert!(parse("--cpu-at-frame-start").unwrap().cpu_at_frame_start);
         for bad in [
@@ -502,6 +512,7 @@ mod tests {
             "--duration 0",
             "--sample-every -1",
             "--cpu-workers -1",
+            "--margin-ms -1",
             "--cpu-workers",
             "--resolution 0x10",
             "--text-side 31",

@@ -112,6 +112,9 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         }),
         force_cpu: args.force_cpu,
         adaptive_margin: args.adaptive_margin,
+        margin_ms: args
+            .margin_ms
+            .unwrap_or_else(|| HeimdallSettings::default().margin_ms),
         offload: !args.no_offload,
         dnn_work_first: !args.dnn_after_scene,
         free_at_readback: !args.free_at_timestamps,

@@ -36,6 +36,7 @@ pub fn report(
         "events_s": args.events,
         "synced_background": args.synced_background,
         "adaptive_margin": args.adaptive_margin,
+        "margin_ms": args.margin_ms,
         "no_offload": args.no_offload,
         "text_side": args.text_side,
         "cpu_workers": args.cpu_workers,

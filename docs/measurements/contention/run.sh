@@ -18,7 +18,9 @@
 #   bash docs/measurements/contention/run.sh emoji       (carry .device/bin/emoji.gz; 4 runs, < 1 min)
 # Files: $OUT/contention_CONFIG.txz (the runs' stats.json, scenario.json, replay.json, the
 # compare_modes table) and $OUT/acceptance_APP.txt (the checks). env RUNS (3), CALM_RUNS (2),
-# FRAMES (660 = 60 warm-up + 600), MODES (heimdall,fifo), SETS (a subset of the app's configs).
+# FRAMES (660 = 60 warm-up + 600), MODES (heimdall,fifo; an ablation is MODE+flag[=value]...,
+# e.g. heimdall+margin-ms=0.3), MODES_4C (the modes of the taskset configs; default MODES),
+# SETS (a subset of the app's configs).
 set -u
 export PYTHONUNBUFFERED=1
 K=/tmp/keep
@@ -45,8 +47,8 @@ rm -rf $S && mkdir -p $S
 # config-name runs cpus(- for all) app-options...
 cfg() {
   local name=$1 runs=$2 cpus=$3; shift 3
-  local pin=""; [ "$cpus" != - ] && pin="--cpus $cpus"
-  python3 scripts/compare_modes.py --app $app --bin $K/bin/$app --modes $MODES --runs $runs --timeout 150 \
+  local pin="" modes=$MODES; [ "$cpus" != - ] && pin="--cpus $cpus" && modes=${MODES_4C:-$MODES}
+  python3 scripts/compare_modes.py --app $app --bin $K/bin/$app --modes $modes --runs $runs --timeout 150 \
     $pin --out $S/$name --json $S/$name.json -- --record-run --frames $FRAMES --warmup 60 "$@" 2>&1 \
     | grep -v '^run ' > $S/$name.md
 }

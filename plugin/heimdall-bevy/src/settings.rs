@@ -279,17 +279,20 @@ impl HeimdallSettings {
     }
 }
 
-/// Threads of the app the CPU slots leave their cores to: Bevy's main thread, its render
-/// thread, and the plugin's readback thread with its decode threads (counted as one: they wait on
-/// the GPU and decode a few hundred microseconds per result).
-pub const RESERVED_THREADS: usize = 3;
+/// Cores the CPU slots leave to the app's own threads: Bevy's main thread, its render thread, and
+/// the plugin's readback thread with its decode threads, as the partial load they are. Measured
+/// on the H200 host under `taskset -c 0-3` (docs/measurements/contention/): the whole process
+/// kept 1.95 cores busy with one slot always busy, and 1.3 cores with every DNN on the GPU, so
+/// these threads take 1.0–1.3 cores together; two cores cover them (three, the rule before,
+/// left one slot of four cores and starved the DNNs while a core idled).
+pub const RESERVED_CORES: usize = 2;
 
 /// The CPU slots of a process that may run on `cores` cores
 /// (`std::thread::available_parallelism`, which honours `taskset` and cgroup quotas): the cores
-/// left after [`RESERVED_THREADS`], at least 1. A 16-core host gets 13, a process limited to 4
-/// cores (a phone's big cores) 1.
+/// left after [`RESERVED_CORES`], at least 1. A 16-core host gets 14, a process limited to 4
+/// cores (a phone's big cores) 2.
 pub fn auto_cpu_slots(cores: usize) -> usize {
-    cores.saturating_sub(RESERVED_THREADS).max(1)
+    cores.saturating_sub(RESERVED_CORES).max(1)
 }
 
 /// An opt-in helper: Bevy's default `RenderPlugin` with one change, wgpu's validation of
@@ -355,8 +358,9 @@ mod tests {
 
     #[test]
     fn cpu_slots_are_the_cores_left_to_the_app_or_the_setting() {
-        assert_eq!(auto_cpu_slots(16), 13);
-        assert_eq!(auto_cpu_slots(4), 1);
+        assert_eq!(auto_cpu_slots(16), 14);
+        assert_eq!(auto_cpu_slots(4), 2);
+        assert_eq!(auto_cpu_slots(3), 1);
         assert_eq!(auto_cpu_slots(2), 1);
         assert_eq!(auto_cpu_slots(0), 1);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

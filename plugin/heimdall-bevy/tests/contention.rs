@@ -131,7 +131,12 @@ fn with_no_gpu_budget_every_dnn_answers_on_the_cpu() {
             m["shortfall"]
         );
     }
-    // The slots the plugin sized: the cores this test may use, less the app's threads.
+    // The slots the plugin sized: the cores this test may use, less the two kept for the app's
+    // own threads (at least one).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert_eq!(stats["cpu_slots"], cores.saturating_sub(3).max(1));
+    assert_eq!(stats["cpu_slots"], cores.saturating_sub(2).max(1));
+    assert_eq!(
+        stats["cpu_slots"],
+        heimdall_bevy::settings::auto_cpu_slots(cores)
+    );
 }
