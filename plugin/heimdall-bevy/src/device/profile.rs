@@ -12,9 +12,10 @@ use heimdall_gpu::DeviceProfile;
 /// the least Android phone (4 storage buffers per shader stage, 128 invocations per work
 /// group), whatever the adapter offers (`docs/mobile-limits.md`).
 ///
-/// Bevy's own device cannot be held to those limits: Bevy 0.19's renderer binds 5 to 8 storage
-/// buffers in its GPU preprocessing and runs 256-invocation work groups in its sparse buffer
-/// updates, validation errors under a phone's limits. Its features can: pair this with
+/// Bevy's own device keeps the adapter's limits here. It can be held to 4 storage buffers per
+/// stage with Bevy's GPU preprocessing and GPU light clustering off (`docs/mobile-limits.md`,
+/// `tests/mobile_limits.rs`), but not to 128 invocations per work group (Bevy's sparse buffer
+/// updates and mip downsampling use 256). Its features can: pair this with
 /// [`render_plugin_for`] (no timestamp queries, no `SHADER_F16` on the device).
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[reflect(opaque)]
