@@ -5,7 +5,9 @@ For each inherent `impl TypeName { ... }` block (generic or not; `impl Trait for
 are trait impls and are left out) in the `.rs` files under DIR, counts the functions defined
 directly in the block: all of them, and the public ones (`pub fn`, not `pub(crate)` nor
 `pub(super)`). With `--long N` it also lists every function (free, method or nested) whose body
-spans more than N lines, `#[cfg(test)]` modules and `tests.rs` files included unless `--no-tests`.
+spans more than N lines, `#[cfg(test)]` modules and `tests.rs` files included unless `--no-tests`;
+generated files (a name containing `generated`, as scripts/import_cycles.py excepts them from its
+length limit: the flatc output `schema_generated.rs`) are left out of that list.
 
     python3 scripts/method_counts.py plugin/heimdall-gpu/src GpuModel
     python3 scripts/method_counts.py plugin/heimdall-coordinator/src --long 100 --no-tests
@@ -137,7 +139,7 @@ def main():
                         c[0] += 1
                         c[1] += m.group(1).replace(" ", "") == "pub"
                         c[2].add(os.path.relpath(path, args.dir))
-            if args.long:
+            if args.long and "generated" not in f:
                 for name, first, lines, pos in functions(s):
                     if lines > args.long and not (args.no_tests and in_tests(pos)):
                         long_fns.append((lines, os.path.relpath(path, args.dir), first, name))

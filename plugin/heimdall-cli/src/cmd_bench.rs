@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use heimdall::{LoadOptions, load};
+use heimdall::{LoadOptions, LoadedModel, load};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use serde_json::json;
 
@@ -146,39 +146,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         anyhow::bail!("bench needs a model file (or --probe)");
     };
     if args.conv_cache {
-        return crate::cmd_bench_cache::run(&crate::cmd_bench_cache::CacheBench {
-            model,
-            backend: args.backend,
-            precision: args.precision,
-            threads: args.threads,
-            input_shapes: args.input_shapes.clone(),
-            source: crate::cmd_bench_cache::source(
-                &args.inputs,
-                args.still.as_deref(),
-                args.clip.as_deref(),
-                args.frames,
-            )?,
-            generate: crate::bench_inputs::Generate {
-                range: args.input_range,
-                noise: args.noise,
-            },
-            repeat: args.repeat,
-            config: heimdall_ir::conv_cache::ConvCacheConfig {
-                bins: args.cache_bins,
-                grid: args.cache_grid,
-                threshold: args.cache_threshold,
-                cell_threshold: args.cache_cell_threshold,
-                layers: args.cache_layers.unwrap_or(usize::MAX),
-                expiry_ms: args.cache_expiry_ms,
-                expiry_runs: args.cache_expiry_runs,
-                refresh_runs: args.cache_refresh_runs,
-                ..Default::default()
-            },
-            range: args.cache_range,
-            json: args.json,
-            decode: args.decode,
-            auto: args.cache_auto,
-        });
+        return run_conv_cache(args, model);
     }
     let loaded = load(
         model,
@@ -195,31 +163,84 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .map(|&t| crate::timing::pattern_input(graph.tensor(t).numel()))
         .collect();
     if args.backend == Backend::Gpu {
-        let guard = if args.no_guard || args.f32_ops.is_some() {
-            None
-        } else {
-            Some(crate::gpu_guard::calibration_inputs(
-                &loaded,
-                args.calibration.as_deref(),
-                args.input_range,
-                &inputs,
-            )?)
-        };
-        return crate::gpu_backend::bench(
-            graph,
-            &inputs,
-            &crate::gpu_backend::GpuBench {
-                precision: args.precision,
-                warmup: args.warmup,
-                runs: args.runs,
-                per_op: args.per_op,
-                json: args.json,
-                pipeline_cache: args.pipeline_cache.clone(),
-                guard,
-                f32_ops: args.f32_ops.clone().map(|r| r.0).unwrap_or_default(),
-            },
-        );
+        return run_gpu(args, &loaded, &inputs);
     }
+    run_cpu(args, graph, &inputs)
+}
+
+/// `bench --conv-cache` of `model` ([`crate::cmd_bench_cache`]).
+fn run_conv_cache(args: &BenchArgs, model: &std::path::Path) -> anyhow::Result<()> {
+    crate::cmd_bench_cache::run(&crate::cmd_bench_cache::CacheBench {
+        model,
+        backend: args.backend,
+        precision: args.precision,
+        threads: args.threads,
+        input_shapes: args.input_shapes.clone(),
+        source: crate::cmd_bench_cache::source(
+            &args.inputs,
+            args.still.as_deref(),
+            args.clip.as_deref(),
+            args.frames,
+        )?,
+        generate: crate::bench_inputs::Generate {
+            range: args.input_range,
+            noise: args.noise,
+        },
+        repeat: args.repeat,
+        config: heimdall_ir::conv_cache::ConvCacheConfig {
+            bins: args.cache_bins,
+            grid: args.cache_grid,
+            threshold: args.cache_threshold,
+            cell_threshold: args.cache_cell_threshold,
+            layers: args.cache_layers.unwrap_or(usize::MAX),
+            expiry_ms: args.cache_expiry_ms,
+            expiry_runs: args.cache_expiry_runs,
+            refresh_runs: args.cache_refresh_runs,
+            ..Default::default()
+        },
+        range: args.cache_range,
+        json: args.json,
+        decode: args.decode,
+        auto: args.cache_auto,
+    })
+}
+
+/// `bench --backend gpu` of `loaded` on `inputs` ([`crate::gpu_backend::bench`]), with the
+/// accuracy guard's calibration inputs unless it is off.
+fn run_gpu(args: &BenchArgs, loaded: &LoadedModel, inputs: &[Vec<f32>]) -> anyhow::Result<()> {
+    let guard = if args.no_guard || args.f32_ops.is_some() {
+        None
+    } else {
+        Some(crate::gpu_guard::calibration_inputs(
+            loaded,
+            args.calibration.as_deref(),
+            args.input_range,
+            inputs,
+        )?)
+    };
+    crate::gpu_backend::bench(
+        &loaded.graph,
+        inputs,
+        &crate::gpu_backend::GpuBench {
+            precision: args.precision,
+            warmup: args.warmup,
+            runs: args.runs,
+            per_op: args.per_op,
+            json: args.json,
+            pipeline_cache: args.pipeline_cache.clone(),
+            guard,
+            f32_ops: args.f32_ops.clone().map(|r| r.0).unwrap_or_default(),
+        },
+    )
+}
+
+/// `bench --backend cpu` of `graph` on `inputs`: the whole run's median, p90 and max time, and
+/// each op's median with `--per-op`.
+fn run_cpu(
+    args: &BenchArgs,
+    graph: &heimdall_ir::Graph,
+    inputs: &[Vec<f32>],
+) -> anyhow::Result<()> {
     let options = args
         .threads
         .map_or_else(CpuOptions::default, |threads| CpuOptions { threads });
@@ -230,24 +251,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     for _ in 0..args.warmup {
         model.run()?;
     }
-    let n_ops = model.num_ops();
-    let mut totals = Vec::with_capacity(args.runs);
-    let mut per_op: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); n_ops];
-    let mut times = vec![Duration::ZERO; n_ops];
-    for _ in 0..args.runs.max(1) {
-        let start = Instant::now();
-        if args.per_op {
-            model.run_range_timed(0..n_ops, Some(&mut times))?;
-        } else {
-            model.run()?;
-        }
-        totals.push(start.elapsed());
-        if args.per_op {
-            for (k, t) in times.iter().enumerate() {
-                per_op[k].push(*t);
-            }
-        }
-    }
+    let (totals, per_op) = time_cpu(args, &mut model)?;
     let (median, p90, max) = summary(totals);
     let threads = options.threads;
     let ops: Vec<_> = if args.per_op {
@@ -280,6 +284,32 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The timed runs of `model`: each run's time and, with `--per-op`, each op's times.
+fn time_cpu(
+    args: &BenchArgs,
+    model: &mut CpuModel,
+) -> anyhow::Result<(Vec<Duration>, Vec<Vec<Duration>>)> {
+    let n_ops = model.num_ops();
+    let mut totals = Vec::with_capacity(args.runs);
+    let mut per_op: Vec<Vec<Duration>> = vec![Vec::with_capacity(args.runs); n_ops];
+    let mut times = vec![Duration::ZERO; n_ops];
+    for _ in 0..args.runs.max(1) {
+        let start = Instant::now();
+        if args.per_op {
+            model.run_range_timed(0..n_ops, Some(&mut times))?;
+        } else {
+            model.run()?;
+        }
+        totals.push(start.elapsed());
+        if args.per_op {
+            for (k, t) in times.iter().enumerate() {
+                per_op[k].push(*t);
+            }
+        }
+    }
+    Ok((totals, per_op))
 }
 
 /// Op index ranges (`--f32-ops`).

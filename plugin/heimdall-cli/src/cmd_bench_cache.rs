@@ -304,18 +304,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     }
     let (loaded, seq) = prepare(b)?;
     let graph = &loaded.graph;
-    let mut config = b.config;
-    config.range = b.range.unwrap_or_else(|| {
-        let (lo, hi) = seq[0]
-            .iter()
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
-                (lo.min(v), hi.max(v))
-            });
-        if lo < hi { [lo, hi] } else { [lo, lo + 1.0] }
-    });
-    config
-        .validate()
-        .map_err(|e| anyhow::anyhow!("cache settings: {e}"))?;
+    let config = cache_config(b, &seq[0])?;
     // Inputs beyond the image: the deterministic pattern of the plain `bench`.
     let others: Vec<Vec<f32>> = graph.inputs[1..]
         .iter()
@@ -333,15 +322,7 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
     let mut pair = Pair::compile(b, &loaded, config, &refs)?;
     let first_plain = pair.run(false, &refs, n_out)?.0;
     pair.run(true, &refs, n_out)?;
-    let mut plain_t = Vec::new();
-    let mut cached_t = Vec::new();
-    let mut per_input = Vec::new();
-    let (mut hit_sum, mut dirty_sum, mut max_rel) = (0.0f64, 0.0f64, 0.0f64);
-    let (mut min_iou, mut count_mismatches) = (1.0f64, 0usize);
-    let mut inactive_runs = 0usize;
-    // The uncached outputs, for the model's own variation between frames (what a cached output,
-    // an earlier frame's where all is reused, can differ by); the first full run's included.
-    let mut plain_outputs: Vec<Vec<Vec<f32>>> = vec![first_plain];
+    let mut tally = Tally::new(first_plain);
     for rep in 0..b.repeat {
         for (k, x) in seq.iter().enumerate() {
             let run_index = rep * seq.len() + k;
@@ -354,65 +335,224 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
             // medians of both between two clusters.)
             let p = pair.run(false, &refs, n_out)?;
             let c = pair.run(true, &refs, n_out)?;
-            // No counts: the automatic switch had the cache off for this run (a plain run).
-            let active = c.2.is_some();
-            inactive_runs += usize::from(!active);
-            let counts = c.2.unwrap_or_default();
-            let hit = counts.hit_rate();
-            let dirty = counts.dirty_blocks as f64 / counts.blocks.max(1) as f64;
-            let rel = rel_l2(&c.0, &p.0);
-            hit_sum += hit;
-            dirty_sum += dirty;
-            max_rel = max_rel.max(if rel.is_nan() { f64::INFINITY } else { rel });
-            let agreement = match b.decode {
-                Some(kind) => Some(crate::bench_decode::compare(kind, &c.0, &p.0)?),
-                None => None,
-            };
-            if let Some(a) = agreement {
-                min_iou = min_iou.min(a.iou);
-                count_mismatches += usize::from(!a.same_count);
-            }
-            plain_t.push(p.1);
-            cached_t.push(c.1);
-            if rep == 0 && plain_outputs.len() <= MAX_PAIRWISE {
-                plain_outputs.push(p.0.clone());
-            }
-            per_input.push(json!({
-                "run": run_index, "input": k, "repeat": rep,
-                "uncached_ms": p.1.as_secs_f64() * 1e3, "cached_ms": c.1.as_secs_f64() * 1e3,
-                "cache_active": active,
-                "hit_rate": hit, "dirty_blocks": counts.dirty_blocks, "blocks": counts.blocks,
-                "computed_tiles": counts.computed_tiles, "tiles": counts.tiles, "rel_l2": rel,
-                "decoded_iou": agreement.map(|a| a.iou),
-                "decoded_same_count": agreement.map(|a| a.same_count),
-            }));
+            tally.record(b, (run_index, k, rep), p, c)?;
         }
     }
-    let runs = plain_t.len();
-    let mut own = 0.0f64;
-    for (i, a) in plain_outputs.iter().enumerate() {
-        for b in &plain_outputs[..i] {
-            own = own.max(rel_l2(a, b));
-        }
-    }
-    let (mu, mc) = (median_ms(&plain_t), median_ms(&cached_t));
-    let hit_rate = hit_sum / runs as f64;
+    let summary = tally.summary();
     let cached_ops = pair.cached_ops(graph, config.layers);
-    let doc = json!({
+    let doc = report(
+        b,
+        graph,
+        &pair,
+        &config,
+        seq.len(),
+        &tally,
+        &summary,
+        &cached_ops,
+    );
+    if b.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    let Summary {
+        runs,
+        mu,
+        mc,
+        hit_rate,
+        own,
+    } = summary;
+    let max_rel = tally.max_rel;
+    println!(
+        "{} on {} ({} inputs x {} repeats = {runs} runs, timing {}): uncached median {mu:.3} ms, \
+         cached median {mc:.3} ms ({:.2}x); hit rate {:.3} ({} cached ops, {:.1}% blocks dirty); \
+         max rel L2 {max_rel:.2e} (uncached frames differ by up to {own:.2e})",
+        graph.name,
+        doc["device"].as_str().unwrap_or(""),
+        seq.len(),
+        b.repeat,
+        pair.timing(),
+        doc["speedup"].as_f64().unwrap_or(f64::NAN),
+        hit_rate,
+        cached_ops.len(),
+        100.0 * tally.dirty_sum / runs as f64,
+    );
+    if let Some(k) = b.decode {
+        let (min_iou, count_mismatches) = (tally.min_iou, tally.count_mismatches);
+        println!(
+            "decoded as {}: smallest IoU {min_iou:.3}, {count_mismatches} of {runs} runs with \
+             another number of detections",
+            k.label()
+        );
+    }
+    Ok(())
+}
+
+/// The cache's settings: `b.config` with its value range from `--cache-range`, or else the
+/// first input's (`first`) min and max, validated.
+fn cache_config(b: &CacheBench, first: &[f32]) -> anyhow::Result<ConvCacheConfig> {
+    let mut config = b.config;
+    config.range = b.range.unwrap_or_else(|| {
+        let (lo, hi) = first
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        if lo < hi { [lo, hi] } else { [lo, lo + 1.0] }
+    });
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("cache settings: {e}"))?;
+    Ok(config)
+}
+
+/// What the timed runs measured: each model's times, the cache's counts and the agreement of
+/// the cached outputs with the uncached ones.
+struct Tally {
+    plain_t: Vec<Duration>,
+    cached_t: Vec<Duration>,
+    /// One JSON record per run.
+    per_input: Vec<Value>,
+    hit_sum: f64,
+    dirty_sum: f64,
+    max_rel: f64,
+    min_iou: f64,
+    count_mismatches: usize,
+    /// Runs the automatic switch had the cache off for.
+    inactive_runs: usize,
+    /// The uncached outputs, for the model's own variation between frames (what a cached
+    /// output, an earlier frame's where all is reused, can differ by); the first full run's
+    /// included.
+    plain_outputs: Vec<Vec<Vec<f32>>>,
+}
+
+/// The medians and means of a [`Tally`].
+struct Summary {
+    runs: usize,
+    /// Median uncached time (ms).
+    mu: f64,
+    /// Median cached time (ms).
+    mc: f64,
+    hit_rate: f64,
+    /// Largest relative L2 difference between the uncached outputs of two frames.
+    own: f64,
+}
+
+impl Tally {
+    /// No runs yet; `first_plain` the uncached outputs of the first (untimed) run.
+    fn new(first_plain: Vec<Vec<f32>>) -> Tally {
+        Tally {
+            plain_t: Vec::new(),
+            cached_t: Vec::new(),
+            per_input: Vec::new(),
+            hit_sum: 0.0,
+            dirty_sum: 0.0,
+            max_rel: 0.0,
+            min_iou: 1.0,
+            count_mismatches: 0,
+            inactive_runs: 0,
+            plain_outputs: vec![first_plain],
+        }
+    }
+
+    /// Records run `run_index` (input `k` of repeat `rep`): the plain run `p` and the cached
+    /// run `c` of one input.
+    fn record(
+        &mut self,
+        b: &CacheBench,
+        (run_index, k, rep): (usize, usize, usize),
+        p: Run,
+        c: Run,
+    ) -> anyhow::Result<()> {
+        // No counts: the automatic switch had the cache off for this run (a plain run).
+        let active = c.2.is_some();
+        self.inactive_runs += usize::from(!active);
+        let counts = c.2.unwrap_or_default();
+        let hit = counts.hit_rate();
+        let dirty = counts.dirty_blocks as f64 / counts.blocks.max(1) as f64;
+        let rel = rel_l2(&c.0, &p.0);
+        self.hit_sum += hit;
+        self.dirty_sum += dirty;
+        self.max_rel = self
+            .max_rel
+            .max(if rel.is_nan() { f64::INFINITY } else { rel });
+        let agreement = match b.decode {
+            Some(kind) => Some(crate::bench_decode::compare(kind, &c.0, &p.0)?),
+            None => None,
+        };
+        if let Some(a) = agreement {
+            self.min_iou = self.min_iou.min(a.iou);
+            self.count_mismatches += usize::from(!a.same_count);
+        }
+        self.plain_t.push(p.1);
+        self.cached_t.push(c.1);
+        if rep == 0 && self.plain_outputs.len() <= MAX_PAIRWISE {
+            self.plain_outputs.push(p.0.clone());
+        }
+        self.per_input.push(json!({
+            "run": run_index, "input": k, "repeat": rep,
+            "uncached_ms": p.1.as_secs_f64() * 1e3, "cached_ms": c.1.as_secs_f64() * 1e3,
+            "cache_active": active,
+            "hit_rate": hit, "dirty_blocks": counts.dirty_blocks, "blocks": counts.blocks,
+            "computed_tiles": counts.computed_tiles, "tiles": counts.tiles, "rel_l2": rel,
+            "decoded_iou": agreement.map(|a| a.iou),
+            "decoded_same_count": agreement.map(|a| a.same_count),
+        }));
+        Ok(())
+    }
+
+    /// The runs' medians, mean hit rate and the uncached outputs' own variation.
+    fn summary(&self) -> Summary {
+        let runs = self.plain_t.len();
+        let mut own = 0.0f64;
+        for (i, a) in self.plain_outputs.iter().enumerate() {
+            for b in &self.plain_outputs[..i] {
+                own = own.max(rel_l2(a, b));
+            }
+        }
+        Summary {
+            runs,
+            mu: median_ms(&self.plain_t),
+            mc: median_ms(&self.cached_t),
+            hit_rate: self.hit_sum / runs as f64,
+            own,
+        }
+    }
+}
+
+/// The JSON report of a `bench --conv-cache` of `graph` over `frames` frames.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    b: &CacheBench,
+    graph: &heimdall_ir::Graph,
+    pair: &Pair,
+    config: &ConvCacheConfig,
+    frames: usize,
+    tally: &Tally,
+    summary: &Summary,
+    cached_ops: &[usize],
+) -> Value {
+    let Summary {
+        runs,
+        mu,
+        mc,
+        hit_rate,
+        own,
+    } = *summary;
+    json!({
         "model": graph.name,
         "backend": match b.backend { Backend::Cpu => "cpu", Backend::Gpu => "gpu" },
         "device": pair.device(),
         "precision": match b.backend { Backend::Gpu => json!(format!("{:?}", b.precision)), Backend::Cpu => Value::Null },
         "timing": pair.timing(),
         "order": "plain then cached for each input (each run follows the other model's)",
-        "frames": seq.len(), "repeat": b.repeat, "runs": runs,
+        "frames": frames, "repeat": b.repeat, "runs": runs,
         "median_ms_uncached": mu, "median_ms_cached": mc,
         "speedup": if mc > 0.0 { mu / mc } else { f64::NAN },
         "hit_rate": hit_rate,
-        "dirty_block_fraction": dirty_sum / runs as f64,
-        "max_rel_l2": max_rel,
+        "dirty_block_fraction": tally.dirty_sum / runs as f64,
+        "max_rel_l2": tally.max_rel,
         "max_rel_l2_between_frames": own,
-        "cache_off_runs": inactive_runs,
+        "cache_off_runs": tally.inactive_runs,
         "calibration": pair.calibration().map(|c| json!({
             "plain_ms": c.plain_ms, "full_ms": c.full_ms, "hit_ms": c.hit_ms,
             "overhead": c.overhead(), "saving": c.saving(),
@@ -426,36 +566,10 @@ pub fn run(b: &CacheBench) -> anyhow::Result<()> {
             "expiry_ms": config.expiry_ms, "range": config.range,
         },
         "decoded": b.decode.map(|k| json!({
-            "kind": k.label(), "min_iou": min_iou, "count_mismatches": count_mismatches,
+            "kind": k.label(), "min_iou": tally.min_iou, "count_mismatches": tally.count_mismatches,
         })),
-        "per_input": per_input,
-    });
-    if b.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
-    }
-    println!(
-        "{} on {} ({} inputs x {} repeats = {runs} runs, timing {}): uncached median {mu:.3} ms, \
-         cached median {mc:.3} ms ({:.2}x); hit rate {:.3} ({} cached ops, {:.1}% blocks dirty); \
-         max rel L2 {max_rel:.2e} (uncached frames differ by up to {own:.2e})",
-        graph.name,
-        doc["device"].as_str().unwrap_or(""),
-        seq.len(),
-        b.repeat,
-        pair.timing(),
-        doc["speedup"].as_f64().unwrap_or(f64::NAN),
-        hit_rate,
-        cached_ops.len(),
-        100.0 * dirty_sum / runs as f64,
-    );
-    if let Some(k) = b.decode {
-        println!(
-            "decoded as {}: smallest IoU {min_iou:.3}, {count_mismatches} of {runs} runs with \
-             another number of detections",
-            k.label()
-        );
-    }
-    Ok(())
+        "per_input": tally.per_input,
+    })
 }
 
 /// The source of frames the flags name.

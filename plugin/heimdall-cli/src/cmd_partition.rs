@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use heimdall::{LoadOptions, load_model};
-use heimdall_coordinator::analyzer::{FrameBudget, ModelProfile, ProfileKey, ProfileStore};
+use heimdall_coordinator::analyzer::{
+    FrameBudget, ModelProfile, Partition, ProfileKey, ProfileStore,
+};
 use heimdall_coordinator::{Processor, StepCost, partition};
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Placement};
@@ -154,6 +156,71 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
     )?;
+    let profiled = profile_steps(args, &bytes, &graph)?;
+    let budget = FrameBudget {
+        frame_period_ms: args.budget_ms,
+        render_ms: 0.0,
+        margin_ms: 0.0,
+        relaxation_ms: args.relaxation_ms,
+        chunk_overhead_ms: 0.0,
+    };
+    let part = partition(&profiled.steps, &budget);
+    if args.json {
+        print_json(args, &graph, &profiled, &part)
+    } else {
+        print_table(args, &graph, &profiled, &part);
+        Ok(())
+    }
+}
+
+/// The step costs `partition` packs, where they came from and what they were measured on.
+struct Profiled {
+    steps: Vec<StepCost>,
+    names: Vec<&'static str>,
+    /// How the steps were timed.
+    timing: String,
+    /// The profile store: `hit`, `miss` or `off`.
+    cache: &'static str,
+    /// `cpu`, or `gpu` and the precision.
+    backend_label: String,
+    /// The device's description, the profile store's key.
+    device_key: String,
+}
+
+impl Profiled {
+    /// Milliseconds of the steps that can run on the GPU (their GPU times), and of the
+    /// CPU-only steps.
+    fn totals(&self) -> (f64, f64) {
+        // `+ 0.0`: an empty sum of f64 is -0.0.
+        let gpu_total: f64 = self
+            .steps
+            .iter()
+            .filter_map(|s| s.on(Processor::Gpu))
+            .sum::<f64>()
+            + 0.0;
+        let cpu_only: f64 = self
+            .steps
+            .iter()
+            .filter(|s| !s.processors.contains(Processor::Gpu))
+            .map(|s| s.cpu_ms)
+            .sum::<f64>()
+            + 0.0;
+        (gpu_total, cpu_only)
+    }
+
+    /// The name of step `i` (empty past the end).
+    fn name(&self, i: usize) -> &'static str {
+        self.names.get(i).copied().unwrap_or("")
+    }
+}
+
+/// The step costs of `graph` (read from the file `bytes`) on the backend `args` names: from
+/// the profile store where it holds them, else measured (and stored).
+fn profile_steps(
+    args: &PartitionArgs,
+    bytes: &[u8],
+    graph: &heimdall_ir::Graph,
+) -> anyhow::Result<Profiled> {
     // A deterministic input in [-1, 1] (as `bench`).
     let inputs: Vec<Vec<f32>> = graph
         .inputs
@@ -174,21 +241,21 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
         Some(c) => format!("{} ({:?})", c.describe(), args.precision),
     };
     let store = args.profile_dir.as_ref().map(ProfileStore::new);
-    let key = ProfileKey::new(&bytes, format!("{backend_label}; {device_key}"));
+    let key = ProfileKey::new(bytes, format!("{backend_label}; {device_key}"));
     let cached = match &store {
         Some(s) => s.load(&key)?,
         None => None,
     };
     // A stored profile must have one step per op of the plan (a changed importer may not).
     let cpu_names: Vec<&'static str> = {
-        let m = CpuModel::compile(&graph, CpuOptions { threads: 1 })?;
+        let m = CpuModel::compile(graph, CpuOptions { threads: 1 })?;
         (0..m.num_ops()).map(|i| m.op_name(i)).collect()
     };
     let cached = cached.filter(|p| p.steps.len() == cpu_names.len());
     let (steps, names, timing, cache) = match cached {
         Some(p) => (p.steps, cpu_names, "profile store".to_string(), "hit"),
         None => {
-            let m = measure(args, ctx.as_ref(), &graph, &inputs, cpu_names)?;
+            let m = measure(args, ctx.as_ref(), graph, &inputs, cpu_names)?;
             if let Some(s) = &store {
                 s.save(
                     &key,
@@ -199,60 +266,65 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
             (m.steps, m.names, m.timing, cache)
         }
     };
-    let budget = FrameBudget {
-        frame_period_ms: args.budget_ms,
-        render_ms: 0.0,
-        margin_ms: 0.0,
-        relaxation_ms: args.relaxation_ms,
-        chunk_overhead_ms: 0.0,
-    };
-    let part = partition(&steps, &budget);
-    let processor = |p: Processor| match (args.backend, p) {
+    Ok(Profiled {
+        steps,
+        names,
+        timing,
+        cache,
+        backend_label,
+        device_key,
+    })
+}
+
+/// Where chunks run: the CPU backend runs everything on the CPU.
+fn processor_label(backend: Backend, p: Processor) -> &'static str {
+    match (backend, p) {
         (Backend::Cpu, _) => "cpu",
         (Backend::Gpu, Processor::Gpu) => "gpu",
         (Backend::Gpu, Processor::Cpu) => "cpu",
-    };
-    let name = |i: usize| names.get(i).copied().unwrap_or("");
-    // `+ 0.0`: an empty sum of f64 is -0.0.
-    let gpu_total: f64 = steps
-        .iter()
-        .filter_map(|s| s.on(Processor::Gpu))
-        .sum::<f64>()
-        + 0.0;
-    let cpu_only: f64 = steps
-        .iter()
-        .filter(|s| !s.processors.contains(Processor::Gpu))
-        .map(|s| s.cpu_ms)
-        .sum::<f64>()
-        + 0.0;
-    if args.json {
-        let chunks: Vec<_> = part
-            .chunks
-            .iter()
-            .map(|c| {
-                json!({
-                    "ops": [c.ops.start, c.ops.end], "steps": c.ops.len(),
-                    "processor": processor(c.processor), "measured_ms": c.est_ms,
-                    "oversized": c.oversized,
-                    "first_op": name(c.ops.start), "last_op": name(c.ops.end - 1),
-                })
-            })
-            .collect();
-        let doc = json!({
-            "model": graph.name, "backend": backend_label, "device": device_key,
-            "timing": timing, "runs": args.runs, "profile_cache": cache,
-            "budget_ms": args.budget_ms, "relaxation_ms": args.relaxation_ms,
-            "steps": steps.len(), "packed_ms": gpu_total, "cpu_only_ms": cpu_only,
-            "chunks": chunks, "oversized_steps": part.oversized_steps,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(());
     }
+}
+
+/// Prints the partition `part` of `graph`'s steps as JSON.
+fn print_json(
+    args: &PartitionArgs,
+    graph: &heimdall_ir::Graph,
+    p: &Profiled,
+    part: &Partition,
+) -> anyhow::Result<()> {
+    let (gpu_total, cpu_only) = p.totals();
+    let chunks: Vec<_> = part
+        .chunks
+        .iter()
+        .map(|c| {
+            json!({
+                "ops": [c.ops.start, c.ops.end], "steps": c.ops.len(),
+                "processor": processor_label(args.backend, c.processor), "measured_ms": c.est_ms,
+                "oversized": c.oversized,
+                "first_op": p.name(c.ops.start), "last_op": p.name(c.ops.end - 1),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "model": graph.name, "backend": p.backend_label, "device": p.device_key,
+        "timing": p.timing, "runs": args.runs, "profile_cache": p.cache,
+        "budget_ms": args.budget_ms, "relaxation_ms": args.relaxation_ms,
+        "steps": p.steps.len(), "packed_ms": gpu_total, "cpu_only_ms": cpu_only,
+        "chunks": chunks, "oversized_steps": part.oversized_steps,
+    });
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}
+
+/// Prints the partition `part` of `graph`'s steps as a table of chunks.
+fn print_table(args: &PartitionArgs, graph: &heimdall_ir::Graph, p: &Profiled, part: &Partition) {
+    let (gpu_total, cpu_only) = p.totals();
+    let (device_key, timing, cache) = (&p.device_key, &p.timing, p.cache);
     println!(
         "{} on {device_key} ({timing}, profile {cache}): {} steps, {gpu_total:.3} ms packed + \
          {cpu_only:.3} ms of CPU-only steps; budget {:.3} ms (+{:.3} ms relaxation): {} chunks",
         graph.name,
-        steps.len(),
+        p.steps.len(),
         args.budget_ms,
         args.relaxation_ms,
         part.chunks.len()
@@ -265,13 +337,13 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
         println!(
             "  {k:>5} {:>11} {:<4} {:>5} {:>9.3}  {}{}",
             format!("{}..{}", c.ops.start, c.ops.end),
-            processor(c.processor),
+            processor_label(args.backend, c.processor),
             c.ops.len(),
             c.est_ms,
-            if names.is_empty() {
+            if p.names.is_empty() {
                 String::new()
             } else {
-                format!("{} .. {}", name(c.ops.start), name(c.ops.end - 1))
+                format!("{} .. {}", p.name(c.ops.start), p.name(c.ops.end - 1))
             },
             if c.oversized {
                 "  (one step over the budget)"
@@ -286,5 +358,4 @@ pub fn run(args: &PartitionArgs) -> anyhow::Result<()> {
             part.oversized_steps
         );
     }
-    Ok(())
 }

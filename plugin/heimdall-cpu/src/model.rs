@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
-use heimdall_ir::{Activation, Graph, TensorId};
+use heimdall_ir::{Activation, Graph, Op, TensorId};
 
 use crate::aligned::AlignedBuf;
 use crate::arena::{ArenaPlan, plan_ops};
@@ -58,6 +58,156 @@ struct Step {
     output: Loc,
     residual: Option<Loc>,
     act: EpAct,
+}
+
+impl Step {
+    /// The step of a reflect pad fused into the convolution after it: nothing to run.
+    fn fused_pad() -> Step {
+        Step {
+            kernel: Box::new(FusedPad),
+            inputs: Vec::new(),
+            output: Loc::Arena { offset: 0, len: 0 },
+            residual: None,
+            act: EpAct::None,
+        }
+    }
+
+    /// The step running `kernel` for op `index` (`op`): where its operands, output, residual
+    /// and epilogue activation live in `locs`, checked to fit the CPU backend (one output in
+    /// the arena, apart from every input).
+    fn new(
+        graph: &Graph,
+        op: &Op,
+        index: usize,
+        locs: &[Option<Loc>],
+        kernel: Box<dyn Kernel>,
+    ) -> Result<Step, CpuError> {
+        let err = |message: String| op_error(index, op, message);
+        let loc = |t: TensorId| tensor_loc(locs, t, index, op);
+        if op.outputs.len() != 1 {
+            return Err(err(format!(
+                "{} outputs, the CPU backend supports one",
+                op.outputs.len()
+            )));
+        }
+        let output = loc(op.outputs[0])?;
+        let Loc::Arena {
+            offset: out_at,
+            len: out_len,
+        } = output
+        else {
+            return Err(err("writes a constant".into()));
+        };
+        let inputs: Vec<Loc> = op
+            .inputs
+            .iter()
+            .map(|&t| loc(t))
+            .collect::<Result<_, _>>()?;
+        let residual = op.epilogue.residual.map(loc).transpose()?;
+        // The kernels read inputs while writing the output: the plan must keep them apart.
+        for l in inputs.iter().chain(residual.iter()) {
+            if let Loc::Arena { offset, len } = *l
+                && offset < out_at + out_len
+                && out_at < offset + len
+            {
+                return Err(err("input and output overlap in the arena plan".into()));
+            }
+        }
+        let act = EpAct::of(graph, op, index, locs)?;
+        Ok(Step {
+            kernel,
+            inputs,
+            output,
+            residual,
+            act,
+        })
+    }
+}
+
+impl EpAct {
+    /// The epilogue activation of op `index` (`op`), a fused PReLU's alpha found in `locs`.
+    fn of(graph: &Graph, op: &Op, index: usize, locs: &[Option<Loc>]) -> Result<EpAct, CpuError> {
+        let err = |message: String| op_error(index, op, message);
+        Ok(match op.epilogue.activation {
+            Activation::None => EpAct::None,
+            Activation::Unary(u) => EpAct::Unary(
+                Act::of(u)
+                    .ok_or_else(|| err(format!("{} cannot be a fused activation", u.name())))?,
+            ),
+            Activation::Prelu(a) => {
+                let n = graph.tensor(a).numel();
+                let c = graph
+                    .tensor(op.outputs[0])
+                    .shape
+                    .last()
+                    .copied()
+                    .unwrap_or(1);
+                if n != 1 && n != c {
+                    return Err(err(format!(
+                        "fused PReLU alpha of {n} values for {c} channels"
+                    )));
+                }
+                EpAct::Prelu(tensor_loc(locs, a, index, op)?)
+            }
+        })
+    }
+}
+
+/// The error `message` about op `index` (`op`).
+fn op_error(index: usize, op: &Op, message: String) -> CpuError {
+    CpuError::Op {
+        index,
+        name: op.kind.name().into(),
+        message,
+    }
+}
+
+/// Where tensor `t` (an operand of op `index`, `op`) lives, or an error if it has no storage.
+fn tensor_loc(locs: &[Option<Loc>], t: TensorId, index: usize, op: &Op) -> Result<Loc, CpuError> {
+    locs[t.index()].ok_or_else(|| op_error(index, op, format!("tensor {} has no storage", t.0)))
+}
+
+/// The constants' values (in the order of their [`Loc::Const`] indices) and each tensor's
+/// location: a constant, its offset in the arena `plan`, or none.
+fn tensor_locs(graph: &Graph, plan: &ArenaPlan) -> (Vec<Vec<f32>>, Vec<Option<Loc>>) {
+    let mut constants = Vec::new();
+    let mut locs: Vec<Option<Loc>> = vec![None; graph.tensors.len()];
+    for (i, t) in graph.tensors.iter().enumerate() {
+        if let Some(c) = &t.constant {
+            locs[i] = Some(Loc::Const {
+                index: constants.len(),
+            });
+            constants.push(c.values.clone());
+        } else if let Some(offset) = plan.offsets[i] {
+            locs[i] = Some(Loc::Arena {
+                offset,
+                len: t.numel(),
+            });
+        }
+    }
+    (constants, locs)
+}
+
+/// The locations and shapes of the graph's inputs or outputs `ids` (`what` says which, for the
+/// error if one has no storage).
+fn io_locs(
+    graph: &Graph,
+    locs: &[Option<Loc>],
+    ids: &[TensorId],
+    what: &'static str,
+) -> Result<Vec<(Loc, Vec<usize>)>, CpuError> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            locs[t.index()]
+                .map(|l| (l, graph.tensor(t).shape.clone()))
+                .ok_or(CpuError::NoSuchTensor {
+                    what,
+                    index: i,
+                    count: ids.len(),
+                })
+        })
+        .collect()
 }
 
 /// A graph compiled for the CPU: weights packed, arena planned, ready to run any op range.
@@ -124,43 +274,15 @@ impl CpuModel {
             .map(|(k, op)| pads.op(k, op))
             .collect();
         let plan = plan_ops(graph, &ops);
-        let mut constants = Vec::new();
-        let mut locs: Vec<Option<Loc>> = vec![None; graph.tensors.len()];
-        for (i, t) in graph.tensors.iter().enumerate() {
-            if let Some(c) = &t.constant {
-                locs[i] = Some(Loc::Const {
-                    index: constants.len(),
-                });
-                constants.push(c.values.clone());
-            } else if let Some(offset) = plan.offsets[i] {
-                locs[i] = Some(Loc::Arena {
-                    offset,
-                    len: t.numel(),
-                });
-            }
-        }
+        let (constants, locs) = tensor_locs(graph, &plan);
         let mut steps = Vec::with_capacity(graph.ops.len());
         let mut scratch_len = 0;
         let mut f16_ops = 0;
         for (index, op) in ops.iter().enumerate() {
             if pads.is_fused(index) {
-                steps.push(Step {
-                    kernel: Box::new(FusedPad),
-                    inputs: Vec::new(),
-                    output: Loc::Arena { offset: 0, len: 0 },
-                    residual: None,
-                    act: EpAct::None,
-                });
+                steps.push(Step::fused_pad());
                 continue;
             }
-            let err = |message: String| CpuError::Op {
-                index,
-                name: op.kind.name().into(),
-                message,
-            };
-            let loc = |t: TensorId| {
-                locs[t.index()].ok_or_else(|| err(format!("tensor {} has no storage", t.0)))
-            };
             let prepared = crate::ops::prepare(&PrepareCx {
                 graph,
                 op,
@@ -170,91 +292,19 @@ impl CpuModel {
                 channel_padded: pads.channel_padded(index),
                 f16: f16(index),
             })
-            .map_err(&err)?;
+            .map_err(|message| op_error(index, op, message))?;
             f16_ops += usize::from(prepared.f16);
             scratch_len = scratch_len.max(prepared.scratch);
-            if op.outputs.len() != 1 {
-                return Err(err(format!(
-                    "{} outputs, the CPU backend supports one",
-                    op.outputs.len()
-                )));
-            }
-            let output = loc(op.outputs[0])?;
-            let Loc::Arena {
-                offset: out_at,
-                len: out_len,
-            } = output
-            else {
-                return Err(err("writes a constant".into()));
-            };
-            let inputs: Vec<Loc> = op
-                .inputs
-                .iter()
-                .map(|&t| loc(t))
-                .collect::<Result<_, _>>()?;
-            let residual = op.epilogue.residual.map(loc).transpose()?;
-            // The kernels read inputs while writing the output: the plan must keep them apart.
-            for l in inputs.iter().chain(residual.iter()) {
-                if let Loc::Arena { offset, len } = *l
-                    && offset < out_at + out_len
-                    && out_at < offset + len
-                {
-                    return Err(err("input and output overlap in the arena plan".into()));
-                }
-            }
-            let act = match op.epilogue.activation {
-                Activation::None => EpAct::None,
-                Activation::Unary(u) => EpAct::Unary(
-                    Act::of(u)
-                        .ok_or_else(|| err(format!("{} cannot be a fused activation", u.name())))?,
-                ),
-                Activation::Prelu(a) => {
-                    let n = graph.tensor(a).numel();
-                    let c = graph
-                        .tensor(op.outputs[0])
-                        .shape
-                        .last()
-                        .copied()
-                        .unwrap_or(1);
-                    if n != 1 && n != c {
-                        return Err(err(format!(
-                            "fused PReLU alpha of {n} values for {c} channels"
-                        )));
-                    }
-                    EpAct::Prelu(loc(a)?)
-                }
-            };
-            steps.push(Step {
-                kernel: prepared.kernel,
-                inputs,
-                output,
-                residual,
-                act,
-            });
+            steps.push(Step::new(graph, op, index, &locs, prepared.kernel)?);
         }
-        let io =
-            |ids: &[TensorId], what: &'static str| -> Result<Vec<(Loc, Vec<usize>)>, CpuError> {
-                ids.iter()
-                    .enumerate()
-                    .map(|(i, &t)| {
-                        locs[t.index()]
-                            .map(|l| (l, graph.tensor(t).shape.clone()))
-                            .ok_or(CpuError::NoSuchTensor {
-                                what,
-                                index: i,
-                                count: ids.len(),
-                            })
-                    })
-                    .collect()
-            };
         Ok(CpuModel {
             names: graph.ops.iter().map(|o| o.kind.name()).collect(),
             steps,
             constants,
             arena: AlignedBuf::zeroed(plan.len),
             scratch: AlignedBuf::zeroed(scratch_len),
-            inputs: io(&graph.inputs, "input")?,
-            outputs: io(&graph.outputs, "output")?,
+            inputs: io_locs(graph, &locs, &graph.inputs, "input")?,
+            outputs: io_locs(graph, &locs, &graph.outputs, "output")?,
             locs,
             plan,
             par,

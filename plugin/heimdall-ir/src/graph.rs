@@ -70,7 +70,30 @@ impl Graph {
 
     /// Checks references, topological order, ranks and every op's shapes. Errors name the op.
     pub fn validate(&self) -> Result<(), IrError> {
-        let nt = self.tensors.len();
+        self.validate_tensors()?;
+        let mut available = self.available_inputs()?;
+        for (index, op) in self.ops.iter().enumerate() {
+            self.validate_op_order(op, &mut available)
+                .and_then(|()| self.validate_op_shapes(op))
+                .map_err(|message| IrError::Op {
+                    index,
+                    name: op.kind.name().to_string(),
+                    message,
+                })?;
+        }
+        for &o in &self.outputs {
+            if o.index() >= self.tensors.len() || !available[o.index()] {
+                return Err(IrError::Graph(format!(
+                    "output tensor {} is never produced",
+                    o.0
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every tensor's rank, and that each dense constant holds one value per element.
+    fn validate_tensors(&self) -> Result<(), IrError> {
         for (i, t) in self.tensors.iter().enumerate() {
             if t.shape.len() > MAX_RANK {
                 return Err(IrError::Tensor {
@@ -94,7 +117,13 @@ impl Graph {
                 }
             }
         }
-        let mut available = vec![false; nt];
+        Ok(())
+    }
+
+    /// Which tensors hold values before the first op runs (the constants and the graph's
+    /// inputs), checking that every input exists.
+    fn available_inputs(&self) -> Result<Vec<bool>, IrError> {
+        let mut available = vec![false; self.tensors.len()];
         for (i, t) in self.tensors.iter().enumerate() {
             available[i] = t.is_constant();
         }
@@ -107,89 +136,87 @@ impl Graph {
             };
             *a = true;
         }
-        for (index, op) in self.ops.iter().enumerate() {
-            let err = |message: String| IrError::Op {
-                index,
-                name: op.kind.name().to_string(),
-                message,
-            };
-            for t in op.reads() {
-                if t.index() >= nt {
-                    return Err(err(format!("reads tensor {} which does not exist", t.0)));
-                }
-                if !available[t.index()] {
-                    return Err(err(format!(
-                        "reads tensor {} ('{}') before it is produced",
-                        t.0,
-                        self.tensor(t).name
-                    )));
-                }
+        Ok(available)
+    }
+
+    /// Checks that `op` reads only existing tensors already `available` and writes only
+    /// existing ones not yet defined, then marks its outputs available.
+    fn validate_op_order(&self, op: &Op, available: &mut [bool]) -> Result<(), String> {
+        let nt = self.tensors.len();
+        for t in op.reads() {
+            if t.index() >= nt {
+                return Err(format!("reads tensor {} which does not exist", t.0));
             }
-            for o in &op.outputs {
-                if o.index() >= nt {
-                    return Err(err(format!("writes tensor {} which does not exist", o.0)));
-                }
-                if available[o.index()] {
-                    return Err(err(format!(
-                        "writes tensor {} ('{}') which is already defined",
-                        o.0,
-                        self.tensor(*o).name
-                    )));
-                }
-                available[o.index()] = true;
-            }
-            let expected = self.infer_shapes(op).map_err(&err)?;
-            if expected.len() != op.outputs.len() {
-                return Err(err(format!(
-                    "has {} outputs, expected {}",
-                    op.outputs.len(),
-                    expected.len()
-                )));
-            }
-            for (o, e) in op.outputs.iter().zip(&expected) {
-                let got = &self.tensor(*o).shape;
-                if got.iter().product::<usize>() != e.iter().product::<usize>()
-                    || squeeze(got) != squeeze(e)
-                {
-                    return Err(err(format!(
-                        "output '{}' has shape {got:?}, its inputs give {e:?}",
-                        self.tensor(*o).name
-                    )));
-                }
-            }
-            if let Some(r) = op.epilogue.residual {
-                let out = &self.tensor(op.outputs[0]).shape;
-                if &self.tensor(r).shape != out {
-                    return Err(err(format!(
-                        "residual shape {:?} differs from output {out:?}",
-                        self.tensor(r).shape
-                    )));
-                }
-            }
-            if let Activation::Unary(u) = op.epilogue.activation
-                && !u.fusable()
-            {
-                return Err(err(format!(
-                    "{} cannot be fused as an epilogue activation",
-                    u.name()
-                )));
-            }
-            if let Activation::Prelu(a) = op.epilogue.activation {
-                let out = &self.tensor(op.outputs[0]).shape;
-                if broadcast(out, &self.tensor(a).shape).as_ref() != Some(out) {
-                    return Err(err(format!(
-                        "PReLU alpha {:?} does not broadcast to {out:?}",
-                        self.tensor(a).shape
-                    )));
-                }
+            if !available[t.index()] {
+                return Err(format!(
+                    "reads tensor {} ('{}') before it is produced",
+                    t.0,
+                    self.tensor(t).name
+                ));
             }
         }
-        for &o in &self.outputs {
-            if o.index() >= nt || !available[o.index()] {
-                return Err(IrError::Graph(format!(
-                    "output tensor {} is never produced",
-                    o.0
-                )));
+        for o in &op.outputs {
+            if o.index() >= nt {
+                return Err(format!("writes tensor {} which does not exist", o.0));
+            }
+            if available[o.index()] {
+                return Err(format!(
+                    "writes tensor {} ('{}') which is already defined",
+                    o.0,
+                    self.tensor(*o).name
+                ));
+            }
+            available[o.index()] = true;
+        }
+        Ok(())
+    }
+
+    /// Checks `op`'s declared output shapes against those its inputs give, and its epilogue
+    /// (residual shape, fusable activation, PReLU alpha broadcasting to the output).
+    fn validate_op_shapes(&self, op: &Op) -> Result<(), String> {
+        let expected = self.infer_shapes(op)?;
+        if expected.len() != op.outputs.len() {
+            return Err(format!(
+                "has {} outputs, expected {}",
+                op.outputs.len(),
+                expected.len()
+            ));
+        }
+        for (o, e) in op.outputs.iter().zip(&expected) {
+            let got = &self.tensor(*o).shape;
+            if got.iter().product::<usize>() != e.iter().product::<usize>()
+                || squeeze(got) != squeeze(e)
+            {
+                return Err(format!(
+                    "output '{}' has shape {got:?}, its inputs give {e:?}",
+                    self.tensor(*o).name
+                ));
+            }
+        }
+        if let Some(r) = op.epilogue.residual {
+            let out = &self.tensor(op.outputs[0]).shape;
+            if &self.tensor(r).shape != out {
+                return Err(format!(
+                    "residual shape {:?} differs from output {out:?}",
+                    self.tensor(r).shape
+                ));
+            }
+        }
+        if let Activation::Unary(u) = op.epilogue.activation
+            && !u.fusable()
+        {
+            return Err(format!(
+                "{} cannot be fused as an epilogue activation",
+                u.name()
+            ));
+        }
+        if let Activation::Prelu(a) = op.epilogue.activation {
+            let out = &self.tensor(op.outputs[0]).shape;
+            if broadcast(out, &self.tensor(a).shape).as_ref() != Some(out) {
+                return Err(format!(
+                    "PReLU alpha {:?} does not broadcast to {out:?}",
+                    self.tensor(a).shape
+                ));
             }
         }
         Ok(())

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use heimdall_ir::Graph;
+use heimdall_ir::{Graph, TensorId};
 use prost::Message;
 
 use crate::attrs::Attrs;
@@ -12,7 +12,7 @@ use crate::constant::{Const, Elem, dtype};
 use crate::ctx::Ctx;
 use crate::error::{NodeError, OnnxError};
 use crate::proto::{
-    ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
+    GraphProto, ModelProto, NodeProto, ValueInfoProto, tensor_shape_proto::dimension, type_proto,
 };
 use crate::value::{Layout, Value, nhwc_of};
 use crate::{fold, ops};
@@ -88,14 +88,7 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
         .graph
         .as_ref()
         .ok_or_else(|| OnnxError::Model("the model has no graph".into()))?;
-    let mut opset = None;
-    for o in &model.opset_import {
-        match o.domain.as_deref() {
-            None | Some("") | Some("ai.onnx") => opset = o.version,
-            _ => {}
-        }
-    }
-    let opset = opset.unwrap_or(1);
+    let opset = default_opset(&model);
     let mut cx = Ctx {
         b: Builder::new(name),
         values: HashMap::new(),
@@ -103,6 +96,36 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
         uses: HashMap::new(),
         skip: HashSet::new(),
     };
+    count_uses(&mut cx, graph);
+    add_initializers(&mut cx, graph)?;
+    let inputs = add_inputs(&mut cx, graph, options)?;
+    add_constant_nodes(&mut cx, graph)?;
+    convert_nodes(&mut cx, graph)?;
+    let (outputs, out_ids) = collect_outputs(&mut cx, graph)?;
+    let graph = cx.b.finish(out_ids);
+    graph.validate()?;
+    Ok(OnnxModel {
+        graph,
+        inputs,
+        outputs,
+        opset,
+    })
+}
+
+/// Version of the default ONNX domain the model imports (1 if it names none).
+fn default_opset(model: &ModelProto) -> i64 {
+    let mut opset = None;
+    for o in &model.opset_import {
+        match o.domain.as_deref() {
+            None | Some("") | Some("ai.onnx") => opset = o.version,
+            _ => {}
+        }
+    }
+    opset.unwrap_or(1)
+}
+
+/// Counts into `cx.uses` how many node inputs and graph outputs read each name.
+fn count_uses(cx: &mut Ctx, graph: &GraphProto) {
     for n in &graph.node {
         for i in &n.input {
             *cx.uses.entry(i.clone()).or_default() += 1;
@@ -113,6 +136,10 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
             .entry(o.name.clone().unwrap_or_default())
             .or_default() += 1;
     }
+}
+
+/// Defines every initializer of `graph` as a constant value.
+fn add_initializers(cx: &mut Ctx, graph: &GraphProto) -> Result<(), OnnxError> {
     for t in &graph.initializer {
         let tname = t.name.clone().unwrap_or_default();
         let c = Const::from_proto(t).map_err(|message| OnnxError::Tensor {
@@ -121,6 +148,16 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
         })?;
         cx.values.insert(tname, Value::Const(c));
     }
+    Ok(())
+}
+
+/// Defines the graph's inputs: a constant where `options` gives its value, else an IR input
+/// (NHWC when an image op reads it); the boundary tensors of the IR inputs, in order.
+fn add_inputs(
+    cx: &mut Ctx,
+    graph: &GraphProto,
+    options: &ImportOptions,
+) -> Result<Vec<BoundaryTensor>, OnnxError> {
     let mut inputs = Vec::new();
     for vi in &graph.input {
         let iname = vi.name.clone().unwrap_or_default();
@@ -154,7 +191,12 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
             layout,
         });
     }
-    // Constant nodes first: fusions look ahead at constants defined later in the file.
+    Ok(inputs)
+}
+
+/// Defines the values of the graph's `Constant` nodes, before any other node is converted:
+/// fusions look ahead at constants defined later in the file.
+fn add_constant_nodes(cx: &mut Ctx, graph: &GraphProto) -> Result<(), OnnxError> {
     for n in &graph.node {
         if n.op_type.as_deref() == Some("Constant") && n.domain.as_deref().unwrap_or("").is_empty()
         {
@@ -167,13 +209,19 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
             }
         }
     }
+    Ok(())
+}
+
+/// Converts (or folds) every other node in order, skipping those a fusion consumed, and
+/// defines their outputs.
+fn convert_nodes(cx: &mut Ctx, graph: &GraphProto) -> Result<(), OnnxError> {
     for (index, n) in graph.node.iter().enumerate() {
         let op = n.op_type.as_deref().unwrap_or("");
         if op == "Constant" || cx.skip.contains(&index) {
             continue;
         }
         cx.b.source = Some(index);
-        let outs = convert_node(&mut cx, n, index, &graph.node).map_err(|e| {
+        let outs = convert_node(cx, n, index, &graph.node).map_err(|e| {
             let (name, op_type) = (n.name.clone().unwrap_or_default(), op.to_string());
             match e {
                 NodeError::Unsupported(message) => OnnxError::Unsupported {
@@ -196,6 +244,15 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
             }
         }
     }
+    Ok(())
+}
+
+/// The graph's outputs: their boundary tensors and IR tensors (a constant output added to the
+/// IR as a constant tensor).
+fn collect_outputs(
+    cx: &mut Ctx,
+    graph: &GraphProto,
+) -> Result<(Vec<BoundaryTensor>, Vec<TensorId>), OnnxError> {
     let mut outputs = Vec::new();
     let mut out_ids = Vec::new();
     for vi in &graph.output {
@@ -222,16 +279,10 @@ pub fn import(bytes: &[u8], name: &str, options: &ImportOptions) -> Result<OnnxM
             layout,
         });
     }
-    let graph = cx.b.finish(out_ids);
-    graph.validate()?;
-    Ok(OnnxModel {
-        graph,
-        inputs,
-        outputs,
-        opset,
-    })
+    Ok((outputs, out_ids))
 }
 
+/// The message of a node error, without its kind.
 fn node_message(e: NodeError) -> String {
     match e {
         NodeError::Unsupported(m) | NodeError::Invalid(m) => m,

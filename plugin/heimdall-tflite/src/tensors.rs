@@ -32,84 +32,13 @@ pub(crate) fn import_tensors(
             name: name.clone(),
             message,
         };
-        let shape: Vec<usize> = t
-            .shape()
-            .map(|s| s.iter().collect::<Vec<i32>>())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|d| {
-                usize::try_from(d).map_err(|_| err(format!("negative or unknown dimension {d}")))
-            })
-            .collect::<Result<_, _>>()?;
-        let shape = normalise_rank(shape).map_err(&err)?;
-        let numel = shape
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .filter(|&n| n <= MAX_TENSOR_ELEMENTS);
-        let Some(numel) = numel else {
-            return Err(err(format!(
-                "shape {shape:?} has more than {MAX_TENSOR_ELEMENTS} elements"
-            )));
-        };
-        let dtype = match t.type_() {
-            tflite::TensorType::FLOAT32 => DType::F32,
-            tflite::TensorType::FLOAT16 => DType::F16,
-            tflite::TensorType::INT32 => DType::I32,
-            tflite::TensorType::INT64 => DType::I64,
-            other => {
-                return Err(err(format!(
-                    "element type {other:?} is not supported (float models only)"
-                )));
-            }
-        };
-        if t.quantization()
-            .and_then(|q| q.scale())
-            .is_some_and(|s| !s.is_empty())
-            && dtype != DType::F32
-            && dtype != DType::F16
-        {
-            return Err(err("quantized tensors are not supported".into()));
-        }
+        let (shape, numel) = tensor_shape(&t).map_err(&err)?;
+        let dtype = tensor_dtype(&t).map_err(&err)?;
         let data = buffer_data(buffers.as_ref(), t.buffer(), file).map_err(&err)?;
-        let constant = match data {
-            None => None,
-            Some(bytes) => {
-                let sparsity = t
-                    .sparsity()
-                    .map(|s| import_sparsity(&s, numel))
-                    .transpose()
-                    .map_err(&err)?;
-                let stored = if bytes.len() % dtype.size() != 0 {
-                    return Err(err(format!(
-                        "{} data bytes is not a whole number of {dtype:?} values",
-                        bytes.len()
-                    )));
-                } else {
-                    bytes.len() / dtype.size()
-                };
-                if sparsity.is_none() && stored != numel {
-                    return Err(err(format!(
-                        "shape {shape:?} needs {numel} values, the buffer holds {stored}"
-                    )));
-                }
-                if stored > numel {
-                    return Err(err(format!("{stored} stored values for {numel} elements")));
-                }
-                // A sparse tensor expands to its dense shape at load: bound that expansion by the
-                // data actually stored, so a tiny file cannot ask for gigabytes.
-                if sparsity.is_some() && numel > 64 * stored.max(1024) {
-                    return Err(err(format!(
-                        "sparse tensor of {numel} elements stores only {stored} values"
-                    )));
-                }
-                let (values, fp16) = decode(bytes, dtype);
-                Some(Constant {
-                    values,
-                    fp16,
-                    sparsity,
-                })
-            }
-        };
+        let constant = data
+            .map(|bytes| decode_constant(&t, bytes, dtype, &shape, numel))
+            .transpose()
+            .map_err(&err)?;
         if constant.is_none() {
             activations = activations.saturating_add(numel);
             if activations > MAX_ACTIVATION_ELEMENTS {
@@ -126,6 +55,97 @@ pub(crate) fn import_tensors(
         });
     }
     Ok(out)
+}
+
+/// The shape of tensor `t` (rank normalised to at most 4) and its element count, bounded by
+/// [`MAX_TENSOR_ELEMENTS`].
+fn tensor_shape(t: &tflite::Tensor<'_>) -> Result<(Vec<usize>, usize), String> {
+    let shape: Vec<usize> = t
+        .shape()
+        .map(|s| s.iter().collect::<Vec<i32>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| usize::try_from(d).map_err(|_| format!("negative or unknown dimension {d}")))
+        .collect::<Result<_, _>>()?;
+    let shape = normalise_rank(shape)?;
+    let numel = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|&n| n <= MAX_TENSOR_ELEMENTS);
+    let Some(numel) = numel else {
+        return Err(format!(
+            "shape {shape:?} has more than {MAX_TENSOR_ELEMENTS} elements"
+        ));
+    };
+    Ok((shape, numel))
+}
+
+/// The element type of tensor `t`: float or integer, quantized only as float.
+fn tensor_dtype(t: &tflite::Tensor<'_>) -> Result<DType, String> {
+    let dtype = match t.type_() {
+        tflite::TensorType::FLOAT32 => DType::F32,
+        tflite::TensorType::FLOAT16 => DType::F16,
+        tflite::TensorType::INT32 => DType::I32,
+        tflite::TensorType::INT64 => DType::I64,
+        other => {
+            return Err(format!(
+                "element type {other:?} is not supported (float models only)"
+            ));
+        }
+    };
+    if t.quantization()
+        .and_then(|q| q.scale())
+        .is_some_and(|s| !s.is_empty())
+        && dtype != DType::F32
+        && dtype != DType::F16
+    {
+        return Err("quantized tensors are not supported".into());
+    }
+    Ok(dtype)
+}
+
+/// The constant value of tensor `t` (of `shape`, `numel` elements of `dtype`) from its buffer
+/// `bytes`, dense or sparse, checked against the shape.
+fn decode_constant(
+    t: &tflite::Tensor<'_>,
+    bytes: &[u8],
+    dtype: DType,
+    shape: &[usize],
+    numel: usize,
+) -> Result<Constant, String> {
+    let sparsity = t
+        .sparsity()
+        .map(|s| import_sparsity(&s, numel))
+        .transpose()?;
+    let stored = if !bytes.len().is_multiple_of(dtype.size()) {
+        return Err(format!(
+            "{} data bytes is not a whole number of {dtype:?} values",
+            bytes.len()
+        ));
+    } else {
+        bytes.len() / dtype.size()
+    };
+    if sparsity.is_none() && stored != numel {
+        return Err(format!(
+            "shape {shape:?} needs {numel} values, the buffer holds {stored}"
+        ));
+    }
+    if stored > numel {
+        return Err(format!("{stored} stored values for {numel} elements"));
+    }
+    // A sparse tensor expands to its dense shape at load: bound that expansion by the data
+    // actually stored, so a tiny file cannot ask for gigabytes.
+    if sparsity.is_some() && numel > 64 * stored.max(1024) {
+        return Err(format!(
+            "sparse tensor of {numel} elements stores only {stored} values"
+        ));
+    }
+    let (values, fp16) = decode(bytes, dtype);
+    Ok(Constant {
+        values,
+        fp16,
+        sparsity,
+    })
 }
 
 /// Drops leading unit dimensions beyond rank 4 (TFLite allows rank 5 with batch dims of 1).

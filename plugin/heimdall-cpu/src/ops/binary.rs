@@ -290,7 +290,8 @@ struct Geometry {
     piece: usize,
 }
 
-/// Output rows `rows` of [`broadcast`] into `out_part`.
+/// Output rows `rows` of [`broadcast`] into `out_part`: each piece of the part from the row
+/// vector ([`vector_piece`]) or strided operands ([`strided_piece`]), then the epilogue.
 #[inline(always)]
 fn broadcast_rows<F>(
     rows: std::ops::Range<usize>,
@@ -303,110 +304,144 @@ fn broadcast_rows<F>(
 ) where
     F: Fn(f32, f32) -> f32 + Copy,
 {
+    let channels = g.channels;
+    let first = rows.start * channels;
+    for (k, o) in out_part.chunks_mut(g.piece).enumerate() {
+        let start = first + k * g.piece;
+        match g.row_vector {
+            Some(a_is_vector) => vector_piece(o, start, channels, a_is_vector, a, b, f),
+            None => strided_piece(o, start, g, a, b, f),
+        }
+        if !ep.is_identity() {
+            ep.apply(o, start, channels);
+        }
+    }
+}
+
+/// One piece `o` (starting at flat output index `start`) of a broadcast where one operand is a
+/// vector of `channels` repeated over every row (`a` when `a_is_vector`) and the other is full.
+#[inline(always)]
+fn vector_piece<F>(
+    o: &mut [f32],
+    start: usize,
+    channels: usize,
+    a_is_vector: bool,
+    a: &[f32],
+    b: &[f32],
+    f: F,
+) where
+    F: Fn(f32, f32) -> f32 + Copy,
+{
+    if channels <= PATTERN / 2 {
+        pattern_piece(o, start, channels, a_is_vector, a, b, f);
+        return;
+    }
+    let n = o.len();
+    for (r, o) in o.chunks_exact_mut(channels).enumerate() {
+        let at = start + r * channels;
+        if a_is_vector {
+            o.iter_mut()
+                .zip(a)
+                .zip(&b[at..at + channels])
+                .for_each(|((o, x), y)| *o = f(*x, *y));
+        } else {
+            o.iter_mut()
+                .zip(&a[at..at + channels])
+                .zip(b)
+                .for_each(|((o, x), y)| *o = f(*x, *y));
+        }
+    }
+    debug_assert_eq!(n % channels, 0);
+}
+
+/// [`vector_piece`] for few channels (a squeeze-and-excitation scale of 16): the vector repeated
+/// over whole rows into `pattern`, then long loops over pieces of that length instead of one
+/// short loop per row.
+#[inline(always)]
+fn pattern_piece<F>(
+    o: &mut [f32],
+    start: usize,
+    channels: usize,
+    a_is_vector: bool,
+    a: &[f32],
+    b: &[f32],
+    f: F,
+) where
+    F: Fn(f32, f32) -> f32 + Copy,
+{
+    let n = o.len();
+    let vector = if a_is_vector { a } else { b };
+    let len = PATTERN / channels * channels;
+    let mut pattern = [0f32; PATTERN];
+    for row in pattern[..len].chunks_exact_mut(channels) {
+        row.copy_from_slice(&vector[..channels]);
+    }
+    let other = if a_is_vector { b } else { a };
+    let other = &other[start..start + n];
+    for (o, x) in o.chunks_mut(len).zip(other.chunks(len)) {
+        let p = &pattern[..o.len()];
+        if a_is_vector {
+            for ((o, v), y) in o.iter_mut().zip(p).zip(x) {
+                *o = f(*v, *y);
+            }
+        } else {
+            for ((o, x), v) in o.iter_mut().zip(x).zip(p) {
+                *o = f(*x, *v);
+            }
+        }
+    }
+}
+
+/// One piece `o` (starting at flat output index `start`) of a broadcast with no row vector: each
+/// operand read whole (step 1) or as one repeated value (step 0) from its strided start.
+#[inline(always)]
+fn strided_piece<F>(o: &mut [f32], start: usize, g: &Geometry, a: &[f32], b: &[f32], f: F)
+where
+    F: Fn(f32, f32) -> f32 + Copy,
+{
     let Geometry {
         out,
         channels,
         sa,
         sb,
         flat,
-        row_vector,
         ia,
         ib,
-        piece,
+        ..
     } = *g;
-    {
-        let first = rows.start * channels;
-        for (k, o) in out_part.chunks_mut(piece).enumerate() {
-            let start = first + k * piece;
-            if let Some(a_is_vector) = row_vector {
-                let n = o.len();
-                if channels <= PATTERN / 2 {
-                    // Few channels (a squeeze-and-excitation scale of 16): the vector repeated
-                    // over whole rows into `pattern`, then long loops over pieces of that
-                    // length instead of one short loop per row.
-                    let vector = if a_is_vector { a } else { b };
-                    let len = PATTERN / channels * channels;
-                    let mut pattern = [0f32; PATTERN];
-                    for row in pattern[..len].chunks_exact_mut(channels) {
-                        row.copy_from_slice(&vector[..channels]);
-                    }
-                    let other = if a_is_vector { b } else { a };
-                    let other = &other[start..start + n];
-                    for (o, x) in o.chunks_mut(len).zip(other.chunks(len)) {
-                        let p = &pattern[..o.len()];
-                        if a_is_vector {
-                            for ((o, v), y) in o.iter_mut().zip(p).zip(x) {
-                                *o = f(*v, *y);
-                            }
-                        } else {
-                            for ((o, x), v) in o.iter_mut().zip(x).zip(p) {
-                                *o = f(*x, *v);
-                            }
-                        }
-                    }
-                    if !ep.is_identity() {
-                        ep.apply(o, start, channels);
-                    }
-                    continue;
-                }
-                for (r, o) in o.chunks_exact_mut(channels).enumerate() {
-                    let at = start + r * channels;
-                    if a_is_vector {
-                        o.iter_mut()
-                            .zip(a)
-                            .zip(&b[at..at + channels])
-                            .for_each(|((o, x), y)| *o = f(*x, *y));
-                    } else {
-                        o.iter_mut()
-                            .zip(&a[at..at + channels])
-                            .zip(b)
-                            .for_each(|((o, x), y)| *o = f(*x, *y));
-                    }
-                }
-                if !ep.is_identity() {
-                    ep.apply(o, start, channels);
-                }
-                debug_assert_eq!(n % channels, 0);
-                continue;
-            }
-            let (a0, b0) = if flat {
-                (start * ia, start * ib)
-            } else {
-                let r = start / channels;
-                let (d2, r) = (r % out[2], r / out[2]);
-                let (d1, d0) = (r % out[1], r / out[1]);
-                (
-                    d0 * sa[0] + d1 * sa[1] + d2 * sa[2],
-                    d0 * sb[0] + d1 * sb[1] + d2 * sb[2],
-                )
-            };
-            let n = o.len();
-            match (ia, ib) {
-                (1, 1) => o
-                    .iter_mut()
-                    .zip(&a[a0..a0 + n])
-                    .zip(&b[b0..b0 + n])
-                    .for_each(|((o, x), y)| *o = f(*x, *y)),
-                (1, _) => {
-                    let y = b[b0];
-                    o.iter_mut()
-                        .zip(&a[a0..a0 + n])
-                        .for_each(|(o, x)| *o = f(*x, y));
-                }
-                (_, 1) => {
-                    let x = a[a0];
-                    o.iter_mut()
-                        .zip(&b[b0..b0 + n])
-                        .for_each(|(o, y)| *o = f(x, *y));
-                }
-                _ => {
-                    let v = f(a[a0], b[b0]);
-                    o.fill(v);
-                }
-            }
-            if !ep.is_identity() {
-                ep.apply(o, start, channels);
-            }
+    let (a0, b0) = if flat {
+        (start * ia, start * ib)
+    } else {
+        let r = start / channels;
+        let (d2, r) = (r % out[2], r / out[2]);
+        let (d1, d0) = (r % out[1], r / out[1]);
+        (
+            d0 * sa[0] + d1 * sa[1] + d2 * sa[2],
+            d0 * sb[0] + d1 * sb[1] + d2 * sb[2],
+        )
+    };
+    let n = o.len();
+    match (ia, ib) {
+        (1, 1) => o
+            .iter_mut()
+            .zip(&a[a0..a0 + n])
+            .zip(&b[b0..b0 + n])
+            .for_each(|((o, x), y)| *o = f(*x, *y)),
+        (1, _) => {
+            let y = b[b0];
+            o.iter_mut()
+                .zip(&a[a0..a0 + n])
+                .for_each(|(o, x)| *o = f(*x, y));
+        }
+        (_, 1) => {
+            let x = a[a0];
+            o.iter_mut()
+                .zip(&b[b0..b0 + n])
+                .for_each(|(o, y)| *o = f(x, *y));
+        }
+        _ => {
+            let v = f(a[a0], b[b0]);
+            o.fill(v);
         }
     }
 }

@@ -259,42 +259,7 @@ pub(crate) fn conv_transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         Some([h, w]) if *h >= 0 && *w >= 0 => [*h as usize, *w as usize],
         Some(v) => return unsupported(format!("output_padding {v:?}")),
     };
-    let full = [
-        (xs[2] - 1) * win.stride[0] + win.kernel[0] + opad[0],
-        (xs[3] - 1) * win.stride[1] + win.kernel[1] + opad[1],
-    ];
-    let auto = a.string_or("auto_pad", "NOTSET");
-    let out_shape: Option<[usize; 2]> = match a.ints("output_shape") {
-        Some(s) if s.len() >= 2 => {
-            let s = &s[s.len() - 2..];
-            Some([s[0].max(0) as usize, s[1].max(0) as usize])
-        }
-        Some(s) => return unsupported(format!("output_shape {s:?}")),
-        None if auto.starts_with("SAME") => Some([xs[2] * win.stride[0], xs[3] * win.stride[1]]),
-        None => None,
-    };
-    // (begin, end) cropped from the full output per axis; a negative end crop (output padding
-    // or output_shape past the full output) becomes rows that only receive the bias.
-    let crop: [(usize, isize); 2] = match out_shape {
-        Some(o) => {
-            let mut r = [(0, 0); 2];
-            for d in 0..2 {
-                let total = full[d] as isize - o[d] as isize;
-                r[d] = if total < 0 {
-                    (0, total)
-                } else if auto == "SAME_UPPER" {
-                    ((total / 2) as usize, total - total / 2)
-                } else {
-                    ((total - total / 2) as usize, total / 2)
-                };
-            }
-            r
-        }
-        None => {
-            let p = pads(&a, [xs[2], xs[3]], &win)?;
-            [(p.top, p.bottom as isize), (p.left, p.right as isize)]
-        }
-    };
+    let crop = transpose_crop(&a, &xs, &win, opad)?;
     // The IR crops `pad` from `(H-1)*s + k` (without output padding).
     let end = [crop[0].1 - opad[0] as isize, crop[1].1 - opad[1] as isize];
     let pad = Pad2d {
@@ -320,7 +285,66 @@ pub(crate) fn conv_transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         )?;
         return Ok(Ctx::tensor(out, Layout::Nhwc));
     }
-    // Extra end rows/columns: zero-pad the unbiased result, then add the bias everywhere.
+    let out = transpose_conv_extended(cx, &name, attrs, [xid, f], b, extra)?;
+    Ok(Ctx::tensor(out, Layout::Nhwc))
+}
+
+/// The (begin, end) a `ConvTranspose` of input `xs` (NCHW) with output padding `opad` crops
+/// from its full output per axis, from its `output_shape`, `auto_pad` or `pads`; a negative
+/// end crop (output padding or output_shape past the full output) becomes rows that only
+/// receive the bias.
+fn transpose_crop(
+    a: &Attrs,
+    xs: &[usize],
+    win: &Window2d,
+    opad: [usize; 2],
+) -> NodeResult<[(usize, isize); 2]> {
+    let full = [
+        (xs[2] - 1) * win.stride[0] + win.kernel[0] + opad[0],
+        (xs[3] - 1) * win.stride[1] + win.kernel[1] + opad[1],
+    ];
+    let auto = a.string_or("auto_pad", "NOTSET");
+    let out_shape: Option<[usize; 2]> = match a.ints("output_shape") {
+        Some(s) if s.len() >= 2 => {
+            let s = &s[s.len() - 2..];
+            Some([s[0].max(0) as usize, s[1].max(0) as usize])
+        }
+        Some(s) => return unsupported(format!("output_shape {s:?}")),
+        None if auto.starts_with("SAME") => Some([xs[2] * win.stride[0], xs[3] * win.stride[1]]),
+        None => None,
+    };
+    Ok(match out_shape {
+        Some(o) => {
+            let mut r = [(0, 0); 2];
+            for d in 0..2 {
+                let total = full[d] as isize - o[d] as isize;
+                r[d] = if total < 0 {
+                    (0, total)
+                } else if auto == "SAME_UPPER" {
+                    ((total / 2) as usize, total - total / 2)
+                } else {
+                    ((total - total / 2) as usize, total / 2)
+                };
+            }
+            r
+        }
+        None => {
+            let p = pads(a, [xs[2], xs[3]], win)?;
+            [(p.top, p.bottom as isize), (p.left, p.right as isize)]
+        }
+    })
+}
+
+/// A transposed convolution of `[x, filter]` with `extra` end rows/columns past its cropped
+/// output: the unbiased result zero-padded, then the bias `b` added everywhere.
+fn transpose_conv_extended(
+    cx: &mut Ctx,
+    name: &str,
+    attrs: ConvAttrs,
+    [xid, f]: [TensorId; 2],
+    b: Option<TensorId>,
+    extra: [usize; 2],
+) -> NodeResult<TensorId> {
     let t = cx.b.op(
         OpKind::TransposeConv2d(attrs),
         vec![xid, f],
@@ -336,8 +360,7 @@ pub(crate) fn conv_transpose(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         &format!("{name}/padded"),
     )?;
     if let Some(b) = b {
-        out =
-            cx.b.op(OpKind::Binary(BinaryFn::Add), vec![out, b], &name)?;
+        out = cx.b.op(OpKind::Binary(BinaryFn::Add), vec![out, b], name)?;
     }
-    Ok(Ctx::tensor(out, Layout::Nhwc))
+    Ok(out)
 }

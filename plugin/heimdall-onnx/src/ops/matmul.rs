@@ -81,33 +81,18 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     if (if tb { sb[1] } else { sb[0] }) != k {
         return invalid(format!("Gemm inner dimensions differ: {sa:?} x {sb:?}"));
     }
+    let g = GemmShape {
+        m,
+        k,
+        n: nn,
+        tb,
+        alpha,
+        beta,
+    };
     let c = cx.input(n, 2)?;
-    let c_shape = c.as_ref().map(|c| cx.shape(c));
-    let bias_fits = c_shape
-        .as_ref()
-        .is_none_or(|s| s.iter().product::<usize>() == nn && s.last() == Some(&nn));
     let mut y: TensorId = match &b {
         Value::Const(bc) => {
-            // Weights [N, K] scaled by alpha.
-            let w = if tb {
-                bc.clone()
-            } else {
-                permute_const(bc, &[1, 0])
-            };
-            let wv: Vec<f32> = w.values.iter().map(|&v| (v * alpha) as f32).collect();
-            let wid = cx.b.constant(&format!("{name}/weights"), vec![nn, k], wv)?;
-            let mut inputs = vec![aid, wid];
-            if let (Some(Value::Const(cc)), true) = (&c, bias_fits) {
-                let bv: Vec<f32> = cc.values.iter().map(|&v| (v * beta) as f32).collect();
-                inputs.push(cx.b.constant(&format!("{name}/bias"), vec![nn], bv)?);
-            }
-            let fused = inputs.len() == 3;
-            let id = cx.b.op_shaped(
-                OpKind::FullyConnected,
-                inputs,
-                &format!("{name}/fc"),
-                vec![m, nn],
-            )?;
+            let (id, fused) = gemm_fc(cx, &name, aid, bc, c.as_ref(), &g)?;
             if fused || c.is_none() || beta == 0.0 {
                 return Ok(Ctx::tensor(
                     reshape(&mut cx.b, id, vec![m, nn], &name)?,
@@ -116,50 +101,10 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             }
             id
         }
-        _ => {
-            let mut bid = native(&mut cx.b, &b, &format!("{name}/b"))?;
-            if tb {
-                bid = permute(&mut cx.b, bid, &[1, 0], &format!("{name}/bt"))?;
-            }
-            let mut id =
-                cx.b.op(OpKind::MatMul, vec![aid, bid], &format!("{name}/mm"))?;
-            if alpha != 1.0 {
-                let s =
-                    cx.b.constant(&format!("{name}/alpha"), vec![], vec![alpha as f32])?;
-                id = cx.b.op(
-                    OpKind::Binary(BinaryFn::Mul),
-                    vec![id, s],
-                    &format!("{name}/scaled"),
-                )?;
-            }
-            id
-        }
+        _ => gemm_matmul(cx, &name, aid, &b, &g)?,
     };
     if let Some(cv) = c.filter(|_| beta != 0.0) {
-        let cid = match &cv {
-            Value::Const(cc) => {
-                let scaled = Const::new(
-                    cc.shape.clone(),
-                    cc.values.iter().map(|&v| v * beta).collect(),
-                    Elem::Float,
-                );
-                native(&mut cx.b, &Value::Const(scaled), &format!("{name}/c"))?
-            }
-            v => {
-                let id = native(&mut cx.b, v, &format!("{name}/c"))?;
-                if beta == 1.0 {
-                    id
-                } else {
-                    let s =
-                        cx.b.constant(&format!("{name}/beta"), vec![], vec![beta as f32])?;
-                    cx.b.op(
-                        OpKind::Binary(BinaryFn::Mul),
-                        vec![id, s],
-                        &format!("{name}/c_scaled"),
-                    )?
-                }
-            }
-        };
+        let cid = gemm_c(cx, &name, &cv, beta)?;
         y = cx.b.op(
             OpKind::Binary(BinaryFn::Add),
             vec![y, cid],
@@ -170,4 +115,109 @@ pub(crate) fn gemm(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         reshape(&mut cx.b, y, vec![m, nn], &name)?,
         Layout::Native,
     ))
+}
+
+/// The scalars and sizes of a `Gemm`: A' is `[m, k]`, B' `[k, n]` (B transposed if `tb`).
+struct GemmShape {
+    m: usize,
+    k: usize,
+    n: usize,
+    tb: bool,
+    alpha: f64,
+    beta: f64,
+}
+
+/// `alpha * A' B'` of a `Gemm` with constant B (`bc`) as a fully connected op on `aid`
+/// (weights `[n, k]` scaled by alpha), with `beta * C` as its bias where C is a constant
+/// vector of `n`: the op's output and whether it took the bias.
+fn gemm_fc(
+    cx: &mut Ctx,
+    name: &str,
+    aid: TensorId,
+    bc: &Const,
+    c: Option<&Value>,
+    g: &GemmShape,
+) -> NodeResult<(TensorId, bool)> {
+    let c_shape = c.map(|c| cx.shape(c));
+    let bias_fits = c_shape
+        .as_ref()
+        .is_none_or(|s| s.iter().product::<usize>() == g.n && s.last() == Some(&g.n));
+    // Weights [N, K] scaled by alpha.
+    let w = if g.tb {
+        bc.clone()
+    } else {
+        permute_const(bc, &[1, 0])
+    };
+    let wv: Vec<f32> = w.values.iter().map(|&v| (v * g.alpha) as f32).collect();
+    let wid =
+        cx.b.constant(&format!("{name}/weights"), vec![g.n, g.k], wv)?;
+    let mut inputs = vec![aid, wid];
+    if let (Some(Value::Const(cc)), true) = (c, bias_fits) {
+        let bv: Vec<f32> = cc.values.iter().map(|&v| (v * g.beta) as f32).collect();
+        inputs.push(cx.b.constant(&format!("{name}/bias"), vec![g.n], bv)?);
+    }
+    let fused = inputs.len() == 3;
+    let id = cx.b.op_shaped(
+        OpKind::FullyConnected,
+        inputs,
+        &format!("{name}/fc"),
+        vec![g.m, g.n],
+    )?;
+    Ok((id, fused))
+}
+
+/// `alpha * A' B'` of a `Gemm` with a computed B (`b`): a matrix product of `aid` and B',
+/// scaled unless alpha is 1.
+fn gemm_matmul(
+    cx: &mut Ctx,
+    name: &str,
+    aid: TensorId,
+    b: &Value,
+    g: &GemmShape,
+) -> NodeResult<TensorId> {
+    let mut bid = native(&mut cx.b, b, &format!("{name}/b"))?;
+    if g.tb {
+        bid = permute(&mut cx.b, bid, &[1, 0], &format!("{name}/bt"))?;
+    }
+    let mut id =
+        cx.b.op(OpKind::MatMul, vec![aid, bid], &format!("{name}/mm"))?;
+    if g.alpha != 1.0 {
+        let s =
+            cx.b.constant(&format!("{name}/alpha"), vec![], vec![g.alpha as f32])?;
+        id = cx.b.op(
+            OpKind::Binary(BinaryFn::Mul),
+            vec![id, s],
+            &format!("{name}/scaled"),
+        )?;
+    }
+    Ok(id)
+}
+
+/// `beta * C` of a `Gemm` in the ONNX layout: a constant scaled at load, or a computed value
+/// times beta unless beta is 1.
+fn gemm_c(cx: &mut Ctx, name: &str, cv: &Value, beta: f64) -> NodeResult<TensorId> {
+    Ok(match cv {
+        Value::Const(cc) => {
+            let scaled = Const::new(
+                cc.shape.clone(),
+                cc.values.iter().map(|&v| v * beta).collect(),
+                Elem::Float,
+            );
+            native(&mut cx.b, &Value::Const(scaled), &format!("{name}/c"))?
+        }
+        v => {
+            let id = native(&mut cx.b, v, &format!("{name}/c"))?;
+            if beta == 1.0 {
+                id
+            } else {
+                let s =
+                    cx.b.constant(&format!("{name}/beta"), vec![], vec![beta as f32])?;
+                cx.b.op(
+                    OpKind::Binary(BinaryFn::Mul),
+                    vec![id, s],
+                    &format!("{name}/c_scaled"),
+                )?
+            }
+        }
+    })
 }

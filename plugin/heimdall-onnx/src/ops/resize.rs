@@ -19,6 +19,45 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
     let legacy = upsample || cx.opset < 11;
     let x = cx.req(n, 0)?;
     let xs = image_shape(cx, &x)?;
+    let (scales, sizes) = scales_and_sizes(cx, n, &a, &xs, upsample, legacy)?;
+    if a.int_or("antialias", 0) != 0 {
+        return unsupported("antialias");
+    }
+    let policy = a.string_or("keep_aspect_ratio_policy", "stretch");
+    let (out_hw, scale) = output_size(scales, sizes, &xs, &policy)?;
+    if out_hw[0] == 0 || out_hw[1] == 0 || out_hw[0] > 1 << 16 || out_hw[1] > 1 << 16 {
+        return unsupported(format!("output size {out_hw:?}"));
+    }
+    let mode = resize_mode(&a, legacy)?;
+    let coord = coord_mode(&a, legacy)?;
+    let xid = nhwc(&mut cx.b, &x, &format!("{name}/x"))?;
+    let attrs = ResizeAttrs {
+        mode,
+        coord,
+        scale: ResizeScale::Given(scale),
+    };
+    let out = cx.b.op_shaped(
+        OpKind::Resize(attrs),
+        vec![xid],
+        &name,
+        vec![xs[0], out_hw[0], out_hw[1], xs[1]],
+    )?;
+    Ok(Ctx::tensor(out, Layout::Nhwc))
+}
+
+/// Scales or sizes of a resize, one per NCHW axis, where the node gives them.
+type AxisValues = Option<Vec<f64>>;
+
+/// The node's scales and sizes over the 4 NCHW axes (input `xs`), from its constant inputs
+/// (spread over the `axes` they name) or, for an old `Upsample`, the `scales` attribute.
+fn scales_and_sizes(
+    cx: &Ctx,
+    n: &NodeProto,
+    a: &Attrs,
+    xs: &[usize],
+    upsample: bool,
+    legacy: bool,
+) -> NodeResult<(AxisValues, AxisValues)> {
     let (scales_at, sizes_at) = if legacy { (1, usize::MAX) } else { (2, 3) };
     // `axes` (opset 18) names the axes that scales/sizes cover; others keep scale 1.
     let axes: Vec<usize> = match a.ints("axes") {
@@ -58,11 +97,18 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
         }
         _ => None,
     };
-    if a.int_or("antialias", 0) != 0 {
-        return unsupported("antialias");
-    }
-    let policy = a.string_or("keep_aspect_ratio_policy", "stretch");
-    let (out_hw, scale) = match (scales, sizes) {
+    Ok((scales, sizes))
+}
+
+/// The output height and width and the H and W scales of a resize of `xs` (NCHW) by `scales`
+/// or else to `sizes` (fitted by the keep-aspect-ratio `policy`).
+fn output_size(
+    scales: AxisValues,
+    sizes: AxisValues,
+    xs: &[usize],
+    policy: &str,
+) -> NodeResult<([usize; 2], [f32; 2])> {
+    Ok(match (scales, sizes) {
         (Some(s), _) => {
             if s.len() != 4 || s[0] != 1.0 || s[1] != 1.0 || s[2] <= 0.0 || s[3] <= 0.0 {
                 return unsupported(format!("scales {s:?} (only H and W may change)"));
@@ -78,7 +124,7 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             if z.len() != 4 || z[0] != xs[0] as f64 || z[1] != xs[1] as f64 {
                 return unsupported(format!("sizes {z:?} (only H and W may change)"));
             }
-            match policy.as_str() {
+            match policy {
                 "stretch" => (
                     [z[2] as usize, z[3] as usize],
                     [(z[2] / xs[2] as f64) as f32, (z[3] / xs[3] as f64) as f32],
@@ -97,11 +143,13 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             }
         }
         (None, None) => return invalid("neither scales nor sizes"),
-    };
-    if out_hw[0] == 0 || out_hw[1] == 0 || out_hw[0] > 1 << 16 || out_hw[1] > 1 << 16 {
-        return unsupported(format!("output size {out_hw:?}"));
-    }
-    let mode = match a.string_or("mode", "nearest").as_str() {
+    })
+}
+
+/// The interpolation of attribute `mode` (with its `nearest_mode` or cubic coefficients);
+/// `legacy` (Upsample, opset < 11) rounds nearest down and has no cubic.
+fn resize_mode(a: &Attrs, legacy: bool) -> NodeResult<ResizeMode> {
+    Ok(match a.string_or("mode", "nearest").as_str() {
         "nearest" if legacy => ResizeMode::Nearest(NearestMode::Floor),
         "nearest" => ResizeMode::Nearest(
             match a.string_or("nearest_mode", "round_prefer_floor").as_str() {
@@ -118,10 +166,16 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             exclude_outside: a.int_or("exclude_outside", 0) != 0,
         },
         m => return unsupported(format!("mode {m}")),
-    };
-    let coord = if legacy {
-        CoordMode::Asymmetric
-    } else {
+    })
+}
+
+/// The coordinate transformation of attribute `coordinate_transformation_mode`; asymmetric
+/// for `legacy` (Upsample, opset < 11).
+fn coord_mode(a: &Attrs, legacy: bool) -> NodeResult<CoordMode> {
+    if legacy {
+        return Ok(CoordMode::Asymmetric);
+    }
+    Ok(
         match a
             .string_or("coordinate_transformation_mode", "half_pixel")
             .as_str()
@@ -133,19 +187,6 @@ pub(crate) fn resize(cx: &mut Ctx, n: &NodeProto) -> NodeResult<Value> {
             "tf_half_pixel_for_nn" => CoordMode::TfHalfPixelForNn,
             "half_pixel_symmetric" => CoordMode::HalfPixelSymmetric,
             m => return unsupported(format!("coordinate_transformation_mode {m}")),
-        }
-    };
-    let xid = nhwc(&mut cx.b, &x, &format!("{name}/x"))?;
-    let attrs = ResizeAttrs {
-        mode,
-        coord,
-        scale: ResizeScale::Given(scale),
-    };
-    let out = cx.b.op_shaped(
-        OpKind::Resize(attrs),
-        vec![xid],
-        &name,
-        vec![xs[0], out_hw[0], out_hw[1], xs[1]],
-    )?;
-    Ok(Ctx::tensor(out, Layout::Nhwc))
+        },
+    )
 }

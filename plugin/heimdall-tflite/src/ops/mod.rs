@@ -52,6 +52,7 @@ fn max_version(op: B) -> Option<i32> {
     })
 }
 
+/// An operator's code: its builtin, custom code and version.
 struct Code<'a> {
     builtin: B,
     custom: Option<&'a str>,
@@ -104,13 +105,35 @@ pub(crate) fn import_op(
 ) -> Result<Op, ImportError> {
     let c = code(codes, op, index)?;
     let name = op_name(codes, op, index)?;
-    let fail = |message: String| ImportError::Op {
+    let (raw_inputs, outputs) =
+        op_tensors(op, graph.tensors.len()).map_err(|message| ImportError::Op {
+            index,
+            name: name.clone(),
+            message,
+        })?;
+    let cx = Operator {
+        graph,
+        op,
         index,
-        name: name.clone(),
-        message,
+        name,
+        raw_inputs,
+        outputs,
+        file,
     };
-    let nt = graph.tensors.len();
-    // Optional inputs are -1.
+    check_version(&cx, &c)?;
+    let converted = convert_builtin(&cx, &c)?;
+    let mut op = Op::new(converted.kind, converted.inputs, cx.outputs);
+    op.epilogue.activation = converted.activation;
+    op.source = Some(index);
+    Ok(op)
+}
+
+/// The inputs (`None` for an omitted optional input, -1 in the file) and outputs of `op`,
+/// checked to be among the subgraph's `nt` tensors, with at least one output.
+fn op_tensors(
+    op: &tflite::Operator<'_>,
+    nt: usize,
+) -> Result<(Vec<Option<TensorId>>, Vec<TensorId>), String> {
     let raw_inputs: Vec<Option<TensorId>> = op
         .inputs()
         .map(|v| v.iter().collect::<Vec<_>>())
@@ -119,9 +142,7 @@ pub(crate) fn import_op(
         .map(|i| match i {
             -1 => Ok(None),
             i if i >= 0 && (i as usize) < nt => Ok(Some(TensorId(i as u32))),
-            i => Err(fail(format!(
-                "input refers to tensor {i}, the subgraph has {nt}"
-            ))),
+            i => Err(format!("input refers to tensor {i}, the subgraph has {nt}")),
         })
         .collect::<Result<_, _>>()?;
     let outputs: Vec<TensorId> = op
@@ -134,25 +155,18 @@ pub(crate) fn import_op(
                 .ok()
                 .filter(|&i| i < nt)
                 .map(|i| TensorId(i as u32))
-                .ok_or_else(|| {
-                    fail(format!(
-                        "output refers to tensor {i}, the subgraph has {nt}"
-                    ))
-                })
+                .ok_or_else(|| format!("output refers to tensor {i}, the subgraph has {nt}"))
         })
         .collect::<Result<_, _>>()?;
     if outputs.is_empty() {
-        return Err(fail("has no outputs".into()));
+        return Err("has no outputs".into());
     }
-    let cx = Operator {
-        graph,
-        op,
-        index,
-        name,
-        raw_inputs,
-        outputs,
-        file,
-    };
+    Ok((raw_inputs, outputs))
+}
+
+/// Checks that heimdall implements the version `c` states of a builtin op (custom ops are
+/// checked by [`convert_custom`]).
+fn check_version(cx: &Operator, c: &Code<'_>) -> Result<(), ImportError> {
     if c.builtin != B::CUSTOM {
         match max_version(c.builtin) {
             None => return Err(cx.unsupported(String::new())),
@@ -165,22 +179,27 @@ pub(crate) fn import_op(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Converts the op `cx` of code `c` with the converter of its family.
+fn convert_builtin(cx: &Operator, c: &Code<'_>) -> Result<Converted, ImportError> {
     let one = |kind: OpKind| -> Result<Converted, ImportError> {
         Ok(Converted::new(kind, vec![cx.input(0)?]))
     };
-    let converted = match c.builtin {
-        B::ADD | B::SUB | B::MUL | B::PRELU => binary::convert(&cx, c.builtin)?,
-        B::CONV_2D | B::DEPTHWISE_CONV_2D => conv::convert(&cx, c.builtin)?,
-        B::TRANSPOSE_CONV => transpose_conv::convert(&cx)?,
-        B::FULLY_CONNECTED => fully_connected::convert(&cx)?,
-        B::MAX_POOL_2D | B::AVERAGE_POOL_2D => pool::convert(&cx, c.builtin)?,
-        B::MEAN => reduce::convert(&cx)?,
-        B::PAD => pad::convert(&cx)?,
+    Ok(match c.builtin {
+        B::ADD | B::SUB | B::MUL | B::PRELU => binary::convert(cx, c.builtin)?,
+        B::CONV_2D | B::DEPTHWISE_CONV_2D => conv::convert(cx, c.builtin)?,
+        B::TRANSPOSE_CONV => transpose_conv::convert(cx)?,
+        B::FULLY_CONNECTED => fully_connected::convert(cx)?,
+        B::MAX_POOL_2D | B::AVERAGE_POOL_2D => pool::convert(cx, c.builtin)?,
+        B::MEAN => reduce::convert(cx)?,
+        B::PAD => pad::convert(cx)?,
         B::RESHAPE => one(OpKind::Reshape)?,
-        B::CONCATENATION => concat::convert(&cx)?,
-        B::RESIZE_BILINEAR => resize::convert(&cx)?,
-        B::DEPTH_TO_SPACE => space_depth::convert(&cx)?,
-        B::STRIDED_SLICE => strided_slice::convert(&cx)?,
+        B::CONCATENATION => concat::convert(cx)?,
+        B::RESIZE_BILINEAR => resize::convert(cx)?,
+        B::DEPTH_TO_SPACE => space_depth::convert(cx)?,
+        B::STRIDED_SLICE => strided_slice::convert(cx)?,
         B::DEQUANTIZE => one(OpKind::Dequantize)?,
         B::DENSIFY => one(OpKind::Densify)?,
         B::RELU | B::RELU6 | B::RELU_N1_TO_1 | B::LOGISTIC | B::HARD_SWISH | B::TANH => {
@@ -193,13 +212,9 @@ pub(crate) fn import_op(
                 _ => UnaryKind::Tanh,
             }))?
         }
-        B::CUSTOM => convert_custom(&cx, c.custom.unwrap_or(""), c.version)?,
+        B::CUSTOM => convert_custom(cx, c.custom.unwrap_or(""), c.version)?,
         _ => return Err(cx.unsupported(String::new())),
-    };
-    let mut op = Op::new(converted.kind, converted.inputs, cx.outputs);
-    op.epilogue.activation = converted.activation;
-    op.source = Some(index);
-    Ok(op)
+    })
 }
 
 /// Converts a custom op: MediaPipe's `Convolution2DTransposeBias` and its face-landmark ops

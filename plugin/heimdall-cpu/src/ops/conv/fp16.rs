@@ -113,6 +113,8 @@ pub(crate) fn scratch_len(w: &Window, threads: usize) -> usize {
 
 #[cfg(target_arch = "aarch64")]
 impl F16Conv {
+    /// [`F16Conv::run`] on aarch64: the input converted to f16 in `scratch`, then the direct
+    /// ([`F16Conv::run_direct`]) or per-row ([`F16Conv::run_rows`]) product.
     fn run_f16(
         &self,
         par: &Par,
@@ -122,7 +124,7 @@ impl F16Conv {
         ep: &Epilogue,
     ) {
         let w = &self.w;
-        let (n, kdim) = (w.out_c, w.k_h * w.k_w * w.in_c);
+        let n = w.out_c;
         let px = w.out_h * w.out_w;
         let in_len = w.in_h * w.in_w * w.in_c;
         if px == 0 || n == 0 {
@@ -136,52 +138,66 @@ impl F16Conv {
             scratch.len() >= self.scratch_len(par),
             "conv f16: scratch too short"
         );
-        let (x16, rest) = scratch.split_at_mut(in_len.div_ceil(2));
-        // SAFETY: `x16` holds in_len.div_ceil(2) f32 slots, 2 * that u16 values (alignment of
-        // f32 is a multiple of u16's).
-        let x16: &mut [u16] =
-            unsafe { std::slice::from_raw_parts_mut(x16.as_mut_ptr().cast::<u16>(), in_len) };
-        par.for_chunks(x16, CONVERT_CHUNK, 4, |i, chunk| {
-            let start = i * CONVERT_CHUNK;
-            // SAFETY: the f16 kernels exist only where FEAT_FP16 was detected (`new`).
-            unsafe { to_f16(&input[start..start + chunk.len()], chunk) };
-        });
-        let x16: &[u16] = x16;
+        let (x16, rest) = input_to_f16(par, &input[..in_len], scratch);
         if is_direct(w) {
-            let (tile_px, tile_n) = par.grid(
-                px,
-                n,
-                px * kdim * n,
-                MIN_MACS_PER_PART,
-                self.b.tile_rows(),
-                self.b.panel_cols(),
-            );
-            par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
-                // SAFETY: input rows `rows` hold `in_c` f16 values each (in_len checked); the
-                // tile's rows of `cols.len()` values at stride `n` are its own; `cols.start` is
-                // a multiple of the panel width (the grid's alignment).
-                unsafe {
-                    self.b.gemm_tile(
-                        x16.as_ptr().add(rows.start * w.in_c),
-                        w.in_c,
-                        rows.len(),
-                        cols.clone(),
-                        tile.as_mut_ptr(),
-                        n,
-                    );
-                }
-                if !ep.is_identity() {
-                    if cols.len() == n {
-                        ep.apply(tile.span(0..rows.len()), rows.start * n, n);
-                    } else {
-                        for (i, r) in rows.clone().enumerate() {
-                            ep.apply(tile.row(i), r * n + cols.start, n);
-                        }
+            self.run_direct(par, x16, output, ep);
+        } else {
+            self.run_rows(par, x16, output, rest, ep);
+        }
+    }
+
+    /// [`F16Conv::run_f16`] of a 1x1 stride-1 unpadded convolution from the f16 input `x16`:
+    /// one matrix product split as pixels by output-channel panels.
+    fn run_direct(&self, par: &Par, x16: &[u16], output: &mut [f32], ep: &Epilogue) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, w.k_h * w.k_w * w.in_c);
+        let px = w.out_h * w.out_w;
+        let (tile_px, tile_n) = par.grid(
+            px,
+            n,
+            px * kdim * n,
+            MIN_MACS_PER_PART,
+            self.b.tile_rows(),
+            self.b.panel_cols(),
+        );
+        par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
+            // SAFETY: input rows `rows` hold `in_c` f16 values each (in_len checked); the
+            // tile's rows of `cols.len()` values at stride `n` are its own; `cols.start` is
+            // a multiple of the panel width (the grid's alignment).
+            unsafe {
+                self.b.gemm_tile(
+                    x16.as_ptr().add(rows.start * w.in_c),
+                    w.in_c,
+                    rows.len(),
+                    cols.clone(),
+                    tile.as_mut_ptr(),
+                    n,
+                );
+            }
+            if !ep.is_identity() {
+                if cols.len() == n {
+                    ep.apply(tile.span(0..rows.len()), rows.start * n, n);
+                } else {
+                    for (i, r) in rows.clone().enumerate() {
+                        ep.apply(tile.row(i), r * n + cols.start, n);
                     }
                 }
-            });
-            return;
-        }
+            }
+        });
+    }
+
+    /// [`F16Conv::run_f16`] of every other convolution from the f16 input `x16`: output rows
+    /// split over `par`, each row through an f16 im2col row in the part's share of `scratch`.
+    fn run_rows(
+        &self,
+        par: &Par,
+        x16: &[u16],
+        output: &mut [f32],
+        scratch: &mut [f32],
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, w.k_h * w.k_w * w.in_c);
         let row_len = w.out_w * n;
         let per_part = (w.out_w * kdim).div_ceil(2);
         let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * kdim).max(1));
@@ -189,7 +205,7 @@ impl F16Conv {
             output,
             row_len,
             min_rows,
-            rest,
+            scratch,
             per_part,
             |rows, out, sc| {
                 // SAFETY: a part's scratch holds `per_part` f32 slots, 2 * per_part u16 values.
@@ -216,6 +232,28 @@ impl F16Conv {
             },
         );
     }
+}
+
+/// `input` converted to f16 (split over `par`) into the front of `scratch`: the f16 values and
+/// the rest of `scratch`.
+#[cfg(target_arch = "aarch64")]
+fn input_to_f16<'s>(
+    par: &Par,
+    input: &[f32],
+    scratch: &'s mut [f32],
+) -> (&'s [u16], &'s mut [f32]) {
+    let in_len = input.len();
+    let (x16, rest) = scratch.split_at_mut(in_len.div_ceil(2));
+    // SAFETY: `x16` holds in_len.div_ceil(2) f32 slots, 2 * that u16 values (alignment of
+    // f32 is a multiple of u16's).
+    let x16: &mut [u16] =
+        unsafe { std::slice::from_raw_parts_mut(x16.as_mut_ptr().cast::<u16>(), in_len) };
+    par.for_chunks(x16, CONVERT_CHUNK, 4, |i, chunk| {
+        let start = i * CONVERT_CHUNK;
+        // SAFETY: the f16 kernels exist only where FEAT_FP16 was detected (`new`).
+        unsafe { to_f16(&input[start..start + chunk.len()], chunk) };
+    });
+    (x16, rest)
 }
 
 /// The receptive fields of output row `oy`'s pixels into `col` (`[out_w, k_h*k_w*in_c]`, zeros

@@ -20,6 +20,7 @@ mod reflect;
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
+use crate::kernels::par::Tile;
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -170,7 +171,7 @@ impl PackedConv {
         ep: &Epilogue,
     ) {
         let w = &self.w;
-        let (n, kdim) = (w.out_c, patch_len(w));
+        let n = w.out_c;
         let px = w.out_h * w.out_w;
         debug_assert_eq!(input.len(), w.in_h * w.in_w * w.in_c);
         debug_assert_eq!(output.len(), px * n);
@@ -182,69 +183,110 @@ impl PackedConv {
             "conv: input too short"
         );
         if self.direct {
-            // Pixels by output-channel panels: a 1x1 convolution of few pixels and many
-            // channels (8x8, 2x2 at the end of a backbone) splits over its channels too.
-            let (tile_px, tile_n) = par.grid(
-                px,
-                n,
-                px * kdim * n,
-                MIN_MACS_PER_PART,
-                self.b.tile_rows(),
-                self.b.panel_cols(),
-            );
-            let fused = self.b.fuses(ep);
-            par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
-                if fused {
-                    // The epilogue in the micro-kernels' stores: the tile is written once.
-                    // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
-                    // input's length, rows < px); the tile's rows of `cols.len()` values at
-                    // the tile's stride are its own; `cols.start` is a multiple of the panel
-                    // width (the grid's column alignment); the residual has the output's shape.
-                    unsafe {
-                        self.b.gemm_tile(
-                            input.as_ptr().add(rows.start * w.in_c),
-                            w.in_c,
-                            &[0],
-                            w.in_c,
-                            rows.len(),
-                            cols.clone(),
-                            tile.as_mut_ptr(),
-                            n,
-                            (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
-                        );
-                    }
-                    return;
-                }
-                let mut m0 = rows.start;
-                while m0 < rows.end {
-                    let mb = self.block.min(rows.end - m0);
-                    let t0 = m0 - rows.start;
-                    // SAFETY: as above, for rows m0..m0+mb.
-                    unsafe {
-                        self.b.gemm_tile(
-                            input.as_ptr().add(m0 * w.in_c),
-                            w.in_c,
-                            &[0],
-                            w.in_c,
-                            mb,
-                            cols.clone(),
-                            tile.as_mut_ptr().add(t0 * n),
-                            n,
-                            None,
-                        );
-                    }
-                    if cols.len() == n {
-                        ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
-                    } else {
-                        for i in 0..mb {
-                            ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
-                        }
-                    }
-                    m0 += mb;
-                }
-            });
-            return;
+            self.run_direct(par, input, output, ep);
+        } else {
+            self.run_rows(par, input, output, scratch, ep);
         }
+    }
+
+    /// [`PackedConv::run`] of a 1x1 stride-1 unpadded convolution: one matrix product of the
+    /// input pixels with the filter, split as pixels by output-channel panels (a 1x1
+    /// convolution of few pixels and many channels, 8x8 or 2x2 at the end of a backbone,
+    /// splits over its channels too).
+    fn run_direct(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, patch_len(w));
+        let px = w.out_h * w.out_w;
+        let (tile_px, tile_n) = par.grid(
+            px,
+            n,
+            px * kdim * n,
+            MIN_MACS_PER_PART,
+            self.b.tile_rows(),
+            self.b.panel_cols(),
+        );
+        let fused = self.b.fuses(ep);
+        par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
+            if fused {
+                // The epilogue in the micro-kernels' stores: the tile is written once.
+                // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
+                // input's length, rows < px); the tile's rows of `cols.len()` values at
+                // the tile's stride are its own; `cols.start` is a multiple of the panel
+                // width (the grid's column alignment); the residual has the output's shape.
+                unsafe {
+                    self.b.gemm_tile(
+                        input.as_ptr().add(rows.start * w.in_c),
+                        w.in_c,
+                        &[0],
+                        w.in_c,
+                        rows.len(),
+                        cols.clone(),
+                        tile.as_mut_ptr(),
+                        n,
+                        (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
+                    );
+                }
+                return;
+            }
+            self.direct_blocks(input, rows, cols, tile, ep);
+        });
+    }
+
+    /// One tile (output pixels `rows`, channels `cols`) of [`PackedConv::run_direct`] with
+    /// the epilogue not fused into the products: blocks of [`block_pixels`] pixels, the
+    /// epilogue run on each block while it is in cache.
+    #[inline(always)]
+    fn direct_blocks(
+        &self,
+        input: &[f32],
+        rows: std::ops::Range<usize>,
+        cols: std::ops::Range<usize>,
+        tile: &mut Tile<'_>,
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        let n = w.out_c;
+        let mut m0 = rows.start;
+        while m0 < rows.end {
+            let mb = self.block.min(rows.end - m0);
+            let t0 = m0 - rows.start;
+            // SAFETY: as in `run_direct`, for rows m0..m0+mb.
+            unsafe {
+                self.b.gemm_tile(
+                    input.as_ptr().add(m0 * w.in_c),
+                    w.in_c,
+                    &[0],
+                    w.in_c,
+                    mb,
+                    cols.clone(),
+                    tile.as_mut_ptr().add(t0 * n),
+                    n,
+                    None,
+                );
+            }
+            if cols.len() == n {
+                ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
+            } else {
+                for i in 0..mb {
+                    ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
+                }
+            }
+            m0 += mb;
+        }
+    }
+
+    /// [`PackedConv::run`] of every other convolution: output rows split over `par`, each
+    /// part with its share of `scratch` (an im2col row, or a ring of reflect-padded rows).
+    fn run_rows(
+        &self,
+        par: &Par,
+        input: &[f32],
+        output: &mut [f32],
+        scratch: &mut [f32],
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        let (n, kdim) = (w.out_c, patch_len(w));
         let row_len = w.out_w * n;
         let per_part = self.scratch_len(par) / par.threads().max(1);
         let min_rows = MIN_MACS_PER_PART.div_ceil((row_len * kdim).max(1));
