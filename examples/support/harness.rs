@@ -51,8 +51,10 @@ pub struct ScriptedEvent {
 /// Without a GPU adapter (no Vulkan driver), this prints one line naming what is missing and how
 /// to get it, and exits with status 1: Bevy would panic. With `HEIMDALL_MOBILE_LIMITS=baseline`
 /// (4 storage buffers per stage) or `1` (a typical phone's 8) heimdall's kernels are held to a
-/// phone's limits and the render device has no timestamp queries (`heimdall_bevy::device::HeimdallDeviceProfile`). A lost device is recovered from: a
-/// new one, every model compiled again.
+/// phone's limits (`heimdall_bevy::device::HeimdallDeviceProfile`), and Bevy's render device to
+/// its storage buffers per stage (`heimdall_bevy::device::render_plugin_held_to`; under 8, GPU
+/// preprocessing and GPU light clustering off), without timestamp queries. A lost device is
+/// recovered from: a new one, every model compiled again.
 pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
     if args.headless {
         // Before the Vulkan loader first runs (the adapter check below).
@@ -63,7 +65,13 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         std::process::exit(1);
     }
     let profile = heimdall_bevy::device::DeviceProfile::from_env();
-    let render = heimdall_bevy::device::render_plugin_for(profile);
+    let render = heimdall_bevy::device::render_plugin_held_to(profile);
+    // Bevy's mesh instance buffers built on the CPU where GPU preprocessing needs more storage
+    // buffers than the profile's.
+    let pbr = bevy::pbr::PbrPlugin {
+        use_gpu_instance_buffer_builder: heimdall_bevy::device::gpu_preprocessing_fits(profile),
+        ..default()
+    };
     let recovery = match &render.render_creation {
         bevy::render::settings::RenderCreation::Automatic(s) => Some((**s).clone()),
         bevy::render::settings::RenderCreation::Manual(_) => None,
@@ -78,6 +86,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
             DefaultPlugins
                 .set(asset_plugin)
                 .set(render)
+                .set(pbr)
                 .set(WindowPlugin {
                     primary_window: None,
                     exit_condition: ExitCondition::DontExit,
@@ -93,6 +102,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
             DefaultPlugins
                 .set(asset_plugin)
                 .set(render)
+                .set(pbr)
                 .set(WindowPlugin {
                     primary_window: Some(Window {
                         title: format!("heimdall: {title}"),
@@ -127,8 +137,14 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         cpu_on_completion: !args.cpu_at_frame_start,
         ..default()
     };
-    app.add_plugins(HeimdallPlugin::new(settings))
-        .insert_resource(heimdall_bevy::device::HeimdallDeviceProfile(profile));
+    app.add_plugins((
+        HeimdallPlugin::new(settings),
+        heimdall_bevy::device::BevyDeviceLimitsPlugin(profile),
+    ))
+    .insert_resource(heimdall_bevy::device::HeimdallDeviceProfile(profile));
+    if !heimdall_bevy::device::gpu_clustering_fits(profile) {
+        app.add_systems(PreStartup, clustering_on_the_cpu);
+    }
     // The examples pace their updates for the display (the plugin's default does not).
     if !args.early_frame_start {
         app.add_plugins(HeimdallPacingPlugin);
@@ -146,7 +162,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         .init_resource::<ModelsReady>()
         .init_resource::<Shots>()
         .add_message::<ScriptedEvent>()
-        .add_systems(PreStartup, make_target)
+        .add_systems(PreStartup, (make_target, report::note_bevy_device))
         .add_systems(
             Update,
             (
@@ -168,6 +184,14 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         crate::swapchain::add(&mut app, !args.display_immediate);
     }
     app
+}
+
+/// Bevy's light clustering on the CPU (after `PbrPlugin::finish` chose the GPU's): its GPU
+/// passes bind more storage buffers per stage than the device's.
+fn clustering_on_the_cpu(settings: Option<ResMut<bevy::light::cluster::GlobalClusterSettings>>) {
+    if let Some(mut settings) = settings {
+        settings.gpu_clustering = None;
+    }
 }
 
 /// Without a display, Mesa's Vulkan loader complains about a missing `XDG_RUNTIME_DIR`: give it

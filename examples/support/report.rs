@@ -49,6 +49,23 @@ pub fn report(
     v
 }
 
+/// Notes Bevy's render device's limits in `stats.json` (`bevy_device`: its storage buffers per
+/// shader stage and invocations per work group).
+pub(crate) fn note_bevy_device(
+    device: Option<Res<bevy::render::renderer::RenderDevice>>,
+    mut report: ResMut<AppReport>,
+) {
+    let Some(device) = device else { return };
+    let limits = device.limits();
+    report.0.insert(
+        "bevy_device".into(),
+        json!({
+            "max_storage_buffers_per_shader_stage": limits.max_storage_buffers_per_shader_stage,
+            "max_compute_invocations_per_workgroup": limits.max_compute_invocations_per_workgroup,
+        }),
+    );
+}
+
 /// Writes `stats.json` into `out` (creating it).
 pub fn write(out: &Path, report: &Value) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;

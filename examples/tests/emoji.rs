@@ -441,7 +441,8 @@ fn synced_background_shows_the_results_frame() {
 /// shader stage, no timestamp queries, 128 invocations per work group) the app runs: each
 /// model whose kernels need more than the device allows is known before compiling and runs on
 /// the CPU, with the reason in `stats.json` (`cpu_fallback`); no frame is timed by timestamps;
-/// no validation error.
+/// Bevy's own device has 4 storage buffers per stage too, and the scene is drawn; no
+/// validation error.
 #[test]
 fn emoji_runs_under_a_phones_limits() {
     if common::skipping_gpu() {
@@ -491,6 +492,21 @@ fn emoji_runs_under_a_phones_limits() {
             "{model}: {m:#}"
         );
     }
+    assert_eq!(
+        s["bevy_device"]["max_storage_buffers_per_shader_stage"], 4,
+        "Bevy's device: {}",
+        s["bevy_device"]
+    );
     assert_eq!(s["faults"]["validation_errors"], 0, "{:#}", s["faults"]);
     assert_eq!(common::pngs(&out), 2, "frames 0 and 30 written");
+    // The last frame shows a picture (the clip, the emoji), not the clear colour.
+    let last = out.join("frame_00030.png");
+    let frame = image::open(&last).expect("frame 30").to_rgb8();
+    let first = frame.pixels().next().copied();
+    let others = frame.pixels().filter(|p| Some(**p) != first).count();
+    assert!(
+        others * 2 > frame.pixels().len(),
+        "{}: only {others} pixels differ from the first",
+        last.display()
+    );
 }

@@ -18,16 +18,18 @@ use bevy::app::PluginsState;
 use bevy::light::cluster::GlobalClusterSettings;
 use bevy::pbr::PbrPlugin;
 use bevy::prelude::*;
-use bevy::render::batching::gpu_preprocessing::{GpuPreprocessingMode, GpuPreprocessingSupport};
+use bevy::render::RenderPlugin;
 use bevy::render::gpu_readback::{Readback, ReadbackComplete};
 use bevy::render::pipelined_rendering::PipelinedRenderingPlugin;
 use bevy::render::render_resource::{TextureFormat, TextureUsages};
 use bevy::render::renderer::RenderDevice;
 use bevy::render::settings::{Backends, RenderCreation, WgpuSettings};
-use bevy::render::{RenderApp, RenderPlugin, RenderStartup, init_gpu_resource};
 use bevy::window::ExitCondition;
 use bevy::winit::WinitPlugin;
-use heimdall_bevy::device::{DeviceProfile, HeimdallDeviceProfile, without_missing_features};
+use heimdall_bevy::device::{
+    BevyDeviceLimitsPlugin, DeviceProfile, HeimdallDeviceProfile, adapter_limits,
+    gpu_clustering_fits, gpu_preprocessing_fits, hold_storage_buffers, without_missing_features,
+};
 use heimdall_bevy::prelude::*;
 
 #[test]
@@ -149,20 +151,12 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
     let backends = Backends::from_env().unwrap_or(Backends::PRIMARY);
     // The adapter's limits with 4 storage buffers per stage: Bevy takes the adapter's limits
     // (`WgpuSettingsPriority::Functionality`) and the worse of those and `constrained_limits`.
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-        backends,
-        ..wgpu::InstanceDescriptor::new_without_display_handle_from_env()
-    });
-    let adapters = bevy::tasks::block_on(instance.enumerate_adapters(backends));
-    let adapter = adapters.first().expect("an adapter");
+    let adapter = adapter_limits(backends).expect("an adapter");
     let mut wgpu = WgpuSettings {
         backends: Some(backends),
-        constrained_limits: Some(wgpu::Limits {
-            max_storage_buffers_per_shader_stage: 4,
-            ..adapter.limits()
-        }),
         ..default()
     };
+    hold_storage_buffers(&mut wgpu, DeviceProfile::Mobile, &adapter);
     without_missing_features(&mut wgpu, DeviceProfile::Mobile);
     let mut app = app_without_gpu_preprocessing(settings.clone(), wgpu);
     let limits = app.world().resource::<RenderDevice>().limits();
@@ -260,7 +254,9 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
 
 /// `common::headless_app_with` with Bevy's mesh instance buffers built on the CPU
 /// (`PbrPlugin::use_gpu_instance_buffer_builder`): GPU preprocessing binds up to 8 storage
-/// buffers per compute stage (frustum culling) and 5 (indirect parameters), more than 4.
+/// buffers per compute stage (frustum culling) and 5 (indirect parameters), more than 4. The
+/// settings of `heimdall_bevy::device`'s `bevy_limits` (`render_plugin_held_to`'s limit is in
+/// `wgpu`).
 fn app_without_gpu_preprocessing(settings: HeimdallSettings, wgpu: WgpuSettings) -> App {
     let mut app = App::new();
     app.add_plugins((
@@ -280,29 +276,23 @@ fn app_without_gpu_preprocessing(settings: HeimdallSettings, wgpu: WgpuSettings)
                 ..default()
             })
             .set(PbrPlugin {
-                use_gpu_instance_buffer_builder: false,
+                use_gpu_instance_buffer_builder: gpu_preprocessing_fits(PROFILE),
                 ..default()
             })
             .disable::<WinitPlugin>()
             .disable::<PipelinedRenderingPlugin>(),
         HeimdallPlugin::new(settings),
+        // Bevy's render phases from `GpuPreprocessingSupport`, not the `PbrPlugin` switch: left at
+        // `PreprocessingOnly` (what Bevy picks with fewer than 10 storage buffers) the CPU-built
+        // batches are dropped ("Dynamic uniform batch sets should be used when GPU
+        // preprocessing is off") and nothing is drawn.
+        BevyDeviceLimitsPlugin(PROFILE),
     ));
     app.init_resource::<common::Results>()
         .add_observer(|r: On<DnnResult>, mut all: ResMut<common::Results>| {
             all.0.push(r.event().clone());
         })
-        .insert_resource(HeimdallDeviceProfile(DeviceProfile::Mobile));
-    // Bevy's render phases take their batching mode from `GpuPreprocessingSupport`, not from
-    // the `PbrPlugin` switch: left at `PreprocessingOnly` (what Bevy picks with fewer than 10
-    // storage buffers) the CPU-built batches are dropped ("Dynamic uniform batch sets should
-    // be used when GPU preprocessing is off") and nothing is drawn. `None`, after Bevy sets it.
-    app.sub_app_mut(RenderApp).add_systems(
-        RenderStartup,
-        (|mut support: ResMut<GpuPreprocessingSupport>| {
-            support.max_supported_mode = GpuPreprocessingMode::None;
-        })
-        .after(init_gpu_resource::<GpuPreprocessingSupport>),
-    );
+        .insert_resource(HeimdallDeviceProfile(PROFILE));
     while app.plugins_state() == PluginsState::Adding {
         bevy::tasks::tick_global_task_pools_on_main_thread();
         std::thread::sleep(Duration::from_millis(1));
@@ -311,11 +301,16 @@ fn app_without_gpu_preprocessing(settings: HeimdallSettings, wgpu: WgpuSettings)
     app.cleanup();
     // GPU light clustering's raster passes bind 5 and 6 storage buffers in the fragment stage:
     // clustering on the CPU (`GlobalClusterSettings::gpu_clustering`, set by `PbrPlugin::finish`).
-    app.world_mut()
-        .resource_mut::<GlobalClusterSettings>()
-        .gpu_clustering = None;
+    if !gpu_clustering_fits(PROFILE) {
+        app.world_mut()
+            .resource_mut::<GlobalClusterSettings>()
+            .gpu_clustering = None;
+    }
     app
 }
+
+/// The least phone's profile.
+const PROFILE: DeviceProfile = DeviceProfile::Mobile;
 
 /// The camera's picture, read back from its target image.
 #[derive(Resource, Default)]

@@ -1,14 +1,21 @@
 //! The render device as the plugin meets it: held to a phone's limits on any adapter
-//! ([`render_plugin_for`]), missing altogether ([`find_adapter`]: one clear line instead of
+//! ([`render_plugin_for`]; Bevy's own device to its storage buffers too, [`render_plugin_held_to`]
+//! and [`BevyDeviceLimitsPlugin`]), missing altogether ([`find_adapter`]: one clear line instead of
 //! Bevy's panic), reporting errors (each counted in `stats.json`'s `faults` before the app's
 //! own [`RenderErrorHandler`] decides), or lost ([`recover_lost_devices`]: a new device, every
 //! model compiled again on it).
 
+mod bevy_limits;
 mod profile;
 
 use bevy::prelude::*;
 use bevy::render::error_handler::{ErrorType, RenderError, RenderErrorHandler, RenderErrorPolicy};
 use bevy::render::settings::{RenderCreation, WgpuSettings};
+pub use bevy_limits::{
+    BEVY_GPU_CLUSTERING_STORAGE_BUFFERS, BEVY_GPU_PREPROCESSING_STORAGE_BUFFERS,
+    BevyDeviceLimitsPlugin, adapter_limits, bevy_storage_buffers, gpu_clustering_fits,
+    gpu_preprocessing_fits, hold_storage_buffers, render_plugin_held_to,
+};
 pub use heimdall_gpu::DeviceProfile;
 pub use profile::{
     BACKENDS, HeimdallDeviceProfile, backends, render_plugin_for, without_missing_features,

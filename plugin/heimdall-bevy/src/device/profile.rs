@@ -12,11 +12,12 @@ use heimdall_gpu::DeviceProfile;
 /// the least Android phone (4 storage buffers per shader stage, 128 invocations per work
 /// group), whatever the adapter offers (`docs/mobile-limits.md`).
 ///
-/// Bevy's own device keeps the adapter's limits here. It can be held to 4 storage buffers per
-/// stage with Bevy's GPU preprocessing and GPU light clustering off (`docs/mobile-limits.md`,
-/// `tests/mobile_limits.rs`), but not to 128 invocations per work group (Bevy's sparse buffer
-/// updates and mip downsampling use 256). Its features can: pair this with
-/// [`render_plugin_for`] (no timestamp queries, no `SHADER_F16` on the device).
+/// Bevy's own device keeps the adapter's limits here. It can be held to the profile's storage
+/// buffers per stage, with Bevy's GPU preprocessing and GPU light clustering off where they
+/// need more ([`super::render_plugin_held_to`], [`super::BevyDeviceLimitsPlugin`]), but not to
+/// 128 invocations per work group (Bevy's sparse buffer updates and mip downsampling use 256).
+/// Its features can: pair this with [`render_plugin_for`] (no timestamp queries, no
+/// `SHADER_F16` on the device).
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, Reflect)]
 #[reflect(opaque)]
 #[reflect(Resource, Debug, Default, PartialEq, Clone)]
@@ -25,8 +26,9 @@ pub struct HeimdallDeviceProfile(pub DeviceProfile);
 /// The plugin's `RenderPlugin` ([`crate::render_plugin`]) on Vulkan, Metal or DX12
 /// ([`BACKENDS`]; `WGPU_BACKEND` overrides), without the features `profile` lacks: on
 /// [`DeviceProfile::Mobile`] Bevy's device has no timestamp queries and no `SHADER_F16`,
-/// whatever the adapter offers. (Its limits stay what Bevy needs: [`HeimdallDeviceProfile`] holds
-/// heimdall's kernels to the profile's.)
+/// whatever the adapter offers. (Its limits stay the adapter's: [`HeimdallDeviceProfile`] holds
+/// heimdall's kernels to the profile's; [`super::render_plugin_held_to`] Bevy's device to its
+/// storage buffers.)
 pub fn render_plugin_for(profile: DeviceProfile) -> RenderPlugin {
     let mut plugin = crate::render_plugin();
     if let RenderCreation::Automatic(settings) = &mut plugin.render_creation {
