@@ -113,30 +113,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
                 }),
         );
     }
-    let settings = HeimdallSettings {
-        frame_rate: FrameRateTarget::Fixed(args.fps),
-        mode: args.mode,
-        policy: SchedulingPolicy::by_name(&args.policy).unwrap_or_else(|e| {
-            eprintln!("{title}: {e}");
-            std::process::exit(2);
-        }),
-        force_cpu: args.force_cpu,
-        adaptive_margin: args.adaptive_margin,
-        margin_ms: args
-            .margin_ms
-            .unwrap_or_else(|| HeimdallSettings::default().margin_ms),
-        offload: !args.no_offload,
-        dnn_work_first: !args.dnn_after_scene,
-        free_at_readback: !args.free_at_timestamps,
-        nonblocking_gpu_waits: !args.blocking_gpu_waits,
-        parallel_decode: !args.decode_on_readback_thread,
-        background_burst_ms: args
-            .background_burst_ms
-            .unwrap_or_else(|| HeimdallSettings::default().background_burst_ms),
-        cpu_workers: (args.cpu_workers > 0).then_some(args.cpu_workers),
-        cpu_on_completion: !args.cpu_at_frame_start,
-        ..default()
-    };
+    let settings = heimdall_settings(title, args);
     app.add_plugins((
         HeimdallPlugin::new(settings),
         heimdall_bevy::device::BevyDeviceLimitsPlugin(profile),
@@ -184,6 +161,34 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         crate::swapchain::add(&mut app, !args.display_immediate);
     }
     app
+}
+
+/// The plugin's settings from the command line (exits with status 2 on an unknown policy).
+fn heimdall_settings(title: &str, args: &AppArgs) -> HeimdallSettings {
+    HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(args.fps),
+        mode: args.mode,
+        policy: SchedulingPolicy::by_name(&args.policy).unwrap_or_else(|e| {
+            eprintln!("{title}: {e}");
+            std::process::exit(2);
+        }),
+        force_cpu: args.force_cpu,
+        adaptive_margin: args.adaptive_margin,
+        margin_ms: args
+            .margin_ms
+            .unwrap_or_else(|| HeimdallSettings::default().margin_ms),
+        offload: !args.no_offload,
+        dnn_work_first: !args.dnn_after_scene,
+        free_at_readback: !args.free_at_timestamps,
+        nonblocking_gpu_waits: !args.blocking_gpu_waits,
+        parallel_decode: !args.decode_on_readback_thread,
+        background_burst_ms: args
+            .background_burst_ms
+            .unwrap_or_else(|| HeimdallSettings::default().background_burst_ms),
+        cpu_workers: (args.cpu_workers > 0).then_some(args.cpu_workers),
+        cpu_on_completion: !args.cpu_at_frame_start,
+        ..default()
+    }
 }
 
 /// Bevy's light clustering on the CPU (after `PbrPlugin::finish` chose the GPU's): its GPU
