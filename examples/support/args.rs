@@ -111,6 +111,9 @@ pub struct AppArgs {
     /// `--cpu-workers N`: the plugin's CPU slots for inference (`HeimdallSettings::cpu_workers`);
     /// 0 (the default): the cores left to the app (`HeimdallSettings::cpu_slots`).
     pub cpu_workers: usize,
+    /// `--events-half-slots`: an on-demand DNN keeps to half the CPU slots (an ablation of
+    /// `HeimdallSettings::events_take_all_slots`).
+    pub events_half_slots: bool,
     /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
     /// `HeimdallSettings::cpu_on_completion`).
     pub cpu_at_frame_start: bool,
@@ -155,6 +158,7 @@ impl Default for AppArgs {
             duration: None,
             sample_every: 0.0,
             cpu_workers: 0,
+            events_half_slots: false,
             cpu_at_frame_start: false,
         }
     }
@@ -237,6 +241,10 @@ struct Cli {
     /// the app after its main, render and readback threads].
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = COORDINATION)]
     cpu_workers: usize,
+    /// An on-demand DNN keeps to half the CPU slots, as continuous ones (an ablation of
+    /// HeimdallSettings::events_take_all_slots).
+    #[arg(long, help_heading = COORDINATION)]
+    events_half_slots: bool,
 
     /// Scene complexity of the 3D apps (shadows, MSAA, instances, post-processing).
     #[arg(long, value_enum, default_value_t = Quality::Medium, help_heading = SCENE)]
@@ -406,6 +414,7 @@ impl From<Cli> for AppArgs {
             duration: c.duration,
             sample_every: c.sample_every,
             cpu_workers: c.cpu_workers,
+            events_half_slots: c.events_half_slots,
             cpu_at_frame_start: c.cpu_at_frame_start,
         }
     }
@@ -492,6 +501,7 @@ mod tests {
         assert_eq!(parse("").unwrap().background_burst_ms, None);
         assert_eq!(parse("").unwrap().cpu_workers, 0, "auto");
         assert_eq!(parse("--cpu-workers 6").unwrap().cpu_workers, 6);
+        assert!(parse("--events-half-slots").unwrap().events_half_slots);
         assert_eq!(parse("--margin-ms 0.3").unwrap().margin_ms, Some(0.3));
         assert_eq!(parse("").unwrap().margin_ms, None);
         assert!(!parse("").unwrap().cpu_at_frame_start);

@@ -91,6 +91,14 @@ pub struct HeimdallSettings {
     /// [`HeimdallSettings::cpu_slots`]; `Some(n)`: `n` (at least 1). Start-up only (the worker
     /// pool's threads).
     pub cpu_workers: Option<usize>,
+    /// An on-demand DNN ([`crate::dnn::RequestMode::OnDemand`], a style transfer on a tap) whose
+    /// CPU inference spans more than two pieces of continuous work may run on all the CPU slots,
+    /// not half of them: on a phone's two slots the event's inference runs on both (multistyle26:
+    /// 36–47 ms against 53–62 ms on one, H200 host under `taskset -c 0-3`), waiting at most one
+    /// piece of continuous work (or an on-demand inference already running) to start (the default,
+    /// `true`). `false`: half the slots, as continuous models (for comparison). Read when a model
+    /// is compiled.
+    pub events_take_all_slots: bool,
     /// Safety margin of the frame budget, ms.
     pub margin_ms: f64,
     /// Learn an extra margin from the wall clock (`Heimdall` mode): a frame later than 1.25
@@ -181,6 +189,7 @@ impl Default for HeimdallSettings {
             mode: CoordinationMode::Heimdall,
             policy: SchedulingPolicy::default(),
             cpu_workers: None,
+            events_take_all_slots: true,
             margin_ms: 1.0,
             adaptive_margin: false,
             relaxation_ms: 0.5,

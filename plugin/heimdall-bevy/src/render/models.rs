@@ -135,15 +135,36 @@ pub(crate) const MAX_CPU_THREADS: usize = 8;
 /// runs on one thread.
 pub(crate) const MIN_CPU_SPEEDUP: f64 = 1.2;
 
-/// The threads a model whose one-thread inference takes `t1_ms` runs on with `slots` CPU
-/// slots: small models (up to [`CPU_PIECE_MS`]) one, so they run one per worker; bigger ones
-/// `ceil(t1 / CPU_PIECE_MS)`, at most half the slots and [`MAX_CPU_THREADS`], at least 1.
-pub(crate) fn cpu_threads_for(t1_ms: f64, slots: usize) -> usize {
+/// The CPU slots a DNN's model is compiled for ([`compile_cpu`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CpuShare {
+    /// The pool's slots.
+    pub slots: usize,
+    /// It may take all of them (an on-demand DNN with `HeimdallSettings::events_take_all_slots`),
+    /// not half.
+    pub all_slots: bool,
+}
+
+/// The threads a model whose one-thread inference takes `t1_ms` runs on with `slots` CPU slots:
+/// small models (up to [`CPU_PIECE_MS`]) one, so they run one per worker; bigger ones `ceil(t1 /
+/// CPU_PIECE_MS)`, at most half the slots and [`MAX_CPU_THREADS`], at least 1. With `all_slots` (an
+/// on-demand DNN) a model longer than two pieces may take every slot: it waits at most one piece of
+/// continuous work (or an on-demand inference already running) to start (the coordinator cuts
+/// continuous work into pieces while an on-demand model could need the slots it would take), and
+/// continuous DNNs wait while it runs. On the H200 host's 4 cores (2 slots) multistyle26 ran in
+/// 36–47 ms on two threads against 53–62 ms on one
+/// (docs/measurements/contention/2026-12-02-h200-events/).
+pub(crate) fn cpu_threads_for(t1_ms: f64, slots: usize, all_slots: bool) -> usize {
     if t1_ms.is_nan() || t1_ms <= CPU_PIECE_MS {
         return 1;
     }
     let want = (t1_ms / CPU_PIECE_MS).ceil().min(MAX_CPU_THREADS as f64) as usize;
-    want.min(slots / 2).clamp(1, MAX_CPU_THREADS)
+    let cap = if all_slots && t1_ms > 2.0 * CPU_PIECE_MS {
+        slots
+    } else {
+        slots / 2
+    };
+    want.min(cap).clamp(1, MAX_CPU_THREADS)
 }
 
 /// Zeros into every input of `cpu` (the profile's inputs).
@@ -177,7 +198,10 @@ fn best_run_ms(cpu: &mut CpuModel, runs: usize) -> Result<f64, DnnError> {
 /// a warm-up), and keeps them if they make it at least [`MIN_CPU_SPEEDUP`] times faster. The
 /// step costs stay one-thread times; the threads and the speedup go to the coordinator
 /// (`set_cpu_parallelism`).
-pub(crate) fn compile_cpu(graph: &heimdall_ir::Graph, slots: usize) -> Result<CpuPart, DnnError> {
+pub(crate) fn compile_cpu(
+    graph: &heimdall_ir::Graph,
+    share: CpuShare,
+) -> Result<CpuPart, DnnError> {
     let &input = graph
         .inputs
         .first()
@@ -204,7 +228,7 @@ pub(crate) fn compile_cpu(graph: &heimdall_ir::Graph, slots: usize) -> Result<Cp
     let cpu_ms: Vec<f64> = cpu_times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
     let t1_ms: f64 = cpu_ms.iter().sum();
     let (mut threads, mut speedup) = (1, 1.0);
-    let want = cpu_threads_for(t1_ms, slots);
+    let want = cpu_threads_for(t1_ms, share.slots, share.all_slots);
     if want > 1 {
         let mut par =
             CpuModel::compile(graph, CpuOptions { threads: want }).map_err(|e| compile_err(&e))?;
@@ -237,7 +261,7 @@ pub(crate) fn compile_cpu(graph: &heimdall_ir::Graph, slots: usize) -> Result<Cp
     })
 }
 
-/// Compiles `graph` for the CPU (always, on its share of the `cpu_slots`: [`compile_cpu`]) and
+/// Compiles `graph` for the CPU (always, on its share of the CPU slots: [`compile_cpu`]) and
 /// the GPU (when `ctx`), measuring step costs; on the
 /// GPU with the convolution cache `conv_cache` asks for, the second member telling whether the
 /// crop is a region of interest (see [`compile_gpu`]), for runs at least `min_interval_ms`
@@ -247,14 +271,14 @@ pub(crate) fn compile_cpu(graph: &heimdall_ir::Graph, slots: usize) -> Result<Cp
 fn compile(
     graph: Arc<heimdall_ir::Graph>,
     ctx: Option<GpuContext>,
-    cpu_slots: usize,
+    cpu_share: CpuShare,
     precision: Precision,
     norm: Normalization,
     (conv_cache, roi): (ConvCache, bool),
     min_interval_ms: f64,
     guard: Option<GuardPlan>,
 ) -> Result<(Compiled, GuardStart), DnnError> {
-    let cpu = compile_cpu(&graph, cpu_slots)?;
+    let cpu = compile_cpu(&graph, cpu_share)?;
     let Some(ctx) = ctx else {
         return Ok((Compiled::assemble(cpu, None), GuardStart::Off));
     };
@@ -328,7 +352,10 @@ pub(crate) fn prepare_models(
             continue; // the asset is still loading (or failed: the main world reports it)
         };
         let ctx = backend.gpu().cloned();
-        let cpu_slots = settings.cpu_slots();
+        let cpu_share = CpuShare {
+            slots: settings.cpu_slots(),
+            all_slots: d.on_demand && settings.events_take_all_slots,
+        };
         let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
         let roi = d.roi;
         let min_interval_ms = min_interval_ms(&settings, d.request_period_ms);
@@ -345,7 +372,7 @@ pub(crate) fn prepare_models(
                 compile(
                     graph,
                     ctx,
-                    cpu_slots,
+                    cpu_share,
                     precision,
                     norm,
                     (cache, roi),
@@ -490,7 +517,31 @@ mod tests {
             (f64::INFINITY, 13, 6),
         ] {
             assert_eq!(
-                cpu_threads_for(t1, slots),
+                cpu_threads_for(t1, slots, false),
+                threads,
+                "{t1} ms, {slots} slots"
+            );
+        }
+    }
+
+    /// An on-demand model (multistyle26, 46 ms on one thread) takes every slot of a phone's two
+    /// or three, and no more than it wants on a host; one of two pieces or less (palm detection,
+    /// 9-12 ms) keeps to half, as continuous models.
+    #[test]
+    fn an_on_demand_model_longer_than_two_pieces_may_take_every_slot() {
+        for (t1, slots, threads) in [
+            (46.0, 2, 2),
+            (46.0, 3, 3),
+            (46.0, 14, 6),
+            (100.0, 64, 8),
+            (12.0, 2, 1),
+            (16.0, 2, 1),
+            (17.0, 2, 2),
+            (7.0, 14, 1),
+            (f64::NAN, 2, 1),
+        ] {
+            assert_eq!(
+                cpu_threads_for(t1, slots, true),
                 threads,
                 "{t1} ms, {slots} slots"
             );

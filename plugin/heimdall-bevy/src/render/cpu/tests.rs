@@ -18,7 +18,9 @@ use super::run_on_cpu_model;
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, ConvCache};
 use crate::render::cpu_run::CpuSink;
-use crate::render::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, compile_cpu};
+use crate::render::models::{
+    Compiled, CpuShare, Job, ModelState, ReadbackState, RenderDnn, compile_cpu,
+};
 use crate::render::state::GuardPhase;
 use crate::results::{Outbox, RenderMessage};
 use crate::workers::{CpuDone, Workers};
@@ -33,7 +35,11 @@ fn graph() -> heimdall_ir::Graph {
 /// A DNN entity's render-world state, compiled for the CPU only, with an inference of `pixels`
 /// in flight.
 fn dnn(graph: &heimdall_ir::Graph, pixels: Arc<Vec<u8>>, size: UVec2) -> RenderDnn {
-    let cpu = compile_cpu(graph, 1).expect("compiles");
+    let share = CpuShare {
+        slots: 1,
+        all_slots: false,
+    };
+    let cpu = compile_cpu(graph, share).expect("compiles");
     RenderDnn {
         index: 0,
         name: "face".into(),
