@@ -25,9 +25,7 @@ fn assert_all_gpu(graph: &Graph) {
     let Some(gpu) = gpu() else { return };
     let m = GpuModel::compile(&gpu.ctx, graph, GpuOptions::new(Precision::F32)).expect("compile");
     assert!(
-        m.placement()
-            .iter()
-            .all(|p| *p == heimdall_gpu::Placement::Gpu),
+        m.placement().iter().all(|p| *p == Placement::Gpu),
         "a step of {:?} is placed on the CPU",
         graph.ops.iter().map(|o| o.kind.name()).collect::<Vec<_>>()
     );
