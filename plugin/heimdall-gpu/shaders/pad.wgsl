@@ -20,7 +20,7 @@ fn src(v: i32, n: i32) -> i32 {
         // in unsigned arithmetic. The signed form ((v % p) + p) % p was right on lavapipe but
         // not on an H100 (NVIDIA's Vulkan driver): there -1 % 6 came out as 3, the remainder
         // of -1 read as unsigned, and reflect padding read the far edge (onnx_kernels'
-        // `pad_with`, multistyle26 rel-L2 0.25).
+        // `pad_with`, now ops_layout's; multistyle26 rel-L2 0.25).
         let period = u32(max(2 * (n - 1), 1));
         let m = i32(u32(abs(v)) % period);
         return select(i32(period) - m, m, m < n);

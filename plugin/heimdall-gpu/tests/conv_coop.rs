@@ -165,16 +165,8 @@ fn windowed(
     with_tuning(t, || check_against_cpu(&b.finish(vec![y]), seed))
 }
 
-/// Cases per property (`HEIMDALL_KERNEL_CASES` overrides).
-fn cases() -> u32 {
-    std::env::var("HEIMDALL_KERNEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(cases()) })]
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(common::kernel_cases(12)) })]
 
     #[test]
     fn conv1x1_coop_matches_the_cpu(tile in 0..3usize, h in 1..24usize, w in 1..24usize, ci in 1..90usize, co in 1..150usize, bias: bool, act in 0..6u8, residual: bool, seed in 0..1000u64) {

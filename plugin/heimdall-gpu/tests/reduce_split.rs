@@ -7,11 +7,9 @@
 
 mod common;
 
-use common::{
-    GraphBuilder, gpu, inputs_for, kernel_tolerance, run_cpu, run_gpu, with_trailer, with_tuning,
-};
+use common::{Case, Domain, GraphBuilder, gpu, with_tuning};
 use heimdall_gpu::ops::reduce::splits;
-use heimdall_ir::{Epilogue, Graph, OpKind, ReduceKind};
+use heimdall_ir::{Epilogue, OpKind, ReduceKind};
 use proptest::prelude::*;
 
 const KINDS: [ReduceKind; 10] = [
@@ -27,50 +25,20 @@ const KINDS: [ReduceKind; 10] = [
     ReduceKind::Mean,
 ];
 
-/// The inputs of kind `kind`'s reductions, where it is well conditioned in f16 storage: as the
-/// ONNX kernel tests, products of `1 + k/64` (k in -8..=8, exact in f16), LogSum of positive
-/// values (`x + 1.5`), the others of values in [-1, 1).
-fn domain(kind: ReduceKind, v: f32) -> f32 {
+/// The domain of kind `kind`'s inputs, where it is well conditioned in f16 storage: as the
+/// ONNX reductions of `ops_reduce.rs`, products of `1 + k/64` (k in -8..=8, exact in f16),
+/// LogSum of positive values (`x + 1.5`), the others of values in [-1, 1).
+fn domain(kind: ReduceKind) -> Domain {
     match kind {
-        ReduceKind::Prod => 1.0 + (v * 8.0).round() / 64.0,
-        ReduceKind::LogSum => v + 1.5,
-        _ => v,
+        ReduceKind::Prod => Domain::NearOne,
+        ReduceKind::LogSum => Domain::Shifted(1.5),
+        _ => Domain::Signed,
     }
-}
-
-/// `g` on the GPU in every precision against the CPU, with inputs mapped into `kind`'s domain;
-/// errors relative to the larger of the result's norm and that of the same reduction of
-/// absolute values (`common::check_against_cpu_shifted`'s measure).
-fn check(g: &Graph, seed: u64, kind: ReduceKind) -> Result<(), String> {
-    let Some(gpu) = gpu() else { return Ok(()) };
-    let inputs: Vec<Vec<f32>> = inputs_for(g, seed)
-        .into_iter()
-        .map(|x| x.into_iter().map(|v| domain(kind, v)).collect())
-        .collect();
-    let reference = run_cpu(g, &inputs);
-    let abs: Vec<Vec<f32>> = inputs
-        .iter()
-        .map(|x| x.iter().map(|v| v.abs()).collect())
-        .collect();
-    let scale = run_cpu(g, &abs);
-    let trailed = with_trailer(g.clone());
-    for p in gpu.precisions() {
-        let ours = run_gpu(gpu, &trailed, &inputs, p);
-        let err = heimdall_testkit::rel_l2_scaled(&ours[0], &reference[0], &scale[0]);
-        if err.is_nan() || err > kernel_tolerance(p) {
-            return Err(format!(
-                "{p:?}: relative error {err:.3e} > {:.0e}\n gpu {:?}\n cpu {:?}",
-                kernel_tolerance(p),
-                &ours[0][..ours[0].len().min(8)],
-                &reference[0][..reference[0].len().min(8)]
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A reduction of `shape` over `axes` (kept dims off) with kind `k`, forced to split, against
-/// the CPU ([`check`]).
+/// the CPU (a `common::Case`: errors relative to the larger of the result's norm and that of the
+/// same reduction of absolute values, `Measure::Scaled`).
 fn case(shape: &[usize], axes: &[usize], k: usize, seed: u64) -> Result<(), String> {
     let Some(gpu) = gpu() else { return Ok(()) };
     let mut t = gpu.ctx.tuning();
@@ -98,7 +66,8 @@ fn case(shape: &[usize], axes: &[usize], k: usize, seed: u64) -> Result<(), Stri
         Epilogue::default(),
     );
     let g = b.finish(vec![y]);
-    with_tuning(t, || check(&g, seed, kind))
+    let case = Case::new(format!("Reduce {kind:?}"), g, seed).domains(&[domain(kind)]);
+    with_tuning(t, || case.check().map(|_| ()))
 }
 
 proptest! {

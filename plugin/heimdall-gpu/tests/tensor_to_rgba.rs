@@ -1,7 +1,11 @@
-//! `tensor_to_rgba` against its host reference (`heimdall_vision::style::stylized_to_rgba`): a
-//! model output of known values (a copy graph fed values in −0.2..1.2, NaN included; every
-//! storage precision) converted on the GPU into an RGBA8 storage texture, read back, equal byte
-//! for byte to the reference on the output the model returns; and bad textures are refused.
+//! `tensor_to_rgba` against a host reference written here from the kernel's documented formula
+//! (`shaders/tensor_to_rgba.wgsl`: each channel `clip(x, 0, 1) · 255 + 0.5` truncated, NaN to 0,
+//! alpha 255 for 3 channels), itself checked on hand-computed pixels: a model output of known
+//! values (a copy graph fed values in −0.2..1.2, NaN included; every storage precision)
+//! converted on the GPU into an RGBA8 storage texture, read back, equal byte for byte to the
+//! reference on the output the model returns; hand-computed pixels (values f16 stores exactly,
+//! out of range, NaN, rounding ties) equal to the GPU's in every precision; and bad textures are
+//! refused.
 
 use heimdall_gpu::tensor_to_rgba::TensorToRgba;
 use heimdall_gpu::{GpuContext, GpuModel, GpuOptions, Precision};
@@ -9,7 +13,48 @@ mod common;
 
 use common::GraphBuilder;
 use heimdall_ir::{Epilogue, Graph, OpKind};
-use heimdall_vision::style::stylized_to_rgba;
+
+/// The host reference: `[H, W, 3]` values to RGBA8 bytes, each channel `clip(x, 0, 1) · 255 +
+/// 0.5` truncated (NaN is 0), alpha 255.
+fn host_rgba(hwc: &[f32]) -> Vec<u8> {
+    hwc.chunks_exact(3)
+        .flat_map(|px| {
+            let byte = |v: f32| {
+                let c = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+                (c * 255.0 + 0.5).floor() as u8
+            };
+            [byte(px[0]), byte(px[1]), byte(px[2]), 255]
+        })
+        .collect()
+}
+
+/// Hand-computed pixels of a 3×2 image (values f16 stores exactly, so every precision holds
+/// them): the input `[2, 3, 3]` and the RGBA bytes.
+#[rustfmt::skip]
+const HAND: ([f32; 18], [u8; 24]) = (
+    [
+        // 0, 1, 0.5 · 255 + 0.5 = 128 exactly (a tie rounds up).
+        0.0, 1.0, 0.5,
+        // Out of range clamps; NaN is 0.
+        -0.25, 1.5, f32::NAN,
+        // 63.75 + 0.5, 191.25 + 0.5, 31.875 + 0.5 truncated.
+        0.25, 0.75, 0.125,
+        // 15.9375 + 0.5, 223.125 + 0.5, 255/256 · 255 = 254.004 + 0.5.
+        0.0625, 0.875, 0.996_093_75,
+        // −0, 2⁻⁹ · 255 + 0.5 = 0.998 (0), 2⁻⁸ · 255 + 0.5 = 1.496 (1).
+        -0.0, 0.001_953_125, 0.003_906_25,
+        // Far out of range.
+        3.0, -3.0, 0.5,
+    ],
+    [
+        0, 255, 128, 255,
+        0, 255, 0, 255,
+        64, 191, 32, 255,
+        16, 223, 254, 255,
+        0, 0, 1, 255,
+        255, 0, 128, 255,
+    ],
+);
 
 fn copy_graph([h, w, c]: [usize; 3]) -> Graph {
     let mut b = GraphBuilder::default();
@@ -111,11 +156,41 @@ fn texture_pixels_are_the_tensor_conversion() {
         to_rgba.encode(&mut encoder, &binding);
         ctx.queue.submit([encoder.finish()]);
         let got = read_texture(&ctx, &tex, w, h);
-        let want = stylized_to_rgba(&out, w, h).expect("reference");
-        let diff = got.iter().zip(&want.data).filter(|(a, b)| a != b).count();
+        let want = host_rgba(&out);
+        let diff = got.iter().zip(&want).filter(|(a, b)| a != b).count();
         println!("{precision:?}: {diff} of {} bytes differ", got.len());
-        assert_eq!(got, want.data, "{precision:?}");
+        assert_eq!(got, want, "{precision:?}");
     }
+}
+
+/// The host reference gives the hand-computed pixels, and so does the GPU in every precision.
+#[test]
+fn hand_computed_pixels() {
+    let (values, want) = HAND;
+    assert_eq!(host_rgba(&values), want);
+    let Some(gpu) = common::gpu() else { return };
+    let ctx = gpu.ctx.clone();
+    let (w, h) = (3u32, 2u32);
+    for precision in Precision::ALL {
+        let model = GpuModel::compile(&ctx, &copy_graph([2, 3, 3]), GpuOptions::new(precision))
+            .expect("compile");
+        model.run(&[&values]).expect("run");
+        let to_rgba = TensorToRgba::new(&model, 0).expect("tensor_to_rgba");
+        let tex = texture(
+            &ctx,
+            w,
+            h,
+            wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::COPY_SRC,
+        );
+        let binding = to_rgba
+            .bind(&tex.create_view(&Default::default()))
+            .expect("bind");
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        to_rgba.encode(&mut encoder, &binding);
+        ctx.queue.submit([encoder.finish()]);
+        assert_eq!(read_texture(&ctx, &tex, w, h), want, "{precision:?}");
+    }
+    gpu.assert_no_errors();
 }
 
 #[test]

@@ -1,6 +1,15 @@
 //! Shared helpers of the GPU tests: the lavapipe (or any) device with an uncaptured-error log,
-//! a tiny graph builder, and comparison against the CPU backend.
+//! a tiny graph builder, and the one GPU-vs-CPU harness of the kernel tests ([`Case`], in
+//! `case.rs`).
 #![allow(dead_code)]
+
+mod case;
+mod graphs;
+// Each test file uses some of these.
+#[allow(unused_imports)]
+pub use case::{Case, Domain, F16Reference, Inputs, Measure, Prepared};
+#[allow(unused_imports)]
+pub use graphs::{broadcast_from, epilogue, operand, pad2d, shape_of};
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -213,9 +222,30 @@ pub fn inputs_for(graph: &Graph, seed: u64) -> Vec<Vec<f32>> {
         .collect()
 }
 
-/// Compares the GPU against the CPU in every precision; returns an error message on failure.
+/// [`Case::new`] checked: the GPU against the CPU in every precision on seeded inputs in
+/// [-1, 1), errors relative to the computation's scale ([`Measure::Scaled`]); an error message on
+/// failure.
 pub fn check_against_cpu(graph: &Graph, seed: u64) -> Result<(), String> {
-    check_against_cpu_shifted(graph, seed, 0.0)
+    Case::new("case", graph.clone(), seed).check().map(|_| ())
+}
+
+/// Like [`check_against_cpu`] with `shift` added to every input value ([`Domain::Shifted`]):
+/// reductions (means) of zero-mean data are near zero, where any change of summation order is a
+/// large relative error.
+pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result<(), String> {
+    Case::new("case", graph.clone(), seed)
+        .domains(&[Domain::Shifted(shift)])
+        .check()
+        .map(|_| ())
+}
+
+/// Cases per property test (`HEIMDALL_KERNEL_CASES` overrides `default`; each case runs three
+/// precisions).
+pub fn kernel_cases(default: u32) -> u32 {
+    std::env::var("HEIMDALL_KERNEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// `g` with two copies (`Reshape` to the same shape) after each output, so that the ops before
@@ -239,52 +269,4 @@ pub fn with_trailer(mut g: Graph) -> Graph {
         g.outputs.push(last);
     }
     g
-}
-
-/// Like [`check_against_cpu`] with `shift` added to every input value: reductions (means) of
-/// zero-mean data are near zero, where any change of summation order is a large relative error.
-pub fn check_against_cpu_shifted(graph: &Graph, seed: u64, shift: f32) -> Result<(), String> {
-    let Some(gpu) = gpu() else { return Ok(()) };
-    graph
-        .validate()
-        .map_err(|e| format!("test graph invalid: {e}"))?;
-    let mut inputs = inputs_for(graph, seed);
-    inputs.iter_mut().flatten().for_each(|v| *v += shift);
-    let reference = run_cpu(graph, &inputs);
-    // The scale of the computation: the same graph on |inputs| and |constants|. A sum whose
-    // terms cancel (a dot product of random signs landing near zero) has a small result but
-    // carries the rounding of its large terms, so errors are measured against the larger of the
-    // result's norm and this one (the norm-wise bound of a dot product), not the result alone.
-    let mut abs_graph = graph.clone();
-    for t in &mut abs_graph.tensors {
-        if let Some(c) = t.constant.as_mut() {
-            c.values.iter_mut().for_each(|v| *v = v.abs());
-            c.fp16 = None;
-        }
-    }
-    let abs_inputs: Vec<Vec<f32>> = inputs
-        .iter()
-        .map(|x| x.iter().map(|v| v.abs()).collect())
-        .collect();
-    let scale = run_cpu(&abs_graph, &abs_inputs);
-    // Two identity copies after the op under test: the backend keeps graph outputs and the
-    // tensors read by their producers in f32, so without them a one-op graph would run its
-    // kernel in f32 in every precision.
-    let trailed = with_trailer(graph.clone());
-    for p in gpu.precisions() {
-        let ours = run_gpu(gpu, &trailed, &inputs, p);
-        for (i, (o, r)) in ours.iter().zip(&reference).enumerate() {
-            let err = heimdall_testkit::rel_l2_scaled(o, r, &scale[i]);
-            // NaN fails too.
-            if err.is_nan() || err > kernel_tolerance(p) {
-                return Err(format!(
-                    "{p:?}: output {i}: relative error {err:.3e} > {:.0e}\n gpu {:?}\n cpu {:?}",
-                    kernel_tolerance(p),
-                    &o[..o.len().min(12)],
-                    &r[..r.len().min(12)]
-                ));
-            }
-        }
-    }
-    Ok(())
 }

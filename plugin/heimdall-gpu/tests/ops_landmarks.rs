@@ -1,32 +1,24 @@
 //! The GPU kernels of the MediaPipe custom ops (`Landmarks2TransformMatrix`,
-//! `TransformTensorBilinear`, `TransformLandmarks`, see `heimdall_gpu::ops`) against the CPU
-//! reference (the same families in heimdall-cpu), on seeded random cases: random landmarks, rotations
-//! (every quadrant), anisotropic scales and target angles, odd crop sizes, feature maps with
-//! channel counts not divisible by 4 and odd sizes, matrices that send part of the crop outside
-//! the source (the zero border) and hand-picked border cases (samples exactly on the last
-//! row/column, just past it, NaN). Each case runs in f32 (relative L2 ≤ 1e-5), f16 and packed f16
-//! (≤ 3e-3; the graphs get `common::with_trailer` so that f16 really is stored) and must raise no
-//! wgpu error. Also: face_landmark_with_attention runs with no CPU step and agrees with the CPU
-//! backend on every output, and the CPU-step machinery still works on a graph that needs it.
-//! Needs a GPU adapter (lavapipe in CI); `HEIMDALL_SKIP_GPU=1` skips.
+//! `TransformTensorBilinear`, `TransformLandmarks`: `src/ops/landmarks_to_transform.rs`,
+//! `transform_tensor_bilinear.rs`, `transform_landmarks.rs`) against the CPU reference (the same
+//! families in heimdall-cpu), on seeded random cases: random landmarks, rotations (every
+//! quadrant), anisotropic scales and target angles, odd crop sizes, feature maps with channel
+//! counts not divisible by 4 and odd sizes, matrices that send part of the crop outside the
+//! source (the zero border) and hand-picked border cases (samples exactly on the last
+//! row/column, just past it, NaN), and the three chained as in face_landmark_with_attention.
+//! Each case is a `common::Case` on given inputs (the one harness): relative L2 ≤ 1e-5 in f32,
+//! ≤ 3e-3 in f16 and packed f16 (the graphs get `common::with_trailer` so that f16 really is
+//! stored), no wgpu error. Whole-model placement is in `placement.rs`. Needs a GPU adapter
+//! (lavapipe in CI); `HEIMDALL_SKIP_GPU=1` skips.
 
 mod common;
 
-use common::{GraphBuilder, run_cpu, run_gpu, with_trailer};
-use heimdall_gpu::{GpuError, GpuModel, GpuOptions, Placement, Precision};
+use common::{Case, GraphBuilder, run_cpu};
+use heimdall_gpu::Precision;
 use heimdall_ir::{
     BinaryFn, Epilogue, Graph, Landmarks2TransformMatrixAttrs, OpKind, TransformLandmarksAttrs,
     TransformTensorBilinearAttrs, UnaryKind,
 };
-use heimdall_testkit::rel_l2;
-
-/// Tolerance on the relative L2 error per storage precision.
-fn tolerance(p: Precision) -> f64 {
-    match p {
-        Precision::F32 => 1e-5,
-        _ => 3e-3,
-    }
-}
 
 /// A small seeded generator (xorshift64*).
 struct Rng(u64);
@@ -54,33 +46,13 @@ impl Rng {
     }
 }
 
-/// Runs `graph` on the CPU backend and on the GPU in every precision; fails above the
-/// tolerance. Returns the largest error per precision (f32, f16, packed f16).
+/// `graph` on `inputs` against the CPU backend in every precision ([`Case::given`]: relative L2
+/// within the kernel tolerance); panics above it. Returns the largest error per precision (f32,
+/// f16, packed f16).
 fn check(what: &str, graph: &Graph, inputs: &[Vec<f32>]) -> [f64; 3] {
-    let mut worst = [0.0f64; 3];
-    let Some(gpu) = common::gpu() else {
-        return worst;
-    };
-    graph
-        .validate()
-        .unwrap_or_else(|e| panic!("{what}: invalid test graph: {e}"));
-    let reference = run_cpu(graph, inputs);
-    let trailed = with_trailer(graph.clone());
-    for (k, p) in Precision::ALL.into_iter().enumerate() {
-        let ours = run_gpu(gpu, &trailed, inputs, p);
-        for (i, (o, r)) in ours.iter().zip(&reference).enumerate() {
-            let err = rel_l2(o, r);
-            assert!(
-                err <= tolerance(p),
-                "{what} {p:?} output {i}: relative L2 {err:.3e} > {:.0e}\n gpu {:?}\n cpu {:?}",
-                tolerance(p),
-                &o[..o.len().min(16)],
-                &r[..r.len().min(16)]
-            );
-            worst[k] = worst[k].max(err);
-        }
-    }
-    worst
+    Case::given(what, graph.clone(), inputs.to_vec())
+        .check()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn report(name: &str, worst: [f64; 3]) {
@@ -547,141 +519,4 @@ fn chained_like_the_model() {
         );
     }
     report("chain", worst);
-}
-
-fn model_graph(name: &str) -> Graph {
-    let path = heimdall_testkit::model_path(name).unwrap_or_else(|e| panic!("{e}"));
-    heimdall::load_model(&path, heimdall::LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// face_landmark_with_attention runs entirely on the GPU (its 11 custom ops included), and every
-/// output (through the custom ops: lips, eyes, irises) agrees with the CPU backend: relative L2
-/// ≤ 2e-4 in f32 and ≤ 1e-2 in f16 and packed f16, as the whole-model golden tests.
-#[test]
-fn face_landmark_with_attention_has_no_cpu_step() {
-    let name = "face_landmark_with_attention";
-    let graph = model_graph(name);
-    let placement = heimdall_gpu::plan::placement(&graph);
-    let custom = graph
-        .ops
-        .iter()
-        .filter(|o| {
-            matches!(
-                o.kind,
-                OpKind::Landmarks2TransformMatrix(_)
-                    | OpKind::TransformTensorBilinear(_)
-                    | OpKind::TransformLandmarks(_)
-            )
-        })
-        .count();
-    assert_eq!(custom, 11, "custom ops in the model");
-    assert!(
-        placement.iter().all(|&p| p == Placement::Gpu),
-        "CPU steps remain: {:?}",
-        (0..graph.ops.len())
-            .filter(|&i| placement[i] == Placement::Cpu)
-            .map(|i| graph.ops[i].kind.name())
-            .collect::<Vec<_>>()
-    );
-    let Some(gpu) = common::gpu() else { return };
-    // The first golden case's input (a real face: meaningful crops).
-    let mut cases: Vec<_> = std::fs::read_dir(heimdall_testkit::goldens_dir(name))
-        .expect("goldens")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    cases.sort();
-    let input = heimdall::npy::read_npy(cases[0].join("input_0.npy"))
-        .expect("input")
-        .data;
-    let reference = run_cpu(&graph, std::slice::from_ref(&input));
-    for p in Precision::ALL {
-        let model = GpuModel::compile(&gpu.ctx, &graph, GpuOptions::new(p)).expect("compile");
-        assert!(model.placement().iter().all(|&s| s == Placement::Gpu));
-        let out = model.run(&[&input]).expect("run");
-        let tol = if p == Precision::F32 { 2e-4 } else { 1e-2 };
-        for (i, (o, r)) in out.iter().zip(&reference).enumerate() {
-            let err = rel_l2(o, r);
-            println!("{name} {p:?}: output {i} vs CPU backend: rel-L2 {err:.2e}");
-            assert!(
-                err <= tol,
-                "{name} {p:?}: output {i} vs CPU: rel-L2 {err:.3e}"
-            );
-        }
-    }
-    gpu.assert_no_errors();
-}
-
-/// The CPU-step machinery (no supported model needs it any more): a DEQUANTIZE of a computed
-/// tensor has no GPU kernel, so it runs as a CPU step between two GPU ranges; `encode` refuses a
-/// range holding it, the non-blocking API runs it, and `run` and `run_ranges` agree with the CPU
-/// backend.
-#[test]
-fn cpu_steps_still_run_between_gpu_ranges() {
-    let mut b = GraphBuilder::default();
-    let shape = [1, 5, 3, 6];
-    let x = b.input(&shape);
-    let a = b.op(
-        OpKind::Unary(UnaryKind::Relu),
-        vec![x],
-        &shape,
-        Epilogue::default(),
-    );
-    let d = b.op(OpKind::Dequantize, vec![a], &shape, Epilogue::default());
-    let k = b.constant(&[6], 3);
-    let y = b.op(
-        OpKind::Binary(BinaryFn::Add),
-        vec![d, k],
-        &shape,
-        Epilogue::default(),
-    );
-    let graph = b.finish(vec![y]);
-    let placement = heimdall_gpu::plan::placement(&graph);
-    assert_eq!(
-        placement,
-        [Placement::Gpu, Placement::Cpu, Placement::Gpu],
-        "placement"
-    );
-    let Some(gpu) = common::gpu() else { return };
-    let input = common::data(9, 90);
-    let reference = run_cpu(&graph, std::slice::from_ref(&input));
-    let model = GpuModel::compile(&gpu.ctx, &graph, GpuOptions::default()).expect("compile");
-    let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
-    assert!(matches!(
-        model.encode(&mut encoder, 0..2),
-        Err(GpuError::Range { .. })
-    ));
-    assert!(model.cpu_steps().run(0).is_err(), "step 0 is a GPU step");
-    assert!(!model.cpu_steps().is_ready(1));
-    // Step by step with the non-blocking API: GPU range, download, CPU step, GPU range.
-    model.set_input(0, &input).unwrap();
-    let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
-    model.encode(&mut encoder, 0..1).unwrap();
-    model.cpu_steps().encode_inputs(1, &mut encoder).unwrap();
-    gpu.ctx.queue.submit([encoder.finish()]);
-    model.cpu_steps().request_inputs(1).unwrap();
-    while !model.cpu_steps().run(1).unwrap() {
-        gpu.ctx.device.poll(wgpu::PollType::Poll).unwrap();
-    }
-    let mut encoder = gpu.ctx.device.create_command_encoder(&Default::default());
-    model.encode(&mut encoder, 2..3).unwrap();
-    model.encode_readback(&mut encoder).unwrap();
-    gpu.ctx.queue.submit([encoder.finish()]);
-    model.request_readback().unwrap();
-    let out = loop {
-        if let Some(out) = model.take_outputs().unwrap() {
-            break out;
-        }
-        gpu.ctx.device.poll(wgpu::PollType::Poll).unwrap();
-    };
-    let whole = model.run(&[&input]).unwrap();
-    assert_eq!(out, whole, "step-by-step differs from run()");
-    let ranges = model.run_ranges(&[&input], &[0..1, 1..2, 2..3]).unwrap();
-    assert_eq!(ranges, whole, "run_ranges differs from run()");
-    let err = rel_l2(&whole[0], &reference[0]);
-    assert!(
-        err <= 1e-6,
-        "CPU-step graph vs CPU backend: rel-L2 {err:.3e}"
-    );
-    gpu.assert_no_errors();
 }
