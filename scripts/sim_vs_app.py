@@ -29,6 +29,19 @@ A run whose plugin handed CPU work out as workers finished (`stats.json`:
 `RunRecorder::set_cpu_dispatch_on_completion`; for recordings made before they did, it is set
 here from stats.json).
 
+A DNN whose GPU model ran with the convolution cache has it in the scenario (`conv_cache`: the
+cached steps, the saving the coordinator was given, the hit rate a GPU run reports) and each
+inference's reported hit rate in the replay (`cache_hit`), where the recorder was told them
+(`RunRecorder::set_conv_cache`, `RunRecorder::cache_hit`). The cache changes the coordinator's
+predicted costs, its CPU ones too (an on-demand DNN such as palm detection then takes the CPU
+where it would otherwise take the GPU), so a recording without it simulates other decisions.
+For a recording without it (made before 2026-12-02's contention session), it is set here from
+stats.json's `conv_cache` of each DNN that had one (`cached_ops` > 0): the first `cached_ops`
+steps as the cached ones (the cache skips "the first N layers"; the exact steps are not in
+stats.json), the saving the plugin computes from the calibration the `decision` quotes
+(`1 - all reused / plain`, over the cached steps' share of the GPU time), and the mean of the
+reported hit rates as each simulated GPU run's (none where the app reported none).
+
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
 before it did); the replay has each frame's and each model's in each frame, which the simulator
@@ -46,6 +59,7 @@ Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -68,15 +82,58 @@ def model_readbacks(replay):
     return replay
 
 
-def simulate(heimdall, run, policy, readback_ms, per_model_median, cpu_on_completion=None):
+CALIBRATION = re.compile(r"plain ([0-9.]+) ms, full ([0-9.]+) ms, all reused ([0-9.]+) ms")
+
+
+def conv_cache_from_stats(dnn, model_stats):
+    """The scenario's `conv_cache` of `dnn` from the app's statistics of its model (`None` when it
+    ran without the cache): see the module's documentation."""
+    c = (model_stats or {}).get("conv_cache") or {}
+    n = min(c.get("cached_ops") or 0, len(dnn["gpu_op_ms"]))
+    if n <= 0:
+        return None
+    cache = {"cached_steps": list(range(n))}
+    m = CALIBRATION.search(c.get("decision") or "")
+    total, share = sum(dnn["gpu_op_ms"]), sum(dnn["gpu_op_ms"][:n])
+    if m and float(m.group(1)) > 0 and total > 0 and share > 0:
+        saving = 1.0 - float(m.group(3)) / float(m.group(1))
+        cache["saving"] = min(max(saving * total / share, 0.0), 1.0)
+    if c.get("runs"):
+        cache["hit_rate"] = min(max(c.get("hit_rate_mean", 0.0), 0.0), 1.0)
+    return cache
+
+
+def with_conv_caches(scenario, app_models):
+    """Sets the convolution cache of each DNN of `scenario` (a recording that has none) from
+    the app's statistics; returns whether any was set."""
+    if any("conv_cache" in d for d in scenario["dnns"]):
+        return False
+    by_count = {}
+    for name, m in app_models.items():
+        count = (m.get("admission_to_last_op_ms") or {}).get("count", 0)
+        by_count.setdefault(base(name), []).append((count, m))
+    changed = False
+    for d in scenario["dnns"]:
+        # Instances of one model have the same compiled GPU model: any of them says.
+        stats = max(by_count.get(base(d["name"]), [(0, None)]), key=lambda x: x[0])[1]
+        cache = conv_cache_from_stats(d, stats)
+        if cache:
+            d["conv_cache"] = cache
+            changed = True
+    return changed
+
+
+def simulate(heimdall, run, policy, readback_ms, per_model_median, stats):
     scenario = os.path.join(run, "scenario.json")
     replay = os.path.join(run, "replay.json")
     temps = []
     s = load(scenario)
     # The plugin hands CPU work out as workers finish (stats.json `cpu_dispatch_on_completion`);
     # a recording made before the recorder wrote it is simulated the way the run did it.
-    on_completion = cpu_on_completion and not s.get("cpu_dispatch_on_completion")
-    if readback_ms is not None or on_completion:
+    on_completion = (stats.get("cpu_dispatch_on_completion")
+                     and not s.get("cpu_dispatch_on_completion"))
+    caches = with_conv_caches(s, stats.get("models", {}))
+    if readback_ms is not None or on_completion or caches:
         if readback_ms is not None:
             s["readback_ms"] = readback_ms
         if on_completion:
@@ -111,8 +168,7 @@ def compare(run, heimdall, readback_ms, per_model_median=False):
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
         policy = "fifo"
-    sim = simulate(heimdall, run, policy, readback_ms, per_model_median,
-                   stats.get("cpu_dispatch_on_completion"))
+    sim = simulate(heimdall, run, policy, readback_ms, per_model_median, stats)
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []

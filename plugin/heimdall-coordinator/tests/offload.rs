@@ -329,6 +329,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
         cpu_threads: 1,
         cpu_speedup: 1.0,
         on_demand: None,
+        conv_cache: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],

@@ -26,6 +26,7 @@ fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> D
         cpu_threads: 1,
         cpu_speedup: 1.0,
         on_demand: None,
+        conv_cache: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],

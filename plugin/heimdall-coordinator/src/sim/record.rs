@@ -19,9 +19,10 @@ use std::ops::Range;
 use super::export_parts::{median, split, unique_name};
 use super::replay::{ModelTrace, REPLAY_FORMAT, Replay};
 use super::scenario::{
-    Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario, ScenarioError,
+    ConvCacheScenario, Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario,
+    ScenarioError,
 };
-use crate::analyzer::StepCost;
+use crate::analyzer::{CacheSpec, StepCost};
 use crate::coordinator::CoordinatorConfig;
 use crate::model::ModelId;
 use crate::processor::Processor;
@@ -73,6 +74,8 @@ struct InferenceRec {
     /// that is after the window's first frame.
     since: u64,
     chunks: Vec<ChunkRec>,
+    /// The convolution cache's hit rate its run reported ([`RunRecorder::cache_hit`]).
+    cache_hit: Option<f64>,
 }
 
 /// A DNN of the run.
@@ -91,6 +94,8 @@ struct ModelRec {
     cpu_speedup: f64,
     /// Whether it is requested on demand ([`RunRecorder::set_on_demand`]; `None`: not given).
     on_demand: Option<bool>,
+    /// Its convolution cache ([`RunRecorder::set_conv_cache`]; `None`: none, or not given).
+    conv_cache: Option<CacheSpec>,
     /// The inference whose pieces are being recorded.
     current: Option<InferenceRec>,
 }
@@ -233,6 +238,7 @@ impl RunRecorder {
             cpu_threads: 1,
             cpu_speedup: 1.0,
             on_demand: None,
+            conv_cache: None,
             current: None,
         };
         match self.models.iter_mut().find(|m| m.id == id) {
@@ -245,6 +251,7 @@ impl RunRecorder {
                     cpu_threads: m.cpu_threads,
                     cpu_speedup: m.cpu_speedup,
                     on_demand: m.on_demand,
+                    conv_cache: m.conv_cache.take(),
                     ..rec
                 };
             }
@@ -295,6 +302,43 @@ impl RunRecorder {
             Some(m) => m.on_demand = Some(on_demand),
             None => self.ignored += 1,
         }
+    }
+
+    /// DNN `id` runs the steps of `spec` with the convolution cache (`None`: no cache), as given
+    /// to its coordinator (`Coordinator::set_conv_cache`; call it after
+    /// [`RunRecorder::add_model`]): exported as the DNN's `conv_cache`, with the mean of the hit
+    /// rates its inferences in the window reported ([`RunRecorder::cache_hit`]) as the rate a
+    /// simulated GPU run reports where the replay has none. The cache changes the coordinator's
+    /// predicted costs, so a recording without it simulates other decisions. Unknown DNNs are
+    /// ignored ([`RunRecorder::ignored`]).
+    pub fn set_conv_cache(&mut self, id: ModelId, spec: Option<&CacheSpec>) {
+        match self.models.iter_mut().find(|m| m.id == id) {
+            Some(m) => m.conv_cache = spec.cloned(),
+            None => self.ignored += 1,
+        }
+    }
+
+    /// `id`'s current inference reported its convolution cache's hit rate `hit` to the
+    /// coordinator (`Coordinator::report_cache_hits`): call it before the inference's
+    /// [`RunRecorder::finished`]; exported in the replay's `cache_hit`. Rates that are NaN are
+    /// ignored ([`RunRecorder::ignored`]), others clamped to `[0, 1]` (as the coordinator does).
+    pub fn cache_hit(&mut self, id: ModelId, hit: f64) {
+        let since = self.frames_seen;
+        let Some(m) = self.models.iter_mut().find(|m| m.id == id) else {
+            self.ignored += 1;
+            return;
+        };
+        if hit.is_nan() {
+            self.ignored += 1;
+            return;
+        }
+        let inf = m.current.get_or_insert_with(|| InferenceRec {
+            model: id,
+            since,
+            chunks: Vec::new(),
+            cache_hit: None,
+        });
+        inf.cache_hit = Some(hit.clamp(0.0, 1.0));
     }
 
     /// Forgets DNN `id` (e.g. its model was replaced by another registration: the app's DNN now
@@ -456,6 +500,7 @@ impl RunRecorder {
             model: id,
             since,
             chunks: Vec::new(),
+            cache_hit: None,
         });
         if self.done.len() == self.capacity {
             self.done.pop_front();
@@ -632,6 +677,10 @@ impl RunRecorder {
             cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
             cpu_speedup: m.cpu_speedup,
             on_demand: m.on_demand,
+            conv_cache: m.conv_cache.as_ref().map(|spec| ConvCacheScenario {
+                hit_rate: self.mean_cache_hit(m),
+                ..ConvCacheScenario::from_spec(spec)
+            }),
             utility: UtilityParams {
                 l0: if m.utility.l0.is_finite() {
                     m.utility.l0
@@ -663,13 +712,7 @@ impl RunRecorder {
     /// Model `m`'s replay trace: its measured step times over the inferences that began after
     /// frame `first`, and its readback times per frame (`None` when neither was recorded).
     fn model_trace(&self, m: &ModelRec, first: u64) -> Option<ModelTrace> {
-        let runs: Vec<&InferenceRec> = self
-            .done
-            .iter()
-            .filter(|i| i.model == m.id)
-            .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
-            .filter(|i| i.since > first)
-            .collect();
+        let runs = self.window_runs(m, first);
         let trace = self.trace(m, &runs);
         let reads = self.submit_lane(|f| {
             let (sum, n) = f
@@ -719,7 +762,29 @@ impl RunRecorder {
         }
     }
 
-    /// Model `m`'s measured step times over `runs` (`None` when nothing was measured).
+    /// Model `m`'s recorded inferences that began after frame `first`, the one in flight last.
+    fn window_runs<'a>(&'a self, m: &'a ModelRec, first: u64) -> Vec<&'a InferenceRec> {
+        self.done
+            .iter()
+            .filter(|i| i.model == m.id)
+            .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
+            .filter(|i| i.since > first)
+            .collect()
+    }
+
+    /// The mean of the cache hit rates model `m`'s inferences in the window reported (`None`
+    /// when none did).
+    fn mean_cache_hit(&self, m: &ModelRec) -> Option<f64> {
+        let hits: Vec<f64> = self
+            .window_runs(m, self.first_frame())
+            .iter()
+            .filter_map(|i| i.cache_hit)
+            .collect();
+        (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
+    }
+
+    /// Model `m`'s measured step times and reported cache hit rates over `runs` (`None` when
+    /// nothing was measured).
     fn trace(&self, m: &ModelRec, runs: &[&InferenceRec]) -> Option<ModelTrace> {
         if runs.is_empty() {
             return None;
@@ -753,12 +818,19 @@ impl RunRecorder {
                 lists
             }
         };
+        let hits: Vec<Option<f64>> = runs.iter().map(|i| i.cache_hit).collect();
         let t = ModelTrace {
             gpu_step_ms: lane(true),
             cpu_step_ms: lane(false),
             readback_ms: Vec::new(),
+            cache_hit: if hits.iter().any(Option::is_some) {
+                hits
+            } else {
+                Vec::new()
+            },
         };
-        (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty()).then_some(t)
+        (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty() || !t.cache_hit.is_empty())
+            .then_some(t)
     }
 
     fn known(&self, id: ModelId) -> bool {
@@ -786,6 +858,7 @@ impl RunRecorder {
             model: id,
             since,
             chunks: Vec::new(),
+            cache_hit: None,
         });
         if inf.chunks.len() >= cap {
             inf.chunks.remove(0);

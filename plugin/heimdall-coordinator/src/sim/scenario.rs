@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyzer::{FrameBudget, StepCost};
+use crate::analyzer::{CacheSpec, FrameBudget, StepCost};
 use crate::model::ModelSpec;
 use crate::utility::UtilityParams;
 
@@ -179,6 +179,15 @@ pub struct DnnScenario {
     /// declared it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_demand: Option<bool>,
+    /// The convolution cache of its GPU model, as its coordinator was told
+    /// (`Coordinator::set_conv_cache`), and the hit rate its GPU runs report. Absent (recordings
+    /// made before 2026-12-02's contention session, and DNNs without a cache): none. The cache
+    /// changes the coordinator's predicted costs (its cached steps' GPU *and* CPU times scale by
+    /// `1 - expected hit × saving`, and a measured range holding cached steps waits for a hit
+    /// report), so an admission that weighs the GPU against the CPU decides otherwise with it.
+    /// The simulated step times stay the scenario's (or the replayed) ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv_cache: Option<ConvCacheScenario>,
     /// Utility parameters.
     #[serde(default)]
     pub utility: UtilityParams,
@@ -193,6 +202,56 @@ pub struct DnnScenario {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub content_variation: Vec<f64>,
+}
+
+/// A DNN's convolution cache in a scenario ([`DnnScenario::conv_cache`]): the coordinator's
+/// [`CacheSpec`] and the hit rate its GPU runs report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvCacheScenario {
+    /// Indices of the cached steps (the GPU backend's `CompileReport::cached_ops`).
+    pub cached_steps: Vec<usize>,
+    /// Share of a cached step's uncached cost a hit rate of 1 saves, in `[0, 1]` (default 0.9,
+    /// [`CacheSpec::DEFAULT_SAVING`]).
+    #[serde(default = "default_cache_saving")]
+    pub saving: f64,
+    /// EMA factor of a rising expected hit rate, in `(0, 1]` (default 0.3,
+    /// [`CacheSpec::DEFAULT_RISE_ALPHA`]).
+    #[serde(default = "default_cache_rise")]
+    pub rise_alpha: f64,
+    /// The hit rate, in `[0, 1]`, that each inference ending on the GPU reports
+    /// (`Coordinator::report_cache_hits`) where the replay gives none for it (its
+    /// `cache_hit`). Absent: such runs report nothing (the app's ran with the cache off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_rate: Option<f64>,
+}
+
+fn default_cache_saving() -> f64 {
+    CacheSpec::DEFAULT_SAVING
+}
+fn default_cache_rise() -> f64 {
+    CacheSpec::DEFAULT_RISE_ALPHA
+}
+
+impl ConvCacheScenario {
+    /// The cache `spec` as the coordinator was told it, no hit rate of its own.
+    pub fn from_spec(spec: &CacheSpec) -> Self {
+        ConvCacheScenario {
+            cached_steps: spec.cached_steps.clone(),
+            saving: spec.saving,
+            rise_alpha: spec.rise_alpha,
+            hit_rate: None,
+        }
+    }
+
+    /// The coordinator's [`CacheSpec`].
+    pub fn spec(&self) -> CacheSpec {
+        CacheSpec {
+            cached_steps: self.cached_steps.clone(),
+            saving: self.saving,
+            rise_alpha: self.rise_alpha,
+        }
+    }
 }
 
 /// Reads `x` as `[x]` and `[x, y, ...]` as it is.
@@ -392,6 +451,16 @@ impl Scenario {
             let field = f(&format!("cpu_only_ops[{k}]"));
             check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
             check(seen.insert(op), field, "is listed twice")?;
+        }
+        if let Some(c) = &d.conv_cache {
+            if let Err(e) = c.spec().validate(d.gpu_op_ms.len()) {
+                return Err(invalid(f("conv_cache"), e));
+            }
+            check(
+                c.hit_rate.is_none_or(|h| (0.0..=1.0).contains(&h)),
+                f("conv_cache.hit_rate"),
+                "must be in [0, 1]",
+            )?;
         }
         let mut seen = HashSet::new();
         for (k, &b) in d.resumable_steps.iter().flatten().enumerate() {
