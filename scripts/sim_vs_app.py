@@ -51,8 +51,18 @@ app's: the comparison then checks the decisions and the GPU queue. `--median-rea
 each DNN's per-frame readbacks by their median (one figure per DNN, the frames' means left out),
 which checks the simulator's prediction instead. `--readback-ms X` overrides the scenario's.
 
+`--cpu-lend-from-phases` models when the plugin hands CPU work out as workers finish: only
+while its render world lends the coordinator to the workers, from the end of its frame
+(`RenderSystems::Cleanup`) to its next preparation; a worker that finishes while the render
+thread holds it waits for the lend or the next decision (the scenario's `cpu_lend_ms`). For a
+recording without it, it is the mean of the render thread's `wait_main_world`, `extract` and
+`bevy_prepare_before_heimdall` phases in stats.json. Off by default: with two CPU slots it
+brings palm detection, object detection and segmentation closer on 4-core runs but makes the
+hand landmarks wait longer than the app's (docs/measurements/contention/2026-12-02-h200-slots/
+README.md); with one slot it agrees where the default does not.
+
 Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--median-readbacks]
-                                     [--json OUT] RUN [RUN...]
+                                     [--cpu-lend-from-phases] [--json OUT] RUN [RUN...]
 Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 """
 
@@ -81,6 +91,10 @@ def model_readbacks(replay):
     replay.pop("readback_ms", None)
     return replay
 
+
+# The render thread's phases from its `Cleanup` (where the plugin lends the coordinator to the CPU
+# workers) to its next preparation (where it takes it back, just before the frame's decision).
+LEND_PHASES = ("wait_main_world", "extract", "bevy_prepare_before_heimdall")
 
 CALIBRATION = re.compile(r"plain ([0-9.]+) ms, full ([0-9.]+) ms, all reused ([0-9.]+) ms")
 
@@ -123,7 +137,15 @@ def with_conv_caches(scenario, app_models):
     return changed
 
 
-def simulate(heimdall, run, policy, readback_ms, per_model_median, stats):
+def lend_from_phases(stats):
+    """The scenario's `cpu_lend_ms` from the render thread's mean phases (`None` without them)."""
+    phases = stats.get("render_phases_ms") or {}
+    if not all(k in phases for k in LEND_PHASES):
+        return None
+    return sum(phases[k]["mean"] for k in LEND_PHASES)
+
+
+def simulate(heimdall, run, policy, readback_ms, per_model_median, stats, lend_phases=False):
     scenario = os.path.join(run, "scenario.json")
     replay = os.path.join(run, "replay.json")
     temps = []
@@ -133,7 +155,10 @@ def simulate(heimdall, run, policy, readback_ms, per_model_median, stats):
     on_completion = (stats.get("cpu_dispatch_on_completion")
                      and not s.get("cpu_dispatch_on_completion"))
     caches = with_conv_caches(s, stats.get("models", {}))
-    if readback_ms is not None or on_completion or caches:
+    lend = lend_from_phases(stats) if lend_phases and "cpu_lend_ms" not in s else None
+    if lend is not None:
+        s["cpu_lend_ms"] = lend
+    if readback_ms is not None or on_completion or caches or lend is not None:
         if readback_ms is not None:
             s["readback_ms"] = readback_ms
         if on_completion:
@@ -163,12 +188,12 @@ def base(name):
     return name.split("#")[0]
 
 
-def compare(run, heimdall, readback_ms, per_model_median=False):
+def compare(run, heimdall, readback_ms, per_model_median=False, lend_phases=False):
     stats = load(os.path.join(run, "stats.json"))
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
         policy = "fifo"
-    sim = simulate(heimdall, run, policy, readback_ms, per_model_median, stats)
+    sim = simulate(heimdall, run, policy, readback_ms, per_model_median, stats, lend_phases)
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []
@@ -218,6 +243,7 @@ def compare(run, heimdall, readback_ms, per_model_median=False):
     if display_compared:
         ok &= display_agree
     return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
+            "cpu_lend_ms": lend_from_phases(stats) if lend_phases else None,
             "app_after_gpu_on_time_rate": app_shown,
             "recorded_vsync_phase_ms": blanks, "recorded_presentations": presented,
             "display_compared": display_compared, "display_agree": display_agree,
@@ -236,12 +262,17 @@ def main():
     p.add_argument("--median-readbacks", action="store_true",
                    help="replace each DNN's recorded per-frame readbacks by their median (a "
                         "model of the readback, not a replay of it)")
+    p.add_argument("--cpu-lend-from-phases", action="store_true",
+                   help="for a recording without `cpu_lend_ms`, lend the coordinator to the CPU "
+                        "workers only for the render thread's mean wait_main_world + extract + "
+                        "bevy_prepare_before_heimdall before each frame's decision (stats.json)")
     p.add_argument("--json")
     a = p.parse_args()
     results = []
     for run in a.runs:
         try:
-            results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks))
+            results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks,
+                                   a.cpu_lend_from_phases))
         except (OSError, KeyError, ValueError, RuntimeError) as e:
             print(f"{run}: {e}", file=sys.stderr)
             return 2

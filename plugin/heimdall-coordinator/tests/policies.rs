@@ -49,6 +49,7 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         results_at_frame_start: false,
         readback_ms: 0.0,
         cpu_dispatch_on_completion: false,
+        cpu_lend_ms: None,
         dnns,
     };
     s.validate().unwrap();

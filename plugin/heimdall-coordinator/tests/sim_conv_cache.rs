@@ -44,7 +44,13 @@ fn run(sc: &Scenario, opts: SimOptions) -> SimOutput {
         misprofile: 0.7,
         ..opts
     };
-    simulate_opts(sc, policy_by_name("max_total_utility").unwrap(), &opts, |_| {}).unwrap()
+    simulate_opts(
+        sc,
+        policy_by_name("max_total_utility").unwrap(),
+        &opts,
+        |_| {},
+    )
+    .unwrap()
 }
 
 /// Inferences that ran on the CPU, of all.
@@ -62,10 +68,16 @@ fn on_cpu(out: &SimOutput) -> (usize, usize) {
 fn a_conv_cache_keeps_an_on_demand_dnn_on_the_cpu() {
     let (cpu, all) = on_cpu(&run(&palm(CACHE), SimOptions::default()));
     assert!(all > 200, "{all}");
-    assert!(cpu * 100 >= 95 * all, "with the cache: {cpu} of {all} on the CPU");
+    assert!(
+        cpu * 100 >= 95 * all,
+        "with the cache: {cpu} of {all} on the CPU"
+    );
     let (cpu, all) = on_cpu(&run(&palm(""), SimOptions::default()));
     assert!(all > 200, "{all}");
-    assert!(cpu * 100 <= 20 * all, "without it: {cpu} of {all} on the CPU");
+    assert!(
+        cpu * 100 <= 20 * all,
+        "without it: {cpu} of {all} on the CPU"
+    );
 }
 
 /// A run of a DNN with a cache, recorded, exports the cache (with the mean reported hit rate)
@@ -146,7 +158,10 @@ fn conv_cache_values_are_checked() {
     let c = defaults.dnns[0].conv_cache.clone().unwrap();
     assert_eq!((c.saving, c.rise_alpha, c.hit_rate), (0.9, 0.3, None));
     for (bad, field) in [
-        (r#", "conv_cache": {"cached_steps": [40]}"#, "dnns[0].conv_cache"),
+        (
+            r#", "conv_cache": {"cached_steps": [40]}"#,
+            "dnns[0].conv_cache",
+        ),
         (
             r#", "conv_cache": {"cached_steps": [0], "saving": 1.5}"#,
             "dnns[0].conv_cache",

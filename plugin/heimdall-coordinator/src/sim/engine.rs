@@ -103,6 +103,9 @@ enum Kind {
         id: WorkId,
     },
     Vsync(usize),
+    /// Per frame with the scenario's `cpu_lend_ms`: the plugin lends its coordinator to the CPU
+    /// workers before frame `k`'s decision, and the free slots get work.
+    Lend(usize),
     Request {
         dnn: usize,
         index: usize,
@@ -129,8 +132,9 @@ impl Kind {
         match self {
             Kind::GpuDone(_) | Kind::OutputsRead { .. } => 0,
             Kind::CpuDone { .. } => 1,
-            Kind::Vsync(_) => 2,
-            Kind::Request { .. } => 3,
+            Kind::Lend(_) => 2,
+            Kind::Vsync(_) => 3,
+            Kind::Request { .. } => 4,
         }
     }
 }
@@ -195,6 +199,11 @@ struct Sim<'a> {
     held: Vec<Option<Request>>,
     /// Per frame: a rendered frame started at this instant, so a decision is due.
     frame_due: bool,
+    /// Per frame with `cpu_lend_ms`: the plugin lent its coordinator to the CPU workers at this
+    /// instant, so CPU work goes out.
+    lend_due: bool,
+    /// Per frame with `cpu_lend_ms`: the frame before whose decision a lend is queued.
+    lend_queued: Option<usize>,
     /// Per frame with `dnn_work_first`: the vsync's render (frame, render time), queued after
     /// the frame's chunks.
     render_due: Option<(usize, f64)>,
@@ -294,6 +303,8 @@ pub fn simulate_opts(
         per_frame: scenario.decisions == Decisions::PerFrame,
         held: vec![None; n],
         frame_due: false,
+        lend_due: false,
+        lend_queued: None,
         render_due: None,
         work_ms: Vec::new(),
         frame_now: 0,
@@ -353,6 +364,8 @@ fn run_recorder(scenario: &Scenario, cfg: &CoordinatorConfig, end_ms: f64) -> Ru
     let mut r = RunRecorder::with_capacity(cfg, frames.max(requests));
     r.set_frame_rate(scenario.frame_rate);
     r.set_frame_order(scenario.dnn_work_first, scenario.results_at_frame_start);
+    r.set_cpu_dispatch_on_completion(scenario.cpu_dispatch_on_completion);
+    r.set_cpu_lend_ms(scenario.cpu_lend_ms);
     r
 }
 
@@ -449,9 +462,14 @@ impl Sim<'_> {
                 event = merge(event, self.handle(next));
             }
             if self.per_frame {
+                let lend = std::mem::take(&mut self.lend_due);
                 if std::mem::take(&mut self.frame_due) {
                     self.decide_frame(now);
-                } else if event == Some(Event::CpuWorkDone) && self.sc.cpu_dispatch_on_completion {
+                } else if lend
+                    || (event == Some(Event::CpuWorkDone)
+                        && self.sc.cpu_dispatch_on_completion
+                        && self.lent(now))
+                {
                     self.dispatch_cpu_only(now);
                 }
             } else if let Some(e) = event {
@@ -468,6 +486,10 @@ impl Sim<'_> {
         Some(match ev.kind {
             Kind::Vsync(k) => {
                 self.on_vsync(k, now);
+                return None;
+            }
+            Kind::Lend(_) => {
+                self.lend_due = true;
                 return None;
             }
             Kind::GpuDone(GpuItem::Render { frame, start }) => {

@@ -119,6 +119,8 @@ pub struct RunRecorder {
     results_at_frame_start: bool,
     /// How CPU work went out ([`RunRecorder::set_cpu_dispatch_on_completion`]).
     cpu_dispatch_on_completion: bool,
+    /// When the coordinator was lent to the CPU workers ([`RunRecorder::set_cpu_lend_ms`]).
+    cpu_lend_ms: Option<f64>,
     capacity: usize,
     models: Vec<ModelRec>,
     frames: VecDeque<FrameRec>,
@@ -161,6 +163,7 @@ impl RunRecorder {
             dnn_work_first: false,
             results_at_frame_start: false,
             cpu_dispatch_on_completion: false,
+            cpu_lend_ms: None,
             capacity: capacity.max(1),
             models: Vec::new(),
             frames: VecDeque::new(),
@@ -202,6 +205,15 @@ impl RunRecorder {
     /// frame's decision. Kept by [`RunRecorder::reset`].
     pub fn set_cpu_dispatch_on_completion(&mut self, on_completion: bool) {
         self.cpu_dispatch_on_completion = on_completion;
+    }
+
+    /// How long before each frame's decision the app lends its coordinator to the CPU workers,
+    /// ms (the plugin: from its render world's `Cleanup` to its next preparation), exported as
+    /// the scenario's `cpu_lend_ms`: with `cpu_dispatch_on_completion` a worker that finishes
+    /// only then gets its next work at once. `None` (the default): the whole frame. Values that
+    /// are not finite or < 0 count as `None`.
+    pub fn set_cpu_lend_ms(&mut self, ms: Option<f64>) {
+        self.cpu_lend_ms = ms.filter(|x| x.is_finite() && *x >= 0.0);
     }
 
     /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
@@ -633,6 +645,7 @@ impl RunRecorder {
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
             cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
+            cpu_lend_ms: self.cpu_lend_ms,
             dnns,
         };
         let replay = self.replay(t0, render_ms, models);

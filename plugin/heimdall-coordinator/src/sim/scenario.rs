@@ -86,6 +86,17 @@ pub struct Scenario {
     /// plugin hands it out today, once per frame).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cpu_dispatch_on_completion: bool,
+    /// Per frame with `cpu_dispatch_on_completion`: how long before each frame's decision the
+    /// plugin lends its coordinator to the CPU workers, ms (from the end of the render world's
+    /// frame, `RenderSystems::Cleanup`, to its next preparation: the render thread's
+    /// `wait_main_world`, `extract` and `bevy_prepare_before_heimdall` phases). Only then does a
+    /// worker that finishes get its next CPU work at once; one that finishes earlier in the
+    /// frame (while the render thread holds the coordinator: its preparation, the scene, the
+    /// present) waits for the lend, where the free slots are filled, or for the frame's
+    /// decision. It matters where CPU slots are few (a 4-core host's two). Absent (the default,
+    /// and recordings made before 2026-12-02): the whole frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_lend_ms: Option<f64>,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
 }
@@ -406,6 +417,9 @@ impl Scenario {
         check(nonneg(self.alpha), "alpha", "must be >= 0")?;
         if let Some(e) = self.render_estimate_ms {
             check(nonneg(e), "render_estimate_ms", "must be finite and >= 0")?;
+        }
+        if let Some(l) = self.cpu_lend_ms {
+            check(nonneg(l), "cpu_lend_ms", "must be finite and >= 0")?;
         }
         check(!self.dnns.is_empty(), "dnns", "must not be empty")?;
         let mut names = HashSet::new();
