@@ -42,6 +42,12 @@ stats.json), the saving the plugin computes from the calibration the `decision` 
 (`1 - all reused / plain`, over the cached steps' share of the GPU time), and the mean of the
 reported hit rates as each simulated GPU run's (none where the app reported none).
 
+The plugin cuts a continuous DNN's CPU inference that takes the last free slots into pieces of
+at most 0.75 of a frame (at least 8 ms; 12.5 ms at 60 Hz), and its planner counts that piece as
+an on-demand DNN's wait for the CPU: the recorder writes it as the scenario's `cpu_chunk_ms`;
+for a recording without it (made before 2026-12-02's contention session) it is set here as the
+plugin computes it, not the coordinator's default of 8 ms.
+
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
 before it did); the replay has each frame's and each model's in each frame, which the simulator
@@ -51,18 +57,16 @@ app's: the comparison then checks the decisions and the GPU queue. `--median-rea
 each DNN's per-frame readbacks by their median (one figure per DNN, the frames' means left out),
 which checks the simulator's prediction instead. `--readback-ms X` overrides the scenario's.
 
-`--cpu-lend-from-phases` models when the plugin hands CPU work out as workers finish: only
-while its render world lends the coordinator to the workers, from the end of its frame
-(`RenderSystems::Cleanup`) to its next preparation; a worker that finishes while the render
-thread holds it waits for the lend or the next decision (the scenario's `cpu_lend_ms`). For a
-recording without it, it is the mean of the render thread's `wait_main_world`, `extract` and
-`bevy_prepare_before_heimdall` phases in stats.json. Off by default: with two CPU slots it
-brings palm detection, object detection and segmentation closer on 4-core runs but makes the
-hand landmarks wait longer than the app's (docs/measurements/contention/2026-12-02-h200-slots/
-README.md); with one slot it agrees where the default does not.
+The plugin hands CPU work out as workers finish only while its render world lends the
+coordinator to the workers, from the end of its frame (`RenderSystems::Cleanup`) to its next
+preparation; a worker that finishes while the render thread holds it waits for the lend or the
+next decision (the scenario's `cpu_lend_ms`). For a recording without it, it is set here to the
+mean of the render thread's `wait_main_world`, `extract` and `bevy_prepare_before_heimdall`
+phases in stats.json; `--whole-frame-lend` leaves it out (CPU work handed out at any time, as
+the simulator did before). It matters where CPU slots are few (the 4-core runs).
 
 Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--median-readbacks]
-                                     [--cpu-lend-from-phases] [--json OUT] RUN [RUN...]
+                                     [--whole-frame-lend] [--json OUT] RUN [RUN...]
 Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 """
 
@@ -155,10 +159,15 @@ def simulate(heimdall, run, policy, readback_ms, per_model_median, stats, lend_p
     on_completion = (stats.get("cpu_dispatch_on_completion")
                      and not s.get("cpu_dispatch_on_completion"))
     caches = with_conv_caches(s, stats.get("models", {}))
+    # The plugin's longest CPU piece (`render/schedule.rs`: 0.75 of a frame, at least 8 ms);
+    # recordings made before the recorder wrote it simulated the coordinator's default, 8 ms.
+    chunk = "cpu_chunk_ms" not in s
+    if chunk:
+        s["cpu_chunk_ms"] = max(0.75 * 1000.0 / s["frame_rate"], 8.0)
     lend = lend_from_phases(stats) if lend_phases and "cpu_lend_ms" not in s else None
     if lend is not None:
         s["cpu_lend_ms"] = lend
-    if readback_ms is not None or on_completion or caches or lend is not None:
+    if readback_ms is not None or on_completion or caches or chunk or lend is not None:
         if readback_ms is not None:
             s["readback_ms"] = readback_ms
         if on_completion:
@@ -188,7 +197,7 @@ def base(name):
     return name.split("#")[0]
 
 
-def compare(run, heimdall, readback_ms, per_model_median=False, lend_phases=False):
+def compare(run, heimdall, readback_ms, per_model_median=False, lend_phases=True):
     stats = load(os.path.join(run, "stats.json"))
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
@@ -262,17 +271,18 @@ def main():
     p.add_argument("--median-readbacks", action="store_true",
                    help="replace each DNN's recorded per-frame readbacks by their median (a "
                         "model of the readback, not a replay of it)")
-    p.add_argument("--cpu-lend-from-phases", action="store_true",
-                   help="for a recording without `cpu_lend_ms`, lend the coordinator to the CPU "
-                        "workers only for the render thread's mean wait_main_world + extract + "
-                        "bevy_prepare_before_heimdall before each frame's decision (stats.json)")
+    p.add_argument("--whole-frame-lend", action="store_true",
+                   help="for a recording without `cpu_lend_ms`, hand CPU work out whenever a "
+                        "worker finishes (by default only in the render thread's mean "
+                        "wait_main_world + extract + bevy_prepare_before_heimdall before each "
+                        "frame's decision, from stats.json)")
     p.add_argument("--json")
     a = p.parse_args()
     results = []
     for run in a.runs:
         try:
             results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks,
-                                   a.cpu_lend_from_phases))
+                                   not a.whole_frame_lend))
         except (OSError, KeyError, ValueError, RuntimeError) as e:
             print(f"{run}: {e}", file=sys.stderr)
             return 2

@@ -350,6 +350,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
         readback_ms: 0.0,
         cpu_dispatch_on_completion: false,
         cpu_lend_ms: None,
+        cpu_chunk_ms: None,
         dnns: vec![d],
     };
     let r = simulate_with(&sc, "max_total_utility", false, |_| {})

@@ -50,6 +50,7 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         readback_ms: 0.0,
         cpu_dispatch_on_completion: false,
         cpu_lend_ms: None,
+        cpu_chunk_ms: None,
         dnns,
     };
     s.validate().unwrap();

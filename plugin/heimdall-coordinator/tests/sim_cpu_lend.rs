@@ -4,6 +4,7 @@
 //! finishes while the render thread holds it (its preparation, the scene, the present) waits for
 //! the lend or the next frame's decision. The scenario's `cpu_lend_ms` is that part of the frame.
 //! Where CPU slots are few (a 4-core host's two, or one) the wait is much of a DNN's latency.
+//! And the plugin's longest piece of continuous CPU work (`cpu_chunk_ms`).
 
 use heimdall_coordinator::policy_by_name;
 use heimdall_coordinator::sim::{Scenario, SimOptions, SimOutput, simulate_opts};
@@ -113,4 +114,56 @@ fn the_lend_is_recorded_and_checked() {
         .replace(r#""cpu_lend_ms":2.0"#, r#""cpu_lend_ms":-1.0"#);
     let err = Scenario::from_json(&bad).unwrap_err().to_string();
     assert!(err.contains("`cpu_lend_ms`"), "{err}");
+}
+
+/// One CPU slot and no GPU budget (a 20 ms scene at 60 Hz): "big", 40 ms of CPU work every
+/// 50 ms, is cut into pieces when it takes the last slot, so that the on-demand "tap" (1 ms, asked
+/// 5 ms into each of big's inferences) waits at most one piece. `chunk` is the scenario's
+/// `cpu_chunk_ms` field (empty: none).
+fn big_and_tap(chunk: &str) -> Scenario {
+    let taps: Vec<String> = (0..19).map(|i| format!("{}", 105 + 100 * i)).collect();
+    Scenario::from_json(&format!(
+        r#"{{"frame_rate": 60, "render_ms": 20, "duration_s": 2, "cpu_workers": 1 {chunk},
+            "dnns": [{{"name": "big", "gpu_op_ms": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+                       "cpu_op_ms": [4, 4, 4, 4, 4, 4, 4, 4, 4, 4],
+                       "request": {{"period_ms": 50}}}},
+                     {{"name": "tap", "gpu_op_ms": [1], "cpu_op_ms": [1], "on_demand": true,
+                       "request": {{"events_ms": [{}]}}}}]}}"#,
+        taps.join(", ")
+    ))
+    .unwrap()
+}
+
+/// The tap's latencies, ms.
+fn tap_latencies(out: &SimOutput) -> Vec<f64> {
+    out.completions
+        .iter()
+        .filter(|c| c.model.0 == 1)
+        .map(|c| c.finished_ms - c.admitted_ms)
+        .collect()
+}
+
+/// The plugin cuts continuous CPU work into pieces of 0.75 of a frame (12.5 ms at 60 Hz), not the
+/// coordinator's default 8 ms: the scenario's `cpu_chunk_ms` sets it. By default big runs in
+/// pieces of two 4 ms steps (100-108 ms...): the tap at 105 ms runs at 108, 4 ms after it came;
+/// with 12.5 ms pieces of three steps (100-112 ms) it runs at 112, 8 ms after. A simulated run
+/// records the value its coordinator had.
+#[test]
+fn the_cpu_piece_is_the_scenarios() {
+    let by_default = run(&big_and_tap(""), &SimOptions::default());
+    let t = tap_latencies(&by_default);
+    assert_eq!(t.len(), 19);
+    assert!(t.iter().all(|&l| (l - 4.0).abs() < 1e-6), "{t:?}");
+    let plugin = run(
+        &big_and_tap(r#", "cpu_chunk_ms": 12.5"#),
+        &SimOptions {
+            record_run: true,
+            ..SimOptions::default()
+        },
+    );
+    let t = tap_latencies(&plugin);
+    assert_eq!(t.len(), 19);
+    assert!(t.iter().all(|&l| (l - 8.0).abs() < 1e-6), "{t:?}");
+    let (scenario, _) = plugin.recorded.expect("recorded");
+    assert_eq!(scenario.cpu_chunk_ms, Some(12.5));
 }

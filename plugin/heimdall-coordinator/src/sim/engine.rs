@@ -349,6 +349,9 @@ fn coordinator_config(
     if let Some(e) = scenario.render_estimate_ms {
         cfg.budget.render_ms = e;
     }
+    if let Some(c) = scenario.cpu_chunk_ms {
+        cfg.placement.cpu_chunk_ms = c;
+    }
     tweak(&mut cfg);
     cfg
 }

@@ -112,6 +112,8 @@ pub struct RunRecorder {
     relaxation_ms: f64,
     alpha: f64,
     chunk_overhead_ms: f64,
+    /// The placement planner's longest piece of continuous CPU work, ms.
+    cpu_chunk_ms: f64,
     /// The configuration's render time (the fallback when no frame was measured).
     config_render_ms: f64,
     /// The coordinator's render estimate at the window's start, if known.
@@ -160,6 +162,7 @@ impl RunRecorder {
             relaxation_ms: b.relaxation_ms,
             alpha: cfg.alpha,
             chunk_overhead_ms: b.chunk_overhead_ms,
+            cpu_chunk_ms: cfg.placement.cpu_chunk_ms,
             config_render_ms: b.render_ms,
             render_estimate_ms: Some(b.render_ms),
             dnn_work_first: false,
@@ -560,6 +563,7 @@ impl RunRecorder {
             readback_ms: 0.0,
             cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
             cpu_lend_ms: self.cpu_lend_ms,
+            cpu_chunk_ms: Some(nonneg_or(self.cpu_chunk_ms, 0.0)),
             dnns,
         };
         let replay = self.replay(t0, render_ms, models);

@@ -97,6 +97,14 @@ pub struct Scenario {
     /// and recordings made before 2026-12-02): the whole frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_lend_ms: Option<f64>,
+    /// The placement planner's longest piece of continuous CPU work, ms
+    /// (`PlacementConfig::cpu_chunk_ms`: a continuous DNN's CPU inference that takes the last free
+    /// slots is cut into pieces this long, so that an on-demand one waits at most one piece; the
+    /// planner counts that wait in the CPU's latency). Absent: the coordinator's default, 8 ms.
+    /// The Bevy plugin sets `max(0.75 × frame period, 8 ms)` (12.5 ms at 60 Hz); a recorded run
+    /// gives its coordinator's (recordings made before 2026-12-02 have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_chunk_ms: Option<f64>,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
 }
@@ -420,6 +428,9 @@ impl Scenario {
         }
         if let Some(l) = self.cpu_lend_ms {
             check(nonneg(l), "cpu_lend_ms", "must be finite and >= 0")?;
+        }
+        if let Some(c) = self.cpu_chunk_ms {
+            check(nonneg(c), "cpu_chunk_ms", "must be finite and >= 0")?;
         }
         check(!self.dnns.is_empty(), "dnns", "must not be empty")?;
         let mut names = HashSet::new();
