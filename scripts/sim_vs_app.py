@@ -29,6 +29,25 @@ A run whose plugin handed CPU work out as workers finished (`stats.json`:
 `RunRecorder::set_cpu_dispatch_on_completion`; for recordings made before they did, it is set
 here from stats.json).
 
+A DNN whose GPU model ran with the convolution cache has it in the scenario (`conv_cache`: the
+cached steps, the saving the coordinator was given, the hit rate a GPU run reports) and each
+inference's reported hit rate in the replay (`cache_hit`), where the recorder was told them
+(`RunRecorder::set_conv_cache`, `RunRecorder::cache_hit`). The cache changes the coordinator's
+predicted costs, its CPU ones too (an on-demand DNN such as palm detection then takes the CPU
+where it would otherwise take the GPU), so a recording without it simulates other decisions.
+For a recording without it (made before 2026-12-02's contention session), it is set here from
+stats.json's `conv_cache` of each DNN that had one (`cached_ops` > 0): the first `cached_ops`
+steps as the cached ones (the cache skips "the first N layers"; the exact steps are not in
+stats.json), the saving the plugin computes from the calibration the `decision` quotes
+(`1 - all reused / plain`, over the cached steps' share of the GPU time), and the mean of the
+reported hit rates as each simulated GPU run's (none where the app reported none).
+
+The plugin cuts a continuous DNN's CPU inference that takes the last free slots into pieces of
+at most 0.75 of a frame (at least 8 ms; 12.5 ms at 60 Hz), and its planner counts that piece as
+an on-demand DNN's wait for the CPU: the recorder writes it as the scenario's `cpu_chunk_ms`;
+for a recording without it (made before 2026-12-02's contention session) it is set here as the
+plugin computes it, not the coordinator's default of 8 ms.
+
 The scenario's `readback_ms` (from the end of the GPU submission holding an inference's last chunk
 to its outputs in host memory) is the median the plugin measured in the run (0 in recordings made
 before it did); the replay has each frame's and each model's in each frame, which the simulator
@@ -38,14 +57,23 @@ app's: the comparison then checks the decisions and the GPU queue. `--median-rea
 each DNN's per-frame readbacks by their median (one figure per DNN, the frames' means left out),
 which checks the simulator's prediction instead. `--readback-ms X` overrides the scenario's.
 
+The plugin hands CPU work out as workers finish only while its render world lends the
+coordinator to the workers, from the end of its frame (`RenderSystems::Cleanup`) to its next
+preparation; a worker that finishes while the render thread holds it waits for the lend or the
+next decision (the scenario's `cpu_lend_ms`). For a recording without it, it is set here to the
+mean of the render thread's `wait_main_world`, `extract` and `bevy_prepare_before_heimdall`
+phases in stats.json; `--whole-frame-lend` leaves it out (CPU work handed out at any time, as
+the simulator did before). It matters where CPU slots are few (the 4-core runs).
+
 Usage: python3 scripts/sim_vs_app.py [--heimdall PATH] [--readback-ms X] [--median-readbacks]
-                                     [--json OUT] RUN [RUN...]
+                                     [--whole-frame-lend] [--json OUT] RUN [RUN...]
 Exit status 0 when every run agrees, 1 otherwise, 2 on bad input.
 """
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -68,15 +96,78 @@ def model_readbacks(replay):
     return replay
 
 
-def simulate(heimdall, run, policy, readback_ms, per_model_median, cpu_on_completion=None):
+# The render thread's phases from its `Cleanup` (where the plugin lends the coordinator to the CPU
+# workers) to its next preparation (where it takes it back, just before the frame's decision).
+LEND_PHASES = ("wait_main_world", "extract", "bevy_prepare_before_heimdall")
+
+CALIBRATION = re.compile(r"plain ([0-9.]+) ms, full ([0-9.]+) ms, all reused ([0-9.]+) ms")
+
+
+def conv_cache_from_stats(dnn, model_stats):
+    """The scenario's `conv_cache` of `dnn` from the app's statistics of its model (`None` when it
+    ran without the cache): see the module's documentation."""
+    c = (model_stats or {}).get("conv_cache") or {}
+    n = min(c.get("cached_ops") or 0, len(dnn["gpu_op_ms"]))
+    if n <= 0:
+        return None
+    cache = {"cached_steps": list(range(n))}
+    m = CALIBRATION.search(c.get("decision") or "")
+    total, share = sum(dnn["gpu_op_ms"]), sum(dnn["gpu_op_ms"][:n])
+    if m and float(m.group(1)) > 0 and total > 0 and share > 0:
+        saving = 1.0 - float(m.group(3)) / float(m.group(1))
+        cache["saving"] = min(max(saving * total / share, 0.0), 1.0)
+    if c.get("runs"):
+        cache["hit_rate"] = min(max(c.get("hit_rate_mean", 0.0), 0.0), 1.0)
+    return cache
+
+
+def with_conv_caches(scenario, app_models):
+    """Sets the convolution cache of each DNN of `scenario` (a recording that has none) from
+    the app's statistics; returns whether any was set."""
+    if any("conv_cache" in d for d in scenario["dnns"]):
+        return False
+    by_count = {}
+    for name, m in app_models.items():
+        count = (m.get("admission_to_last_op_ms") or {}).get("count", 0)
+        by_count.setdefault(base(name), []).append((count, m))
+    changed = False
+    for d in scenario["dnns"]:
+        # Instances of one model have the same compiled GPU model: any of them says.
+        stats = max(by_count.get(base(d["name"]), [(0, None)]), key=lambda x: x[0])[1]
+        cache = conv_cache_from_stats(d, stats)
+        if cache:
+            d["conv_cache"] = cache
+            changed = True
+    return changed
+
+
+def lend_from_phases(stats):
+    """The scenario's `cpu_lend_ms` from the render thread's mean phases (`None` without them)."""
+    phases = stats.get("render_phases_ms") or {}
+    if not all(k in phases for k in LEND_PHASES):
+        return None
+    return sum(phases[k]["mean"] for k in LEND_PHASES)
+
+
+def simulate(heimdall, run, policy, readback_ms, per_model_median, stats, lend_phases=False):
     scenario = os.path.join(run, "scenario.json")
     replay = os.path.join(run, "replay.json")
     temps = []
     s = load(scenario)
     # The plugin hands CPU work out as workers finish (stats.json `cpu_dispatch_on_completion`);
     # a recording made before the recorder wrote it is simulated the way the run did it.
-    on_completion = cpu_on_completion and not s.get("cpu_dispatch_on_completion")
-    if readback_ms is not None or on_completion:
+    on_completion = (stats.get("cpu_dispatch_on_completion")
+                     and not s.get("cpu_dispatch_on_completion"))
+    caches = with_conv_caches(s, stats.get("models", {}))
+    # The plugin's longest CPU piece (`render/schedule.rs`: 0.75 of a frame, at least 8 ms);
+    # recordings made before the recorder wrote it simulated the coordinator's default, 8 ms.
+    chunk = "cpu_chunk_ms" not in s
+    if chunk:
+        s["cpu_chunk_ms"] = max(0.75 * 1000.0 / s["frame_rate"], 8.0)
+    lend = lend_from_phases(stats) if lend_phases and "cpu_lend_ms" not in s else None
+    if lend is not None:
+        s["cpu_lend_ms"] = lend
+    if readback_ms is not None or on_completion or caches or chunk or lend is not None:
         if readback_ms is not None:
             s["readback_ms"] = readback_ms
         if on_completion:
@@ -106,13 +197,12 @@ def base(name):
     return name.split("#")[0]
 
 
-def compare(run, heimdall, readback_ms, per_model_median=False):
+def compare(run, heimdall, readback_ms, per_model_median=False, lend_phases=True):
     stats = load(os.path.join(run, "stats.json"))
     policy = stats.get("policy") or "max_total_utility"
     if stats.get("mode") == "fifo":
         policy = "fifo"
-    sim = simulate(heimdall, run, policy, readback_ms, per_model_median,
-                   stats.get("cpu_dispatch_on_completion"))
+    sim = simulate(heimdall, run, policy, readback_ms, per_model_median, stats, lend_phases)
     app_on = stats["on_time_rate"]
     sim_on = sim["frames"]["work_fits_rate"]
     rows = []
@@ -162,6 +252,7 @@ def compare(run, heimdall, readback_ms, per_model_median=False):
     if display_compared:
         ok &= display_agree
     return {"run": run, "mode": stats.get("mode"), "policy": policy, "readback_ms": readback_ms,
+            "cpu_lend_ms": lend_from_phases(stats) if lend_phases else None,
             "app_after_gpu_on_time_rate": app_shown,
             "recorded_vsync_phase_ms": blanks, "recorded_presentations": presented,
             "display_compared": display_compared, "display_agree": display_agree,
@@ -180,12 +271,18 @@ def main():
     p.add_argument("--median-readbacks", action="store_true",
                    help="replace each DNN's recorded per-frame readbacks by their median (a "
                         "model of the readback, not a replay of it)")
+    p.add_argument("--whole-frame-lend", action="store_true",
+                   help="for a recording without `cpu_lend_ms`, hand CPU work out whenever a "
+                        "worker finishes (by default only in the render thread's mean "
+                        "wait_main_world + extract + bevy_prepare_before_heimdall before each "
+                        "frame's decision, from stats.json)")
     p.add_argument("--json")
     a = p.parse_args()
     results = []
     for run in a.runs:
         try:
-            results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks))
+            results.append(compare(run, a.heimdall, a.readback_ms, a.median_readbacks,
+                                   not a.whole_frame_lend))
         except (OSError, KeyError, ValueError, RuntimeError) as e:
             print(f"{run}: {e}", file=sys.stderr)
             return 2

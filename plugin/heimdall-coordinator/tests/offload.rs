@@ -329,6 +329,7 @@ fn a_light_model_stays_on_an_idle_gpu() {
         cpu_threads: 1,
         cpu_speedup: 1.0,
         on_demand: None,
+        conv_cache: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],
@@ -348,6 +349,8 @@ fn a_light_model_stays_on_an_idle_gpu() {
         results_at_frame_start: false,
         readback_ms: 0.0,
         cpu_dispatch_on_completion: false,
+        cpu_lend_ms: None,
+        cpu_chunk_ms: None,
         dnns: vec![d],
     };
     let r = simulate_with(&sc, "max_total_utility", false, |_| {})

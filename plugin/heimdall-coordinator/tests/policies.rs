@@ -26,6 +26,7 @@ fn dnn(name: &str, ops: usize, op_ms: f64, cpu_factor: f64, period_ms: f64) -> D
         cpu_threads: 1,
         cpu_speedup: 1.0,
         on_demand: None,
+        conv_cache: None,
         utility: UtilityParams::default(),
         priority: None,
         content_variation: vec![],
@@ -48,6 +49,8 @@ fn scenario(dnns: Vec<DnnScenario>, duration_s: f64) -> Scenario {
         results_at_frame_start: false,
         readback_ms: 0.0,
         cpu_dispatch_on_completion: false,
+        cpu_lend_ms: None,
+        cpu_chunk_ms: None,
         dnns,
     };
     s.validate().unwrap();

@@ -116,6 +116,7 @@ fn replaying_the_scenarios_own_times_changes_nothing() {
                     gpu_step_ms: some(&d.gpu_op_ms),
                     cpu_step_ms: some(&d.cpu_op_ms),
                     readback_ms: Vec::new(),
+                    cache_hit: Vec::new(),
                 },
             )
         })

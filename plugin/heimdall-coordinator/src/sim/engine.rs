@@ -18,6 +18,7 @@ use crate::model::ModelId;
 use crate::policy::{Policy, UnknownPolicy, policy_by_name};
 use crate::timeline::{Lane, Timeline};
 
+mod completion;
 mod finish;
 mod per_frame;
 
@@ -103,6 +104,9 @@ enum Kind {
         id: WorkId,
     },
     Vsync(usize),
+    /// Per frame with the scenario's `cpu_lend_ms`: the plugin lends its coordinator to the CPU
+    /// workers before frame `k`'s decision, and the free slots get work.
+    Lend(usize),
     Request {
         dnn: usize,
         index: usize,
@@ -129,8 +133,9 @@ impl Kind {
         match self {
             Kind::GpuDone(_) | Kind::OutputsRead { .. } => 0,
             Kind::CpuDone { .. } => 1,
-            Kind::Vsync(_) => 2,
-            Kind::Request { .. } => 3,
+            Kind::Lend(_) => 2,
+            Kind::Vsync(_) => 3,
+            Kind::Request { .. } => 4,
         }
     }
 }
@@ -195,6 +200,11 @@ struct Sim<'a> {
     held: Vec<Option<Request>>,
     /// Per frame: a rendered frame started at this instant, so a decision is due.
     frame_due: bool,
+    /// Per frame with `cpu_lend_ms`: the plugin lent its coordinator to the CPU workers at this
+    /// instant, so CPU work goes out.
+    lend_due: bool,
+    /// Per frame with `cpu_lend_ms`: the frame before whose decision a lend is queued.
+    lend_queued: Option<usize>,
     /// Per frame with `dnn_work_first`: the vsync's render (frame, render time), queued after
     /// the frame's chunks.
     render_due: Option<(usize, f64)>,
@@ -294,6 +304,8 @@ pub fn simulate_opts(
         per_frame: scenario.decisions == Decisions::PerFrame,
         held: vec![None; n],
         frame_due: false,
+        lend_due: false,
+        lend_queued: None,
         render_due: None,
         work_ms: Vec::new(),
         frame_now: 0,
@@ -337,6 +349,9 @@ fn coordinator_config(
     if let Some(e) = scenario.render_estimate_ms {
         cfg.budget.render_ms = e;
     }
+    if let Some(c) = scenario.cpu_chunk_ms {
+        cfg.placement.cpu_chunk_ms = c;
+    }
     tweak(&mut cfg);
     cfg
 }
@@ -353,6 +368,8 @@ fn run_recorder(scenario: &Scenario, cfg: &CoordinatorConfig, end_ms: f64) -> Ru
     let mut r = RunRecorder::with_capacity(cfg, frames.max(requests));
     r.set_frame_rate(scenario.frame_rate);
     r.set_frame_order(scenario.dnn_work_first, scenario.results_at_frame_start);
+    r.set_cpu_dispatch_on_completion(scenario.cpu_dispatch_on_completion);
+    r.set_cpu_lend_ms(scenario.cpu_lend_ms);
     r
 }
 
@@ -395,6 +412,15 @@ fn register_dnns(
         }
         if d.resumable_steps.is_some() {
             coord.set_resumable_steps(id, d.resumable_steps.as_deref());
+        }
+        if let Some(cache) = &d.conv_cache {
+            let spec = cache.spec();
+            coord
+                .set_conv_cache(id, Some(spec.clone()))
+                .expect("the scenario's cache spec was validated");
+            if let Some(r) = recorder.as_deref_mut() {
+                r.set_conv_cache(id, Some(&spec));
+            }
         }
     }
 }
@@ -440,9 +466,14 @@ impl Sim<'_> {
                 event = merge(event, self.handle(next));
             }
             if self.per_frame {
+                let lend = std::mem::take(&mut self.lend_due);
                 if std::mem::take(&mut self.frame_due) {
                     self.decide_frame(now);
-                } else if event == Some(Event::CpuWorkDone) && self.sc.cpu_dispatch_on_completion {
+                } else if lend
+                    || (event == Some(Event::CpuWorkDone)
+                        && self.sc.cpu_dispatch_on_completion
+                        && self.lent(now))
+                {
                     self.dispatch_cpu_only(now);
                 }
             } else if let Some(e) = event {
@@ -459,6 +490,10 @@ impl Sim<'_> {
         Some(match ev.kind {
             Kind::Vsync(k) => {
                 self.on_vsync(k, now);
+                return None;
+            }
+            Kind::Lend(_) => {
+                self.lend_due = true;
                 return None;
             }
             Kind::GpuDone(GpuItem::Render { frame, start }) => {
@@ -638,15 +673,6 @@ impl Sim<'_> {
 
     fn coord_model_of_cpu(&mut self, id: WorkId) -> Option<usize> {
         self.cpu_model.remove(&id)
-    }
-
-    /// A finished inference: counted (the replay's index of the next one), kept and recorded.
-    fn completed(&mut self, c: Completion) {
-        self.finished[c.model.0] += 1;
-        if let Some(r) = self.recorder.as_mut() {
-            r.finished(c.model);
-        }
-        self.completions.push(c);
     }
 
     fn decide(&mut self, now: f64, event: Event) {

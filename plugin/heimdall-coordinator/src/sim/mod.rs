@@ -44,4 +44,6 @@ pub use noise::{Noise, NoiseSource};
 pub use record::RunRecorder;
 pub use replay::{ModelTrace, REPLAY_FORMAT, Replay, ReplayError};
 pub use report::{DnnStats, FrameStats, LatencyStats, Report, SchedulerStats};
-pub use scenario::{Decisions, DnnScenario, RequestPattern, Scenario, ScenarioError};
+pub use scenario::{
+    ConvCacheScenario, Decisions, DnnScenario, RequestPattern, Scenario, ScenarioError,
+};

@@ -16,12 +16,15 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::Range;
 
+mod models;
+
 use super::export_parts::{median, split, unique_name};
 use super::replay::{ModelTrace, REPLAY_FORMAT, Replay};
 use super::scenario::{
-    Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario, ScenarioError,
+    ConvCacheScenario, Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario,
+    ScenarioError,
 };
-use crate::analyzer::StepCost;
+use crate::analyzer::{CacheSpec, StepCost};
 use crate::coordinator::CoordinatorConfig;
 use crate::model::ModelId;
 use crate::processor::Processor;
@@ -73,6 +76,8 @@ struct InferenceRec {
     /// that is after the window's first frame.
     since: u64,
     chunks: Vec<ChunkRec>,
+    /// The convolution cache's hit rate its run reported ([`RunRecorder::cache_hit`]).
+    cache_hit: Option<f64>,
 }
 
 /// A DNN of the run.
@@ -91,6 +96,8 @@ struct ModelRec {
     cpu_speedup: f64,
     /// Whether it is requested on demand ([`RunRecorder::set_on_demand`]; `None`: not given).
     on_demand: Option<bool>,
+    /// Its convolution cache ([`RunRecorder::set_conv_cache`]; `None`: none, or not given).
+    conv_cache: Option<CacheSpec>,
     /// The inference whose pieces are being recorded.
     current: Option<InferenceRec>,
 }
@@ -105,6 +112,8 @@ pub struct RunRecorder {
     relaxation_ms: f64,
     alpha: f64,
     chunk_overhead_ms: f64,
+    /// The placement planner's longest piece of continuous CPU work, ms.
+    cpu_chunk_ms: f64,
     /// The configuration's render time (the fallback when no frame was measured).
     config_render_ms: f64,
     /// The coordinator's render estimate at the window's start, if known.
@@ -114,6 +123,8 @@ pub struct RunRecorder {
     results_at_frame_start: bool,
     /// How CPU work went out ([`RunRecorder::set_cpu_dispatch_on_completion`]).
     cpu_dispatch_on_completion: bool,
+    /// When the coordinator was lent to the CPU workers ([`RunRecorder::set_cpu_lend_ms`]).
+    cpu_lend_ms: Option<f64>,
     capacity: usize,
     models: Vec<ModelRec>,
     frames: VecDeque<FrameRec>,
@@ -151,11 +162,13 @@ impl RunRecorder {
             relaxation_ms: b.relaxation_ms,
             alpha: cfg.alpha,
             chunk_overhead_ms: b.chunk_overhead_ms,
+            cpu_chunk_ms: cfg.placement.cpu_chunk_ms,
             config_render_ms: b.render_ms,
             render_estimate_ms: Some(b.render_ms),
             dnn_work_first: false,
             results_at_frame_start: false,
             cpu_dispatch_on_completion: false,
+            cpu_lend_ms: None,
             capacity: capacity.max(1),
             models: Vec::new(),
             frames: VecDeque::new(),
@@ -199,6 +212,15 @@ impl RunRecorder {
         self.cpu_dispatch_on_completion = on_completion;
     }
 
+    /// How long before each frame's decision the app lends its coordinator to the CPU workers,
+    /// ms (the plugin: from its render world's `Cleanup` to its next preparation), exported as
+    /// the scenario's `cpu_lend_ms`: with `cpu_dispatch_on_completion` a worker that finishes
+    /// only then gets its next work at once. `None` (the default): the whole frame. Values that
+    /// are not finite or < 0 count as `None`.
+    pub fn set_cpu_lend_ms(&mut self, ms: Option<f64>) {
+        self.cpu_lend_ms = ms.filter(|x| x.is_finite() && *x >= 0.0);
+    }
+
     /// Sets the coordinator's render estimate (`config().budget.render_ms`) at the window's
     /// first frame, exported as `render_estimate_ms` so that a simulation starts its
     /// coordinator there. [`RunRecorder::reset`] forgets it (the export then leaves it out and
@@ -233,6 +255,7 @@ impl RunRecorder {
             cpu_threads: 1,
             cpu_speedup: 1.0,
             on_demand: None,
+            conv_cache: None,
             current: None,
         };
         match self.models.iter_mut().find(|m| m.id == id) {
@@ -245,62 +268,12 @@ impl RunRecorder {
                     cpu_threads: m.cpu_threads,
                     cpu_speedup: m.cpu_speedup,
                     on_demand: m.on_demand,
+                    conv_cache: m.conv_cache.take(),
                     ..rec
                 };
             }
             None => self.models.push(rec),
         }
-    }
-
-    /// The boundaries at which an offloaded inference of DNN `id` continues on the CPU from the
-    /// GPU's activations, as given to its coordinator (`Coordinator::set_resumable_steps`; call
-    /// it after [`RunRecorder::add_model`]), exported as the DNN's `resumable_steps` (sorted,
-    /// without repeats or boundaries past its last step). `None` forgets them: the export leaves
-    /// the field out, so the simulation resumes as its configuration's
-    /// `offload_resumes_from_gpu` says. A later call replaces an earlier one. Unknown DNNs are
-    /// ignored ([`RunRecorder::ignored`]).
-    pub fn set_resumable_steps(&mut self, id: ModelId, steps: Option<&[usize]>) {
-        match self.models.iter_mut().find(|m| m.id == id) {
-            Some(m) => m.resumable_steps = steps.map(<[usize]>::to_vec),
-            None => self.ignored += 1,
-        }
-    }
-
-    /// DNN `id`'s CPU backend runs on `threads` threads and is `speedup` times faster there than
-    /// on one (as given to its coordinator, `Coordinator::set_cpu_parallelism`; call it after
-    /// [`RunRecorder::add_model`]): exported as the DNN's `cpu_threads` and `cpu_speedup`, and
-    /// its measured CPU times go into the replay as one-thread times (times `speedup`, as the
-    /// scenario's `cpu_op_ms`). A `threads` of 0 counts as 1, a `speedup` that is not finite and
-    /// > 0 as 1. Unknown DNNs are ignored ([`RunRecorder::ignored`]).
-    pub fn set_cpu_parallelism(&mut self, id: ModelId, threads: usize, speedup: f64) {
-        match self.models.iter_mut().find(|m| m.id == id) {
-            Some(m) => {
-                m.cpu_threads = threads.max(1);
-                m.cpu_speedup = if speedup.is_finite() && speedup > 0.0 {
-                    speedup
-                } else {
-                    1.0
-                };
-            }
-            None => self.ignored += 1,
-        }
-    }
-
-    /// Whether DNN `id` is requested on demand, as given to its coordinator
-    /// (`Coordinator::set_on_demand`; call it after [`RunRecorder::add_model`]): exported as the
-    /// DNN's `on_demand` (every recorded DNN is requested by `events_ms`, so the field says what
-    /// the app's were). Unknown DNNs are ignored ([`RunRecorder::ignored`]).
-    pub fn set_on_demand(&mut self, id: ModelId, on_demand: bool) {
-        match self.models.iter_mut().find(|m| m.id == id) {
-            Some(m) => m.on_demand = Some(on_demand),
-            None => self.ignored += 1,
-        }
-    }
-
-    /// Forgets DNN `id` (e.g. its model was replaced by another registration: the app's DNN now
-    /// runs under a new id); unknown ids are ignored.
-    pub fn remove_model(&mut self, id: ModelId) {
-        self.models.retain(|m| m.id != id);
     }
 
     /// A request the app made for `id` (capture time on the run's clock, ms; content variation
@@ -456,6 +429,7 @@ impl RunRecorder {
             model: id,
             since,
             chunks: Vec::new(),
+            cache_hit: None,
         });
         if self.done.len() == self.capacity {
             self.done.pop_front();
@@ -588,6 +562,8 @@ impl RunRecorder {
             results_at_frame_start: self.results_at_frame_start,
             readback_ms: 0.0,
             cpu_dispatch_on_completion: self.cpu_dispatch_on_completion,
+            cpu_lend_ms: self.cpu_lend_ms,
+            cpu_chunk_ms: Some(nonneg_or(self.cpu_chunk_ms, 0.0)),
             dnns,
         };
         let replay = self.replay(t0, render_ms, models);
@@ -632,6 +608,10 @@ impl RunRecorder {
             cpu_threads: m.cpu_threads.min(MAX_CPU_WORKERS),
             cpu_speedup: m.cpu_speedup,
             on_demand: m.on_demand,
+            conv_cache: m.conv_cache.as_ref().map(|spec| ConvCacheScenario {
+                hit_rate: self.mean_cache_hit(m),
+                ..ConvCacheScenario::from_spec(spec)
+            }),
             utility: UtilityParams {
                 l0: if m.utility.l0.is_finite() {
                     m.utility.l0
@@ -663,13 +643,7 @@ impl RunRecorder {
     /// Model `m`'s replay trace: its measured step times over the inferences that began after
     /// frame `first`, and its readback times per frame (`None` when neither was recorded).
     fn model_trace(&self, m: &ModelRec, first: u64) -> Option<ModelTrace> {
-        let runs: Vec<&InferenceRec> = self
-            .done
-            .iter()
-            .filter(|i| i.model == m.id)
-            .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
-            .filter(|i| i.since > first)
-            .collect();
+        let runs = self.window_runs(m, first);
         let trace = self.trace(m, &runs);
         let reads = self.submit_lane(|f| {
             let (sum, n) = f
@@ -719,7 +693,29 @@ impl RunRecorder {
         }
     }
 
-    /// Model `m`'s measured step times over `runs` (`None` when nothing was measured).
+    /// Model `m`'s recorded inferences that began after frame `first`, the one in flight last.
+    fn window_runs<'a>(&'a self, m: &'a ModelRec, first: u64) -> Vec<&'a InferenceRec> {
+        self.done
+            .iter()
+            .filter(|i| i.model == m.id)
+            .chain(m.current.iter().filter(|i| !i.chunks.is_empty()))
+            .filter(|i| i.since > first)
+            .collect()
+    }
+
+    /// The mean of the cache hit rates model `m`'s inferences in the window reported (`None`
+    /// when none did).
+    fn mean_cache_hit(&self, m: &ModelRec) -> Option<f64> {
+        let hits: Vec<f64> = self
+            .window_runs(m, self.first_frame())
+            .iter()
+            .filter_map(|i| i.cache_hit)
+            .collect();
+        (!hits.is_empty()).then(|| hits.iter().sum::<f64>() / hits.len() as f64)
+    }
+
+    /// Model `m`'s measured step times and reported cache hit rates over `runs` (`None` when
+    /// nothing was measured).
     fn trace(&self, m: &ModelRec, runs: &[&InferenceRec]) -> Option<ModelTrace> {
         if runs.is_empty() {
             return None;
@@ -753,12 +749,19 @@ impl RunRecorder {
                 lists
             }
         };
+        let hits: Vec<Option<f64>> = runs.iter().map(|i| i.cache_hit).collect();
         let t = ModelTrace {
             gpu_step_ms: lane(true),
             cpu_step_ms: lane(false),
             readback_ms: Vec::new(),
+            cache_hit: if hits.iter().any(Option::is_some) {
+                hits
+            } else {
+                Vec::new()
+            },
         };
-        (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty()).then_some(t)
+        (!t.gpu_step_ms.is_empty() || !t.cpu_step_ms.is_empty() || !t.cache_hit.is_empty())
+            .then_some(t)
     }
 
     fn known(&self, id: ModelId) -> bool {
@@ -786,6 +789,7 @@ impl RunRecorder {
             model: id,
             since,
             chunks: Vec::new(),
+            cache_hit: None,
         });
         if inf.chunks.len() >= cap {
             inf.chunks.remove(0);

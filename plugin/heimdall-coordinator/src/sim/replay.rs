@@ -63,6 +63,14 @@ pub struct ModelTrace {
     /// own readback where the frame has one, else the frame's mean (`readback_ms`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readback_ms: Vec<Option<f64>>,
+    /// Per inference (indexed as the step lists, cycled), for a DNN with a convolution cache
+    /// (the scenario's `conv_cache`): the hit rate its run reported to the coordinator
+    /// (`Coordinator::report_cache_hits`, in `[0, 1]`; `null`: none, e.g. it ran on the CPU).
+    /// Where the list has none for an inference that ends on the GPU in the simulation, the
+    /// scenario's `conv_cache.hit_rate` is reported. Recordings made before 2026-12-02 have
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_hit: Vec<Option<f64>>,
 }
 
 /// The measured times of an app run.
@@ -219,6 +227,14 @@ impl Replay {
                     ));
                 }
             }
+            for (k, h) in m.cache_hit.iter().enumerate() {
+                if h.is_some_and(|h| !(0.0..=1.0).contains(&h)) {
+                    return Err(invalid(
+                        format!("models.{name}.cache_hit[{k}]"),
+                        "must be in [0, 1]",
+                    ));
+                }
+            }
             for (lane, runs) in [
                 ("gpu_step_ms", &m.gpu_step_ms),
                 ("cpu_step_ms", &m.cpu_step_ms),
@@ -289,6 +305,12 @@ impl Replay {
     /// When frame `f` is presented, ms after its start, if recorded.
     pub fn present(&self, f: usize) -> Option<f64> {
         self.present_ms.get(f).copied().flatten()
+    }
+
+    /// The convolution cache's hit rate that inference `k` of `model` reported, if replayed.
+    pub fn cache_hit(&self, model: &str, k: usize) -> Option<f64> {
+        let hits = &self.models.get(model)?.cache_hit;
+        (!hits.is_empty()).then(|| hits[k % hits.len()]).flatten()
     }
 
     /// Time of step `i` of inference `k` of `model` on the GPU (`gpu`) or the CPU, if replayed.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyzer::{FrameBudget, StepCost};
+use crate::analyzer::{CacheSpec, FrameBudget, StepCost};
 use crate::model::ModelSpec;
 use crate::utility::UtilityParams;
 
@@ -86,6 +86,25 @@ pub struct Scenario {
     /// plugin hands it out today, once per frame).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cpu_dispatch_on_completion: bool,
+    /// Per frame with `cpu_dispatch_on_completion`: how long before each frame's decision the
+    /// plugin lends its coordinator to the CPU workers, ms (from the end of the render world's
+    /// frame, `RenderSystems::Cleanup`, to its next preparation: the render thread's
+    /// `wait_main_world`, `extract` and `bevy_prepare_before_heimdall` phases). Only then does a
+    /// worker that finishes get its next CPU work at once; one that finishes earlier in the
+    /// frame (while the render thread holds the coordinator: its preparation, the scene, the
+    /// present) waits for the lend, where the free slots are filled, or for the frame's
+    /// decision. It matters where CPU slots are few (a 4-core host's two). Absent (the default,
+    /// and recordings made before 2026-12-02): the whole frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_lend_ms: Option<f64>,
+    /// The placement planner's longest piece of continuous CPU work, ms
+    /// (`PlacementConfig::cpu_chunk_ms`: a continuous DNN's CPU inference that takes the last free
+    /// slots is cut into pieces this long, so that an on-demand one waits at most one piece; the
+    /// planner counts that wait in the CPU's latency). Absent: the coordinator's default, 8 ms.
+    /// The Bevy plugin sets `max(0.75 × frame period, 8 ms)` (12.5 ms at 60 Hz); a recorded run
+    /// gives its coordinator's (recordings made before 2026-12-02 have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_chunk_ms: Option<f64>,
     /// The DNNs.
     pub dnns: Vec<DnnScenario>,
 }
@@ -179,6 +198,15 @@ pub struct DnnScenario {
     /// declared it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_demand: Option<bool>,
+    /// The convolution cache of its GPU model, as its coordinator was told
+    /// (`Coordinator::set_conv_cache`), and the hit rate its GPU runs report. Absent (recordings
+    /// made before 2026-12-02's contention session, and DNNs without a cache): none. The cache
+    /// changes the coordinator's predicted costs (its cached steps' GPU *and* CPU times scale by
+    /// `1 - expected hit × saving`, and a measured range holding cached steps waits for a hit
+    /// report), so an admission that weighs the GPU against the CPU decides otherwise with it.
+    /// The simulated step times stay the scenario's (or the replayed) ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv_cache: Option<ConvCacheScenario>,
     /// Utility parameters.
     #[serde(default)]
     pub utility: UtilityParams,
@@ -193,6 +221,56 @@ pub struct DnnScenario {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub content_variation: Vec<f64>,
+}
+
+/// A DNN's convolution cache in a scenario ([`DnnScenario::conv_cache`]): the coordinator's
+/// [`CacheSpec`] and the hit rate its GPU runs report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvCacheScenario {
+    /// Indices of the cached steps (the GPU backend's `CompileReport::cached_ops`).
+    pub cached_steps: Vec<usize>,
+    /// Share of a cached step's uncached cost a hit rate of 1 saves, in `[0, 1]` (default 0.9,
+    /// [`CacheSpec::DEFAULT_SAVING`]).
+    #[serde(default = "default_cache_saving")]
+    pub saving: f64,
+    /// EMA factor of a rising expected hit rate, in `(0, 1]` (default 0.3,
+    /// [`CacheSpec::DEFAULT_RISE_ALPHA`]).
+    #[serde(default = "default_cache_rise")]
+    pub rise_alpha: f64,
+    /// The hit rate, in `[0, 1]`, that each inference ending on the GPU reports
+    /// (`Coordinator::report_cache_hits`) where the replay gives none for it (its
+    /// `cache_hit`). Absent: such runs report nothing (the app's ran with the cache off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_rate: Option<f64>,
+}
+
+fn default_cache_saving() -> f64 {
+    CacheSpec::DEFAULT_SAVING
+}
+fn default_cache_rise() -> f64 {
+    CacheSpec::DEFAULT_RISE_ALPHA
+}
+
+impl ConvCacheScenario {
+    /// The cache `spec` as the coordinator was told it, no hit rate of its own.
+    pub fn from_spec(spec: &CacheSpec) -> Self {
+        ConvCacheScenario {
+            cached_steps: spec.cached_steps.clone(),
+            saving: spec.saving,
+            rise_alpha: spec.rise_alpha,
+            hit_rate: None,
+        }
+    }
+
+    /// The coordinator's [`CacheSpec`].
+    pub fn spec(&self) -> CacheSpec {
+        CacheSpec {
+            cached_steps: self.cached_steps.clone(),
+            saving: self.saving,
+            rise_alpha: self.rise_alpha,
+        }
+    }
 }
 
 /// Reads `x` as `[x]` and `[x, y, ...]` as it is.
@@ -348,6 +426,12 @@ impl Scenario {
         if let Some(e) = self.render_estimate_ms {
             check(nonneg(e), "render_estimate_ms", "must be finite and >= 0")?;
         }
+        if let Some(l) = self.cpu_lend_ms {
+            check(nonneg(l), "cpu_lend_ms", "must be finite and >= 0")?;
+        }
+        if let Some(c) = self.cpu_chunk_ms {
+            check(nonneg(c), "cpu_chunk_ms", "must be finite and >= 0")?;
+        }
         check(!self.dnns.is_empty(), "dnns", "must not be empty")?;
         let mut names = HashSet::new();
         for (i, d) in self.dnns.iter().enumerate() {
@@ -392,6 +476,16 @@ impl Scenario {
             let field = f(&format!("cpu_only_ops[{k}]"));
             check(op < d.gpu_op_ms.len(), field.clone(), "is not an op index")?;
             check(seen.insert(op), field, "is listed twice")?;
+        }
+        if let Some(c) = &d.conv_cache {
+            if let Err(e) = c.spec().validate(d.gpu_op_ms.len()) {
+                return Err(invalid(f("conv_cache"), e));
+            }
+            check(
+                c.hit_rate.is_none_or(|h| (0.0..=1.0).contains(&h)),
+                f("conv_cache.hit_rate"),
+                "must be in [0, 1]",
+            )?;
         }
         let mut seen = HashSet::new();
         for (k, &b) in d.resumable_steps.iter().flatten().enumerate() {

@@ -1,7 +1,7 @@
 //! The per-frame decision mode (`"decisions": "per_frame"`): how the Bevy plugin orders a
 //! frame's work, its submissions and its readbacks.
 
-use super::{Event, GpuItem, GpuWindow, Kind, ModelId, Sim};
+use super::{Event, GpuItem, GpuWindow, Kind, ModelId, SAME_INSTANT_MS, Sim};
 
 impl Sim<'_> {
     /// The per-frame decision at a frame's start, as the plugin's `plan_frame`: what the GPU
@@ -25,6 +25,28 @@ impl Sim<'_> {
         if let Some((k, render)) = self.render_due.take() {
             self.queue_render(now, k, render);
         }
+    }
+
+    /// Per frame with `cpu_dispatch_on_completion`: whether the plugin's coordinator is lent to
+    /// the CPU workers at `now`, so that a worker that finished gets its next work at once. With
+    /// the scenario's `cpu_lend_ms` it is lent from that long before the next frame's decision
+    /// (the end of the render world's frame) to the decision; earlier in the frame a worker that
+    /// finished waits, and the lend is queued (its free slots are filled then, or at the
+    /// decision). Without it, always.
+    pub(super) fn lent(&mut self, now: f64) -> bool {
+        let Some(lend) = self.sc.cpu_lend_ms else {
+            return true;
+        };
+        let k = self.next_vsync;
+        let at = self.vsync_at(k) - lend;
+        if now >= at - SAME_INSTANT_MS {
+            return true;
+        }
+        if self.lend_queued != Some(k) {
+            self.lend_queued = Some(k);
+            self.push(at, Kind::Lend(k));
+        }
+        false
     }
 
     /// Queues frame `k`'s render (`render` ms) on the GPU after what is queued.
