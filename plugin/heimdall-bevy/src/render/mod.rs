@@ -78,10 +78,26 @@ pub(crate) fn build(
     failed: FailedDnns,
 ) {
     let indirect = backend::IndirectValidation::of(app);
-    let faults = outbox.faults().clone();
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
+    insert_resources(render_app, indirect, settings, clock, outbox, failed);
+    add_frame_systems(render_app);
+    add_phase_stamps(render_app);
+    add_dnn_systems(render_app);
+}
+
+/// The render world's resources: the plugin's shared ones (settings, clock, the channel to the
+/// main world, the CPU workers, the readback waiter) and the extracted and per-frame state.
+fn insert_resources(
+    render_app: &mut SubApp,
+    indirect: backend::IndirectValidation,
+    settings: &HeimdallSettings,
+    clock: HeimdallClock,
+    outbox: Outbox,
+    failed: FailedDnns,
+) {
+    let faults = outbox.faults().clone();
     let decode_threads = if settings.parallel_decode {
         decode_pool::DECODE_THREADS
     } else {
@@ -107,7 +123,13 @@ pub(crate) fn build(
         .init_resource::<extract::ExtractedRecording>()
         .init_resource::<schedule::FramePlan>()
         .init_resource::<phases::PhaseClock>()
-        .init_resource::<PresentationTime>()
+        .init_resource::<PresentationTime>();
+}
+
+/// The plugin's sets in order in `Prepare`, the extract, the device's (re)start, and the end of
+/// each render frame: the presented stamp, then the coordinator lent to the CPU lane.
+fn add_frame_systems(render_app: &mut SubApp) {
+    render_app
         .configure_sets(
             Render,
             (
@@ -139,7 +161,12 @@ pub(crate) fn build(
                 .in_set(RenderSystems::Cleanup)
                 .after(stamp_presented)
                 .run_if(resource_exists::<schedule::Scheduler>),
-        )
+        );
+}
+
+/// The render thread's phase stamps ([`phases`]) between Bevy's and the plugin's sets.
+fn add_phase_stamps(render_app: &mut SubApp) {
+    render_app
         .add_systems(
             Render,
             (
@@ -172,7 +199,14 @@ pub(crate) fn build(
                     .in_set(RenderGraphSystems::Finish)
                     .before(HeimdallRenderSystems::Readback),
             ),
-        )
+        );
+}
+
+/// The DNN work, once the scheduler exists: [`HeimdallRenderSystems::Prepare`],
+/// [`HeimdallRenderSystems::Schedule`] and [`HeimdallRenderSystems::Encode`] (work first) in
+/// `Render`; the frame timer, the encoding after the scene and the readback in `RenderGraph`.
+fn add_dnn_systems(render_app: &mut SubApp) {
+    render_app
         .add_systems(
             Render,
             (
