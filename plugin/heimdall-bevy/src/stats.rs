@@ -9,14 +9,14 @@ use std::time::Duration;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
+#[cfg(test)]
+use crate::bridge::phases::PHASE_COUNT;
+use crate::bridge::phases::{FramePhases, PHASES};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement};
 use crate::guard::GuardStatus;
 pub use crate::history::MAX_HISTORY;
 use crate::history::{history, low_summary, summary, trim, trim_to};
-#[cfg(test)]
-use crate::render::phases::PHASE_COUNT;
-use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
 use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
@@ -350,7 +350,7 @@ fn guard_json(g: &GuardStatus) -> Value {
         GuardStatus::Decided(o) => json!({
             "state": g.state_name(),
             "reused": o.reused,
-            "decision": crate::render::guard_store::decision_json(&o.decision),
+            "decision": crate::bridge::guard_json::decision_json(&o.decision),
         }),
     }
 }

@@ -44,11 +44,11 @@ use bevy::prelude::*;
 use bevy::render::renderer::{RenderGraph, RenderGraphSystems};
 use bevy::render::{ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems};
 
+use crate::bridge::channel::{FailedDnns, Outbox, RenderMessage};
 use crate::camera::{ExtractedFrames, extract_frames};
 use crate::clock::HeimdallClock;
 use crate::faults::{ExtractedRestarts, extract_restarts};
 use crate::requests::{ExtractedRequests, extract_requests};
-use crate::results::{FailedDnns, Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::workers::Workers;
 pub use live_settings::{coordinator_config, coordinator_placement, coordinator_policy};
@@ -103,15 +103,20 @@ fn insert_resources(
     } else {
         0
     };
+    let workers = Workers::with_faults(settings.cpu_slots(), faults.clone());
+    let waiter = readback::ReadbackWaiter::new(decode_threads, faults.clone());
+    // The device-error handler (main world) drops the readbacks of a lost device through it.
+    let readback_device = waiter.device();
     render_app
         .insert_resource(indirect)
         .insert_resource(settings.clone())
         .insert_resource(clock)
         .insert_resource(outbox)
         .insert_resource(failed)
-        .insert_resource(faults.clone())
-        .insert_resource(Workers::with_faults(settings.cpu_slots(), faults.clone()))
-        .insert_resource(readback::ReadbackWaiter::new(decode_threads, faults))
+        .insert_resource(faults)
+        .insert_resource(workers)
+        .insert_resource(waiter)
+        .insert_resource(readback_device)
         .init_resource::<ExtractedRestarts>()
         .init_resource::<background::BackgroundWork>()
         .init_resource::<models::ExtractedDnns>()

@@ -22,9 +22,9 @@ pub(crate) use super::state::{
     RenderDnns, min_interval_ms,
 };
 use crate::asset::DnnModel;
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, RequestMode};
 use crate::guard::{Calibration, GuardOutcome, GuardStatus};
-use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
 pub(crate) fn extract_dnns(

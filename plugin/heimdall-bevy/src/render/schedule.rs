@@ -26,11 +26,12 @@ use super::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, RenderD
 use super::pacing::PacingMargin;
 use super::record::RunLog;
 use super::timer::{FrameMarks, FrameTimer};
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::camera::{ExtractedFrame, ExtractedFrames};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement, RateShortfall};
 use crate::requests::ExtractedRequests;
-use crate::results::{Outbox, RecordedRun, RenderMessage};
+use crate::results::RecordedRun;
 use crate::settings::{CoordinationMode, HeimdallSettings};
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
