@@ -4,7 +4,8 @@
 heimdall-bevy runs in two worlds: the main world (the app's components and resources, the
 files at the top of `src/` and their folders) and Bevy's render world (`src/render/`). What
 both worlds share (the channel's messages, shared handles, the render thread's phases, ...)
-lives in `src/bridge/`, which both import; the main world must not import `render` itself.
+lives in `src/bridge/`, which both import; the main world must not import `render` itself
+(nor must `src/bridge/`, checked like the main world).
 This lists every main-world `.rs` file under SRC that names the render module in code: a `use`
 of `crate::render`/`super::render`/`render::...` or an inline path through it
 (`crate::render::x::Y`, `render::x`). `lib.rs` is excepted: it assembles both worlds (adds the
@@ -30,7 +31,7 @@ from import_cycles import strip
 # longer path (`bevy::render::`): `use crate::{render::x, y}`, `render::x::Y` after `use crate::render`.
 RENDER_PATH = re.compile(
     r"(?<![A-Za-z0-9_:])(?:crate|super)\s*::\s*(?:super\s*::\s*)*render(?![A-Za-z0-9_])"
-    r"|(?<![A-Za-z0-9_:])render\s*::"
+    r"|(?<![A-Za-z0-9_:])render(?=\s*::)"
 )
 # The rest of the path, for the report (`crate::render` + `::phases::FramePhases`).
 PATH_TAIL = re.compile(r"(?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)*")
