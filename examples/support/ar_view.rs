@@ -249,6 +249,53 @@ pub fn spawn_ar_view(
         RenderAssetUsages::RENDER_WORLD,
     ));
     let fov_y = config.fov_y_deg.to_radians();
+    let camera = spawn_view_camera(commands, images, target, quality, &config, fov_y);
+    let layers = spawn_picture_layers(commands, meshes, materials, placeholder, camera, &config);
+    commands.insert_resource(DirectionalLightShadowMap {
+        size: quality.shadow_map_size,
+    });
+    let sun = commands
+        .spawn((
+            DirectionalLight {
+                illuminance: 6_000.0,
+                shadow_maps_enabled: true,
+                ..default()
+            },
+            quality.cascade_config(),
+            Transform::from_xyz(2.0, 6.0, 1.0).looking_at(Vec3::new(0.0, 0.0, -3.0), Vec3::Y),
+        ))
+        .id();
+    let half_extent = cover_half_extent(
+        UVec2::new(config.render_size.x, config.render_size.y),
+        config.render_size,
+        fov_y,
+    );
+    let view = ArView {
+        camera,
+        source,
+        config,
+        half_extent,
+        background: layers.background,
+        person: layers.person,
+        background_quad: layers.background_quad,
+        person_quad: layers.person_quad,
+        sun,
+    };
+    commands.insert_resource(view.clone());
+    view
+}
+
+/// The view's 3D camera: perspective with vertical field of view `fov_y` (radians), no tone
+/// curve (the camera picture reaches the screen as it is), the environment light, bloom when
+/// the quality asks for it, rendering to `target` when given.
+fn spawn_view_camera(
+    commands: &mut Commands,
+    images: &mut Assets<Image>,
+    target: Option<RenderTarget>,
+    quality: &QualitySettings,
+    config: &ArViewConfig,
+    fov_y: f32,
+) -> Entity {
     let mut camera = commands.spawn((
         Camera3d::default(),
         Camera {
@@ -261,7 +308,7 @@ pub fn spawn_ar_view(
             far: 200.0,
             ..default()
         }),
-        camera_transform(&config),
+        camera_transform(config),
         quality.msaa(),
         // The camera picture must reach the screen as it is: no tone curve over it.
         Tonemapping::None,
@@ -292,7 +339,28 @@ pub fn spawn_ar_view(
     if let Some(t) = target {
         camera.insert(t);
     }
-    let camera = camera.id();
+    camera.id()
+}
+
+/// The picture layers' materials and quads.
+struct PictureLayers {
+    background: Handle<CameraLayerMaterial>,
+    background_quad: Entity,
+    person: Option<Handle<CameraLayerMaterial>>,
+    person_quad: Option<Entity>,
+}
+
+/// The camera picture's quads, children of `camera`: the background far behind the room, and
+/// with a person mask the person layer in front of everything (`placeholder` until the first
+/// frame and mask).
+fn spawn_picture_layers(
+    commands: &mut Commands,
+    meshes: &mut Assets<Mesh>,
+    materials: &mut Assets<CameraLayerMaterial>,
+    placeholder: Handle<Image>,
+    camera: Entity,
+    config: &ArViewConfig,
+) -> PictureLayers {
     let quad = meshes.add(Rectangle::new(1.0, 1.0));
     let background = materials.add(CameraLayerMaterial {
         params: Vec4::new(0.0, 0.0, config.scene_load as f32, 0.0),
@@ -330,38 +398,12 @@ pub fn spawn_ar_view(
         }
         None => (None, None),
     };
-    commands.insert_resource(DirectionalLightShadowMap {
-        size: quality.shadow_map_size,
-    });
-    let sun = commands
-        .spawn((
-            DirectionalLight {
-                illuminance: 6_000.0,
-                shadow_maps_enabled: true,
-                ..default()
-            },
-            quality.cascade_config(),
-            Transform::from_xyz(2.0, 6.0, 1.0).looking_at(Vec3::new(0.0, 0.0, -3.0), Vec3::Y),
-        ))
-        .id();
-    let half_extent = cover_half_extent(
-        UVec2::new(config.render_size.x, config.render_size.y),
-        config.render_size,
-        fov_y,
-    );
-    let view = ArView {
-        camera,
-        source,
-        config,
-        half_extent,
+    PictureLayers {
         background,
-        person,
         background_quad,
+        person,
         person_quad,
-        sun,
-    };
-    commands.insert_resource(view.clone());
-    view
+    }
 }
 
 /// The pictures follow the camera source (newest frame) and the person mask; the quads cover

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bevy::app::AppExit;
 use bevy::camera::RenderTarget;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureFormat;
 use bevy::render::view::window::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
@@ -81,38 +82,7 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         file_path: assets.to_string_lossy().into_owned(),
         ..default()
     };
-    if args.headless {
-        app.add_plugins((
-            DefaultPlugins
-                .set(asset_plugin)
-                .set(render)
-                .set(pbr)
-                .set(WindowPlugin {
-                    primary_window: None,
-                    exit_condition: ExitCondition::DontExit,
-                    ..default()
-                })
-                .disable::<WinitPlugin>(),
-            PacedRunnerPlugin {
-                period: Duration::from_secs_f64(1.0 / args.fps),
-            },
-        ));
-    } else {
-        app.add_plugins(
-            DefaultPlugins
-                .set(asset_plugin)
-                .set(render)
-                .set(pbr)
-                .set(WindowPlugin {
-                    primary_window: Some(Window {
-                        title: format!("heimdall: {title}"),
-                        resolution: (args.width, args.height).into(),
-                        ..default()
-                    }),
-                    ..default()
-                }),
-        );
-    }
+    add_default_plugins(&mut app, title, args, asset_plugin, render, pbr);
     let settings = heimdall_settings(title, args);
     app.add_plugins((
         HeimdallPlugin::new(settings),
@@ -161,6 +131,50 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
         crate::swapchain::add(&mut app, !args.display_immediate);
     }
     app
+}
+
+/// Bevy's default plugins with `asset_plugin`, `render` and `pbr`: headless (no window, updates
+/// paced by [`PacedRunnerPlugin`] at `--fps`) or in a window titled after the example.
+fn add_default_plugins(
+    app: &mut App,
+    title: &str,
+    args: &AppArgs,
+    asset_plugin: AssetPlugin,
+    render: bevy::render::RenderPlugin,
+    pbr: bevy::pbr::PbrPlugin,
+) {
+    if args.headless {
+        app.add_plugins((
+            DefaultPlugins
+                .set(asset_plugin)
+                .set(render)
+                .set(pbr)
+                .set(WindowPlugin {
+                    primary_window: None,
+                    exit_condition: ExitCondition::DontExit,
+                    ..default()
+                })
+                .disable::<WinitPlugin>(),
+            PacedRunnerPlugin {
+                period: Duration::from_secs_f64(1.0 / args.fps),
+            },
+        ));
+    } else {
+        app.add_plugins(
+            DefaultPlugins
+                .set(asset_plugin)
+                .set(render)
+                .set(pbr)
+                .set(WindowPlugin {
+                    primary_window: Some(Window {
+                        title: format!("heimdall: {title}"),
+                        resolution: (args.width, args.height).into(),
+                        ..default()
+                    }),
+                    ..default()
+                }),
+        );
+    }
 }
 
 /// The plugin's settings from the command line (exits with status 2 on an unknown policy).
@@ -463,19 +477,27 @@ fn startup_summary(
     })
 }
 
+/// What the run's end reads and writes: the plugin's statistics, settings, backend, trace and
+/// recording, the app's report, and the pacer's and the swapchain's logs when they exist.
+#[derive(SystemParam)]
+struct RunOutputs<'w> {
+    stats: ResMut<'w, HeimdallStats>,
+    settings: Res<'w, HeimdallSettings>,
+    backend: Res<'w, HeimdallBackend>,
+    app_report: ResMut<'w, AppReport>,
+    pacer: Option<ResMut<'w, PacerLog>>,
+    swapchain: Option<Res<'w, crate::swapchain::SwapchainWaits>>,
+    trace: ResMut<'w, HeimdallTrace>,
+    recording: ResMut<'w, HeimdallRecording>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn finish_after_frames(
     args: Res<AppArgs>,
     camera: Option<Res<HarnessCamera>>,
     frames: Query<&CameraFrame>,
-    mut stats: ResMut<HeimdallStats>,
-    settings: Res<HeimdallSettings>,
-    backend: Res<HeimdallBackend>,
-    mut app_report: ResMut<AppReport>,
-    mut pacer: Option<ResMut<PacerLog>>,
-    swapchain: Option<Res<crate::swapchain::SwapchainWaits>>,
+    mut run: RunOutputs,
     (start, ready): (Res<RunStart>, Res<ModelsReady>),
-    (mut trace, mut recording): (ResMut<HeimdallTrace>, ResMut<HeimdallRecording>),
     mut exit: MessageWriter<AppExit>,
     (shots, mut shots_since): (Res<Shots>, Local<Option<std::time::Instant>>),
     (mut done, mut windowed): (Local<bool>, Local<bool>),
@@ -493,15 +515,7 @@ fn finish_after_frames(
     // warm-up) stays in the report under `startup`.
     if i >= args.warmup && !*windowed {
         *windowed = true;
-        let before = stats.to_json(&settings, &backend.name(), 0);
-        app_report.0.insert(
-            "startup".into(),
-            startup_summary(&before, offset + args.warmup, ready.ms),
-        );
-        stats.reset();
-        if args.record_run {
-            recording.start();
-        }
+        run.start_window(&args, offset + args.warmup, ready.ms);
     }
     // Before the window starts (a run shorter than its warm-up), the frame figures skip the
     // warm-up counted from the camera's start.
@@ -518,15 +532,8 @@ fn finish_after_frames(
             timed_end.1 = Some(i + 6);
         }
     }
-    if i == args.warmup
-        && let Some(p) = pacer.as_mut()
-    {
-        p.start();
-    }
-    if i == args.warmup
-        && let Some(s) = &swapchain
-    {
-        s.start();
+    if i == args.warmup {
+        run.start_logs();
     }
     let Some(n) = args.frames.or(timed_end.1) else {
         return;
@@ -534,33 +541,7 @@ fn finish_after_frames(
     // The statistics end before the trace is asked for: writing the coordinator's timeline out
     // takes the render thread a few milliseconds, which would show as a late frame of the app.
     if args.out.is_some() && i + 5 == n {
-        // The frames this run writes (every `--save-every`-th of its `n`), all of them before
-        // the exit.
-        let asked = match args.save_every {
-            0 => 0,
-            k => n.div_ceil(k),
-        };
-        app_report.0.insert(
-            "screenshots".into(),
-            serde_json::json!({"save_every": args.save_every, "frames": asked}),
-        );
-        if let Some(p) = &pacer {
-            app_report.0.insert("pacer".into(), p.to_json());
-        }
-        if let Some(s) = &swapchain {
-            app_report.0.insert("swapchain".into(), s.to_json());
-        }
-        *report = Some(report::report(
-            &stats,
-            &settings,
-            &backend,
-            &run_args(),
-            &app_report,
-        ));
-        trace.request();
-        if args.record_run {
-            recording.request();
-        }
+        *report = Some(run.end_statistics(&args, n, &run_args()));
     }
     if *done {
         // Every screenshot asked for is written before the exit.
@@ -584,25 +565,100 @@ fn finish_after_frames(
         return;
     }
     *done = true;
-    if let Some(out) = &args.out {
-        let r = report.take().unwrap_or_else(|| {
-            report::report(&stats, &settings, &backend, &run_args(), &app_report)
-        });
-        if let Err(e) = report::write(out, &r) {
-            error!("writing stats.json: {e}");
-            exit.write(AppExit::error());
-            return;
+    if let Some(out) = &args.out
+        && let Err(e) = run.write(out, report.take(), &run_args())
+    {
+        error!("writing stats.json: {e}");
+        exit.write(AppExit::error());
+        return;
+    }
+    if shots.saved >= shots.asked {
+        exit.write(AppExit::Success);
+    }
+}
+
+impl RunOutputs<'_> {
+    /// The measured window starts at camera frame `first`: what the DNNs did before goes into
+    /// the report's `startup`, the statistics restart, and the recording starts when asked.
+    fn start_window(&mut self, args: &AppArgs, first: u64, ready_ms: Option<f64>) {
+        let before = self.stats.to_json(&self.settings, &self.backend.name(), 0);
+        self.app_report
+            .0
+            .insert("startup".into(), startup_summary(&before, first, ready_ms));
+        self.stats.reset();
+        if args.record_run {
+            self.recording.start();
         }
-        if let Some(t) = trace.take() {
+    }
+
+    /// The pacer's and the swapchain's logs start with the measured window.
+    fn start_logs(&mut self) {
+        if let Some(p) = self.pacer.as_mut() {
+            p.start();
+        }
+        if let Some(s) = &self.swapchain {
+            s.start();
+        }
+    }
+
+    /// Five frames before the exit at frame `n`: the report with the screenshots asked for and
+    /// the pacer's and swapchain's logs; the trace (and the recording, when made) asked for.
+    fn end_statistics(&mut self, args: &AppArgs, n: u64, run_args: &AppArgs) -> serde_json::Value {
+        // The frames this run writes (every `--save-every`-th of its `n`), all of them before
+        // the exit.
+        let asked = match args.save_every {
+            0 => 0,
+            k => n.div_ceil(k),
+        };
+        self.app_report.0.insert(
+            "screenshots".into(),
+            serde_json::json!({"save_every": args.save_every, "frames": asked}),
+        );
+        if let Some(p) = &self.pacer {
+            self.app_report.0.insert("pacer".into(), p.to_json());
+        }
+        if let Some(s) = &self.swapchain {
+            self.app_report.0.insert("swapchain".into(), s.to_json());
+        }
+        let report = report::report(
+            &self.stats,
+            &self.settings,
+            &self.backend,
+            run_args,
+            &self.app_report,
+        );
+        self.trace.request();
+        if args.record_run {
+            self.recording.request();
+        }
+        report
+    }
+
+    /// Writes `stats.json` (`report`, else made now), the trace and the recording into `out`.
+    fn write(
+        &mut self,
+        out: &std::path::Path,
+        report: Option<serde_json::Value>,
+        run_args: &AppArgs,
+    ) -> std::io::Result<()> {
+        let r = report.unwrap_or_else(|| {
+            report::report(
+                &self.stats,
+                &self.settings,
+                &self.backend,
+                run_args,
+                &self.app_report,
+            )
+        });
+        report::write(out, &r)?;
+        if let Some(t) = self.trace.take() {
             let _ = std::fs::write(out.join("trace.json"), t);
         }
-        if let Some(r) = recording.take() {
+        if let Some(r) = self.recording.take() {
             let _ = std::fs::write(out.join("scenario.json"), r.scenario_json);
             let _ = std::fs::write(out.join("replay.json"), r.replay_json);
         }
         info!("wrote {}", out.join("stats.json").display());
-    }
-    if shots.saved >= shots.asked {
-        exit.write(AppExit::Success);
+        Ok(())
     }
 }

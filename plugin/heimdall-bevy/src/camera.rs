@@ -344,18 +344,61 @@ pub(crate) fn advance_sources(
 ) {
     let now = clock.elapsed();
     for (entity, mut source, frame) in &mut sources {
-        if source.failed || (source.errors > 0 && now < source.retry_at) {
+        if !take_due(&mut source, now) {
             continue;
         }
-        if let FramePacing::Rate(fps) = source.pacing {
-            if now < source.next_due {
+        let rgba = match source.pull_frame(entity) {
+            Ok(Some(f)) => f,
+            Ok(None) => continue,
+            Err(e) => {
+                source_error(&mut commands, &mut source, entity, e, now);
+                if let Some(f) = &faults {
+                    f.camera_error();
+                }
                 continue;
             }
-            let period = Duration::from_secs_f64(1.0 / fps.max(1e-3));
-            source.next_due = (source.next_due + period).max(now);
+        };
+        if source.errors > 0 {
+            info!(
+                "heimdall: camera source {entity}: frames again after {} errors",
+                source.errors
+            );
+            source.errors = 0;
         }
-        let retrying = source.errors > 0;
-        let next = match source.source.lock() {
+        let thumb = luma_thumbnail(&rgba);
+        match frame {
+            Some(mut frame) => frame.advance(rgba, thumb, source.history, now, &mut images),
+            None => {
+                let first = CameraFrame::first(rgba, thumb, now, &mut images);
+                commands.entity(entity).insert(first);
+            }
+        }
+    }
+}
+
+/// Whether `source` is due for a frame at `now` (not failed, not waiting to retry, its
+/// [`FramePacing::Rate`] period elapsed); a due paced source's next time is set (the only
+/// change to the component, as change detection sees it).
+fn take_due(source: &mut Mut<CameraSource>, now: Duration) -> bool {
+    if source.failed || (source.errors > 0 && now < source.retry_at) {
+        return false;
+    }
+    if let FramePacing::Rate(fps) = source.pacing {
+        if now < source.next_due {
+            return false;
+        }
+        let period = Duration::from_secs_f64(1.0 / fps.max(1e-3));
+        source.next_due = (source.next_due + period).max(now);
+    }
+    true
+}
+
+impl CameraSource {
+    /// The source's next frame (restarted first when retrying): a panic is an error of the
+    /// frame, and a frame whose bytes do not match its size is skipped (`Ok(None)`).
+    fn pull_frame(&self, entity: Entity) -> Result<Option<RgbaFrame>, SourceError> {
+        let retrying = self.errors > 0;
+        let next = match self.source.lock() {
             // A source that panics is an error of its frame, retried like any other.
             Ok(mut s) => crate::faults::catch(|| {
                 if retrying {
@@ -374,13 +417,13 @@ pub(crate) fn advance_sources(
                 message: "the source panicked earlier".into(),
             }),
         };
-        let rgba = match next {
+        match next {
             Ok(Some(f))
                 if f.data.len() == (f.width as usize * f.height as usize * 4)
                     && f.width > 0
                     && f.height > 0 =>
             {
-                f
+                Ok(Some(f))
             }
             Ok(Some(f)) => {
                 warn!(
@@ -389,79 +432,83 @@ pub(crate) fn advance_sources(
                     f.height,
                     f.data.len()
                 );
-                continue;
+                Ok(None)
             }
-            Ok(None) => continue,
-            Err(e) => {
-                source_error(&mut commands, &mut source, entity, e, now);
-                if let Some(f) = &faults {
-                    f.camera_error();
-                }
-                continue;
-            }
-        };
-        if source.errors > 0 {
-            info!(
-                "heimdall: camera source {entity}: frames again after {} errors",
-                source.errors
-            );
-            source.errors = 0;
+            other => other,
         }
-        let thumb = luma_thumbnail(&rgba);
+    }
+}
+
+impl CameraFrame {
+    /// A source's first frame, `rgba` (its luma thumbnail `thumb`), in a new texture.
+    fn first(rgba: RgbaFrame, thumb: Vec<f32>, now: Duration, images: &mut Assets<Image>) -> Self {
         let size = UVec2::new(rgba.width, rgba.height);
-        match frame {
-            Some(mut frame) => {
-                if frame.size != size {
-                    frame.history.clear();
-                    frame.size = size;
-                }
-                // The next texture: a new one while the ring fills, else the oldest one; with a
-                // history, frames DNNs still need are skipped (the ring grows past its length
-                // while they are all needed, and shrinks back once they are not).
-                let handle = if source.history == 1 {
-                    frame.history.pop_front().map(|(_, h)| h)
-                } else {
-                    while frame.history.len() > source.history && frame.take_unpinned().is_some() {}
-                    if frame.history.len() < source.history {
-                        None
-                    } else {
-                        frame.take_unpinned()
-                    }
-                }
-                .unwrap_or_else(|| images.add(new_texture(size)));
-                if let Some(mut image) = images.get_mut(&handle) {
-                    image.data = Some(rgba.data.clone());
-                }
-                let next = frame.index + 1;
-                frame.history.push_back((next, handle.clone()));
-                frame.image = handle;
-                frame.content_variation = frame
-                    .thumb
-                    .iter()
-                    .zip(&thumb)
-                    .map(|(a, b)| (a - b).abs() as f64)
-                    .sum::<f64>()
-                    / thumb.len() as f64;
-                frame.thumb = thumb;
-                frame.index += 1;
-                frame.capture_time = now;
-                frame.pixels = Arc::new(rgba.data);
-            }
-            None => {
-                let mut image = new_texture(size);
-                image.data = Some(rgba.data.clone());
-                let image = images.add(image);
-                commands.entity(entity).insert(CameraFrame {
-                    history: [(0, image.clone())].into(),
-                    pins: Default::default(),
-                    image,
-                    index: 0,
-                    capture_time: now,
-                    size,
-                    pixels: Arc::new(rgba.data),
-                    content_variation: 1.0,
-                    thumb,
-                });
+        let mut image = new_texture(size);
+        image.data = Some(rgba.data.clone());
+        let image = images.add(image);
+        CameraFrame {
+            history: [(0, image.clone())].into(),
+            pins: Default::default(),
+            image,
+            index: 0,
+            capture_time: now,
+            size,
+            pixels: Arc::new(rgba.data),
+            content_variation: 1.0,
+            thumb,
+        }
+    }
+
+    /// The next frame, `rgba` (its luma thumbnail `thumb`), written into the next texture of a
+    /// history of `history` frames; its content variation to the previous one.
+    fn advance(
+        &mut self,
+        rgba: RgbaFrame,
+        thumb: Vec<f32>,
+        history: usize,
+        now: Duration,
+        images: &mut Assets<Image>,
+    ) {
+        let size = UVec2::new(rgba.width, rgba.height);
+        if self.size != size {
+            self.history.clear();
+            self.size = size;
+        }
+        let handle = self
+            .next_texture(history)
+            .unwrap_or_else(|| images.add(new_texture(size)));
+        if let Some(mut image) = images.get_mut(&handle) {
+            image.data = Some(rgba.data.clone());
+        }
+        let next = self.index + 1;
+        self.history.push_back((next, handle.clone()));
+        self.image = handle;
+        self.content_variation = self
+            .thumb
+            .iter()
+            .zip(&thumb)
+            .map(|(a, b)| (a - b).abs() as f64)
+            .sum::<f64>()
+            / thumb.len() as f64;
+        self.thumb = thumb;
+        self.index += 1;
+        self.capture_time = now;
+        self.pixels = Arc::new(rgba.data);
+    }
+
+    /// The texture to reuse for the next frame: none while the ring of `history` textures fills
+    /// (a new one is made), else the oldest one; with a history, frames DNNs still need are
+    /// skipped (the ring grows past its length while they are all needed, and shrinks back once
+    /// they are not).
+    fn next_texture(&mut self, history: usize) -> Option<Handle<Image>> {
+        if history == 1 {
+            self.history.pop_front().map(|(_, h)| h)
+        } else {
+            while self.history.len() > history && self.take_unpinned().is_some() {}
+            if self.history.len() < history {
+                None
+            } else {
+                self.take_unpinned()
             }
         }
     }

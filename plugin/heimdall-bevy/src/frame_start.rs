@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 
-use crate::render::phases::PHASES;
+use crate::bridge::phases::PHASES;
 use crate::settings::HeimdallSettings;
 use crate::stats::HeimdallStats;
 

@@ -58,6 +58,7 @@
 #![warn(missing_docs)]
 
 pub mod asset;
+mod bridge;
 pub mod camera;
 pub mod clock;
 pub mod decoder;
@@ -152,12 +153,12 @@ impl Plugin for HeimdallPlugin {
         let clock = clock::HeimdallClock::default();
         let faults = faults::HeimdallFaults::default();
         let (tx, rx) = crossbeam_channel::bounded(faults::RESULTS_QUEUE);
-        let (outbox, failed) = results::Outbox::new(tx, faults.clone());
+        let (outbox, failed) = bridge::channel::Outbox::new(tx, faults.clone());
         app.insert_resource(self.settings.clone())
             .insert_resource(clock)
             .insert_resource(faults.clone())
             .insert_resource(outbox.clone())
-            .insert_resource(results::Inbox(rx))
+            .insert_resource(bridge::channel::Inbox(rx))
             .init_resource::<results::HeimdallBackend>()
             .init_resource::<results::HeimdallTrace>()
             .init_resource::<results::HeimdallRecording>()
@@ -177,7 +178,7 @@ impl Plugin for HeimdallPlugin {
                 PreUpdate,
                 (
                     camera::advance_sources.in_set(HeimdallSystems::Camera),
-                    (results::watch_model_loads, results::receive)
+                    (results::watch_model_loads, results::receive::receive)
                         .chain()
                         .in_set(HeimdallSystems::Results),
                 ),

@@ -9,14 +9,14 @@ use std::time::Duration;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
+#[cfg(test)]
+use crate::bridge::phases::PHASE_COUNT;
+use crate::bridge::phases::{FramePhases, PHASES};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement};
 use crate::guard::GuardStatus;
 pub use crate::history::MAX_HISTORY;
 use crate::history::{history, low_summary, summary, trim, trim_to};
-#[cfg(test)]
-use crate::render::phases::PHASE_COUNT;
-use crate::render::phases::{FramePhases, PHASES};
 use crate::settings::HeimdallSettings;
 use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
@@ -140,6 +140,51 @@ impl ModelStats {
         self.shortfall_ms + ongoing
     }
 
+    /// The model's entry in `stats.json`'s `models` at `now_ms`: latency, rate, deadlines, the
+    /// convolution cache, the guard, the CPU fallback and the placement.
+    fn to_json(&self, now_ms: f64) -> Value {
+        let span_s = match (self.arrivals_ms.first(), self.arrivals_ms.last()) {
+            (Some(a), Some(b)) if b > a => (b - a) / 1e3,
+            _ => 0.0,
+        };
+        let rate = if span_s > 0.0 {
+            (self.arrivals_ms.len() - 1) as f64 / span_s
+        } else {
+            0.0
+        };
+        let mut v = json!({
+            "latency_ms": summary(&self.latencies_ms),
+            "latency_stages_ms": self.stages.to_json(),
+            "admission_to_last_op_ms": summary(&self.scheduled_ms),
+            "readback_ms": low_summary(&self.readback_ms),
+            "count": self.latencies_ms.len(),
+            "rate_hz": rate,
+            "cpu_results": self.cpu_results,
+            "resumed_from_gpu": self.resumed_from_gpu,
+            "deadline_ms": self.deadline_ms,
+            "deadline_misses": self.deadline_misses,
+            "deadline_miss_rate": self.deadline_misses as f64 / self.results.max(1) as f64,
+            // Null unless the cache was decided on (`ConvCache::Auto` or `On`) or
+            // a GPU run used it.
+            "conv_cache": (self.cache_runs > 0 || self.cache_decision.is_some()).then(|| json!({
+                "decision": self.cache_decision,
+                "runs": self.cache_runs,
+                "hit_rate_mean": self.cache_hit_rate_mean,
+                "dirty_block_rate_mean": self.cache_dirty_block_rate_mean,
+                "hit_rate_last": self.cache_hit_rate_last,
+                "cached_ops": self.cached_ops,
+                "saved_ms_mean": self.cache_saved_ms_mean,
+            })),
+            // Null while the guard is off for this model (f32, CPU, settings).
+            "guard": guard_json(&self.guard),
+            "cpu_fallback": self.cpu_fallback,
+        });
+        for (k, x) in self.placement_json(now_ms) {
+            v[k] = x;
+        }
+        v
+    }
+
     /// `placement`, the rates and the shortfall of `stats.json`.
     fn placement_json(&self, now_ms: f64) -> [(&'static str, Value); 5] {
         let p = &self.placement;
@@ -175,6 +220,7 @@ impl ModelStats {
             ("shortfall_s", json!(self.shortfall_until(now_ms) / 1e3)),
         ]
     }
+
     /// Forgets the results, keeping the room, the deadline, the cache's decision, the guard and
     /// the placement (its time in shortfall and switches restart from 0).
     fn clear(&mut self) {
@@ -304,7 +350,7 @@ fn guard_json(g: &GuardStatus) -> Value {
         GuardStatus::Decided(o) => json!({
             "state": g.state_name(),
             "reused": o.reused,
-            "decision": crate::render::guard_store::decision_json(&o.decision),
+            "decision": crate::bridge::guard_json::decision_json(&o.decision),
         }),
     }
 }
@@ -553,48 +599,7 @@ impl HeimdallStats {
         let models: serde_json::Map<String, Value> = self
             .models
             .iter()
-            .map(|(name, m)| {
-                let span_s = match (m.arrivals_ms.first(), m.arrivals_ms.last()) {
-                    (Some(a), Some(b)) if b > a => (b - a) / 1e3,
-                    _ => 0.0,
-                };
-                let rate = if span_s > 0.0 {
-                    (m.arrivals_ms.len() - 1) as f64 / span_s
-                } else {
-                    0.0
-                };
-                let mut v = json!({
-                        "latency_ms": summary(&m.latencies_ms),
-                        "latency_stages_ms": m.stages.to_json(),
-                        "admission_to_last_op_ms": summary(&m.scheduled_ms),
-                        "readback_ms": low_summary(&m.readback_ms),
-                        "count": m.latencies_ms.len(),
-                        "rate_hz": rate,
-                        "cpu_results": m.cpu_results,
-                        "resumed_from_gpu": m.resumed_from_gpu,
-                        "deadline_ms": m.deadline_ms,
-                        "deadline_misses": m.deadline_misses,
-                        "deadline_miss_rate": m.deadline_misses as f64 / m.results.max(1) as f64,
-                        // Null unless the cache was decided on (`ConvCache::Auto` or `On`) or
-                        // a GPU run used it.
-                        "conv_cache": (m.cache_runs > 0 || m.cache_decision.is_some()).then(|| json!({
-                            "decision": m.cache_decision,
-                            "runs": m.cache_runs,
-                            "hit_rate_mean": m.cache_hit_rate_mean,
-                            "dirty_block_rate_mean": m.cache_dirty_block_rate_mean,
-                            "hit_rate_last": m.cache_hit_rate_last,
-                            "cached_ops": m.cached_ops,
-                            "saved_ms_mean": m.cache_saved_ms_mean,
-                        })),
-                        // Null while the guard is off for this model (f32, CPU, settings).
-                        "guard": guard_json(&m.guard),
-                        "cpu_fallback": m.cpu_fallback,
-                });
-                for (k, x) in m.placement_json(self.now_ms) {
-                    v[k] = x;
-                }
-                (name.clone(), v)
-            })
+            .map(|(name, m)| (name.clone(), m.to_json(self.now_ms)))
             .collect();
         json!({
             "mode": settings.mode.name(),

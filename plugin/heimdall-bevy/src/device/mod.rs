@@ -21,6 +21,7 @@ pub use profile::{
     BACKENDS, HeimdallDeviceProfile, backends, render_plugin_for, without_missing_features,
 };
 
+use crate::bridge::readback_device::ReadbackDevice;
 use crate::faults::{DeviceFault, HeimdallFaults};
 
 /// No GPU adapter for the app's backends: what a user reads instead of Bevy's panic.
@@ -88,10 +89,10 @@ fn counting_handler(
         f.device_fault(kind);
     }
     if kind == DeviceFault::Lost
-        && let Some(waiter) = render.get_resource::<crate::render::readback::ReadbackWaiter>()
+        && let Some(device) = render.get_resource::<ReadbackDevice>()
     {
         // Its buffers are gone: readbacks in flight are dropped unread, not mapped.
-        waiter.set_device(None);
+        device.set(None);
     }
     let app = main
         .get_resource::<AppHandler>()

@@ -12,8 +12,8 @@ use super::cpu_run::{
 use super::models::{ModelState, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
+use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
-use crate::results::Outbox;
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
 /// Hands `work` to a worker. A fallback step's inputs are downloaded in `encoder` after this

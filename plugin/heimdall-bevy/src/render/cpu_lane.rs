@@ -27,8 +27,8 @@ use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_p
 use super::finish::Finish;
 use super::models::RenderDnns;
 use super::record::RunLog;
+use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
-use crate::results::Outbox;
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
 /// The render world's coordinator, lent to the workers between frames (see the module).

@@ -10,17 +10,19 @@
 //! the scene's GPU time and its recording outlasted what was left of the period. Otherwise the
 //! work is recorded into the frame's own encoder after the scene passes (`camera_driver`).
 
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::render::renderer::{RenderContext, RenderDevice, RenderQueue};
+use heimdall_coordinator::GpuWork;
 
 use super::backend::InferenceBackend;
 use super::cpu::dispatch_cpu;
-use super::models::{ModelState, ReadbackState, RenderDnns};
+use super::models::{ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::readback::{ReadbackWaiter, map_outputs};
 use super::schedule::{FramePlan, Scheduler};
-use super::timer::Mark;
+use super::timer::{FrameTimer, Mark};
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
-use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
@@ -35,41 +37,46 @@ pub(crate) fn work_after_scene(settings: Res<HeimdallSettings>) -> bool {
     !settings.dnn_work_first
 }
 
+/// What recording the frame's DNN work reads and updates: the backend (and its frame timer),
+/// the DNNs, the scheduler and its plan for the frame, the CPU workers, the clock, the channel
+/// to the main world.
+#[derive(SystemParam)]
+pub(crate) struct DnnWork<'w> {
+    backend: ResMut<'w, InferenceBackend>,
+    dnns: ResMut<'w, RenderDnns>,
+    sched: ResMut<'w, Scheduler>,
+    plan: ResMut<'w, FramePlan>,
+    workers: Res<'w, Workers>,
+    clock: Res<'w, HeimdallClock>,
+    outbox: Res<'w, Outbox>,
+}
+
 /// Records and submits the frame's DNN work ahead of the scene (`Render`, after the schedule),
 /// then maps the copies of the outputs and of CPU steps' inputs.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn submit_dnn_work_first(
     device: Res<RenderDevice>,
     queue: Res<RenderQueue>,
-    mut backend: ResMut<InferenceBackend>,
-    mut dnns: ResMut<RenderDnns>,
-    mut sched: ResMut<Scheduler>,
-    mut plan: ResMut<FramePlan>,
-    workers: Res<Workers>,
-    clock: Res<HeimdallClock>,
-    outbox: Res<Outbox>,
+    mut work: DnnWork,
     waiter: Res<ReadbackWaiter>,
 ) {
     let _span = info_span!("heimdall::encode_dnn_work").entered();
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("heimdall DNN work"),
     });
-    if let Some(t) = backend.timer.as_mut() {
-        t.begin(&mut encoder, sched.frame);
+    if let Some(t) = work.backend.timer.as_mut() {
+        t.begin(&mut encoder, work.sched.frame);
     }
-    let recorded = record(
-        &mut encoder,
-        &mut backend,
-        &mut dnns,
-        &mut sched,
-        &mut plan,
-        &workers,
-        &clock,
-        &outbox,
-    );
+    let recorded = record(&mut encoder, &mut work);
+    let DnnWork {
+        backend,
+        dnns,
+        clock,
+        outbox,
+        ..
+    } = &mut work;
     if recorded || backend.timer.as_ref().is_some_and(|t| t.active()) {
         queue.submit([encoder.finish()]);
-        map_outputs(&mut dnns, &backend, &waiter, &outbox, *clock);
+        map_outputs(dnns, backend, &waiter, outbox, **clock);
     }
 }
 
@@ -101,54 +108,57 @@ pub(crate) fn end_frame_timer(mut ctx: RenderContext, mut backend: ResMut<Infere
 }
 
 /// Records this frame's DNN work after the scene, into the frame's own encoder.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn encode_dnn_work(
-    mut ctx: RenderContext,
-    mut backend: ResMut<InferenceBackend>,
-    mut dnns: ResMut<RenderDnns>,
-    mut sched: ResMut<Scheduler>,
-    mut plan: ResMut<FramePlan>,
-    workers: Res<Workers>,
-    clock: Res<HeimdallClock>,
-    outbox: Res<Outbox>,
-) {
+pub(crate) fn encode_dnn_work(mut ctx: RenderContext, mut work: DnnWork) {
     let _span = info_span!("heimdall::encode_dnn_work").entered();
     let encoder = ctx.command_encoder();
-    if let Some(t) = backend.timer.as_mut() {
+    if let Some(t) = work.backend.timer.as_mut() {
         t.mark(encoder, Mark::SceneEnd);
     }
-    record(
-        encoder,
-        &mut backend,
-        &mut dnns,
-        &mut sched,
-        &mut plan,
-        &workers,
-        &clock,
-        &outbox,
-    );
-    if let Some(t) = backend.timer.as_mut() {
+    record(encoder, &mut work);
+    if let Some(t) = work.backend.timer.as_mut() {
         t.finish(encoder);
     }
 }
 
 /// Records the frame's DNN work into `encoder` and ends the scheduler's frame; whether
 /// anything was recorded.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    encoder: &mut wgpu::CommandEncoder,
-    backend: &mut InferenceBackend,
-    dnns: &mut RenderDnns,
-    sched: &mut Scheduler,
-    plan: &mut FramePlan,
-    workers: &Workers,
-    clock: &HeimdallClock,
-    outbox: &Outbox,
-) -> bool {
+fn record(encoder: &mut wgpu::CommandEncoder, work: &mut DnnWork) -> bool {
+    let DnnWork {
+        backend,
+        dnns,
+        sched,
+        plan,
+        workers,
+        clock,
+        outbox,
+    } = work;
+    let (dnns, sched) = (&mut **dnns, &mut **sched);
     let timer = &mut backend.timer;
     let now = plan.now_ms;
-    let mut recorded = false;
     // 1. Preprocessing of the inferences started this frame (before their first chunk).
+    let mut recorded = encode_preprocessing(encoder, dnns);
+    if recorded && let Some(t) = timer.as_mut() {
+        t.mark(encoder, Mark::Preprocess);
+    }
+    // 2. The chunks.
+    let timed = timer.as_ref().is_some_and(|t| t.active());
+    recorded |= encode_chunks(encoder, timer, timed, dnns, sched, &mut plan.gpu, now);
+    // 3. CPU work (fallback steps download their inputs here, after the chunks).
+    for c in std::mem::take(&mut plan.cpu) {
+        dispatch_cpu(c, now, encoder, dnns, sched, workers, **clock, outbox);
+        recorded = true;
+    }
+    // 4. Output copies of the inferences whose last step was encoded (or ran on the CPU).
+    recorded |= encode_output_copies(encoder, dnns);
+    if !timed {
+        outbox.send(RenderMessage::Frame(FrameRecord::untimed(sched.frame)));
+    }
+    sched.frame += 1;
+    recorded
+}
+
+/// Records the GPU preprocessing of the inferences started this frame; whether any was.
+fn encode_preprocessing(encoder: &mut wgpu::CommandEncoder, dnns: &mut RenderDnns) -> bool {
     let mut preprocessed = false;
     for d in dnns.map.values_mut() {
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
@@ -160,37 +170,32 @@ fn record(
         if let (Some(pre), Some(binding)) = (&c.pre, c.bindings.get(&texture)) {
             pre.encode(encoder, binding);
             preprocessed = true;
-            recorded = true;
         }
     }
-    if preprocessed && let Some(t) = timer.as_mut() {
-        t.mark(encoder, Mark::Preprocess);
-    }
+    preprocessed
+}
 
-    // 2. The chunks.
-    let timed = timer.as_ref().is_some_and(|t| t.active());
+/// Records the plan's GPU chunks (`gpu`, taken), each timed by a mark when the frame is `timed`
+/// (else reported with its estimate next frame); a chunk that cannot be encoded drops its
+/// inference and is reported done. Whether any chunk was recorded.
+fn encode_chunks(
+    encoder: &mut wgpu::CommandEncoder,
+    timer: &mut Option<FrameTimer>,
+    timed: bool,
+    dnns: &mut RenderDnns,
+    sched: &mut Scheduler,
+    gpu: &mut Vec<GpuWork>,
+    now: f64,
+) -> bool {
+    let mut recorded = false;
     let mut works = Vec::new();
-    for g in std::mem::take(&mut plan.gpu) {
+    for g in std::mem::take(gpu) {
         let Some(e) = dnns.entity_of(g.model) else {
             sched.gpu_done(g.id, now, now);
             continue;
         };
         let d = dnns.map.get_mut(&e).expect("entity_of found it");
-        let encoded = match (d.job.as_mut(), &d.state) {
-            (Some(job), ModelState::Ready(c)) if !job.on_cpu => match &c.gpu {
-                Some(gpu) => gpu
-                    .encode(encoder, g.ops.clone())
-                    .map(|()| {
-                        if g.ops.end == c.steps {
-                            job.need_readback = true;
-                        }
-                    })
-                    .map_err(|e| e.to_string()),
-                None => Err("no GPU model".to_string()),
-            },
-            (Some(_), ModelState::Ready(_)) => Err("the inference moved to the CPU".to_string()),
-            _ => Err("no inference in flight".to_string()),
-        };
+        let encoded = encode_chunk(encoder, d, &g);
         recorded |= encoded.is_ok();
         match encoded {
             Ok(()) if timed => {
@@ -216,14 +221,37 @@ fn record(
     if timed {
         sched.timed.insert(sched.frame, (now, works));
     }
+    recorded
+}
 
-    // 3. CPU work (fallback steps download their inputs here, after the chunks).
-    for c in std::mem::take(&mut plan.cpu) {
-        dispatch_cpu(c, now, encoder, dnns, sched, workers, *clock, outbox);
-        recorded = true;
+/// Records chunk `g` of DNN `d`'s inference on the GPU; its last chunk asks for the outputs'
+/// copy.
+fn encode_chunk(
+    encoder: &mut wgpu::CommandEncoder,
+    d: &mut RenderDnn,
+    g: &GpuWork,
+) -> Result<(), String> {
+    match (d.job.as_mut(), &d.state) {
+        (Some(job), ModelState::Ready(c)) if !job.on_cpu => match &c.gpu {
+            Some(gpu) => gpu
+                .encode(encoder, g.ops.clone())
+                .map(|()| {
+                    if g.ops.end == c.steps {
+                        job.need_readback = true;
+                    }
+                })
+                .map_err(|e| e.to_string()),
+            None => Err("no GPU model".to_string()),
+        },
+        (Some(_), ModelState::Ready(_)) => Err("the inference moved to the CPU".to_string()),
+        _ => Err("no inference in flight".to_string()),
     }
+}
 
-    // 4. Output copies of the inferences whose last step was encoded (or ran on the CPU).
+/// Records the output copies of the inferences whose last step was encoded (or ran on the
+/// CPU); whether any was.
+fn encode_output_copies(encoder: &mut wgpu::CommandEncoder, dnns: &mut RenderDnns) -> bool {
+    let mut recorded = false;
     for d in dnns.map.values_mut() {
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
@@ -241,9 +269,5 @@ fn record(
             Err(err) => error!("heimdall: {}: readback: {err}", d.name),
         }
     }
-    if !timed {
-        outbox.send(RenderMessage::Frame(FrameRecord::untimed(sched.frame)));
-    }
-    sched.frame += 1;
     recorded
 }

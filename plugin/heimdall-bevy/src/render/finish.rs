@@ -9,10 +9,10 @@ use std::time::Duration;
 use bevy::prelude::*;
 use heimdall_vision::image::Crop;
 
+use crate::bridge::channel::{ConvCacheRun, FinishedInference, Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
 use crate::decoder::{DecodeInput, DecoderHandle};
 use crate::dnn::Backend;
-use crate::results::{ConvCacheRun, FinishedInference, Outbox, RenderMessage};
 use crate::stages::StageTimes;
 
 /// What is needed to finish an inference away from the render world.

@@ -21,8 +21,8 @@ pub(crate) use super::state::{
     CalibrationFrame, GuardJob, GuardPhase, GuardPlan, GuardStart, Guarded,
 };
 use super::state::{Compiled, ExtractedDnns, ModelState, RenderDnns, min_interval_ms};
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::guard::{GuardOutcome, GuardStatus};
-use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
 /// The guard's start for `graph` compiled in `precision` on `ctx`: the stored decision if the

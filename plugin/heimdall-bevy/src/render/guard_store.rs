@@ -26,6 +26,8 @@ use heimdall_gpu::{GpuContext, Precision};
 use heimdall_ir::Graph;
 use serde_json::{Value, json};
 
+use crate::bridge::guard_json::{decision_json, precision_name};
+
 const FORMAT: &str = "heimdall-guard/1";
 
 /// The key of `graph`'s decisions on `ctx`'s adapter.
@@ -62,10 +64,6 @@ pub(crate) fn path(dir: &Path, key: &ProfileKey) -> PathBuf {
     dir.join(format!("guard-{}", key.file_name()))
 }
 
-fn precision_name(p: Precision) -> String {
-    format!("{p:?}")
-}
-
 fn precision_of(s: &str) -> Option<Precision> {
     Precision::ALL.into_iter().find(|p| precision_name(*p) == s)
 }
@@ -74,32 +72,6 @@ fn config_json(c: &GuardConfig) -> Value {
     json!({
         "bound": c.bound, "output_bounds": c.output_bounds, "floor_rms": c.floor_rms,
         "max_trials": c.max_trials, "min_range": c.min_range, "repair_margin": c.repair_margin,
-    })
-}
-
-/// Errors as JSON (infinity, a NaN output, as null).
-fn errors_json(v: &[f64]) -> Value {
-    json!(
-        v.iter()
-            .map(|e| e.is_finite().then_some(*e))
-            .collect::<Vec<_>>()
-    )
-}
-
-/// The decision as JSON (the store's and `stats.json`'s).
-pub(crate) fn decision_json(d: &GuardDecision) -> Value {
-    let ranges: Vec<[usize; 2]> = d.f32_ranges.iter().map(|r| [r.start, r.end]).collect();
-    let overrides: Vec<Value> = d
-        .overrides
-        .iter()
-        .map(|(r, p)| json!([r.start, r.end, precision_name(*p)]))
-        .collect();
-    json!({
-        "summary": d.summary(), "precision": precision_name(d.precision),
-        "f32_ranges": ranges, "overrides": overrides, "ops": d.ops, "bounds": d.bounds,
-        "errors_before": errors_json(&d.errors_before), "errors_after": errors_json(&d.errors_after),
-        "whole_f32": d.whole_f32, "passed": d.passed, "trials": d.trials,
-        "cap_reached": d.cap_reached, "time_ms": d.time.as_secs_f64() * 1e3,
     })
 }
 

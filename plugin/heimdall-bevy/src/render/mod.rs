@@ -44,11 +44,11 @@ use bevy::prelude::*;
 use bevy::render::renderer::{RenderGraph, RenderGraphSystems};
 use bevy::render::{ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems};
 
+use crate::bridge::channel::{FailedDnns, Outbox, RenderMessage};
 use crate::camera::{ExtractedFrames, extract_frames};
 use crate::clock::HeimdallClock;
 use crate::faults::{ExtractedRestarts, extract_restarts};
 use crate::requests::{ExtractedRequests, extract_requests};
-use crate::results::{FailedDnns, Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 use crate::workers::Workers;
 pub use live_settings::{coordinator_config, coordinator_placement, coordinator_policy};
@@ -78,24 +78,45 @@ pub(crate) fn build(
     failed: FailedDnns,
 ) {
     let indirect = backend::IndirectValidation::of(app);
-    let faults = outbox.faults().clone();
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
+    insert_resources(render_app, indirect, settings, clock, outbox, failed);
+    add_frame_systems(render_app);
+    add_phase_stamps(render_app);
+    add_dnn_systems(render_app);
+}
+
+/// The render world's resources: the plugin's shared ones (settings, clock, the channel to the
+/// main world, the CPU workers, the readback waiter) and the extracted and per-frame state.
+fn insert_resources(
+    render_app: &mut SubApp,
+    indirect: backend::IndirectValidation,
+    settings: &HeimdallSettings,
+    clock: HeimdallClock,
+    outbox: Outbox,
+    failed: FailedDnns,
+) {
+    let faults = outbox.faults().clone();
     let decode_threads = if settings.parallel_decode {
         decode_pool::DECODE_THREADS
     } else {
         0
     };
+    let workers = Workers::with_faults(settings.cpu_slots(), faults.clone());
+    let waiter = readback::ReadbackWaiter::new(decode_threads, faults.clone());
+    // The device-error handler (main world) drops the readbacks of a lost device through it.
+    let readback_device = waiter.device();
     render_app
         .insert_resource(indirect)
         .insert_resource(settings.clone())
         .insert_resource(clock)
         .insert_resource(outbox)
         .insert_resource(failed)
-        .insert_resource(faults.clone())
-        .insert_resource(Workers::with_faults(settings.cpu_slots(), faults.clone()))
-        .insert_resource(readback::ReadbackWaiter::new(decode_threads, faults))
+        .insert_resource(faults)
+        .insert_resource(workers)
+        .insert_resource(waiter)
+        .insert_resource(readback_device)
         .init_resource::<ExtractedRestarts>()
         .init_resource::<background::BackgroundWork>()
         .init_resource::<models::ExtractedDnns>()
@@ -107,7 +128,13 @@ pub(crate) fn build(
         .init_resource::<extract::ExtractedRecording>()
         .init_resource::<schedule::FramePlan>()
         .init_resource::<phases::PhaseClock>()
-        .init_resource::<PresentationTime>()
+        .init_resource::<PresentationTime>();
+}
+
+/// The plugin's sets in order in `Prepare`, the extract, the device's (re)start, and the end of
+/// each render frame: the presented stamp, then the coordinator lent to the CPU lane.
+fn add_frame_systems(render_app: &mut SubApp) {
+    render_app
         .configure_sets(
             Render,
             (
@@ -139,7 +166,12 @@ pub(crate) fn build(
                 .in_set(RenderSystems::Cleanup)
                 .after(stamp_presented)
                 .run_if(resource_exists::<schedule::Scheduler>),
-        )
+        );
+}
+
+/// The render thread's phase stamps ([`phases`]) between Bevy's and the plugin's sets.
+fn add_phase_stamps(render_app: &mut SubApp) {
+    render_app
         .add_systems(
             Render,
             (
@@ -172,7 +204,14 @@ pub(crate) fn build(
                     .in_set(RenderGraphSystems::Finish)
                     .before(HeimdallRenderSystems::Readback),
             ),
-        )
+        );
+}
+
+/// The DNN work, once the scheduler exists: [`HeimdallRenderSystems::Prepare`],
+/// [`HeimdallRenderSystems::Schedule`] and [`HeimdallRenderSystems::Encode`] (work first) in
+/// `Render`; the frame timer, the encoding after the scene and the readback in `RenderGraph`.
+fn add_dnn_systems(render_app: &mut SubApp) {
+    render_app
         .add_systems(
             Render,
             (

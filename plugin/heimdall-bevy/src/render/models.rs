@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy::render::Extract;
+use bevy::tasks::Task;
 use bevy::tasks::futures::check_ready;
 use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_gpu::{GpuContext, Precision};
@@ -21,9 +22,9 @@ pub(crate) use super::state::{
     RenderDnns, min_interval_ms,
 };
 use crate::asset::DnnModel;
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, RequestMode};
 use crate::guard::{Calibration, GuardOutcome, GuardStatus};
-use crate::results::{Outbox, RenderMessage};
 use crate::settings::HeimdallSettings;
 
 pub(crate) fn extract_dnns(
@@ -329,16 +330,7 @@ pub(crate) fn prepare_models(
     work: Res<BackgroundWork>,
 ) {
     let dnns = &mut *dnns;
-    let removed = &mut dnns.removed;
-    dnns.map.retain(|e, d| {
-        let keep = ex.0.get(e).is_some_and(|x| {
-            x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
-        });
-        if !keep {
-            removed.extend(d.model_id);
-        }
-        keep
-    });
+    drop_changed_dnns(dnns, &ex);
     for (e, d) in &ex.0 {
         if let Some(existing) = dnns.map.get_mut(e) {
             // Settings that may change while it runs.
@@ -351,71 +343,8 @@ pub(crate) fn prepare_models(
         let Some(graph) = d.graph.clone() else {
             continue; // the asset is still loading (or failed: the main world reports it)
         };
-        let ctx = backend.gpu().cloned();
-        let cpu_share = CpuShare {
-            slots: settings.cpu_slots(),
-            all_slots: d.on_demand && settings.events_take_all_slots,
-        };
-        let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
-        let roi = d.roi;
-        let min_interval_ms = min_interval_ms(&settings, d.request_period_ms);
-        let guard = settings.guard.clone().map(|config| GuardPlan {
-            config,
-            store: settings.guard_store.clone(),
-        });
-        let name = d.name.clone();
-        let task = work.spawn(async move {
-            let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
-            // A panic while compiling (a device lost under the profile's readbacks) fails this
-            // DNN, not the render world that polls the task.
-            let compiled = crate::faults::catch(|| {
-                compile(
-                    graph,
-                    ctx,
-                    cpu_share,
-                    precision,
-                    norm,
-                    (cache, roi),
-                    min_interval_ms,
-                    guard,
-                )
-            })
-            .unwrap_or_else(|m| Err(crate::faults::panicked("compiling it", &m)));
-            // Each wait for the GPU also waits for the frames queued before it: the count says
-            // what the start-up costs beside a busy renderer.
-            info!(
-                "heimdall: {name}: compile task {:.0} ms, {} GPU waits",
-                since.elapsed().as_secs_f64() * 1e3,
-                heimdall_gpu::waits_on_this_thread() - waits
-            );
-            compiled
-        });
-        let index = dnns.next_index;
-        dnns.next_index += 1;
-        outbox.send(RenderMessage::Status(*e, DnnStatus::Compiling));
-        outbox.send(RenderMessage::Instance(index, d.name.clone()));
-        dnns.map.insert(
-            *e,
-            RenderDnn {
-                index,
-                name: d.name.clone(),
-                model: d.model,
-                source: d.source,
-                decoder: d.decoder.clone(),
-                normalization: d.normalization,
-                conv_cache: (d.conv_cache, d.roi),
-                deadline_ms: d.deadline_ms,
-                utility: d.utility,
-                on_demand: d.on_demand,
-                state: ModelState::Compiling(task),
-                model_id: None,
-                job: None,
-                pending: None,
-                last_crop: None,
-                guard: GuardPhase::Idle,
-                calibrate_on_frame: d.calibrate_on_frame,
-            },
-        );
+        let task = spawn_compile(d, graph, &backend, &settings, &work);
+        add_compiling_dnn(dnns, *e, d, task, &outbox);
     }
     for (e, d) in &mut dnns.map {
         let ModelState::Compiling(task) = &mut d.state else {
@@ -424,71 +353,202 @@ pub(crate) fn prepare_models(
         let Some(result) = check_ready(task) else {
             continue;
         };
-        match result {
-            Ok((compiled, start)) => {
-                let on = if compiled.gpu.is_some() {
-                    Backend::Gpu
-                } else {
-                    Backend::Cpu
-                };
-                if let Some(g) = &compiled.gpu {
-                    info!(
-                        "heimdall: {} compiled for {} in {:.0} ms ({} steps)",
-                        d.name,
-                        g.context().info.name,
-                        g.report().compile_time.as_secs_f64() * 1e3,
-                        compiled.steps
-                    );
-                    if let Some(decision) = &compiled.cache_decision {
-                        let ops = g.report().cached_ops.len();
-                        info!("heimdall: {}: convolution cache {decision}", d.name);
-                        outbox.send(RenderMessage::ConvCacheDecision {
-                            dnn: *e,
-                            decision: decision.clone(),
-                            cached_ops: ops,
-                        });
-                    }
-                }
-                if let Some(why) = &compiled.cpu_fallback {
-                    warn!("heimdall: {} runs on the CPU backend: {why}", d.name);
-                    outbox.send(RenderMessage::CpuFallback(*e, why.clone()));
-                }
-                d.state = ModelState::Ready(Box::new(compiled));
-                dnns.newly_ready.push(*e);
-                outbox.send(RenderMessage::Status(*e, DnnStatus::Ready(on)));
-                let status = match start {
-                    GuardStart::Off => GuardStatus::Off,
-                    GuardStart::Pending { key } => {
-                        info!(
-                            "heimdall: {}: f16 guard: runs in f32 until checked on its {}",
-                            d.name,
-                            if d.calibrate_on_frame {
-                                "first input"
-                            } else {
-                                "calibration image"
-                            }
-                        );
-                        d.guard = GuardPhase::AwaitingInput { key };
-                        GuardStatus::Pending
-                    }
-                    GuardStart::Reused(decision) => {
-                        info!("{} (stored: no check)", decision.log_line(&d.name));
-                        GuardStatus::Decided(GuardOutcome {
-                            decision: Arc::new(*decision),
-                            reused: true,
-                        })
-                    }
-                };
-                outbox.send(RenderMessage::Guard(*e, status));
-            }
-            Err(error) => {
-                error!("heimdall: {} cannot run: {error}", d.name);
-                d.state = ModelState::Failed;
-                outbox.send(RenderMessage::Status(*e, DnnStatus::Failed(error)));
-            }
+        if on_compiled(*e, d, result, &outbox) {
+            dnns.newly_ready.push(*e);
         }
     }
     super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox, &work);
+}
+
+/// Drops the DNNs whose entity is gone or whose model, source or convolution cache changed (a
+/// change recompiles); their models leave the coordination (`RenderDnns::removed`).
+fn drop_changed_dnns(dnns: &mut RenderDnns, ex: &ExtractedDnns) {
+    let removed = &mut dnns.removed;
+    dnns.map.retain(|e, d| {
+        let keep = ex.0.get(e).is_some_and(|x| {
+            x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
+        });
+        if !keep {
+            removed.extend(d.model_id);
+        }
+        keep
+    });
+}
+
+/// What compiling a DNN's model yields: the compiled model and where its guard starts.
+type CompileTask = Task<Result<(Compiled, GuardStart), DnnError>>;
+
+/// Compiles extracted DNN `d`'s model `graph` on a background task, for Bevy's device (when the
+/// backend has one) and the CPU, with the settings' precision, CPU slots and guard.
+fn spawn_compile(
+    d: &ExtractedDnn,
+    graph: Arc<heimdall_ir::Graph>,
+    backend: &InferenceBackend,
+    settings: &HeimdallSettings,
+    work: &BackgroundWork,
+) -> CompileTask {
+    let ctx = backend.gpu().cloned();
+    let cpu_share = CpuShare {
+        slots: settings.cpu_slots(),
+        all_slots: d.on_demand && settings.events_take_all_slots,
+    };
+    let (precision, norm, cache) = (settings.precision, d.normalization, d.conv_cache);
+    let roi = d.roi;
+    let min_interval_ms = min_interval_ms(settings, d.request_period_ms);
+    let guard = settings.guard.clone().map(|config| GuardPlan {
+        config,
+        store: settings.guard_store.clone(),
+    });
+    let name = d.name.clone();
+    work.spawn(async move {
+        let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
+        // A panic while compiling (a device lost under the profile's readbacks) fails this
+        // DNN, not the render world that polls the task.
+        let compiled = crate::faults::catch(|| {
+            compile(
+                graph,
+                ctx,
+                cpu_share,
+                precision,
+                norm,
+                (cache, roi),
+                min_interval_ms,
+                guard,
+            )
+        })
+        .unwrap_or_else(|m| Err(crate::faults::panicked("compiling it", &m)));
+        // Each wait for the GPU also waits for the frames queued before it: the count says
+        // what the start-up costs beside a busy renderer.
+        info!(
+            "heimdall: {name}: compile task {:.0} ms, {} GPU waits",
+            since.elapsed().as_secs_f64() * 1e3,
+            heimdall_gpu::waits_on_this_thread() - waits
+        );
+        compiled
+    })
+}
+
+/// Adds DNN entity `e` (extracted as `d`) to the render world while `task` compiles its model,
+/// with the next instance index; tells the main world it is compiling.
+fn add_compiling_dnn(
+    dnns: &mut RenderDnns,
+    e: Entity,
+    d: &ExtractedDnn,
+    task: CompileTask,
+    outbox: &Outbox,
+) {
+    let index = dnns.next_index;
+    dnns.next_index += 1;
+    outbox.send(RenderMessage::Status(e, DnnStatus::Compiling));
+    outbox.send(RenderMessage::Instance(index, d.name.clone()));
+    dnns.map.insert(
+        e,
+        RenderDnn {
+            index,
+            name: d.name.clone(),
+            model: d.model,
+            source: d.source,
+            decoder: d.decoder.clone(),
+            normalization: d.normalization,
+            conv_cache: (d.conv_cache, d.roi),
+            deadline_ms: d.deadline_ms,
+            utility: d.utility,
+            on_demand: d.on_demand,
+            state: ModelState::Compiling(task),
+            model_id: None,
+            job: None,
+            pending: None,
+            last_crop: None,
+            guard: GuardPhase::Idle,
+            calibrate_on_frame: d.calibrate_on_frame,
+        },
+    );
+}
+
+/// DNN `e`'s compilation finished with `result`: it becomes ready (the main world hears its
+/// backend, convolution cache, CPU fallback and guard) or failed. Whether it is ready (to
+/// register with the coordinator).
+fn on_compiled(
+    e: Entity,
+    d: &mut RenderDnn,
+    result: Result<(Compiled, GuardStart), DnnError>,
+    outbox: &Outbox,
+) -> bool {
+    let (compiled, start) = match result {
+        Ok(ready) => ready,
+        Err(error) => {
+            error!("heimdall: {} cannot run: {error}", d.name);
+            d.state = ModelState::Failed;
+            outbox.send(RenderMessage::Status(e, DnnStatus::Failed(error)));
+            return false;
+        }
+    };
+    let on = if compiled.gpu.is_some() {
+        Backend::Gpu
+    } else {
+        Backend::Cpu
+    };
+    report_compiled(e, &d.name, &compiled, outbox);
+    d.state = ModelState::Ready(Box::new(compiled));
+    outbox.send(RenderMessage::Status(e, DnnStatus::Ready(on)));
+    let status = guard_status(d, start);
+    outbox.send(RenderMessage::Guard(e, status));
+    true
+}
+
+/// Logs where DNN `e` (`name`) compiled and tells the main world its convolution cache's
+/// decision and its CPU fallback, if any.
+fn report_compiled(e: Entity, name: &str, compiled: &Compiled, outbox: &Outbox) {
+    if let Some(g) = &compiled.gpu {
+        info!(
+            "heimdall: {} compiled for {} in {:.0} ms ({} steps)",
+            name,
+            g.context().info.name,
+            g.report().compile_time.as_secs_f64() * 1e3,
+            compiled.steps
+        );
+        if let Some(decision) = &compiled.cache_decision {
+            let ops = g.report().cached_ops.len();
+            info!("heimdall: {}: convolution cache {decision}", name);
+            outbox.send(RenderMessage::ConvCacheDecision {
+                dnn: e,
+                decision: decision.clone(),
+                cached_ops: ops,
+            });
+        }
+    }
+    if let Some(why) = &compiled.cpu_fallback {
+        warn!("heimdall: {} runs on the CPU backend: {why}", name);
+        outbox.send(RenderMessage::CpuFallback(e, why.clone()));
+    }
+}
+
+/// Where a newly compiled DNN's accuracy guard starts: off, waiting for its calibration input
+/// (the DNN runs in f32 meanwhile), or decided by a stored decision.
+fn guard_status(d: &mut RenderDnn, start: GuardStart) -> GuardStatus {
+    match start {
+        GuardStart::Off => GuardStatus::Off,
+        GuardStart::Pending { key } => {
+            info!(
+                "heimdall: {}: f16 guard: runs in f32 until checked on its {}",
+                d.name,
+                if d.calibrate_on_frame {
+                    "first input"
+                } else {
+                    "calibration image"
+                }
+            );
+            d.guard = GuardPhase::AwaitingInput { key };
+            GuardStatus::Pending
+        }
+        GuardStart::Reused(decision) => {
+            info!("{} (stored: no check)", decision.log_line(&d.name));
+            GuardStatus::Decided(GuardOutcome {
+                decision: Arc::new(*decision),
+                reused: true,
+            })
+        }
+    }
 }
 
 #[cfg(test)]

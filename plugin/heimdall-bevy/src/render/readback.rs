@@ -19,10 +19,11 @@ use super::decode_pool::DecodePool;
 use super::finish::Finish;
 use super::models::{ModelState, ReadbackState, RenderDnns};
 use super::schedule::Scheduler;
+use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox};
+use crate::bridge::readback_device::ReadbackDevice;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
 use crate::faults::{ExtractedRestarts, HeimdallFaults, READBACK_QUEUE};
-use crate::results::{ConvCacheRun, FailedDnns, Outbox};
 use crate::settings::HeimdallSettings;
 use crate::workers::{Mailbox, Workers};
 
@@ -40,9 +41,6 @@ struct Pending {
     elements: usize,
 }
 
-/// The device readbacks may be read from (`None`: none).
-type CurrentDevice = Arc<std::sync::Mutex<Option<wgpu::Device>>>;
-
 /// A readback that ended: the DNN is idle again.
 pub(crate) struct ReadbackDone {
     pub dnn: Entity,
@@ -59,14 +57,20 @@ pub(crate) struct ReadbackWaiter {
     tx: Option<Sender<Pending>>,
     pub done: Mailbox<ReadbackDone>,
     thread: Option<JoinHandle<()>>,
-    device: CurrentDevice,
+    device: ReadbackDevice,
 }
 
 impl ReadbackWaiter {
     /// The render device readbacks belong to from now on: pending readbacks of another device
     /// (a lost one) are dropped unread.
     pub fn set_device(&self, device: Option<wgpu::Device>) {
-        *self.device.lock().unwrap_or_else(|e| e.into_inner()) = device;
+        self.device.set(device);
+    }
+
+    /// The handle on the device readbacks belong to, for the render world's resources (the
+    /// device-error handler clears it when the device is lost).
+    pub fn device(&self) -> ReadbackDevice {
+        self.device.clone()
     }
 }
 
@@ -78,7 +82,7 @@ impl ReadbackWaiter {
         let (tx, rx) = bounded::<Pending>(READBACK_QUEUE);
         let done = Mailbox::default();
         let done_tx = done.sender();
-        let device = CurrentDevice::default();
+        let device = ReadbackDevice::default();
         let current = device.clone();
         let thread = std::thread::Builder::new()
             .name("heimdall-readback".into())
@@ -109,7 +113,7 @@ impl Drop for ReadbackWaiter {
 fn wait_loop(
     rx: Receiver<Pending>,
     done: Sender<ReadbackDone>,
-    current: CurrentDevice,
+    current: ReadbackDevice,
     mut decoders: Option<DecodePool<Entity>>,
 ) {
     let mut pending: Vec<Pending> = Vec::new();
@@ -139,7 +143,7 @@ fn wait_loop(
             // it may make wgpu panic: the readbacks then time out or are dropped below.)
             let _ = crate::faults::catch(|| p.gpu.context().device.poll(wgpu::PollType::Poll));
         }
-        let device = current.lock().map(|d| d.clone()).unwrap_or(None);
+        let device = current.current();
         pending.retain(|p| {
             let alive = device.as_ref() == Some(&p.gpu.context().device);
             // A panic here (a decoder on this thread, wgpu) fails this DNN, not the thread.

@@ -6,28 +6,32 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::render::render_asset::RenderAssets;
+use bevy::render::render_resource::TextureId;
 use bevy::render::renderer::RenderQueue;
 use bevy::render::texture::GpuImage;
 use heimdall_coordinator::{
     CacheSpec, Coordinator, CoordinatorConfig, CpuWork, Event, FrameBudget, GpuWindow, GpuWork,
     ModelId, ModelProfile, ModelStatus, Processor, Request, WorkId,
 };
+use heimdall_vision::image::Crop;
 
 use super::backend::InferenceBackend;
 use super::cpu_lane::CpuLane;
 use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
-use super::models::{Job, ReadbackState, RenderDnns};
+use super::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::pacing::PacingMargin;
 use super::record::RunLog;
 use super::timer::{FrameMarks, FrameTimer};
-use crate::camera::ExtractedFrames;
+use crate::bridge::channel::{Outbox, RenderMessage};
+use crate::camera::{ExtractedFrame, ExtractedFrames};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement, RateShortfall};
 use crate::requests::ExtractedRequests;
-use crate::results::{Outbox, RecordedRun, RenderMessage};
+use crate::results::RecordedRun;
 use crate::settings::{CoordinationMode, HeimdallSettings};
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
@@ -251,6 +255,19 @@ pub(crate) struct FramePlan {
     pub cpu: Vec<CpuWork>,
 }
 
+/// What the frame's decision reads from the extract: requests, camera frames, the display's
+/// rate, the app's asks for a trace or a recording, and the uploaded camera textures.
+#[derive(SystemParam)]
+pub(crate) struct FrameInputs<'w> {
+    requests: Res<'w, ExtractedRequests>,
+    frames: Res<'w, ExtractedFrames>,
+    display: Res<'w, ExtractedDisplay>,
+    trace: Res<'w, ExtractedTraceRequest>,
+    recording: Res<'w, ExtractedRecording>,
+    images: Res<'w, RenderAssets<GpuImage>>,
+    queue: Option<Res<'w, RenderQueue>>,
+}
+
 /// Registers newly compiled models, takes in timings and requests, starts idle DNNs and asks the
 /// coordinator for this frame's work.
 #[allow(clippy::too_many_arguments)]
@@ -259,13 +276,7 @@ pub(crate) fn plan_frame(
     mut dnns: ResMut<RenderDnns>,
     mut plan: ResMut<FramePlan>,
     mut backend: ResMut<InferenceBackend>,
-    requests: Res<ExtractedRequests>,
-    frames: Res<ExtractedFrames>,
-    display: Res<ExtractedDisplay>,
-    trace: Res<ExtractedTraceRequest>,
-    recording: Res<ExtractedRecording>,
-    images: Res<RenderAssets<GpuImage>>,
-    queue: Option<Res<RenderQueue>>,
+    inputs: FrameInputs,
     settings: Res<HeimdallSettings>,
     workers: Res<Workers>,
     clock: Res<HeimdallClock>,
@@ -275,81 +286,15 @@ pub(crate) fn plan_frame(
     let sched = &mut *sched;
     let dnns = &mut *dnns;
     let now = clock.now_ms();
-    // Guarded models replace the f32 ones of idle DNNs (registered below, as new models are).
-    // The replaced models, and those of removed DNNs, leave the coordination: otherwise one
-    // offloaded when it was replaced would hold its place on the CPU for good.
-    // A recording keeps a removed DNN (its requests were made) but not a replaced model.
-    for old in super::guard::swap_when_idle(dnns, &outbox) {
-        sched.coordinator.retire(old);
-        sched.log.recorder.remove_model(old);
-    }
-    for old in std::mem::take(&mut dnns.removed) {
-        sched.coordinator.retire(old);
-    }
+    retire_models(sched, dnns, &outbox);
     for e in std::mem::take(&mut dnns.newly_ready) {
-        let Some(d) = dnns.map.get_mut(&e) else {
-            continue;
-        };
-        let Some(c) = d.compiled() else { continue };
-        let profile = ModelProfile::new(d.name.clone(), c.costs.clone());
-        let id = sched.coordinator.register_with_profile(
-            d.name.clone(),
-            profile,
-            d.utility,
-            d.deadline_ms,
-        );
-        sched
-            .log
-            .recorder
-            .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
-        // Its CPU model's threads (the slots a CPU inference occupies) and their measured
-        // speedup (`render/models.rs`); whether the app asks for it on demand.
-        sched
-            .coordinator
-            .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
-        sched
-            .log
-            .recorder
-            .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
-        sched.coordinator.set_on_demand(id, d.on_demand);
-        sched.log.recorder.set_on_demand(id, d.on_demand);
-        // Where an offloaded inference can go on from the GPU's activations
-        // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
-        if let Some(g) = &c.gpu {
-            let steps = g.resume().steps();
-            sched.coordinator.set_resumable_steps(id, Some(&steps));
-            sched.log.recorder.set_resumable_steps(id, Some(&steps));
+        if let Some(d) = dnns.map.get_mut(&e) {
+            register_model(sched, d);
         }
-        let cached = c
-            .gpu
-            .as_ref()
-            .map(|g| g.report().cached_ops.clone())
-            .unwrap_or_default();
-        let mut spec = CacheSpec::new(cached.clone());
-        // What a hit saves of a cached step: the calibration's saving of a whole run that
-        // reuses everything, over the cached steps' share of the run's GPU time.
-        if let Some(cal) = c.gpu.as_ref().and_then(|g| g.conv_cache()?.calibration()) {
-            let total: f64 = c.costs.iter().map(|s| s.gpu_ms).sum();
-            let share: f64 = cached
-                .iter()
-                .filter_map(|&i| c.costs.get(i))
-                .map(|s| s.gpu_ms)
-                .sum();
-            if total > 0.0 && share > 0.0 {
-                spec.saving = (cal.saving() * total / share).clamp(0.0, 1.0);
-            }
-        }
-        if !cached.is_empty()
-            && let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec))
-        {
-            warn!("heimdall: {}: conv cache costs: {e}", d.name);
-        }
-        d.model_id = Some(id);
     }
     let heimdall_mode = matches!(settings.mode, CoordinationMode::Heimdall);
     sched.collect_timings(backend.timer.as_mut(), heimdall_mode, &outbox);
-
-    if recording.start {
+    if inputs.recording.start {
         let cfg = *sched.coordinator.config();
         sched
             .log
@@ -357,7 +302,103 @@ pub(crate) fn plan_frame(
     }
     // The setting is read every frame (`render/cpu_lane.rs`): the recording says how it was.
     sched.log.set_cpu_on_completion(settings.cpu_on_completion);
-    for r in &requests.0 {
+    take_requests(sched, dnns, &inputs, now);
+    // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
+    let hz = settings.frame_rate_hz(inputs.display.0);
+    sched.coordinator.set_frame_rate(hz);
+    // Idle DNNs take their pending request on their source's latest frame.
+    for (&dnn, d) in dnns.map.iter_mut() {
+        start_inference(sched, dnn, d, &inputs, &outbox, now);
+    }
+    let window = gpu_window(sched, &settings, heimdall_mode, hz, now);
+    decide(
+        sched, dnns, &mut plan, &inputs, &workers, &outbox, window, now,
+    );
+}
+
+/// Guarded models replace the f32 ones of idle DNNs (registered afterwards, as new models are).
+/// The replaced models, and those of removed DNNs, leave the coordination: otherwise one
+/// offloaded when it was replaced would hold its place on the CPU for good. A recording keeps a
+/// removed DNN (its requests were made) but not a replaced model.
+fn retire_models(sched: &mut Scheduler, dnns: &mut RenderDnns, outbox: &Outbox) {
+    for old in super::guard::swap_when_idle(dnns, outbox) {
+        sched.coordinator.retire(old);
+        sched.log.recorder.remove_model(old);
+    }
+    for old in std::mem::take(&mut dnns.removed) {
+        sched.coordinator.retire(old);
+    }
+}
+
+/// Registers a newly compiled model with the coordinator and the run's recording: its costs,
+/// CPU threads, on-demand requests, resumable steps and convolution cache.
+fn register_model(sched: &mut Scheduler, d: &mut RenderDnn) {
+    let Some(c) = d.compiled() else { return };
+    let profile = ModelProfile::new(d.name.clone(), c.costs.clone());
+    let id =
+        sched
+            .coordinator
+            .register_with_profile(d.name.clone(), profile, d.utility, d.deadline_ms);
+    sched
+        .log
+        .recorder
+        .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
+    // Its CPU model's threads (the slots a CPU inference occupies) and their measured
+    // speedup (`render/models.rs`); whether the app asks for it on demand.
+    sched
+        .coordinator
+        .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
+    sched
+        .log
+        .recorder
+        .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
+    sched.coordinator.set_on_demand(id, d.on_demand);
+    sched.log.recorder.set_on_demand(id, d.on_demand);
+    // Where an offloaded inference can go on from the GPU's activations
+    // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
+    if let Some(g) = &c.gpu {
+        let steps = g.resume().steps();
+        sched.coordinator.set_resumable_steps(id, Some(&steps));
+        sched.log.recorder.set_resumable_steps(id, Some(&steps));
+    }
+    let (cached, spec) = conv_cache_spec(c);
+    if !cached.is_empty()
+        && let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec))
+    {
+        warn!("heimdall: {}: conv cache costs: {e}", d.name);
+    }
+    d.model_id = Some(id);
+}
+
+/// The ops a compiled model caches, and what the coordinator counts for them.
+fn conv_cache_spec(c: &Compiled) -> (Vec<usize>, CacheSpec) {
+    let cached = c
+        .gpu
+        .as_ref()
+        .map(|g| g.report().cached_ops.clone())
+        .unwrap_or_default();
+    let mut spec = CacheSpec::new(cached.clone());
+    // What a hit saves of a cached step: the calibration's saving of a whole run that
+    // reuses everything, over the cached steps' share of the run's GPU time.
+    if let Some(cal) = c.gpu.as_ref().and_then(|g| g.conv_cache()?.calibration()) {
+        let total: f64 = c.costs.iter().map(|s| s.gpu_ms).sum();
+        let share: f64 = cached
+            .iter()
+            .filter_map(|&i| c.costs.get(i))
+            .map(|s| s.gpu_ms)
+            .sum();
+        if total > 0.0 && share > 0.0 {
+            spec.saving = (cal.saving() * total / share).clamp(0.0, 1.0);
+        }
+    }
+    (cached, spec)
+}
+
+/// The app's requests of this frame become each DNN's pending request (the coordinator counts
+/// the request rate from here); on-demand DNNs are told to the coordinator again (an app may
+/// switch a DNN between on-demand and continuous requests while it runs).
+fn take_requests(sched: &mut Scheduler, dnns: &mut RenderDnns, inputs: &FrameInputs, now: f64) {
+    for r in &inputs.requests.0 {
         if let Some(d) = dnns.map.get_mut(&r.dnn) {
             d.pending = Some(r.crop);
             // The plugin holds a request until its DNN is idle: the coordinator counts the
@@ -365,116 +406,141 @@ pub(crate) fn plan_frame(
             if let Some(id) = d.model_id {
                 sched.coordinator.requested(id, now);
             }
-            if let (Some(id), Some(f)) = (d.model_id, frames.0.get(&d.source)) {
+            if let (Some(id), Some(f)) = (d.model_id, inputs.frames.0.get(&d.source)) {
                 sched.log.request(id, f.capture_ms, f.content_variation);
             }
         }
     }
-    // An app may switch a DNN between on-demand and continuous requests while it runs.
     for d in dnns.map.values() {
         if let Some(id) = d.model_id {
             sched.coordinator.set_on_demand(id, d.on_demand);
         }
     }
-    // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
-    let hz = settings.frame_rate_hz(display.0);
-    sched.coordinator.set_frame_rate(hz);
+}
 
-    // Idle DNNs take their pending request on their source's latest frame.
-    for (&dnn, d) in dnns.map.iter_mut() {
-        let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
-            continue;
-        };
-        // A guarded model waiting to replace this one: no new inference until the swap.
-        if d.job.is_some() || sched.coordinator.busy(id) || d.guard.swap_waiting() {
-            continue;
-        }
-        let Some(frame) = frames.0.get(&d.source) else {
-            continue;
-        };
-        let super::models::ModelState::Ready(c) = &mut d.state else {
-            continue;
-        };
-        let mut preprocess = None;
-        if let (Some(gpu), Some(pre), Some(queue)) = (&c.gpu, &c.pre, &queue) {
-            let Some(image) = images.get(frame.image) else {
-                continue; // not uploaded yet
-            };
-            let key = image.texture.id();
-            if let std::collections::hash_map::Entry::Vacant(slot) = c.bindings.entry(key) {
-                match pre.bind(&image.texture_view) {
-                    Ok(b) => {
-                        slot.insert(b);
-                    }
-                    Err(err) => {
-                        error!("heimdall: {}: binding the camera texture: {err}", d.name);
-                        d.pending = None;
-                        continue;
-                    }
-                }
-            }
-            if d.last_crop != Some(crop) {
-                // Another region of the frame: the cached activations are of the old one (a
-                // tracked ROI moves every frame, so its cache never hits; a full frame's crop
-                // never changes).
-                gpu.invalidate_conv_cache();
-                d.last_crop = None;
-            }
-            if let Err(err) = pre.set_crop(&gpu.context().queue, &crop) {
-                warn!("heimdall: {}: crop {crop:?}: {err}", d.name);
-                d.pending = None;
-                continue;
-            }
-            d.last_crop = Some(crop);
-            let _ = queue;
-            preprocess = Some(key);
-        }
-        d.pending = None;
-        if d.calibrate_on_frame
-            && let GuardPhase::AwaitingInput { key } = &d.guard
-            && super::guard::has_content(&frame.pixels)
-        {
-            // The guard's calibration input: this first inference's frame and crop (the first
-            // one with content: not a camera's black start-up frames).
-            d.guard = GuardPhase::Input {
-                frame: CalibrationFrame {
-                    rgba: frame.pixels.clone(),
-                    size: frame.size,
-                    crop,
-                },
-                key: key.clone(),
-            };
-        }
-        outbox.send(RenderMessage::Started {
-            dnn,
-            source: d.source,
-            frame_index: frame.index,
-        });
-        d.job = Some(Job {
-            frame_index: frame.index,
-            capture_ms: frame.capture_ms,
-            started_ms: now,
-            crop,
-            pixels: frame.pixels.clone(),
-            frame_size: frame.size,
-            preprocess,
-            on_cpu: false,
-            need_readback: false,
-            readback: ReadbackState::None,
-            cpu_step: None,
-            resume: None,
-        });
-        let request = Request {
-            capture_ms: frame.capture_ms,
-            content_variation: frame.content_variation,
-        };
-        sched.coordinator.submit(id, request, now);
-        sched.log.admitted(id);
+/// An idle DNN `dnn` with a pending request starts an inference on its source's latest frame:
+/// its GPU preprocessing is set up for the frame's texture and crop, the guard takes its
+/// calibration input, and the coordinator admits the request.
+fn start_inference(
+    sched: &mut Scheduler,
+    dnn: Entity,
+    d: &mut RenderDnn,
+    inputs: &FrameInputs,
+    outbox: &Outbox,
+    now: f64,
+) {
+    let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
+        return;
+    };
+    // A guarded model waiting to replace this one: no new inference until the swap.
+    if d.job.is_some() || sched.coordinator.busy(id) || d.guard.swap_waiting() {
+        return;
     }
+    let Some(frame) = inputs.frames.0.get(&d.source) else {
+        return;
+    };
+    let Some(preprocess) = set_up_preprocessing(d, frame, inputs, crop) else {
+        return;
+    };
+    d.pending = None;
+    if d.calibrate_on_frame
+        && let GuardPhase::AwaitingInput { key } = &d.guard
+        && super::guard::has_content(&frame.pixels)
+    {
+        // The guard's calibration input: this first inference's frame and crop (the first
+        // one with content: not a camera's black start-up frames).
+        d.guard = GuardPhase::Input {
+            frame: CalibrationFrame {
+                rgba: frame.pixels.clone(),
+                size: frame.size,
+                crop,
+            },
+            key: key.clone(),
+        };
+    }
+    outbox.send(RenderMessage::Started {
+        dnn,
+        source: d.source,
+        frame_index: frame.index,
+    });
+    d.job = Some(Job {
+        frame_index: frame.index,
+        capture_ms: frame.capture_ms,
+        started_ms: now,
+        crop,
+        pixels: frame.pixels.clone(),
+        frame_size: frame.size,
+        preprocess,
+        on_cpu: false,
+        need_readback: false,
+        readback: ReadbackState::None,
+        cpu_step: None,
+        resume: None,
+    });
+    let request = Request {
+        capture_ms: frame.capture_ms,
+        content_variation: frame.content_variation,
+    };
+    sched.coordinator.submit(id, request, now);
+    sched.log.admitted(id);
+}
 
-    // This frame's chunks follow its scene passes: the window opens after the measured render
-    // time (EMA of the timestamps) and closes at the next frame, less the margin learned from
-    // the wall clock.
+/// Binds the frame's texture to a ready DNN's GPU preprocessing and sets its crop: the texture
+/// to preprocess (`Some(None)` without GPU preprocessing), or `None` when the DNN cannot start
+/// this frame (the texture is not uploaded yet; a failed binding or crop drops the request).
+fn set_up_preprocessing(
+    d: &mut RenderDnn,
+    frame: &ExtractedFrame,
+    inputs: &FrameInputs,
+    crop: Crop,
+) -> Option<Option<TextureId>> {
+    let ModelState::Ready(c) = &mut d.state else {
+        return None;
+    };
+    let (Some(gpu), Some(pre), Some(_)) = (&c.gpu, &c.pre, &inputs.queue) else {
+        return Some(None);
+    };
+    // Not uploaded yet.
+    let image = inputs.images.get(frame.image)?;
+    let key = image.texture.id();
+    if let std::collections::hash_map::Entry::Vacant(slot) = c.bindings.entry(key) {
+        match pre.bind(&image.texture_view) {
+            Ok(b) => {
+                slot.insert(b);
+            }
+            Err(err) => {
+                error!("heimdall: {}: binding the camera texture: {err}", d.name);
+                d.pending = None;
+                return None;
+            }
+        }
+    }
+    if d.last_crop != Some(crop) {
+        // Another region of the frame: the cached activations are of the old one (a
+        // tracked ROI moves every frame, so its cache never hits; a full frame's crop
+        // never changes).
+        gpu.invalidate_conv_cache();
+        d.last_crop = None;
+    }
+    if let Err(err) = pre.set_crop(&gpu.context().queue, &crop) {
+        warn!("heimdall: {}: crop {crop:?}: {err}", d.name);
+        d.pending = None;
+        return None;
+    }
+    d.last_crop = Some(crop);
+    Some(Some(key))
+}
+
+/// This frame's chunks follow its scene passes: the window opens after the measured render
+/// time (EMA of the timestamps) and closes at the next frame, less the margin learned from
+/// the wall clock.
+fn gpu_window(
+    sched: &mut Scheduler,
+    settings: &HeimdallSettings,
+    heimdall_mode: bool,
+    hz: f64,
+    now: f64,
+) -> GpuWindow {
     let period = 1000.0 / hz;
     let render_ms = sched.coordinator.config().budget.render_ms;
     let extra = if heimdall_mode && settings.adaptive_margin {
@@ -482,10 +548,26 @@ pub(crate) fn plan_frame(
     } else {
         0.0
     };
-    let window = GpuWindow {
+    GpuWindow {
         start_ms: now + render_ms,
         end_ms: now + period - extra,
-    };
+    }
+}
+
+/// Asks the coordinator for this frame's work in `window` (CPU work for the idle workers the
+/// lane's held work leaves), sends the main world what the recording measured, the recording
+/// and the trace when asked, and the placements, and fills the [`FramePlan`].
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    sched: &mut Scheduler,
+    dnns: &mut RenderDnns,
+    plan: &mut FramePlan,
+    inputs: &FrameInputs,
+    workers: &Workers,
+    outbox: &Outbox,
+    window: GpuWindow,
+    now: f64,
+) {
     // The slots of work the lane handed out for this frame's encoder are taken.
     let held: usize = sched.held_cpu.iter().map(|w| w.threads.max(1)).sum();
     let idle = workers.pool.idle().saturating_sub(held);
@@ -495,6 +577,32 @@ pub(crate) fn plan_frame(
     sched.pacing.planned(!decision.gpu.is_empty());
     let frame = sched.frame;
     sched.log.planned(frame, now, &decision.gpu, &decision.cpu);
+    send_measured(sched, dnns, outbox);
+    if inputs.recording.export
+        && let Some((scenario, replay)) = sched.log.export()
+    {
+        outbox.send(RenderMessage::Recording(Box::new(RecordedRun {
+            scenario_json: scenario,
+            replay_json: replay,
+        })));
+    }
+    sched.report_placements(dnns, now, outbox);
+    let mut cpu = std::mem::take(&mut sched.held_cpu);
+    cpu.extend(decision.cpu);
+    *plan = FramePlan {
+        now_ms: now,
+        gpu: decision.gpu,
+        cpu,
+    };
+    if inputs.trace.0 {
+        outbox.send(RenderMessage::Trace(
+            sched.coordinator.timeline().to_chrome_trace_string(),
+        ));
+    }
+}
+
+/// Sends the main world the scheduler latencies and readback times the run's log measured.
+fn send_measured(sched: &mut Scheduler, dnns: &RenderDnns, outbox: &Outbox) {
     for (model, latency_ms) in sched.log.latencies.drain(..) {
         if let Some(dnn) = dnns.entity_of(model) {
             outbox.send(RenderMessage::Scheduled { dnn, latency_ms });
@@ -504,27 +612,6 @@ pub(crate) fn plan_frame(
         if let Some(dnn) = dnns.entity_of(model) {
             outbox.send(RenderMessage::Readback { dnn, ms });
         }
-    }
-    if recording.export
-        && let Some((scenario, replay)) = sched.log.export()
-    {
-        outbox.send(RenderMessage::Recording(Box::new(RecordedRun {
-            scenario_json: scenario,
-            replay_json: replay,
-        })));
-    }
-    sched.report_placements(dnns, now, &outbox);
-    let mut cpu = std::mem::take(&mut sched.held_cpu);
-    cpu.extend(decision.cpu);
-    *plan = FramePlan {
-        now_ms: now,
-        gpu: decision.gpu,
-        cpu,
-    };
-    if trace.0 {
-        outbox.send(RenderMessage::Trace(
-            sched.coordinator.timeline().to_chrome_trace_string(),
-        ));
     }
 }
 

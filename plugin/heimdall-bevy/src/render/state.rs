@@ -22,10 +22,10 @@ use heimdall_vision::image::{Crop, Normalization};
 use super::cache::GpuCompiled;
 use super::finish::Finish;
 use crate::asset::DnnModel;
+use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{ConvCache, DnnError};
-use crate::results::Outbox;
 use crate::settings::HeimdallSettings;
 use crate::stages::StageTimes;
 

@@ -15,6 +15,7 @@ use heimdall_cpu::{CpuModel, CpuOptions};
 use heimdall_vision::image::{Crop, Normalization, resample};
 
 use super::run_on_cpu_model;
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, ConvCache};
 use crate::render::cpu_run::CpuSink;
@@ -22,7 +23,6 @@ use crate::render::models::{
     Compiled, CpuShare, Job, ModelState, ReadbackState, RenderDnn, compile_cpu,
 };
 use crate::render::state::GuardPhase;
-use crate::results::{Outbox, RenderMessage};
 use crate::workers::{CpuDone, Workers};
 
 /// The bundled face detector (about 100 ops).
