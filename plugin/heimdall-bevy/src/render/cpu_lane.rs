@@ -81,6 +81,8 @@ struct LaneState {
     /// Where a DNN whose CPU work panicked is failed (set when lent).
     outbox: Option<Outbox>,
     clock: HeimdallClock,
+    /// When it was lent, ms on `clock`.
+    lent_at: f64,
 }
 
 impl CpuLane {
@@ -99,6 +101,7 @@ impl CpuLane {
             done: None,
             outbox: None,
             clock,
+            lent_at: 0.0,
         })))
     }
 
@@ -145,6 +148,7 @@ impl CpuLane {
         std::mem::swap(&mut st.coordinator, coordinator);
         std::mem::swap(&mut st.log, log);
         st.lent = true;
+        st.lent_at = st.clock.now_ms();
         for report in workers.done.drain() {
             st.report(report);
         }
@@ -167,6 +171,8 @@ impl CpuLane {
         std::mem::swap(&mut st.coordinator, coordinator);
         std::mem::swap(&mut st.log, log);
         st.lent = false;
+        // The recording's `cpu_lend_ms` (the simulator hands out CPU work at once only then).
+        log.lent_for(st.clock.now_ms() - st.lent_at);
         for (id, j) in &st.jobs {
             let Some(m) = st.models.get(id) else { continue };
             if let Some(job) = dnns.map.get_mut(&m.entity).and_then(|d| d.job.as_mut())

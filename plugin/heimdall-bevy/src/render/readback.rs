@@ -391,6 +391,10 @@ pub(crate) fn collect_outputs(
         }
         if let Some(d) = dnns.map.get_mut(&done.dnn) {
             d.job = None;
+            // The recording's hit rate of this inference, before it completes there.
+            if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
+                sched.log.recorder.cache_hit(id, hit);
+            }
             // Read outputs mean the GPU finished the whole inference: the coordinator frees the
             // model now, not when the frame's timestamps come back (after the scene), which
             // made a DNN asked every frame run every other frame.

@@ -95,6 +95,8 @@ pub(crate) struct RunLog {
     readbacks_seen: usize,
     /// When the frames flushed so far have left the GPU as the simulator models it, ms.
     gpu_free_ms: f64,
+    /// The CPU lane's lends while recording: their total length, ms, and their count.
+    lent: (f64, usize),
 }
 
 impl RunLog {
@@ -113,6 +115,7 @@ impl RunLog {
             readbacks: Vec::new(),
             readbacks_seen: 0,
             gpu_free_ms: 0.0,
+            lent: (0.0, 0),
         }
     }
 
@@ -135,6 +138,18 @@ impl RunLog {
         self.readbacks.clear();
         self.readbacks_seen = 0;
         self.gpu_free_ms = 0.0;
+        self.lent = (0.0, 0);
+    }
+
+    /// The CPU lane held the coordinator for `ms` (`render/cpu_lane.rs`: from the render world's
+    /// `Cleanup` to its next preparation, when a worker that finishes gets its next work at
+    /// once); their mean is the recording's `cpu_lend_ms`. Nothing while not recording, nor for
+    /// a length that is not finite or < 0.
+    pub fn lent_for(&mut self, ms: f64) {
+        if self.recording && ms.is_finite() && ms >= 0.0 {
+            self.lent.0 += ms;
+            self.lent.1 += 1;
+        }
     }
 
     /// How the plugin hands out CPU work now (`HeimdallSettings::cpu_on_completion`), exported
@@ -150,6 +165,10 @@ impl RunLog {
             return None;
         }
         self.flush_frames(u64::MAX);
+        if self.lent.1 > 0 {
+            self.recorder
+                .set_cpu_lend_ms(Some(self.lent.0 / self.lent.1 as f64));
+        }
         let (mut scenario, replay) = self.recorder.export();
         if let Some(ms) = median(&self.readbacks) {
             scenario.readback_ms = ms;
@@ -472,6 +491,29 @@ mod tests {
         log.recorder.remove_model(m);
         let (scenario, _) = log.export().unwrap();
         assert!(!scenario.contains("\"m\""), "{scenario}");
+    }
+
+    /// The CPU lane's lends while recording become the scenario's `cpu_lend_ms` (their mean);
+    /// one before the recording starts, or of no length that makes sense, does not count.
+    #[test]
+    fn the_lends_mean_is_the_scenarios_cpu_lend() {
+        let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5));
+        let mut log = RunLog::new(&cfg);
+        log.recorder.add_model(
+            ModelId(0),
+            "m",
+            &[StepCost::gpu_and_cpu(1.0, 4.0)],
+            None,
+            UtilityParams::default(),
+        );
+        log.lent_for(100.0);
+        log.start(&cfg, true, true);
+        for ms in [2.0, 4.0, f64::NAN, -1.0, 6.0] {
+            log.lent_for(ms);
+        }
+        let (scenario, _) = log.export().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&scenario).unwrap();
+        assert_eq!(v["cpu_lend_ms"].as_f64(), Some(4.0), "{scenario}");
     }
 
     /// The readback of a GPU inference: from the end of its frame's DNN submission as the

@@ -362,10 +362,12 @@ fn register_model(sched: &mut Scheduler, d: &mut RenderDnn) {
         sched.log.recorder.set_resumable_steps(id, Some(&steps));
     }
     let (cached, spec) = conv_cache_spec(c);
-    if !cached.is_empty()
-        && let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec))
-    {
-        warn!("heimdall: {}: conv cache costs: {e}", d.name);
+    if !cached.is_empty() {
+        // The recording carries it too: the simulator's costs follow the cache as these do.
+        sched.log.recorder.set_conv_cache(id, Some(&spec));
+        if let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec)) {
+            warn!("heimdall: {}: conv cache costs: {e}", d.name);
+        }
     }
     d.model_id = Some(id);
 }
