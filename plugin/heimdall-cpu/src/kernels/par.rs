@@ -261,6 +261,72 @@ impl Par {
     }
 }
 
+impl Par {
+    /// Splits `out`, a matrix of rows of `row_len` values, into the tiles between the given
+    /// cuts, numbered row-major: tile `(i, j)` spans rows `row_cuts[i]..row_cuts[i + 1]` and
+    /// columns `col_cuts[j]..col_cuts[j + 1]`, and calls `f(rows, cols, tile)` for each
+    /// non-empty one, spread over the pool (inline when there is no pool or only one tile).
+    /// The pool hands parts out by position ([`Par::first_part`]), so with cuts of even size a
+    /// thread computes about the same rows op after op. Cuts must rise from 0 to the row count
+    /// (`out.len() / row_len`) and from 0 to `row_len`.
+    pub fn for_tiles<F>(
+        &self,
+        out: &mut [f32],
+        row_len: usize,
+        row_cuts: &[usize],
+        col_cuts: &[usize],
+        f: F,
+    ) where
+        F: Fn(Range<usize>, Range<usize>, &mut Tile<'_>) + Sync,
+    {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        let valid = |cuts: &[usize], end: usize| {
+            cuts.len() >= 2
+                && cuts[0] == 0
+                && cuts[cuts.len() - 1] == end
+                && cuts.windows(2).all(|p| p[0] <= p[1])
+        };
+        assert!(
+            valid(row_cuts, rows) && valid(col_cuts, row_len),
+            "Par::for_tiles: bad cuts"
+        );
+        let col_tiles = col_cuts.len() - 1;
+        let parts = (row_cuts.len() - 1) * col_tiles;
+        let ptr = SendPtr(out.as_mut_ptr());
+        let part = |p: usize| {
+            let (rt, ct) = (p / col_tiles, p % col_tiles);
+            let r = row_cuts[rt]..row_cuts[rt + 1];
+            let c = col_cuts[ct]..col_cuts[ct + 1];
+            if r.is_empty() || c.is_empty() {
+                return;
+            }
+            let mut tile = Tile {
+                // SAFETY: `r.start * row_len + c.start` is inside `out` (r.start < rows,
+                // c.start < row_len: the cuts were checked above); tiles do not overlap.
+                ptr: unsafe { ptr.get().add(r.start * row_len + c.start) },
+                rows: r.len(),
+                cols: c.len(),
+                stride: row_len,
+                _out: std::marker::PhantomData,
+            };
+            f(r, c, &mut tile);
+        };
+        match &self.pool {
+            Some(pool) if parts > 1 => pool.run(parts, &|p, _| part(p)),
+            _ => (0..parts).for_each(part),
+        }
+    }
+
+    /// The first of `parts` parts of a job that thread `w` of this handle's threads runs
+    /// before it takes others' (`w == threads()`: `parts`): thread `w` owns the parts
+    /// `first_part(w, parts)..first_part(w + 1, parts)`, the ones whose middle lies in its
+    /// `threads()`-th of the job. For kernels that size their parts to even out the threads'
+    /// shares.
+    pub fn first_part(&self, w: usize, parts: usize) -> usize {
+        crate::kernels::threads::first_part(w, parts, self.threads)
+    }
+}
+
 /// Most tiles per thread [`Par::grid`] aims at (tiles are claimed dynamically, so a few per
 /// thread even out uneven ones and threads delayed by other work), as [`Par::for_rows`].
 const GRID_PARTS_PER_THREAD: usize = CHUNKS_PER_THREAD;
@@ -366,6 +432,45 @@ mod tests {
                 });
                 let want: Vec<f32> = (0..rows * row_len).map(|i| i as f32 + 1.0).collect();
                 assert_eq!(out, want, "{rows}x{row_len} tiles {tr}x{tc}");
+            }
+        }
+    }
+
+    /// Every value of the output is handed to exactly one tile of [`Par::for_tiles`], at its
+    /// own row and column, for even and uneven cuts and cuts that leave empty tiles; bad cuts
+    /// panic.
+    #[test]
+    fn for_tiles_covers_each_value_once() {
+        for threads in [1, 2, 4] {
+            let par = Par::new(threads);
+            for (rows, row_len, rc, cc) in [
+                (7, 5, &[0, 3, 7][..], &[0, 2, 5][..]),
+                (14, 40, &[0, 1, 3, 5, 8, 10, 12, 14], &[0, 16, 40]),
+                (3, 9, &[0, 0, 2, 3], &[0, 9, 9]),
+                (1, 1, &[0, 1], &[0, 1]),
+            ] {
+                let mut out = vec![0.0f32; rows * row_len];
+                par.for_tiles(&mut out, row_len, rc, cc, |r, c, tile| {
+                    assert!(!r.is_empty() && !c.is_empty());
+                    assert_eq!((tile.rows(), tile.cols()), (r.len(), c.len()));
+                    for (i, y) in r.clone().enumerate() {
+                        for (v, x) in tile.row(i).iter_mut().zip(c.clone()) {
+                            *v += (y * row_len + x) as f32 + 1.0;
+                        }
+                    }
+                });
+                let want: Vec<f32> = (0..rows * row_len).map(|i| i as f32 + 1.0).collect();
+                assert_eq!(out, want, "{rows}x{row_len} cuts {rc:?} {cc:?}");
+            }
+            for (rc, cc) in [
+                (&[0, 5, 4][..], &[0, 3][..]),
+                (&[0, 5], &[1, 3]),
+                (&[0, 4], &[0, 3]),
+            ] {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    par.for_tiles(&mut [0.0; 15], 3, rc, cc, |_, _, _| {});
+                }));
+                assert!(r.is_err(), "cuts {rc:?} {cc:?} accepted");
             }
         }
     }

@@ -17,6 +17,7 @@ use heimdall_ir::ConvAttrs;
 
 use crate::kernels::window::valid_taps;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
@@ -41,6 +42,8 @@ pub struct PackedDepthwise {
     bias: Vec<f32>,
     /// The kernels' instruction set: AVX-512, NEON or portable.
     isa: Isa,
+    /// The last split computed, for the thread count it was computed for.
+    split: SplitCache,
 }
 
 impl PackedDepthwise {
@@ -80,6 +83,7 @@ impl PackedDepthwise {
             weights: filter.to_vec(),
             bias,
             isa,
+            split: SplitCache::default(),
         }
     }
 
@@ -96,9 +100,10 @@ impl PackedDepthwise {
     /// `output[oy, ox, c] = ep(bias[c] + sum input[iy, ix, c / mult] * filter[ky, kx, c])`;
     /// `input` is `[in_h, in_w, in_c]`, `output` `[out_h, out_w, out_c]`. Needs no scratch.
     ///
-    /// The output is split over [`Par`] as a grid of pixel ranges (runs of pixels in row-major
-    /// order, which may cross image rows) by channel blocks of 16: at small resolutions there
-    /// are too few rows for many threads, but enough pixels times channel blocks.
+    /// The output is split over [`Par`] as whole output rows by channel blocks of 16, cut
+    /// evenly so that every thread gets the same share ([`PackedDepthwise::split`]): at small
+    /// resolutions (14x14, 7x7) there are too few rows for many threads, but enough rows times
+    /// channel blocks.
     pub fn run(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
         let w = &self.w;
         let c = w.out_c;
@@ -112,16 +117,18 @@ impl PackedDepthwise {
             input.len() >= w.in_h * w.in_w * w.in_c && output.len() >= px * c,
             "depthwise: buffers too short"
         );
-        let work = px * c * w.k_h * w.k_w;
-        // Whole rows while there are rows enough for every part a grid may make (a row's
-        // edge pixels and groups of 8 stay together), else runs of 8 pixels.
-        let align = if w.out_h >= CHUNKS_PER_THREAD * par.threads() {
-            w.out_w
-        } else {
-            PIXEL_ALIGN
-        };
-        let (tile_px, tile_c) = par.grid(px, c, work, MIN_MACS_PER_PART, align, 16);
-        par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+        let split = self.split(par);
+        let mut row_cuts = [0usize; MAX_ROW_PARTS + 1];
+        for (i, cut) in row_cuts[..=split.rows].iter_mut().enumerate() {
+            *cut = w.out_h * i / split.rows * w.out_w;
+        }
+        let mut col_cuts = [0usize; MAX_COL_PARTS + 1];
+        let blocks = c.div_ceil(16);
+        for (j, cut) in col_cuts[..=split.cols].iter_mut().enumerate() {
+            *cut = (blocks * j / split.cols * 16).min(c);
+        }
+        let (row_cuts, col_cuts) = (&row_cuts[..=split.rows], &col_cuts[..=split.cols]);
+        par.for_tiles(output, c, row_cuts, col_cuts, |pixels, chans, tile| {
             let mut p = pixels.start;
             while p < pixels.end {
                 let (oy, ox0) = (p / w.out_w, p % w.out_w);
@@ -141,6 +148,24 @@ impl PackedDepthwise {
                 p += ox1 - ox0;
             }
         });
+    }
+
+    /// How [`PackedDepthwise::run`] splits the output over `par`'s threads (computed once per
+    /// thread count): parts of at least about [`MIN_MACS_PER_PART`] multiply-accumulates, at
+    /// most [`CHUNKS_PER_THREAD`] per thread, a multiple of the thread count where there are
+    /// that many, as `rows` parts of whole output rows (a row's edge pixels and groups of 8
+    /// stay together) by `cols` parts of channel blocks, whichever cuts make the largest
+    /// thread's share (parts handed out by position, [`Par::first_part`]) smallest. On a
+    /// 14x14 map and 4 threads that is 14 rows by 2 channel halves, 7 parts a thread (whole
+    /// rows alone give 3, 4, 3 and 4 rows); on 7x7, 7 rows by 4 channel quarters.
+    fn split(&self, par: &Par) -> Split {
+        let threads = par.threads();
+        if let Some(s) = self.split.get(threads) {
+            return s;
+        }
+        let s = plan_split(par, &self.w);
+        self.split.set(threads, s);
+        s
     }
 
     /// Output pixels `ox` of row `oy`, channels `chans`, into tile rows `first..` (one per
@@ -448,8 +473,111 @@ impl DwTarget<'_, '_> {
     }
 }
 
-/// Output pixels per unit of the split: the AVX-512 path computes 8 at a time.
-const PIXEL_ALIGN: usize = 8;
+/// Most parts of whole output rows a split makes.
+const MAX_ROW_PARTS: usize = 64;
+/// Most parts of channel blocks a split makes.
+const MAX_COL_PARTS: usize = 16;
+/// What a part costs beyond its multiply-accumulates (claiming it, setting up its rows), in
+/// multiply-accumulates: between two splits of the same largest share, the one of fewer parts.
+const PART_COST: usize = 2048;
+
+/// A split of a depthwise output: `rows` parts of whole output rows, cut evenly (part `i`
+/// holds rows `out_h * i / rows..out_h * (i + 1) / rows`), by `cols` parts of channel blocks
+/// of 16, cut likewise; parts numbered row-major.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Split {
+    rows: usize,
+    cols: usize,
+}
+
+/// [`PackedDepthwise::split`]'s last answer: `threads << 32 | rows << 16 | cols`, 0 when none.
+#[derive(Debug, Default)]
+struct SplitCache(AtomicU64);
+
+impl Clone for SplitCache {
+    fn clone(&self) -> Self {
+        SplitCache(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+impl SplitCache {
+    fn get(&self, threads: usize) -> Option<Split> {
+        let v = self.0.load(Ordering::Relaxed);
+        (v != 0 && (v >> 32) as usize == threads).then_some(Split {
+            rows: ((v >> 16) & 0xFFFF) as usize,
+            cols: (v & 0xFFFF) as usize,
+        })
+    }
+
+    fn set(&self, threads: usize, s: Split) {
+        let v = (threads as u64) << 32 | (s.rows as u64) << 16 | s.cols as u64;
+        self.0.store(v, Ordering::Relaxed);
+    }
+}
+
+/// The split [`PackedDepthwise::split`] describes, for the geometry `w` on `par`.
+fn plan_split(par: &Par, w: &Window) -> Split {
+    let threads = par.threads();
+    let work = w.out_h * w.out_w * w.out_c * w.k_h * w.k_w;
+    let max_parts = (work / MIN_MACS_PER_PART).min(CHUNKS_PER_THREAD * threads);
+    if threads <= 1 || max_parts <= 1 {
+        return Split { rows: 1, cols: 1 };
+    }
+    let want = if max_parts >= threads {
+        max_parts / threads * threads
+    } else {
+        max_parts
+    };
+    // Whole rows first; where they do not even out the threads' shares, every row by the
+    // fewest channel parts that make enough parts, up to the first count that is a multiple
+    // of the threads. Channels are split only inside rows: a thread's share stays a run of
+    // rows, the rows its thread wrote in the op before (`crate::kernels::threads`).
+    let rows = want.min(w.out_h);
+    let mut best = (
+        largest_share(par, w, Split { rows, cols: 1 }),
+        Split { rows, cols: 1 },
+    );
+    let blocks = w.out_c.div_ceil(16);
+    for cols in want.div_ceil(w.out_h).max(2)..=blocks.min(MAX_COL_PARTS) {
+        let s = Split {
+            rows: w.out_h,
+            cols,
+        };
+        if s.rows > MAX_ROW_PARTS || work / (s.rows * cols) < MIN_MACS_PER_PART / 4 {
+            break;
+        }
+        let share = largest_share(par, w, s);
+        if share < best.0 {
+            best = (share, s);
+        }
+        if (s.rows * cols).is_multiple_of(threads) {
+            break;
+        }
+    }
+    best.1
+}
+
+/// The largest share of one thread under `s` on `par`'s threads, in multiply-accumulates plus
+/// [`PART_COST`] a part, with parts handed out by position.
+fn largest_share(par: &Par, w: &Window, s: Split) -> usize {
+    let blocks = w.out_c.div_ceil(16);
+    let rows = |i: usize| w.out_h * (i + 1) / s.rows - w.out_h * i / s.rows;
+    let chans = |j: usize| {
+        let cut = |j: usize| (blocks * j / s.cols * 16).min(w.out_c);
+        cut(j + 1) - cut(j)
+    };
+    let cost =
+        |p: usize| rows(p / s.cols) * w.out_w * chans(p % s.cols) * w.k_h * w.k_w + PART_COST;
+    let parts = s.rows * s.cols;
+    (0..par.threads())
+        .map(|t| {
+            (par.first_part(t, parts)..par.first_part(t + 1, parts))
+                .map(cost)
+                .sum()
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 impl Kernel for PackedDepthwise {
     fn run(&self, io: StepIo<'_>) {
@@ -668,6 +796,49 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Small maps of many channels (1x1 to 15x15, 17..700 channels, odd counts included,
+        /// 3x3 and 5x5, strides 1 and 2), whose splits on 2 and 4 threads cut rows and channel
+        /// blocks: the reference's values, and one thread's bits.
+        #[test]
+        fn depthwise_split_rows_and_channels_matches(
+            h in 1..16usize, wd in 1..16usize, c in 17..700usize, k5: bool, s2: bool,
+            seed in 0u64..1000, residual: bool,
+        ) {
+            let (k, st) = (if k5 { 5 } else { 3 }, if s2 { 2 } else { 1 });
+            let w = window(h, wd, c, c, (k, k), (st, st), 1, Padding::Same);
+            let p = DepthwiseProblem::new(w, seed, true, residual);
+            let one = p.run(&Par::new(1));
+            assert_close(&one, &p.reference());
+            for threads in [2, 4] {
+                prop_assert_eq!(&one, &p.run(&Par::new(threads)), "{} threads, {:?}", threads, plan_split(&Par::new(threads), &w));
+            }
+        }
+    }
+
+    /// Splits of rows by channel blocks with ragged channel parts (odd channel counts, 7 and
+    /// 14 rows) on 2 and 4 threads: the split does cut channels, and every value is the
+    /// reference's and one thread's.
+    #[test]
+    fn depthwise_channel_split_matches() {
+        for (h, c, k, st, threads) in [
+            (7, 671, 5, 1, 4),
+            (7, 673, 3, 1, 2),
+            (14, 383, 5, 2, 4),
+            (14, 289, 5, 1, 4),
+            (7, 385, 5, 1, 2),
+        ] {
+            let w = window(h * st, h * st, c, c, (k, k), (st, st), 1, Padding::Same);
+            let s = plan_split(&Par::new(threads), &w);
+            assert!(s.cols > 1 && s.rows == h, "{w:?} {threads} threads: {s:?}");
+            let p = DepthwiseProblem::new(w, 7, true, true);
+            let one = p.run(&Par::new(1));
+            assert_close(&one, &p.reference());
+            assert_eq!(one, p.run(&Par::new(threads)), "{w:?} {threads} threads");
+        }
+    }
+
     #[test]
     fn valid_taps_bounds() {
         assert_eq!(valid_taps(0, 1, 1, 1, 5, 3), (1, 3));
@@ -693,8 +864,8 @@ mod tests {
         );
     }
 
-    /// Depthwise convolutions of few pixels (6x6, 4x4, 12x12 stride 2) are split over pixel
-    /// ranges that cross image rows and over channel blocks (a channel count that is not a
+    /// Depthwise convolutions of few pixels (6x6, 4x4, 12x12 stride 2) are split over rows
+    /// and over channel blocks (a channel count that is not a
     /// multiple of 16, a multiplier of 2): every thread count and the portable path give the
     /// same values, the reference's.
     #[test]
@@ -731,18 +902,67 @@ mod tests {
                 dw.run(&Par::new(threads), &p.input, &mut out, &ep);
                 assert_close(&out, &p.reference());
             }
-            let px = w.out_h * w.out_w;
-            let work = px * w.out_c * w.k_h * w.k_w;
-            let (tile_px, tile_c) =
-                Par::new(16).grid(px, w.out_c, work, MIN_MACS_PER_PART, PIXEL_ALIGN, 16);
-            // Fewer pixel runs of 8 than parts wanted: channel blocks too. (6x6 stride 2 has 5
-            // runs, as many as its work makes parts: pixel runs only.)
-            let want = (work / MIN_MACS_PER_PART).min(64);
-            if px.div_ceil(PIXEL_ALIGN) < want {
-                assert!(tile_c < w.out_c, "{w:?} not split over channels");
+            // Fewer rows than parts wanted: channel blocks too.
+            let s = plan_split(&Par::new(16), &w);
+            let want = (w.out_h * w.out_w * w.out_c * w.k_h * w.k_w / MIN_MACS_PER_PART).min(64);
+            if w.out_h < want {
+                assert!(s.cols > 1, "{w:?} not split over channels: {s:?}");
             }
-            assert!(tile_px < px || tile_c < w.out_c, "{w:?} not split");
+            assert!(s.rows * s.cols > 1, "{w:?} not split");
         }
+    }
+
+    /// The shapes of hand_landmark_lite's depthwise convolutions (112x112 down to 7x7, 3x3
+    /// and 5x5, strides 1 and 2) on 2 and 4 threads: every thread's share within 20 % of an
+    /// even one (the old pixel runs left 2 of 7 parts idle on 7x7, and 3 of 4 threads on 14x14
+    /// at 3x3 ran ~4 of 15), channels split only with every row a part of its own, and enough
+    /// parts for every thread.
+    #[test]
+    fn split_evens_out_the_threads() {
+        for threads in [2, 4] {
+            let par = Par::new(threads);
+            for (h, c, k, st) in [
+                (112, 24, 3, 1),
+                (56, 64, 3, 2),
+                (56, 96, 3, 1),
+                (28, 96, 5, 2),
+                (28, 144, 5, 1),
+                (14, 144, 3, 2),
+                (14, 288, 3, 1),
+                (14, 288, 5, 1),
+                (14, 384, 5, 1),
+                (7, 384, 5, 2),
+                (7, 672, 5, 1),
+                (7, 672, 3, 1),
+            ] {
+                let w = window(h * st, h * st, c, c, (k, k), (st, st), 1, Padding::Same);
+                let s = plan_split(&par, &w);
+                let work = (h * h * c * k * k) as f64;
+                let share = largest_share(&par, &w, s) as f64;
+                assert!(
+                    share <= 1.2 * work / threads as f64,
+                    "{threads} threads {w:?}: {s:?}"
+                );
+                assert!(s.cols == 1 || s.rows == h, "{threads} threads {w:?}: {s:?}");
+                assert!(s.rows * s.cols >= threads, "{threads} threads {w:?}: {s:?}");
+            }
+        }
+        assert_eq!(
+            plan_split(
+                &Par::new(4),
+                &window(14, 14, 288, 288, (5, 5), (1, 1), 1, Padding::Same)
+            ),
+            Split { rows: 14, cols: 2 }
+        );
+        let tiny = window(4, 4, 8, 8, (3, 3), (1, 1), 1, Padding::Same);
+        assert_eq!(plan_split(&Par::new(4), &tiny), Split { rows: 1, cols: 1 });
+        assert_eq!(
+            plan_split(
+                &Par::new(1),
+                &window(56, 56, 96, 96, (3, 3), (1, 1), 1, Padding::Same)
+            ),
+            Split { rows: 1, cols: 1 }
+        );
     }
 
     #[test]
