@@ -20,7 +20,7 @@ mod reflect;
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
-use crate::kernels::par::Tile;
+use crate::kernels::par::{SplitCache, Tile};
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -44,6 +44,8 @@ pub struct PackedConv {
     /// The padding mirrors the input (`PAD_REFLECT`: `cb|abc|ba`) instead of reading zeros:
     /// the ring of padded rows the output rows read.
     reflect: Option<reflect::Band>,
+    /// The 1x1 path's split for the thread count it was last run with.
+    split: SplitCache,
 }
 
 /// Values of scratch a convolution of geometry `w` needs when run with `threads` threads:
@@ -129,6 +131,7 @@ impl PackedConv {
             seg_len,
             int_cols: (lo, hi.max(lo)),
             reflect: None,
+            split: SplitCache::default(),
         }
     }
 
@@ -190,46 +193,49 @@ impl PackedConv {
     }
 
     /// [`PackedConv::run`] of a 1x1 stride-1 unpadded convolution: one matrix product of the
-    /// input pixels with the filter, split as pixels by output-channel panels (a 1x1
-    /// convolution of few pixels and many channels, 8x8 or 2x2 at the end of a backbone,
-    /// splits over its channels too).
+    /// input pixels with the filter, split as pixels by output-channel panels cut evenly
+    /// ([`Par::even_grid`]: every thread the same share, a run of rows; a 1x1 convolution of
+    /// few pixels and many channels, 8x8 or 2x2 at the end of a backbone, splits over its
+    /// channels too).
     fn run_direct(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
         let w = &self.w;
         let (n, kdim) = (w.out_c, patch_len(w));
         let px = w.out_h * w.out_w;
-        let (tile_px, tile_n) = par.grid(
-            px,
-            n,
-            px * kdim * n,
-            MIN_MACS_PER_PART,
-            self.b.tile_rows(),
-            self.b.panel_cols(),
-        );
-        let fused = self.b.fuses(ep);
-        par.for_grid(output, n, tile_px, tile_n, |rows, cols, tile| {
-            if fused {
-                // The epilogue in the micro-kernels' stores: the tile is written once.
-                // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
-                // input's length, rows < px); the tile's rows of `cols.len()` values at
-                // the tile's stride are its own; `cols.start` is a multiple of the panel
-                // width (the grid's column alignment); the residual has the output's shape.
-                unsafe {
-                    self.b.gemm_tile(
-                        input.as_ptr().add(rows.start * w.in_c),
-                        w.in_c,
-                        &[0],
-                        w.in_c,
-                        rows.len(),
-                        cols.clone(),
-                        tile.as_mut_ptr(),
-                        n,
-                        (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
-                    );
-                }
-                return;
-            }
-            self.direct_blocks(input, rows, cols, tile, ep);
+        let (mr, nr) = (self.b.tile_rows(), self.b.panel_cols());
+        let (row_parts, col_parts) = self.split.get_or(par.threads(), || {
+            par.even_grid(px, n, px * kdim * n, MIN_MACS_PER_PART, mr, nr)
         });
+        let fused = self.b.fuses(ep);
+        par.for_even_grid(
+            output,
+            n,
+            (row_parts, mr),
+            (col_parts, nr),
+            |rows, cols, tile| {
+                if fused {
+                    // The epilogue in the micro-kernels' stores: the tile is written once.
+                    // SAFETY: input rows `rows` hold `in_c` values each (`run` asserted the
+                    // input's length, rows < px); the tile's rows of `cols.len()` values at
+                    // the tile's stride are its own; `cols.start` is a multiple of the panel
+                    // width (the grid's column alignment); the residual has the output's shape.
+                    unsafe {
+                        self.b.gemm_tile(
+                            input.as_ptr().add(rows.start * w.in_c),
+                            w.in_c,
+                            &[0],
+                            w.in_c,
+                            rows.len(),
+                            cols.clone(),
+                            tile.as_mut_ptr(),
+                            n,
+                            (!ep.is_identity()).then_some((ep, rows.start * n + cols.start)),
+                        );
+                    }
+                    return;
+                }
+                self.direct_blocks(input, rows, cols, tile, ep);
+            },
+        );
     }
 
     /// One tile (output pixels `rows`, channels `cols`) of [`PackedConv::run_direct`] with
@@ -761,7 +767,7 @@ mod tests {
                 assert_eq!(one, p.run(&Par::new(threads)), "{threads} threads");
             }
             let px = w.out_h * w.out_w;
-            let (_, tile_n) = Par::new(16).grid(
+            let (_, col_parts) = Par::new(16).even_grid(
                 px,
                 w.out_c,
                 px * w.in_c * w.out_c,
@@ -769,7 +775,30 @@ mod tests {
                 12,
                 16,
             );
-            assert!(tile_n < w.out_c, "{w:?} not split over channels");
+            assert!(col_parts > 1, "{w:?} not split over channels");
+        }
+    }
+
+    /// hand_landmark_lite's 1x1 convolutions on 7x7 and 14x14 maps (49 and 196 pixels, 48 to
+    /// 672 channels; odd counts too), cut evenly over rows and channel panels on 2 and 4
+    /// threads: one thread's bits, the reference's values.
+    #[test]
+    fn conv_even_split_matches() {
+        for (h, c_in, c_out) in [
+            (7, 384, 112),
+            (7, 112, 672),
+            (7, 671, 113),
+            (14, 288, 48),
+            (14, 48, 288),
+            (14, 65, 383),
+        ] {
+            let w = window(h, h, c_in, c_out, (1, 1), (1, 1), 1, Padding::Valid);
+            let p = ConvProblem::new(w, 11, true, true, true);
+            let one = p.run(&Par::new(1));
+            assert_close(&one, &p.reference());
+            for threads in [2, 4] {
+                assert_eq!(one, p.run(&Par::new(threads)), "{w:?} {threads} threads");
+            }
         }
     }
 

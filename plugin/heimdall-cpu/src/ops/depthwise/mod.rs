@@ -17,14 +17,13 @@ use heimdall_ir::ConvAttrs;
 
 use crate::kernels::window::valid_taps;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
-use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
+use crate::kernels::par::{CHUNKS_PER_THREAD, SplitCache, Tile};
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -159,13 +158,11 @@ impl PackedDepthwise {
     /// 14x14 map and 4 threads that is 14 rows by 2 channel halves, 7 parts a thread (whole
     /// rows alone give 3, 4, 3 and 4 rows); on 7x7, 7 rows by 4 channel quarters.
     fn split(&self, par: &Par) -> Split {
-        let threads = par.threads();
-        if let Some(s) = self.split.get(threads) {
-            return s;
-        }
-        let s = plan_split(par, &self.w);
-        self.split.set(threads, s);
-        s
+        let (rows, cols) = self.split.get_or(par.threads(), || {
+            let s = plan_split(par, &self.w);
+            (s.rows, s.cols)
+        });
+        Split { rows, cols }
     }
 
     /// Output pixels `ox` of row `oy`, channels `chans`, into tile rows `first..` (one per
@@ -488,31 +485,6 @@ const PART_COST: usize = 2048;
 struct Split {
     rows: usize,
     cols: usize,
-}
-
-/// [`PackedDepthwise::split`]'s last answer: `threads << 32 | rows << 16 | cols`, 0 when none.
-#[derive(Debug, Default)]
-struct SplitCache(AtomicU64);
-
-impl Clone for SplitCache {
-    fn clone(&self) -> Self {
-        SplitCache(AtomicU64::new(self.0.load(Ordering::Relaxed)))
-    }
-}
-
-impl SplitCache {
-    fn get(&self, threads: usize) -> Option<Split> {
-        let v = self.0.load(Ordering::Relaxed);
-        (v != 0 && (v >> 32) as usize == threads).then_some(Split {
-            rows: ((v >> 16) & 0xFFFF) as usize,
-            cols: (v & 0xFFFF) as usize,
-        })
-    }
-
-    fn set(&self, threads: usize, s: Split) {
-        let v = (threads as u64) << 32 | (s.rows as u64) << 16 | s.cols as u64;
-        self.0.store(v, Ordering::Relaxed);
-    }
 }
 
 /// The split [`PackedDepthwise::split`] describes, for the geometry `w` on `par`.
