@@ -424,6 +424,9 @@ impl Par {
             row_parts.clamp(1, MAX_EVEN_PARTS),
             col_parts.clamp(1, MAX_EVEN_PARTS),
         );
+        if rp * cp == 1 {
+            return self.for_tiles(out, row_len, &[0, rows], &[0, row_len], f);
+        }
         let mut row_cuts = [0usize; MAX_EVEN_PARTS + 1];
         let mut col_cuts = [0usize; MAX_EVEN_PARTS + 1];
         let (ru, cu) = (
