@@ -156,7 +156,7 @@ impl PackedDepthwise {
     /// stay together) by `cols` parts of channel blocks, whichever cuts make the largest
     /// thread's share (parts handed out by position, [`Par::first_part`]) smallest. On a
     /// 14x14 map and 4 threads that is 14 rows by 2 channel halves, 7 parts a thread (whole
-    /// rows alone give 3, 4, 3 and 4 rows); on 7x7, 7 rows by 4 channel quarters.
+    /// rows alone give 3, 4, 3 and 4 rows); on 7x7x672 at 5x5, 7 rows by 4 channel quarters.
     fn split(&self, par: &Par) -> Split {
         let (rows, cols) = self.split.get_or(par.threads(), || {
             let s = plan_split(par, &self.w);
@@ -504,7 +504,7 @@ fn plan_split(par: &Par, w: &Window) -> Split {
     // fewest channel parts that make enough parts, up to the first count that is a multiple
     // of the threads. Channels are split only inside rows: a thread's share stays a run of
     // rows, the rows its thread wrote in the op before (`crate::kernels::threads`).
-    let rows = want.min(w.out_h);
+    let rows = want.min(w.out_h).min(MAX_ROW_PARTS);
     let mut best = (
         largest_share(par, w, Split { rows, cols: 1 }),
         Split { rows, cols: 1 },

@@ -333,6 +333,12 @@ fn split_evens_out_the_threads() {
         ),
         Split { rows: 14, cols: 2 }
     );
+    // 32 threads want up to 128 parts: at most MAX_ROW_PARTS of rows, and the values right.
+    let big = window(112, 112, 64, 64, (3, 3), (1, 1), 1, Padding::Same);
+    let s = plan_split(&Par::new(32), &big);
+    assert!(s.rows <= MAX_ROW_PARTS && s.cols <= MAX_COL_PARTS, "{s:?}");
+    let p = DepthwiseProblem::new(big, 3, true, false);
+    assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(32)));
     let tiny = window(4, 4, 8, 8, (3, 3), (1, 1), 1, Padding::Same);
     assert_eq!(plan_split(&Par::new(4), &tiny), Split { rows: 1, cols: 1 });
     assert_eq!(
