@@ -32,7 +32,7 @@ pub use crate::ops::fully_connected::PackedFullyConnected;
 pub use crate::ops::instance_norm::{PaddedOutput, instance_norm};
 pub use crate::ops::pad::pad;
 pub use crate::ops::pool::{avg_pool, max_pool, pool_scratch_len};
-pub use crate::ops::reduce::{Fold, mean, reduce};
+pub use crate::ops::reduce::{Fold, mean, mean_on, reduce};
 pub use crate::ops::reshape::copy;
 pub use crate::ops::resize::{ResizeBilinear, resize_bilinear};
 pub use crate::ops::space_depth::depth_to_space;

@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::kernels::threads::Pool;
 
@@ -261,6 +262,218 @@ impl Par {
     }
 }
 
+impl Par {
+    /// Splits `out`, a matrix of rows of `row_len` values, into the tiles between the given
+    /// cuts, numbered row-major: tile `(i, j)` spans rows `row_cuts[i]..row_cuts[i + 1]` and
+    /// columns `col_cuts[j]..col_cuts[j + 1]`, and calls `f(rows, cols, tile)` for each
+    /// non-empty one, spread over the pool (inline when there is no pool or only one tile).
+    /// The pool hands parts out by position ([`Par::first_part`]), so with cuts of even size a
+    /// thread computes about the same rows op after op. Cuts must rise from 0 to the row count
+    /// (`out.len() / row_len`) and from 0 to `row_len`.
+    pub fn for_tiles<F>(
+        &self,
+        out: &mut [f32],
+        row_len: usize,
+        row_cuts: &[usize],
+        col_cuts: &[usize],
+        f: F,
+    ) where
+        F: Fn(Range<usize>, Range<usize>, &mut Tile<'_>) + Sync,
+    {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        let valid = |cuts: &[usize], end: usize| {
+            cuts.len() >= 2
+                && cuts[0] == 0
+                && cuts[cuts.len() - 1] == end
+                && cuts.windows(2).all(|p| p[0] <= p[1])
+        };
+        assert!(
+            valid(row_cuts, rows) && valid(col_cuts, row_len),
+            "Par::for_tiles: bad cuts"
+        );
+        let col_tiles = col_cuts.len() - 1;
+        let parts = (row_cuts.len() - 1) * col_tiles;
+        let ptr = SendPtr(out.as_mut_ptr());
+        let part = |p: usize| {
+            let (rt, ct) = (p / col_tiles, p % col_tiles);
+            let r = row_cuts[rt]..row_cuts[rt + 1];
+            let c = col_cuts[ct]..col_cuts[ct + 1];
+            if r.is_empty() || c.is_empty() {
+                return;
+            }
+            let mut tile = Tile {
+                // SAFETY: `r.start * row_len + c.start` is inside `out` (r.start < rows,
+                // c.start < row_len: the cuts were checked above); tiles do not overlap.
+                ptr: unsafe { ptr.get().add(r.start * row_len + c.start) },
+                rows: r.len(),
+                cols: c.len(),
+                stride: row_len,
+                _out: std::marker::PhantomData,
+            };
+            f(r, c, &mut tile);
+        };
+        match &self.pool {
+            Some(pool) if parts > 1 => pool.run(parts, &|p, _| part(p)),
+            _ => (0..parts).for_each(part),
+        }
+    }
+
+    /// The first of `parts` parts of a job that thread `w` of this handle's threads runs
+    /// before it takes others' (`w == threads()`: `parts`): thread `w` owns the parts
+    /// `first_part(w, parts)..first_part(w + 1, parts)`, the ones whose middle lies in its
+    /// `threads()`-th of the job. For kernels that size their parts to even out the threads'
+    /// shares.
+    pub fn first_part(&self, w: usize, parts: usize) -> usize {
+        crate::kernels::threads::first_part(w, parts, self.threads)
+    }
+}
+
+impl Par {
+    /// An even split of a `rows x cols` output costing `work` units in all for
+    /// [`Par::for_even_grid`]: `(row_parts, col_parts)`, rows cut evenly in units of
+    /// `row_align` rows and columns in units of `col_align` (a kernel's register tile). At most
+    /// `work / min_work` parts and [`CHUNKS_PER_THREAD`] a thread, a multiple of the thread
+    /// count where the units allow, so that the parts handed out by position
+    /// ([`Par::first_part`]) give every thread the same share: of the splits, the one whose
+    /// largest share is smallest, whole rows unless splitting columns too shortens it by more
+    /// than 1/8 (each column part re-reads its rows' input). `(1, 1)` without a pool. Costs
+    /// up to a few microseconds: cache it per thread count ([`SplitCache`]).
+    pub fn even_grid(
+        &self,
+        rows: usize,
+        cols: usize,
+        work: usize,
+        min_work: usize,
+        row_align: usize,
+        col_align: usize,
+    ) -> (usize, usize) {
+        let threads = self.threads;
+        let max_parts = (work / min_work.max(1)).min(CHUNKS_PER_THREAD * threads);
+        if self.pool.is_none() || max_parts <= 1 {
+            return (1, 1);
+        }
+        let want = if max_parts >= threads {
+            max_parts / threads * threads
+        } else {
+            max_parts
+        };
+        let (row_units, col_units) = (
+            rows.div_ceil(row_align.max(1)),
+            cols.div_ceil(col_align.max(1)),
+        );
+        let unit_work = work as f64 / (rows.max(1) * cols.max(1)) as f64;
+        // The largest thread's share of values, plus a part's fixed cost (~2048 units).
+        let share = |rp: usize, cp: usize| -> f64 {
+            let cut = |units: usize, parts: usize, align: usize, len: usize, i: usize| {
+                (units * i / parts * align).min(len)
+            };
+            let size = |p: usize| {
+                let (i, j) = (p / cp, p % cp);
+                let r = cut(row_units, rp, row_align.max(1), rows, i + 1)
+                    - cut(row_units, rp, row_align.max(1), rows, i);
+                let c = cut(col_units, cp, col_align.max(1), cols, j + 1)
+                    - cut(col_units, cp, col_align.max(1), cols, j);
+                (r * c) as f64 * unit_work + 2048.0
+            };
+            (0..threads)
+                .map(|t| {
+                    (self.first_part(t, rp * cp)..self.first_part(t + 1, rp * cp))
+                        .map(size)
+                        .sum::<f64>()
+                })
+                .fold(0.0, f64::max)
+        };
+        let mut best = (share(1, 1), 1, 1);
+        for cp in 1..=col_units.min(want) {
+            let base = want.div_ceil(cp).min(row_units);
+            let even = (base..=row_units.min(MAX_EVEN_PARTS / cp))
+                .find(|r| (r * cp).is_multiple_of(threads));
+            for rp in [Some(base), even].into_iter().flatten() {
+                if rp * cp > MAX_EVEN_PARTS || work / (rp * cp) < min_work / 2 {
+                    continue;
+                }
+                let s = share(rp, cp);
+                let better = if cp == 1 {
+                    s < best.0
+                } else {
+                    s * 8.0 < best.0 * 7.0
+                };
+                if better {
+                    best = (s, rp, cp);
+                }
+            }
+        }
+        (best.1, best.2)
+    }
+
+    /// Splits `out` (rows of `row_len` values) into `row_parts x col_parts` tiles cut evenly
+    /// in units of `row_align` rows and `col_align` columns ([`Par::even_grid`]), numbered
+    /// row-major, and calls `f(rows, cols, tile)` for each non-empty one ([`Par::for_tiles`]).
+    pub fn for_even_grid<F>(
+        &self,
+        out: &mut [f32],
+        row_len: usize,
+        (row_parts, row_align): (usize, usize),
+        (col_parts, col_align): (usize, usize),
+        f: F,
+    ) where
+        F: Fn(Range<usize>, Range<usize>, &mut Tile<'_>) + Sync,
+    {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        let (rp, cp) = (
+            row_parts.clamp(1, MAX_EVEN_PARTS),
+            col_parts.clamp(1, MAX_EVEN_PARTS),
+        );
+        if rp * cp == 1 {
+            return self.for_tiles(out, row_len, &[0, rows], &[0, row_len], f);
+        }
+        let mut row_cuts = [0usize; MAX_EVEN_PARTS + 1];
+        let mut col_cuts = [0usize; MAX_EVEN_PARTS + 1];
+        let (ru, cu) = (
+            rows.div_ceil(row_align.max(1)),
+            row_len.div_ceil(col_align.max(1)),
+        );
+        for (i, c) in row_cuts[..=rp].iter_mut().enumerate() {
+            *c = (ru * i / rp * row_align.max(1)).min(rows);
+        }
+        for (j, c) in col_cuts[..=cp].iter_mut().enumerate() {
+            *c = (cu * j / cp * col_align.max(1)).min(row_len);
+        }
+        self.for_tiles(out, row_len, &row_cuts[..=rp], &col_cuts[..=cp], f);
+    }
+}
+
+/// Most parts of a [`Par::even_grid`] split (rows times columns).
+const MAX_EVEN_PARTS: usize = 256;
+
+/// A kernel's split for the thread count it was computed for (`threads << 32 | a << 16 | b`,
+/// 0 when none), so that [`Par::even_grid`] runs once per kernel and thread count.
+#[derive(Debug, Default)]
+pub struct SplitCache(AtomicU64);
+
+impl Clone for SplitCache {
+    fn clone(&self) -> Self {
+        SplitCache(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
+}
+
+impl SplitCache {
+    /// The split stored for `threads`, or `make()`'s, stored (each part below 2^16).
+    pub fn get_or(&self, threads: usize, make: impl FnOnce() -> (usize, usize)) -> (usize, usize) {
+        let v = self.0.load(Ordering::Relaxed);
+        if v != 0 && (v >> 32) as usize == threads {
+            return (((v >> 16) & 0xFFFF) as usize, (v & 0xFFFF) as usize);
+        }
+        let (a, b) = make();
+        let (a, b) = (a.min(0xFFFF), b.min(0xFFFF));
+        self.0.store(
+            (threads as u64) << 32 | (a as u64) << 16 | b as u64,
+            Ordering::Relaxed,
+        );
+        (a, b)
+    }
+}
+
 /// Most tiles per thread [`Par::grid`] aims at (tiles are claimed dynamically, so a few per
 /// thread even out uneven ones and threads delayed by other work), as [`Par::for_rows`].
 const GRID_PARTS_PER_THREAD: usize = CHUNKS_PER_THREAD;
@@ -366,6 +579,90 @@ mod tests {
                 });
                 let want: Vec<f32> = (0..rows * row_len).map(|i| i as f32 + 1.0).collect();
                 assert_eq!(out, want, "{rows}x{row_len} tiles {tr}x{tc}");
+            }
+        }
+    }
+
+    /// Every value of the output is handed to exactly one tile of [`Par::for_tiles`], at its
+    /// own row and column, for even and uneven cuts and cuts that leave empty tiles; bad cuts
+    /// panic.
+    #[test]
+    fn for_tiles_covers_each_value_once() {
+        for threads in [1, 2, 4] {
+            let par = Par::new(threads);
+            for (rows, row_len, rc, cc) in [
+                (7, 5, &[0, 3, 7][..], &[0, 2, 5][..]),
+                (14, 40, &[0, 1, 3, 5, 8, 10, 12, 14], &[0, 16, 40]),
+                (3, 9, &[0, 0, 2, 3], &[0, 9, 9]),
+                (1, 1, &[0, 1], &[0, 1]),
+            ] {
+                let mut out = vec![0.0f32; rows * row_len];
+                par.for_tiles(&mut out, row_len, rc, cc, |r, c, tile| {
+                    assert!(!r.is_empty() && !c.is_empty());
+                    assert_eq!((tile.rows(), tile.cols()), (r.len(), c.len()));
+                    for (i, y) in r.clone().enumerate() {
+                        for (v, x) in tile.row(i).iter_mut().zip(c.clone()) {
+                            *v += (y * row_len + x) as f32 + 1.0;
+                        }
+                    }
+                });
+                let want: Vec<f32> = (0..rows * row_len).map(|i| i as f32 + 1.0).collect();
+                assert_eq!(out, want, "{rows}x{row_len} cuts {rc:?} {cc:?}");
+            }
+            for (rc, cc) in [
+                (&[0, 5, 4][..], &[0, 3][..]),
+                (&[0, 5], &[1, 3]),
+                (&[0, 4], &[0, 3]),
+            ] {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    par.for_tiles(&mut [0.0; 15], 3, rc, cc, |_, _, _| {});
+                }));
+                assert!(r.is_err(), "cuts {rc:?} {cc:?} accepted");
+            }
+        }
+    }
+
+    /// [`Par::even_grid`] on the 1x1 convolutions of hand_landmark_lite (12544 to 49 pixels,
+    /// the micro-kernels' row and panel sizes) at 2 and 4 threads: every thread's share within
+    /// 15 % of an even one (fixed tiles left up to 1.47x: 9 parts of 6 rows on 49 pixels), a
+    /// part for every thread; none without a pool.
+    #[test]
+    fn even_grid_evens_out_the_threads() {
+        assert_eq!(Par::new(1).even_grid(196, 288, 1 << 24, 1, 8, 48), (1, 1));
+        for threads in [2, 4] {
+            let par = Par::new(threads);
+            for (px, n, k, mr, nr) in [
+                (12544, 16, 24, 12, 16),
+                (3136, 96, 16, 8, 48),
+                (784, 144, 24, 8, 48),
+                (196, 48, 288, 8, 48),
+                (196, 384, 64, 6, 64),
+                (49, 112, 672, 6, 64),
+                (49, 672, 112, 6, 64),
+            ] {
+                let (rp, cp) = par.even_grid(px, n, px * n * k, 1 << 17, mr, nr);
+                let (ru, cu) = (px.div_ceil(mr), n.div_ceil(nr));
+                let cut =
+                    |u: usize, p: usize, a: usize, len: usize, i: usize| (u * i / p * a).min(len);
+                let size = |p: usize| {
+                    let (i, j) = (p / cp, p % cp);
+                    (cut(ru, rp, mr, px, i + 1) - cut(ru, rp, mr, px, i))
+                        * (cut(cu, cp, nr, n, j + 1) - cut(cu, cp, nr, n, j))
+                };
+                let largest = (0..threads)
+                    .map(|t| {
+                        (par.first_part(t, rp * cp)..par.first_part(t + 1, rp * cp))
+                            .map(size)
+                            .sum::<usize>()
+                    })
+                    .max()
+                    .unwrap();
+                let even = (px * n) as f64 / threads as f64;
+                assert!(
+                    largest as f64 <= 1.15 * even,
+                    "{px}x{n}, {threads} threads: {rp}x{cp}"
+                );
+                assert!(rp * cp >= threads, "{px}x{n}, {threads} threads: {rp}x{cp}");
             }
         }
     }

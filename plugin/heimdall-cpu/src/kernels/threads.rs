@@ -200,7 +200,7 @@ impl Shared {
 /// The first part thread `w` of `threads` owns when a job has `parts` parts (`w == threads`:
 /// `parts`): the parts whose middle `(k + 1/2) / parts` lies in `[w / threads, (w + 1) /
 /// threads)`, so that each thread owns the same share of the rows whatever the part count.
-fn first_part(w: usize, parts: usize, threads: usize) -> usize {
+pub(crate) fn first_part(w: usize, parts: usize, threads: usize) -> usize {
     // The smallest k with (2k + 1) * threads >= 2 * parts * w.
     (2 * parts * w)
         .saturating_sub(threads)

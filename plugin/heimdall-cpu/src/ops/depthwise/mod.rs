@@ -23,7 +23,7 @@ mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
-use crate::kernels::par::{CHUNKS_PER_THREAD, Tile};
+use crate::kernels::par::{CHUNKS_PER_THREAD, SplitCache, Tile};
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -41,6 +41,8 @@ pub struct PackedDepthwise {
     bias: Vec<f32>,
     /// The kernels' instruction set: AVX-512, NEON or portable.
     isa: Isa,
+    /// The last split computed, for the thread count it was computed for.
+    split: SplitCache,
 }
 
 impl PackedDepthwise {
@@ -80,6 +82,7 @@ impl PackedDepthwise {
             weights: filter.to_vec(),
             bias,
             isa,
+            split: SplitCache::default(),
         }
     }
 
@@ -96,9 +99,10 @@ impl PackedDepthwise {
     /// `output[oy, ox, c] = ep(bias[c] + sum input[iy, ix, c / mult] * filter[ky, kx, c])`;
     /// `input` is `[in_h, in_w, in_c]`, `output` `[out_h, out_w, out_c]`. Needs no scratch.
     ///
-    /// The output is split over [`Par`] as a grid of pixel ranges (runs of pixels in row-major
-    /// order, which may cross image rows) by channel blocks of 16: at small resolutions there
-    /// are too few rows for many threads, but enough pixels times channel blocks.
+    /// The output is split over [`Par`] as whole output rows by channel blocks of 16, cut
+    /// evenly so that every thread gets the same share ([`PackedDepthwise::split`]): at small
+    /// resolutions (14x14, 7x7) there are too few rows for many threads, but enough rows times
+    /// channel blocks.
     pub fn run(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
         let w = &self.w;
         let c = w.out_c;
@@ -112,16 +116,18 @@ impl PackedDepthwise {
             input.len() >= w.in_h * w.in_w * w.in_c && output.len() >= px * c,
             "depthwise: buffers too short"
         );
-        let work = px * c * w.k_h * w.k_w;
-        // Whole rows while there are rows enough for every part a grid may make (a row's
-        // edge pixels and groups of 8 stay together), else runs of 8 pixels.
-        let align = if w.out_h >= CHUNKS_PER_THREAD * par.threads() {
-            w.out_w
-        } else {
-            PIXEL_ALIGN
-        };
-        let (tile_px, tile_c) = par.grid(px, c, work, MIN_MACS_PER_PART, align, 16);
-        par.for_grid(output, c, tile_px, tile_c, |pixels, chans, tile| {
+        let split = self.split(par);
+        let mut row_cuts = [0usize; MAX_ROW_PARTS + 1];
+        for (i, cut) in row_cuts[..=split.rows].iter_mut().enumerate() {
+            *cut = w.out_h * i / split.rows * w.out_w;
+        }
+        let mut col_cuts = [0usize; MAX_COL_PARTS + 1];
+        let blocks = c.div_ceil(16);
+        for (j, cut) in col_cuts[..=split.cols].iter_mut().enumerate() {
+            *cut = (blocks * j / split.cols * 16).min(c);
+        }
+        let (row_cuts, col_cuts) = (&row_cuts[..=split.rows], &col_cuts[..=split.cols]);
+        par.for_tiles(output, c, row_cuts, col_cuts, |pixels, chans, tile| {
             let mut p = pixels.start;
             while p < pixels.end {
                 let (oy, ox0) = (p / w.out_w, p % w.out_w);
@@ -141,6 +147,22 @@ impl PackedDepthwise {
                 p += ox1 - ox0;
             }
         });
+    }
+
+    /// How [`PackedDepthwise::run`] splits the output over `par`'s threads (computed once per
+    /// thread count): parts of at least about [`MIN_MACS_PER_PART`] multiply-accumulates, at
+    /// most [`CHUNKS_PER_THREAD`] per thread, a multiple of the thread count where there are
+    /// that many, as `rows` parts of whole output rows (a row's edge pixels and groups of 8
+    /// stay together) by `cols` parts of channel blocks, whichever cuts make the largest
+    /// thread's share (parts handed out by position, [`Par::first_part`]) smallest. On a
+    /// 14x14 map and 4 threads that is 14 rows by 2 channel halves, 7 parts a thread (whole
+    /// rows alone give 3, 4, 3 and 4 rows); on 7x7x672 at 5x5, 7 rows by 4 channel quarters.
+    fn split(&self, par: &Par) -> Split {
+        let (rows, cols) = self.split.get_or(par.threads(), || {
+            let s = plan_split(par, &self.w);
+            (s.rows, s.cols)
+        });
+        Split { rows, cols }
     }
 
     /// Output pixels `ox` of row `oy`, channels `chans`, into tile rows `first..` (one per
@@ -448,8 +470,86 @@ impl DwTarget<'_, '_> {
     }
 }
 
-/// Output pixels per unit of the split: the AVX-512 path computes 8 at a time.
-const PIXEL_ALIGN: usize = 8;
+/// Most parts of whole output rows a split makes.
+const MAX_ROW_PARTS: usize = 64;
+/// Most parts of channel blocks a split makes.
+const MAX_COL_PARTS: usize = 16;
+/// What a part costs beyond its multiply-accumulates (claiming it, setting up its rows), in
+/// multiply-accumulates: between two splits of the same largest share, the one of fewer parts.
+const PART_COST: usize = 2048;
+
+/// A split of a depthwise output: `rows` parts of whole output rows, cut evenly (part `i`
+/// holds rows `out_h * i / rows..out_h * (i + 1) / rows`), by `cols` parts of channel blocks
+/// of 16, cut likewise; parts numbered row-major.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Split {
+    rows: usize,
+    cols: usize,
+}
+
+/// The split [`PackedDepthwise::split`] describes, for the geometry `w` on `par`.
+fn plan_split(par: &Par, w: &Window) -> Split {
+    let threads = par.threads();
+    let work = w.out_h * w.out_w * w.out_c * w.k_h * w.k_w;
+    let max_parts = (work / MIN_MACS_PER_PART).min(CHUNKS_PER_THREAD * threads);
+    if threads <= 1 || max_parts <= 1 {
+        return Split { rows: 1, cols: 1 };
+    }
+    let want = if max_parts >= threads {
+        max_parts / threads * threads
+    } else {
+        max_parts
+    };
+    // Whole rows first; where they do not even out the threads' shares, every row by the
+    // fewest channel parts that make enough parts, up to the first count that is a multiple
+    // of the threads. Channels are split only inside rows: a thread's share stays a run of
+    // rows, the rows its thread wrote in the op before (`crate::kernels::threads`).
+    let rows = want.min(w.out_h).min(MAX_ROW_PARTS);
+    let mut best = (
+        largest_share(par, w, Split { rows, cols: 1 }),
+        Split { rows, cols: 1 },
+    );
+    let blocks = w.out_c.div_ceil(16);
+    for cols in want.div_ceil(w.out_h).max(2)..=blocks.min(MAX_COL_PARTS) {
+        let s = Split {
+            rows: w.out_h,
+            cols,
+        };
+        if s.rows > MAX_ROW_PARTS || work / (s.rows * cols) < MIN_MACS_PER_PART / 4 {
+            break;
+        }
+        let share = largest_share(par, w, s);
+        if share < best.0 {
+            best = (share, s);
+        }
+        if (s.rows * cols).is_multiple_of(threads) {
+            break;
+        }
+    }
+    best.1
+}
+
+/// The largest share of one thread under `s` on `par`'s threads, in multiply-accumulates plus
+/// [`PART_COST`] a part, with parts handed out by position.
+fn largest_share(par: &Par, w: &Window, s: Split) -> usize {
+    let blocks = w.out_c.div_ceil(16);
+    let rows = |i: usize| w.out_h * (i + 1) / s.rows - w.out_h * i / s.rows;
+    let chans = |j: usize| {
+        let cut = |j: usize| (blocks * j / s.cols * 16).min(w.out_c);
+        cut(j + 1) - cut(j)
+    };
+    let cost =
+        |p: usize| rows(p / s.cols) * w.out_w * chans(p % s.cols) * w.k_h * w.k_w + PART_COST;
+    let parts = s.rows * s.cols;
+    (0..par.threads())
+        .map(|t| {
+            (par.first_part(t, parts)..par.first_part(t + 1, parts))
+                .map(cost)
+                .sum()
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 impl Kernel for PackedDepthwise {
     fn run(&self, io: StepIo<'_>) {
@@ -487,273 +587,4 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
 }
 
 #[cfg(test)]
-#[allow(clippy::needless_range_loop)] // naive references index on purpose
-mod tests {
-    use super::*;
-    use crate::kernels::Act;
-    use crate::kernels::testutil::*;
-    use proptest::prelude::*;
-
-    /// A depthwise convolution problem with a naive reference.
-    #[derive(Debug)]
-    struct DepthwiseProblem {
-        w: Window,
-        input: Vec<f32>,
-        filter: Vec<f32>,
-        bias: Option<Vec<f32>>,
-        alpha: Vec<f32>,
-        residual: Option<Vec<f32>>,
-    }
-
-    impl DepthwiseProblem {
-        fn new(w: Window, seed: u64, bias: bool, residual: bool) -> Self {
-            DepthwiseProblem {
-                w,
-                input: data(seed, w.in_h * w.in_w * w.in_c),
-                filter: data(seed + 1, w.k_h * w.k_w * w.out_c),
-                bias: bias.then(|| data(seed + 2, w.out_c)),
-                alpha: data(seed + 4, w.out_c),
-                residual: residual.then(|| data(seed + 3, w.out_h * w.out_w * w.out_c)),
-            }
-        }
-
-        fn reference(&self) -> Vec<f32> {
-            let w = &self.w;
-            let mult = w.out_c / w.in_c;
-            let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-            for oy in 0..w.out_h {
-                for ox in 0..w.out_w {
-                    for oc in 0..w.out_c {
-                        let mut s = self.bias.as_ref().map_or(0.0, |b| b[oc]) as f64;
-                        for ky in 0..w.k_h {
-                            for kx in 0..w.k_w {
-                                let iy =
-                                    (oy * w.stride_h + ky * w.dil_h) as isize - w.pad_top as isize;
-                                let ix =
-                                    (ox * w.stride_w + kx * w.dil_w) as isize - w.pad_left as isize;
-                                if iy < 0
-                                    || ix < 0
-                                    || iy >= w.in_h as isize
-                                    || ix >= w.in_w as isize
-                                {
-                                    continue;
-                                }
-                                let x = self.input
-                                    [(iy as usize * w.in_w + ix as usize) * w.in_c + oc / mult];
-                                s +=
-                                    x as f64 * self.filter[(ky * w.k_w + kx) * w.out_c + oc] as f64;
-                            }
-                        }
-                        let idx = (oy * w.out_w + ox) * w.out_c + oc;
-                        if let Some(r) = &self.residual {
-                            s += r[idx] as f64;
-                        }
-                        if s < 0.0 {
-                            s *= self.alpha[oc] as f64;
-                        }
-                        out[idx] = s as f32;
-                    }
-                }
-            }
-            out
-        }
-
-        fn run(&self, par: &Par) -> Vec<f32> {
-            let dw = PackedDepthwise::new(&self.filter, self.bias.as_deref(), self.w);
-            let mut out = vec![f32::NAN; self.w.out_h * self.w.out_w * self.w.out_c];
-            let ep = Epilogue {
-                residual: self.residual.as_deref(),
-                act: Act::Prelu(&self.alpha),
-            };
-            dw.run(par, &self.input, &mut out, &ep);
-            out
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-        #[test]
-        fn depthwise_matches_reference(w in windows(40, false), seed in 0u64..1000, bias: bool, residual: bool) {
-            let p = DepthwiseProblem::new(w, seed, bias, residual);
-            assert_close(&p.run(&Par::new(1)), &p.reference());
-        }
-
-        #[test]
-        fn depthwise_multiplier_matches_reference(w in windows(6, false), mult in 1..4usize, seed in 0u64..1000) {
-            let w = Window { out_c: w.in_c * mult, ..w };
-            let p = DepthwiseProblem::new(w, seed, true, false);
-            assert_close(&p.run(&Par::new(1)), &p.reference());
-        }
-    }
-
-    #[test]
-    fn depthwise_portable_path_matches_reference() {
-        for w in [
-            window(19, 23, 37, 37, (3, 3), (1, 1), 1, Padding::Same),
-            window(17, 16, 20, 20, (5, 5), (2, 2), 1, Padding::Same),
-            window(9, 9, 7, 7, (3, 3), (1, 1), 2, Padding::Valid),
-        ] {
-            let p = DepthwiseProblem::new(w, 13, true, true);
-            let mut dw = PackedDepthwise::new(&p.filter, p.bias.as_deref(), p.w);
-            dw.isa = Isa::Portable;
-            let mut out = vec![f32::NAN; w.out_h * w.out_w * w.out_c];
-            let ep = Epilogue {
-                residual: p.residual.as_deref(),
-                act: Act::Prelu(&p.alpha),
-            };
-            dw.run(&Par::new(1), &p.input, &mut out, &ep);
-            assert_close(&out, &p.reference());
-            assert_close(&p.run(&Par::new(1)), &p.reference());
-        }
-    }
-
-    /// `bias + taps in (ky, kx) order`, each tap one fused multiply-add (`f32::mul_add`) or a
-    /// product rounded then added: what the SIMD kernels and the portable one compute, bit for
-    /// bit (no epilogue).
-    fn ordered_reference(p: &DepthwiseProblem, fused: bool) -> Vec<f32> {
-        let w = &p.w;
-        let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-        for oy in 0..w.out_h {
-            for ox in 0..w.out_w {
-                for c in 0..w.out_c {
-                    let mut s = p.bias.as_ref().map_or(0.0, |b| b[c]);
-                    for ky in 0..w.k_h {
-                        let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
-                        for kx in 0..w.k_w {
-                            let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
-                            if iy >= w.in_h || ix >= w.in_w {
-                                continue;
-                            }
-                            let x = p.input[(iy * w.in_w + ix) * w.in_c + c];
-                            let f = p.filter[(ky * w.k_w + kx) * w.out_c + c];
-                            s = if fused { x.mul_add(f, s) } else { s + x * f };
-                        }
-                    }
-                    out[(oy * w.out_w + ox) * w.out_c + c] = s;
-                }
-            }
-        }
-        out
-    }
-
-    /// Runs `p` with the kernels of `isa` and no epilogue.
-    fn run_isa(p: &DepthwiseProblem, isa: Isa, threads: usize) -> (Isa, Vec<f32>) {
-        let dw = PackedDepthwise::with_isa(isa, &p.filter, p.bias.as_deref(), p.w);
-        let mut out = vec![f32::NAN; p.w.out_h * p.w.out_w * p.w.out_c];
-        dw.run(&Par::new(threads), &p.input, &mut out, &Epilogue::NONE);
-        (dw.isa(), out)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-        /// Random windows (channel counts 1..40: every tail of a 4- and 16-channel vector,
-        /// kernels 1..5, strides, dilations, paddings): the SIMD kernels (NEON on aarch64,
-        /// AVX-512 on x86-64) equal the fused reference bit for bit and are within rel-L2 1e-6
-        /// of the portable kernel, which equals the unfused reference bit for bit. On aarch64
-        /// the NEON kernels must be the ones picked.
-        #[test]
-        fn depthwise_simd_matches_the_fused_reference(w in windows(40, false), seed in 0u64..1000, threads in 1..4usize) {
-            let p = DepthwiseProblem::new(w, seed, true, false);
-            let (isa, simd) = run_isa(&p, Isa::detect(), threads);
-            #[cfg(target_arch = "aarch64")]
-            prop_assert_eq!(isa, Isa::Neon, "NEON not selected");
-            let (portable_isa, portable) = run_isa(&p, Isa::Portable, 1);
-            prop_assert_eq!(portable_isa, Isa::Portable);
-            prop_assert_eq!(&portable, &ordered_reference(&p, false));
-            if isa != Isa::Portable {
-                prop_assert_eq!(&simd, &ordered_reference(&p, true), "{:?}", isa);
-                let e = heimdall_testkit::rel_l2(&simd, &portable);
-                prop_assert!(e <= 1e-6, "{:?}: rel-L2 {} to portable", isa, e);
-            }
-        }
-    }
-
-    #[test]
-    fn valid_taps_bounds() {
-        assert_eq!(valid_taps(0, 1, 1, 1, 5, 3), (1, 3));
-        assert_eq!(valid_taps(4, 1, 1, 1, 5, 3), (0, 2));
-        assert_eq!(valid_taps(0, 2, 2, 3, 4, 3), (2, 3));
-    }
-
-    #[test]
-    fn depthwise_hand_computed() {
-        // 3x3 input of one channel, 3x3 filter of ones, SAME: sums of 3x3 neighbourhoods.
-        let w = window(3, 3, 1, 1, (3, 3), (1, 1), 1, Padding::Same);
-        let dw = PackedDepthwise::new(&[1.0; 9], None, w);
-        let mut out = vec![0.0; 9];
-        dw.run(
-            &Par::new(1),
-            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
-            &mut out,
-            &Epilogue::NONE,
-        );
-        assert_eq!(
-            out,
-            vec![12.0, 21.0, 16.0, 27.0, 45.0, 33.0, 24.0, 39.0, 28.0]
-        );
-    }
-
-    /// Depthwise convolutions of few pixels (6x6, 4x4, 12x12 stride 2) are split over pixel
-    /// ranges that cross image rows and over channel blocks (a channel count that is not a
-    /// multiple of 16, a multiplier of 2): every thread count and the portable path give the
-    /// same values, the reference's.
-    #[test]
-    fn depthwise_small_shapes_split_over_channels() {
-        for (w, mult) in [
-            (window(6, 6, 256, 256, (5, 5), (1, 1), 1, Padding::Same), 1),
-            (window(4, 4, 520, 520, (5, 5), (1, 1), 1, Padding::Same), 1),
-            (
-                window(12, 12, 200, 200, (5, 5), (2, 2), 1, Padding::Same),
-                1,
-            ),
-            (window(5, 7, 96, 96, (5, 5), (1, 1), 1, Padding::Same), 2),
-            (window(7, 7, 120, 120, (5, 5), (1, 1), 1, Padding::Same), 1),
-            (window(7, 7, 672, 672, (5, 5), (1, 1), 1, Padding::Same), 1),
-        ] {
-            let w = Window {
-                out_c: w.in_c * mult,
-                ..w
-            };
-            let p = DepthwiseProblem::new(w, 21, true, true);
-            let one = p.run(&Par::new(1));
-            assert_close(&one, &p.reference());
-            for threads in [2, 3, 8, 16] {
-                assert_eq!(one, p.run(&Par::new(threads)), "{w:?} {threads} threads");
-            }
-            let mut dw = PackedDepthwise::new(&p.filter, p.bias.as_deref(), p.w);
-            dw.isa = Isa::Portable;
-            let ep = Epilogue {
-                residual: p.residual.as_deref(),
-                act: Act::Prelu(&p.alpha),
-            };
-            for threads in [1, 16] {
-                let mut out = vec![f32::NAN; one.len()];
-                dw.run(&Par::new(threads), &p.input, &mut out, &ep);
-                assert_close(&out, &p.reference());
-            }
-            let px = w.out_h * w.out_w;
-            let work = px * w.out_c * w.k_h * w.k_w;
-            let (tile_px, tile_c) =
-                Par::new(16).grid(px, w.out_c, work, MIN_MACS_PER_PART, PIXEL_ALIGN, 16);
-            // Fewer pixel runs of 8 than parts wanted: channel blocks too. (6x6 stride 2 has 5
-            // runs, as many as its work makes parts: pixel runs only.)
-            let want = (work / MIN_MACS_PER_PART).min(64);
-            if px.div_ceil(PIXEL_ALIGN) < want {
-                assert!(tile_c < w.out_c, "{w:?} not split over channels");
-            }
-            assert!(tile_px < px || tile_c < w.out_c, "{w:?} not split");
-        }
-    }
-
-    #[test]
-    fn depthwise_threads_bit_identical() {
-        for w in [
-            window(64, 64, 32, 32, (3, 3), (1, 1), 1, Padding::Same),
-            window(33, 35, 21, 21, (5, 5), (2, 2), 1, Padding::Same),
-        ] {
-            let p = DepthwiseProblem::new(w, 5, true, true);
-            assert_eq!(p.run(&Par::new(1)), p.run(&Par::new(2)));
-            assert_close(&p.run(&Par::new(1)), &p.reference());
-        }
-    }
-}
+mod tests;
