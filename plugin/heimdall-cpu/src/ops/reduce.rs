@@ -69,7 +69,7 @@ const MIN_VALUES_PER_PART: usize = 8192;
 /// in the same order, so the bits are [`mean`]'s. The pixels were written by every thread in the
 /// op before; one thread reading them all ran slower on 4 threads of a 16-core host than alone
 /// (hand_landmark_lite's 7x7x672 average: 7.5 µs on 1 thread, 12.5 µs on 4). Other axes, and
-/// fewer than two parts of [`MIN_VALUES_PER_PART`] values, run [`mean`] on the calling thread.
+/// fewer than two parts of `MIN_VALUES_PER_PART` values, run [`mean`] on the calling thread.
 pub fn mean_on(par: &Par, input: &[f32], shape: &[usize], axes: &[usize], output: &mut [f32]) {
     let inner = shape.last().copied().unwrap_or(1);
     let last = shape.len().wrapping_sub(1);

@@ -100,7 +100,7 @@ impl PackedDepthwise {
     /// `input` is `[in_h, in_w, in_c]`, `output` `[out_h, out_w, out_c]`. Needs no scratch.
     ///
     /// The output is split over [`Par`] as whole output rows by channel blocks of 16, cut
-    /// evenly so that every thread gets the same share ([`PackedDepthwise::split`]): at small
+    /// evenly so that every thread gets the same share (`PackedDepthwise::split`): at small
     /// resolutions (14x14, 7x7) there are too few rows for many threads, but enough rows times
     /// channel blocks.
     pub fn run(&self, par: &Par, input: &[f32], output: &mut [f32], ep: &Epilogue) {
