@@ -71,6 +71,21 @@ impl ConvProblem {
         out
     }
 
+    /// The reference over the absolute values of the input, filter and bias: the sum of
+    /// each output's terms' magnitudes, the scale of its rounding error.
+    fn magnitude(&self) -> Vec<f32> {
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+        ConvProblem {
+            w: self.w,
+            input: abs(&self.input),
+            filter: abs(&self.filter),
+            bias: self.bias.as_deref().map(abs),
+            residual: self.residual.as_deref().map(abs),
+            relu6: false,
+        }
+        .reference()
+    }
+
     fn run(&self, par: &Par) -> Vec<f32> {
         let conv = PackedConv::new(&self.filter, self.bias.as_deref(), self.w);
         let mut out = vec![f32::NAN; self.w.out_h * self.w.out_w * self.w.out_c];
@@ -97,8 +112,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     /// Random windows (1x1 direct, im2col edges, implicit-im2col interiors, dilations):
     /// the SIMD matrix product (NEON on aarch64, AVX on x86-64; the one `new` picks) is
-    /// within rel-L2 1e-6 of the portable one, the reference, which it is not bit for bit
-    /// (fused multiply-adds); on aarch64 it must be NEON.
+    /// within 1e-6 of the portable one, the reference, which it is not bit for bit (fused
+    /// multiply-adds); on aarch64 it must be NEON. The error is relative to the larger of
+    /// the output's norm and its terms' magnitudes ([`ConvProblem::magnitude`]): a single
+    /// output whose 55 terms cancel to near zero (seen under qemu: 1.8e-6 relative to the
+    /// value) carries the rounding of its large terms, which both orders have.
     #[test]
     fn conv_simd_matches_portable(w in windows(20, true), seed in 0u64..1000) {
         let p = ConvProblem::new(w, seed, true, false, false);
@@ -116,8 +134,8 @@ proptest! {
             out
         };
         let (a, b) = (run(&simd), run(&portable));
-        let e = heimdall_testkit::rel_l2(&a, &b);
-        prop_assert!(e <= 1e-6, "rel-L2 {} between {:?} and portable", e, simd.isa());
+        let e = heimdall_testkit::rel_l2_scaled(&a, &b, &p.magnitude());
+        prop_assert!(e <= 1e-6, "scaled rel-L2 {} between {:?} and portable", e, simd.isa());
     }
 }
 
