@@ -33,8 +33,9 @@ A DNN whose GPU model ran with the convolution cache has it in the scenario (`co
 cached steps, the saving the coordinator was given, the hit rate a GPU run reports) and each
 inference's reported hit rate in the replay (`cache_hit`), where the recorder was told them
 (`RunRecorder::set_conv_cache`, `RunRecorder::cache_hit`). The cache changes the coordinator's
-predicted costs, its CPU ones too (an on-demand DNN such as palm detection then takes the CPU
-where it would otherwise take the GPU), so a recording without it simulates other decisions.
+predicted GPU costs (not the CPU's: runs there recompute everything; before 2026-12-02's last
+session the coordinator scaled those too, so recordings made before then decided otherwise than
+this simulator does), so a recording without it simulates other decisions.
 For a recording without it (made before 2026-12-02's contention session), it is set here from
 stats.json's `conv_cache` of each DNN that had one (`cached_ops` > 0): the first `cached_ops`
 steps as the cached ones (the cache skips "the first N layers"; the exact steps are not in

@@ -11,14 +11,20 @@
 //!   [`CacheSpec::rise_alpha`]) and drops at once, so a scene change that makes runs expensive
 //!   again restores the full cost with its first report.
 //!
-//! The predicted cost of a cached step is `uncached × (1 − expected_hit × saving)`
+//! The predicted GPU cost of a cached step is `uncached × (1 − expected_hit × saving)`
 //! ([`CacheSpec::saving`]: the part of a cached step's cost that scales with its recomputed
-//! tiles); every other step costs its profile. Chunks, range costs and decisions use the
-//! predicted costs. A measured time of a range holding cached steps waits for its run's
-//! reported hit rate `h`; it is then split over the range's steps in proportion to their costs
-//! at `h`, and a cached step's share is divided by `1 − h × saving`: cheap cached runs never
-//! make the uncached profile cheap, and a full-cost run after a scene change does not inflate
-//! it.
+//! tiles); every other step, and every step's CPU cost, is its profile. Chunks, range costs and
+//! decisions use the predicted costs. A measured GPU time of a range holding cached steps waits
+//! for its run's reported hit rate `h`; it is then split over the range's steps in proportion to
+//! their costs at `h`, and a cached step's share is divided by `1 − h × saving`: cheap cached
+//! runs never make the uncached profile cheap, and a full-cost run after a scene change does not
+//! inflate it.
+//!
+//! The cache is the GPU backend's (the spec comes from its `CompileReport::cached_ops`): an
+//! inference on the CPU recomputes every step and reports no hit rate, so its measured times
+//! go into the profile at once and its predicted CPU cost is never scaled. (Scaling it made a
+//! cached model look up to 5× cheaper on the CPU than it runs, and held its CPU measurements
+//! until a report that never came.)
 
 use serde::{Deserialize, Serialize};
 
@@ -97,8 +103,8 @@ pub struct CacheExpectation {
     saving: f64,
     rise_alpha: f64,
     expected_hit: Option<f64>,
-    /// Measured ranges holding cached steps since the last report.
-    pending: Vec<(Range<usize>, Processor, f64)>,
+    /// Measured GPU ranges holding cached steps since the last report.
+    pending: Vec<(Range<usize>, f64)>,
 }
 
 impl CacheExpectation {
@@ -139,7 +145,8 @@ impl CacheExpectation {
         self.factor_at(self.expected_hit.unwrap_or(0.0))
     }
 
-    /// The predicted cost of every step from the uncached ones.
+    /// The predicted cost of every step from the uncached ones: a cached step's GPU cost
+    /// scaled by [`CacheExpectation::factor`], its CPU cost as it is (the CPU runs no cache).
     pub fn predict(&self, uncached: &[StepCost]) -> Vec<StepCost> {
         let f = self.factor();
         uncached
@@ -149,8 +156,7 @@ impl CacheExpectation {
                 if self.is_cached(op) {
                     StepCost {
                         gpu_ms: s.gpu_ms * f,
-                        cpu_ms: s.cpu_ms * f,
-                        processors: s.processors,
+                        ..*s
                     }
                 } else {
                     *s
@@ -159,10 +165,16 @@ impl CacheExpectation {
             .collect()
     }
 
-    /// Keeps the measured time of a range holding cached steps until its run's hit rate is
+    /// Whether a measured time of `ops` on `p` must wait for its run's hit rate: a GPU range
+    /// holding cached steps.
+    pub fn waits_for_hit(&self, ops: &Range<usize>, p: Processor) -> bool {
+        p == Processor::Gpu && ops.clone().any(|op| self.is_cached(op))
+    }
+
+    /// Keeps the measured GPU time of a range holding cached steps until its run's hit rate is
     /// reported ([`CacheExpectation::fold_pending`]).
-    pub fn hold(&mut self, ops: Range<usize>, p: Processor, measured_ms: f64) {
-        self.pending.push((ops, p, measured_ms));
+    pub fn hold(&mut self, ops: Range<usize>, measured_ms: f64) {
+        self.pending.push((ops, measured_ms));
     }
 
     /// Whether more measurements wait than four runs would leave (the app does not report hit
@@ -171,13 +183,14 @@ impl CacheExpectation {
         self.pending.len() > 4 * self.cached.len().max(1)
     }
 
-    /// Folds the waiting measurements into the uncached `profile`, for a run of hit rate `hit`:
+    /// Folds the waiting GPU measurements into the uncached `profile`, for a run of hit rate `hit`:
     /// each range's time is split over its steps in proportion to their costs at that hit rate,
     /// and a cached step's share divided by its factor. A range that skipped almost everything
     /// says little about the uncached cost: it is dropped.
     pub fn fold_pending(&mut self, profile: &mut ModelProfile, hit: f64) {
         let f = self.factor_at(hit);
-        for (ops, p, measured) in std::mem::take(&mut self.pending) {
+        let p = Processor::Gpu;
+        for (ops, measured) in std::mem::take(&mut self.pending) {
             let (mut uncached, mut at_hit) = (0.0, 0.0);
             for op in ops.clone() {
                 if let Some(t) = profile.steps[op].on(p) {
@@ -230,7 +243,9 @@ mod tests {
         // 0.3 of the way to 1: factor 1 - 0.3 * 0.9.
         let p = c.predict(&steps);
         assert!((p[0].gpu_ms - 2.0 * 0.73).abs() < 1e-12);
-        assert!((p[2].cpu_ms - 4.0 * 0.73).abs() < 1e-12);
+        assert!((p[2].gpu_ms - 2.0 * 0.73).abs() < 1e-12);
+        // The CPU runs no cache: its cost stays the profile's.
+        assert_eq!(p[2].cpu_ms, 4.0);
         assert_eq!(p[1], steps[1]);
         assert_eq!(p[3], steps[3]);
     }
@@ -242,13 +257,13 @@ mod tests {
         profile.ema_alpha = 1.0;
         let mut c = CacheExpectation::new(&CacheSpec::new([1]), 3).unwrap();
         // A run with hit rate 0.5: step 1 cost 4 * 0.55 = 2.2, steps 0 and 2 cost 4 each.
-        c.hold(0..3, Processor::Gpu, 10.2);
+        c.hold(0..3, 10.2);
         c.fold_pending(&mut profile, 0.5);
         for s in &profile.steps {
             assert!((s.gpu_ms - 4.0).abs() < 1e-12, "{s:?}");
         }
         // Twice as slow: every uncached cost doubles.
-        c.hold(1..3, Processor::Gpu, 2.0 * 6.2);
+        c.hold(1..3, 2.0 * 6.2);
         c.fold_pending(&mut profile, 0.5);
         assert!((profile.steps[1].gpu_ms - 8.0).abs() < 1e-12);
         assert!((profile.steps[2].gpu_ms - 8.0).abs() < 1e-12);
@@ -262,7 +277,7 @@ mod tests {
             3,
         )
         .unwrap();
-        c.hold(1..2, Processor::Gpu, 0.01);
+        c.hold(1..2, 0.01);
         c.fold_pending(&mut profile, 1.0);
         assert!((profile.steps[1].gpu_ms - 8.0).abs() < 1e-12);
     }

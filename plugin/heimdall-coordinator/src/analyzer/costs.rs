@@ -163,12 +163,13 @@ impl Analysis {
         Ok(())
     }
 
-    /// Folds the measured time of `ops` on `p` into the uncached profile; a range holding
-    /// cached steps waits for its run's hit rate ([`Analysis::report_hit`]).
+    /// Folds the measured time of `ops` on `p` into the uncached profile; a GPU range holding
+    /// cached steps waits for its run's hit rate ([`Analysis::report_hit`]). CPU times go in at
+    /// once: the CPU runs every step in full.
     pub fn observe(&mut self, ops: Range<usize>, p: Processor, measured_ms: f64) {
         match self.cache.as_mut() {
-            Some(c) if ops.clone().any(|op| c.is_cached(op)) => {
-                c.hold(ops, p, measured_ms);
+            Some(c) if c.waits_for_hit(&ops, p) => {
+                c.hold(ops, measured_ms);
                 if c.overflowing() {
                     let hit = c.expected_hit().unwrap_or(0.0);
                     c.fold_pending(&mut self.profile, hit);

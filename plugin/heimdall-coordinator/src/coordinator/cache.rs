@@ -225,6 +225,48 @@ mod tests {
         assert!((first - 4.0).abs() < 1e-6);
     }
 
+    /// The cache is the GPU's: a high hit rate leaves the CPU cost as profiled, and an
+    /// inference on the CPU (which reports no hit rate) feeds its measured time to the profile
+    /// at once instead of waiting for a report that never comes.
+    #[test]
+    fn the_cache_never_makes_the_cpu_cheaper_and_cpu_times_count_at_once() {
+        // A scene that fills the frame: no GPU budget, one CPU slot.
+        let budget = FrameBudget::new(30.0, 1000.0 / 30.0, 2.0, 0.0);
+        let mut cfg = CoordinatorConfig::new(budget);
+        cfg.cpu_workers = 1;
+        let mut c = Coordinator::new(cfg, policy_by_name("max_min_utility").expect("policy"));
+        let m = register(&mut c);
+        for _ in 0..5 {
+            c.report_cache_hits(m, 0.9);
+        }
+        let cpu_total: f64 = c.predicted_steps(m).iter().map(|s| s.cpu_ms).sum();
+        assert_eq!(cpu_total, 240.0);
+        assert!(gpu_total(&c, m) < 50.0);
+        // No GPU budget: the inference goes to the CPU's slot.
+        c.submit(m, Request::default(), 0.0);
+        let d = c.schedule(
+            0.0,
+            Event::FrameRendered,
+            GpuWindow {
+                start_ms: 0.0,
+                end_ms: 0.0,
+            },
+            1,
+        );
+        assert!(d.gpu.is_empty());
+        assert_eq!(d.cpu.len(), 1);
+        let w = &d.cpu[0];
+        assert_eq!(w.threads, 1);
+        assert!(w.ops.clone().any(|op| op < 10), "{:?}", w.ops);
+        // It ran at twice its profiled cost, and no hit rate is reported.
+        let measured: f64 = 2.0 * 12.0 * w.ops.len() as f64;
+        c.cpu_done(w.id, 0, 0.0, measured);
+        let first = c.profile(m).steps[w.ops.start].cpu_ms;
+        assert!(first > 12.0 + 1e-9, "CPU time held back: {first}");
+        let predicted = c.predicted_steps(m)[w.ops.start].cpu_ms;
+        assert_eq!(predicted, first);
+    }
+
     #[test]
     fn models_without_a_cache_ignore_reports_and_bad_specs_are_refused() {
         let mut c = coordinator();
