@@ -80,7 +80,7 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use crate::analyzer::{CacheSpec, FrameBudget, StepCost};
-    use crate::coordinator::{Coordinator, CoordinatorConfig, Event, GpuWindow, Request};
+    use crate::coordinator::{Coordinator, CoordinatorConfig, Decision, Event, GpuWindow, Request};
     use crate::model::{ModelId, ModelSpec};
     use crate::policy::policy_by_name;
     use crate::processor::Processor;
@@ -105,6 +105,16 @@ mod tests {
         c.set_conv_cache(id, Some(CacheSpec::new(0..10)))
             .expect("spec");
         id
+    }
+
+    /// The decision of a frame rendered at `now` that leaves the GPU `window_ms`, with
+    /// `idle_slots` CPU slots free.
+    fn frame(c: &mut Coordinator, now: f64, window_ms: f64, idle_slots: usize) -> Decision {
+        let window = GpuWindow {
+            start_ms: now,
+            end_ms: now + window_ms,
+        };
+        c.schedule(now, Event::FrameRendered, window, idle_slots)
     }
 
     fn gpu_total(c: &Coordinator, m: ModelId) -> f64 {
@@ -140,15 +150,7 @@ mod tests {
         );
         // The scheduler hands out the longer chunk.
         c.submit(m, Request::default(), 0.0);
-        let d = c.schedule(
-            0.0,
-            Event::FrameRendered,
-            GpuWindow {
-                start_ms: 0.0,
-                end_ms: 20.0,
-            },
-            0,
-        );
+        let d = frame(&mut c, 0.0, 20.0, 0);
         assert_eq!(d.gpu.len(), 1);
         assert_eq!(d.gpu[0].ops, 0..12);
         assert!((d.gpu[0].est_ms - 15.6).abs() < 1e-9);
@@ -186,15 +188,7 @@ mod tests {
             let mut now = t0;
             let mut done = false;
             while !done {
-                let d = c.schedule(
-                    now,
-                    Event::FrameRendered,
-                    GpuWindow {
-                        start_ms: now,
-                        end_ms: now + 20.0,
-                    },
-                    0,
-                );
+                let d = frame(c, now, 20.0, 0);
                 for w in d.gpu {
                     let t: f64 = w.ops.clone().map(cost).sum();
                     done |= c.gpu_done(w.id, now, now + t).is_some();
@@ -244,15 +238,7 @@ mod tests {
         assert!(gpu_total(&c, m) < 50.0);
         // No GPU budget: the inference goes to the CPU's slot.
         c.submit(m, Request::default(), 0.0);
-        let d = c.schedule(
-            0.0,
-            Event::FrameRendered,
-            GpuWindow {
-                start_ms: 0.0,
-                end_ms: 0.0,
-            },
-            1,
-        );
+        let d = frame(&mut c, 0.0, 0.0, 1);
         assert!(d.gpu.is_empty());
         assert_eq!(d.cpu.len(), 1);
         let w = &d.cpu[0];
