@@ -9,7 +9,8 @@
 //! gives a free hand entity a palm's ROI, the landmark decoder replaces it with the ROI of its
 //! landmarks (tracking) or removes it when the hand is lost (presence < 0.5). The palm DNN
 //! ([`RequestMode::OnDemand`](crate::dnn::RequestMode)) runs only while a hand entity has no ROI
-//! (fewer hands tracked than wanted), requested by [`HandTrackingPlugin`]; palms overlapping a
+//! (fewer hands tracked than wanted), requested by [`HandTrackingPlugin`]: every frame while no
+//! hand is tracked, at most every [`HandTracking::search_interval`] while one is; palms overlapping a
 //! tracked hand (IoU > 0.5) are left to it, as MediaPipe's `AssociationNormRectCalculator`
 //! does, and of two tracked hands that overlap the later one is dropped.
 //! [`spawn_hand_tracking`] spawns the whole set.
@@ -47,15 +48,60 @@ pub struct PalmDetections {
     pub rois: Vec<RotatedRect>,
 }
 
+/// How often palm detection looks for more hands while at least one hand is tracked, by
+/// default ([`HandTracking::search_interval`]).
+pub const DEFAULT_SEARCH_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The hand landmark DNNs a palm detector feeds (on the palm detector's entity): one entity
 /// per hand wanted (MediaPipe's `max_num_hands`).
-#[derive(Component, Clone, Debug, Default, Reflect)]
+#[derive(Component, Clone, Debug, Reflect)]
 #[reflect(opaque)]
 #[reflect(Component, Debug, Default, Clone)]
 pub struct HandTracking {
     /// The landmark DNN entities, each with `InputCrop::Roi(itself)` and a
     /// [`HandLandmarkDecoder`].
     pub hands: Vec<Entity>,
+    /// While at least one hand is tracked and another is wanted, palm detection looks for it
+    /// at most this often ([`DEFAULT_SEARCH_INTERVAL`]; `Duration::ZERO`: every frame, as
+    /// MediaPipe's graph does). With no hand tracked it runs every frame. Looking for a second
+    /// hand that is not there is the palm detector's whole load in a one-hand scene (about
+    /// 35 inferences a second at 60 Hz, each longer than a landmark run): on a phone's few
+    /// cores it competes with the tracked hand's own landmarks.
+    pub search_interval: Duration,
+    /// When palm detection was last asked for (real time since startup).
+    last_search: Option<Duration>,
+}
+
+impl Default for HandTracking {
+    fn default() -> Self {
+        HandTracking::new(Vec::new())
+    }
+}
+
+impl HandTracking {
+    /// Tracking for the landmark DNN entities `hands`, searching every
+    /// [`DEFAULT_SEARCH_INTERVAL`] while a hand is tracked.
+    pub fn new(hands: Vec<Entity>) -> Self {
+        HandTracking {
+            hands,
+            search_interval: DEFAULT_SEARCH_INTERVAL,
+            last_search: None,
+        }
+    }
+
+    /// Whether to ask palm detection now (`now`: real time since startup), given whether a
+    /// hand slot is free and how many hands are tracked.
+    pub fn search_due(&self, free: bool, tracked: usize, now: Duration) -> bool {
+        free && (tracked == 0
+            || self
+                .last_search
+                .is_none_or(|last| now.saturating_sub(last) >= self.search_interval))
+    }
+
+    /// Notes that palm detection was asked for at `now`.
+    pub fn searched(&mut self, now: Duration) {
+        self.last_search = Some(now);
+    }
 }
 
 /// One tracked hand (on its landmark DNN's entity; removed when the hand is lost).
@@ -234,11 +280,12 @@ impl Plugin for HandTrackingPlugin {
 
 fn track_hands(
     mut commands: Commands,
-    trackers: Query<(Entity, &HandTracking)>,
+    mut trackers: Query<(Entity, &mut HandTracking)>,
     hands: Query<(Option<&RegionOfInterest>, Option<&TrackedHand>)>,
+    time: Res<Time<Real>>,
     mut requests: MessageWriter<RequestInference>,
 ) {
-    for (palm, tracking) in &trackers {
+    for (palm, mut tracking) in &mut trackers {
         let mut free = false;
         let mut kept: Vec<RotatedRect> = Vec::new();
         for &e in &tracking.hands {
@@ -260,7 +307,9 @@ fn track_hands(
                 Err(_) => {}
             }
         }
-        if free {
+        let now = time.elapsed();
+        if tracking.search_due(free, kept.len(), now) {
+            tracking.searched(now);
             requests.write(RequestInference(palm));
         }
     }
@@ -296,7 +345,53 @@ pub fn spawn_hand_tracking(
                 .with_normalization(Normalization::ZERO_TO_ONE)
                 .with_request(RequestMode::OnDemand)
                 .with_decoder(PalmDecoder::default()),
-            HandTracking { hands },
+            HandTracking::new(hands),
         ))
         .id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn with_no_hand_tracked_palm_detection_runs_every_frame() {
+        let mut t = HandTracking::new(Vec::new());
+        for f in 0..5u32 {
+            let now = 16 * MS * f;
+            assert!(t.search_due(true, 0, now), "frame {f}");
+            t.searched(now);
+        }
+        assert!(!t.search_due(false, 0, 100 * MS), "no free slot, no search");
+    }
+
+    #[test]
+    fn with_a_hand_tracked_the_search_for_another_waits_its_interval() {
+        let mut t = HandTracking::new(Vec::new());
+        assert!(
+            t.search_due(true, 1, Duration::ZERO),
+            "the first search is not held"
+        );
+        t.searched(Duration::ZERO);
+        // 60 Hz frames for half a second: a search every 100 ms, on the first frame due.
+        let searched: Vec<u32> = (1..30u32)
+            .filter(|&f| {
+                let now = Duration::from_micros(16_667 * u64::from(f));
+                let due = t.search_due(true, 1, now);
+                if due {
+                    t.searched(now);
+                }
+                due
+            })
+            .collect();
+        assert_eq!(searched, vec![6, 12, 18, 24]);
+        // MediaPipe's every frame.
+        t.search_interval = Duration::ZERO;
+        assert!(t.search_due(true, 1, Duration::from_micros(16_667 * 30)));
+        // No hand tracked any more: at once, whatever the interval.
+        t.search_interval = Duration::from_secs(10);
+        assert!(t.search_due(true, 0, Duration::from_micros(16_667 * 31)));
+    }
 }
