@@ -12,6 +12,7 @@ pub(crate) mod gemm;
 pub mod isa;
 pub(crate) mod nd;
 pub mod par;
+pub mod tail;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub(crate) mod threads;
@@ -21,6 +22,7 @@ pub mod window;
 pub use epilogue::{Act, Epilogue};
 pub use isa::Isa;
 pub use par::Par;
+pub use tail::Tail;
 pub use window::Window;
 
 pub use crate::ops::binary::{BinaryOp, add_channel_padded, binary, prelu};
