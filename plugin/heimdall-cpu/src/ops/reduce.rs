@@ -90,17 +90,39 @@ pub fn mean_on(par: &Par, input: &[f32], shape: &[usize], axes: &[usize], output
     }
     let n = pixels as f32;
     par.for_chunks(output, CHANNELS_PER_GROUP, 1, |g, out| {
-        let chans = g * CHANNELS_PER_GROUP..g * CHANNELS_PER_GROUP + out.len();
-        out.fill(0.0);
-        for px in input.chunks_exact(inner) {
-            for (o, x) in out.iter_mut().zip(&px[chans.clone()]) {
-                *o += *x;
-            }
-        }
+        let c0 = g * CHANNELS_PER_GROUP;
+        crate::kernels::isa::widest(|| sum_group(input, inner, c0, out));
         if pixels > 0 {
             out.iter_mut().for_each(|o| *o /= n);
         }
     });
+}
+
+/// `out[k] = sum over pixels of input[pixel][c0 + k]`, pixels in order (`inner` channels a
+/// pixel): a whole group as one vector of [`CHANNELS_PER_GROUP`] sums, a partial one channel
+/// by channel.
+#[inline(always)]
+fn sum_group(input: &[f32], inner: usize, c0: usize, out: &mut [f32]) {
+    if let Ok(out) = <&mut [f32; CHANNELS_PER_GROUP]>::try_from(&mut *out) {
+        let mut acc = [0f32; CHANNELS_PER_GROUP];
+        for px in input.chunks_exact(inner) {
+            let src: &[f32; CHANNELS_PER_GROUP] = px[c0..c0 + CHANNELS_PER_GROUP]
+                .try_into()
+                .expect("a group of channels");
+            for (a, x) in acc.iter_mut().zip(src) {
+                *a += *x;
+            }
+        }
+        *out = acc;
+        return;
+    }
+    out.fill(0.0);
+    let len = out.len();
+    for px in input.chunks_exact(inner) {
+        for (o, x) in out.iter_mut().zip(&px[c0..c0 + len]) {
+            *o += *x;
+        }
+    }
 }
 
 /// How values combine.
