@@ -4,8 +4,7 @@
 //! residual and activation), then a `GELU`. Each is the operation the fused op ran, in its
 //! order, so the output has the unfused ops' bits.
 
-use crate::kernels::epilogue::relu;
-use crate::kernels::{Act, Epilogue, vmath};
+use crate::kernels::{Epilogue, vmath};
 
 /// The ops after a convolution's products, fused into it.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,60 +20,12 @@ impl Tail {
     /// at element `offset`, of `channels` channels (`shift`'s length).
     pub fn apply(&self, out: &mut [f32], offset: usize, channels: usize, ep: &Epilogue) {
         debug_assert_eq!(self.shift.len(), channels);
-        let res = ep.residual.map(|r| &r[offset..offset + out.len()]);
-        // One pass for the activations PP-OCR's blocks have; three for the others.
-        match (ep.act, self.gelu) {
-            (Act::None, false) => one_pass(out, offset, &self.shift, res, |x| x),
-            (Act::None, true) => one_pass(out, offset, &self.shift, res, vmath::gelu),
-            (Act::Relu, false) => one_pass(out, offset, &self.shift, res, relu),
-            (Act::Relu, true) => one_pass(out, offset, &self.shift, res, |x| vmath::gelu(relu(x))),
-            _ => {
-                crate::kernels::isa::widest(|| add_channels(out, offset, &self.shift));
-                ep.apply(out, offset, channels);
-                if self.gelu {
-                    vmath::gelu_in_place(out);
-                }
-            }
+        crate::kernels::isa::widest(|| add_channels(out, offset, &self.shift));
+        ep.apply(out, offset, channels);
+        if self.gelu {
+            vmath::gelu_in_place(out);
         }
     }
-}
-
-/// `out[i] = f((out[i] + shift[c]) + res[i])` (no residual: `f(out[i] + shift[c])`), `c` the
-/// channel of `out[i]` (`(offset + i) % shift.len()`), in one pass with the widest vectors:
-/// the separate passes' operations in their order.
-#[inline(always)]
-fn one_pass(
-    out: &mut [f32],
-    offset: usize,
-    shift: &[f32],
-    res: Option<&[f32]>,
-    f: impl Fn(f32) -> f32 + Copy,
-) {
-    let n = shift.len();
-    crate::kernels::isa::widest(|| {
-        let mut start = 0;
-        let mut c0 = offset % n;
-        while start < out.len() {
-            let len = (n - c0).min(out.len() - start);
-            let piece = &mut out[start..start + len];
-            let s = &shift[c0..c0 + len];
-            match res {
-                Some(r) => {
-                    let r = &r[start..start + len];
-                    for ((x, s), r) in piece.iter_mut().zip(s).zip(r) {
-                        *x = f((*x + *s) + *r);
-                    }
-                }
-                None => {
-                    for (x, s) in piece.iter_mut().zip(s) {
-                        *x = f(*x + *s);
-                    }
-                }
-            }
-            start += len;
-            c0 = 0;
-        }
-    });
 }
 
 /// `out[i] += shift[(offset + i) % shift.len()]`: the first partial row, then whole rows.
@@ -115,6 +66,7 @@ pub(crate) fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::Act;
     use crate::kernels::testutil::data;
 
     /// Pieces starting anywhere in a row: the add of the channel's value, the epilogue, the
