@@ -477,15 +477,8 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
         }
         (w.pad_top, w.pad_left) = (top, left);
     }
-    if let Some(tail) = cx.tail.clone() {
-        if reflect || cx.weights_dynamic() {
-            return Err("a fused tail on a reflect-padded or dynamic convolution".into());
-        }
-        let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w).with_tail(tail);
-        return Ok(Prepared::with_scratch(
-            k,
-            scratch_len(&w, false, cx.threads),
-        ));
+    if cx.tail.is_some() && (reflect || cx.weights_dynamic()) {
+        return Err("a fused tail on a reflect-padded or dynamic convolution".into());
     }
     if cx.f16
         && !reflect
@@ -493,10 +486,21 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
         && let Some(k) = fp16::F16Conv::new(cx.constant(1)?, cx.bias(2)?, w)
     {
         let scratch = fp16::scratch_len(&w, cx.threads);
+        let k = match cx.tail.clone() {
+            Some(tail) => k.with_tail(tail),
+            None => k,
+        };
         return Ok(Prepared {
             f16: true,
             ..Prepared::with_scratch(k, scratch)
         });
+    }
+    if let Some(tail) = cx.tail.clone() {
+        let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w).with_tail(tail);
+        return Ok(Prepared::with_scratch(
+            k,
+            scratch_len(&w, false, cx.threads),
+        ));
     }
     let scratch = scratch_len(&w, reflect, cx.threads);
     if cx.weights_dynamic() {
