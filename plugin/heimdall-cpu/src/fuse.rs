@@ -26,6 +26,8 @@
 //! order as the pad then the add, without the pass that writes the padded copy and the one
 //! that reads it back.
 //!
+//! The per-channel adds and GELUs after convolutions are fused into them by `crate::fuse_tail`.
+//!
 //! [`crate::CpuModel::tensor`] gives `None` for a tensor without storage.
 
 use heimdall_ir::{BinaryFn, Graph, Op, OpKind, Pad2d, PadMode, TensorId};
@@ -35,7 +37,9 @@ use crate::step::{Kernel, StepIo};
 /// The ops the CPU backend runs for `graph`, one per op of the graph in its order, once its
 /// own fusions rewired them: a fused reflect pad reads and writes nothing, the instance
 /// normalisation or resize writing it writes the pad's output instead of its own, and a
-/// convolution reading a pad fused into it reads the pad's input.
+/// convolution reading a pad fused into it reads the pad's input; a per-channel add (and
+/// GELU) fused into the convolution before it reads and writes nothing, and the convolution
+/// writes its output (`crate::fuse_tail`).
 ///
 /// A backend that hands a partly run model to the CPU (resuming at op `k` with the values ops
 /// `0..k` computed elsewhere) must provide exactly the tensors these ops write before `k` and
@@ -44,8 +48,9 @@ use crate::step::{Kernel, StepIo};
 /// without storage).
 pub fn cpu_ops(graph: &Graph) -> Vec<Op> {
     let pads = ReflectPads::find(graph);
+    let tails = crate::fuse_tail::Tails::find(graph, &pads);
     (graph.ops.iter().enumerate())
-        .map(|(k, op)| pads.op(k, op))
+        .map(|(k, op)| tails.op(k, pads.op(k, op)))
         .collect()
 }
 

@@ -12,6 +12,7 @@ pub mod arena;
 mod conv_cache;
 mod error;
 mod fuse;
+mod fuse_tail;
 pub mod guard;
 pub mod kernels;
 mod model;

@@ -12,6 +12,7 @@ use crate::arena::{ArenaPlan, plan_ops};
 use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
 use crate::fuse::{FusedPad, ReflectPads};
+use crate::fuse_tail::Tails;
 use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Act, Epilogue, Par};
 use crate::step::{ArenaPtr, Inputs, Kernel, Loc, PrepareCx, StepIo};
@@ -229,6 +230,8 @@ pub struct CpuModel {
     skeleton: Graph,
     /// The reflect pads fused into the convolutions after them (`crate::fuse`).
     pads: ReflectPads,
+    /// The adds and GELUs fused into the convolutions before them (`crate::fuse_tail`).
+    tails: Tails,
     conv_cache: Option<Box<ConvCache>>,
     /// Ops computing in half precision.
     f16_ops: usize,
@@ -270,8 +273,9 @@ impl CpuModel {
     ) -> Result<CpuModel, CpuError> {
         let par = Par::new(options.threads.clamp(1, MAX_THREADS));
         let pads = ReflectPads::find(graph);
+        let tails = Tails::find(graph, &pads);
         let ops: Vec<_> = (graph.ops.iter().enumerate())
-            .map(|(k, op)| pads.op(k, op))
+            .map(|(k, op)| tails.op(k, pads.op(k, op)))
             .collect();
         let plan = plan_ops(graph, &ops);
         let (constants, locs) = tensor_locs(graph, &plan);
@@ -279,7 +283,7 @@ impl CpuModel {
         let mut scratch_len = 0;
         let mut f16_ops = 0;
         for (index, op) in ops.iter().enumerate() {
-            if pads.is_fused(index) {
+            if pads.is_fused(index) || tails.is_fused(index) {
                 steps.push(Step::fused_pad());
                 continue;
             }
@@ -290,6 +294,7 @@ impl CpuModel {
                 reflect_pad: pads.source(index).map(|(_, p)| p),
                 pad_output: pads.padded_output(index).map(|(_, p)| p),
                 channel_padded: pads.channel_padded(index),
+                tail: tails.tail(index, graph),
                 f16: f16(index),
             })
             .map_err(|message| op_error(index, op, message))?;
@@ -310,6 +315,7 @@ impl CpuModel {
             par,
             skeleton: skeleton(graph),
             pads,
+            tails,
             conv_cache: None,
             f16_ops,
         })
@@ -418,10 +424,15 @@ impl CpuModel {
     /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
     pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
         let mut cache = ConvCache::new(&self.skeleton, config)?;
-        // A fused pad writes nothing, and an op writing one writes the pad's output,
-        // not its own: both run uncached (the convolutions reading them stay cached).
+        // A fused pad, add or GELU writes nothing, and an op writing one's output writes
+        // it, not its own: both run uncached (the convolutions reading them stay cached).
         (0..self.steps.len())
-            .filter(|&k| self.pads.is_fused(k) || self.pads.padded_output(k).is_some())
+            .filter(|&k| {
+                self.pads.is_fused(k)
+                    || self.pads.padded_output(k).is_some()
+                    || self.tails.is_fused(k)
+                    || self.tails.takes(k)
+            })
             .for_each(|k| cache.forget_op(k));
         self.conv_cache = Some(Box::new(cache));
         Ok(())

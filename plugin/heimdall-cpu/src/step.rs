@@ -6,7 +6,7 @@
 use heimdall_ir::shape::as_nhwc;
 use heimdall_ir::{ConvAttrs, Graph, Op};
 
-use crate::kernels::{Epilogue, Par, Window};
+use crate::kernels::{Epilogue, Par, Tail, Window};
 
 /// Where a tensor's values are.
 #[derive(Clone, Copy, Debug)]
@@ -146,6 +146,10 @@ pub(crate) struct PrepareCx<'a> {
     /// For an `ADD` reading a zero channel `PAD` fused into it ([`crate::fuse`]): which input
     /// is the pad's input, to be read as zero beyond its channels; `None` for every other op.
     pub channel_padded: Option<usize>,
+    /// For a convolution or depthwise convolution the CPU fused the per-channel `ADD` (and
+    /// `GELU`) after it into ([`crate::fuse_tail`]): what it applies after its products; the
+    /// op writes the last fused op's output. `None` for every other op.
+    pub tail: Option<Tail>,
     /// Whether half-precision kernels are wanted ([`crate::CpuPrecision::F16`]) where the CPU
     /// has them.
     pub f16: bool,

@@ -1,4 +1,4 @@
-//! Every kernel the small MediaPipe models spend their time in, split over the thread pool,
+//! Every kernel the small MediaPipe models and PP-OCR spend their time in, split over the thread pool,
 //! computes the bits it computes on one thread: random shapes from a few values to several
 //! parts per thread at the kernels' split thresholds, on 2, 3, 4 and 7 threads. A part that
 //! computed the wrong rows or channels, skipped some (outputs start as NaN, and NaN never
@@ -6,8 +6,11 @@
 
 use heimdall_cpu::kernels::{
     Act, BinaryOp, Epilogue, PackedConv, PackedDepthwise, Par, Window, activation,
-    add_channel_padded, avg_pool, binary, conv_scratch_len, max_pool, pad, pool_scratch_len,
+    add_channel_padded, avg_pool, binary, concat_on, conv_scratch_len, map, max_pool, mean_on, pad,
+    pool_scratch_len, resize_four_tap, resize_two_tap, vmath,
 };
+use heimdall_ir::ops::resize::{axis_taps, cubic_taps};
+use heimdall_ir::{CoordMode, NearestMode, ResizeMode};
 use proptest::prelude::*;
 
 const THREADS: [usize; 4] = [2, 3, 4, 7];
@@ -190,5 +193,61 @@ proptest! {
         let alpha = data(seed + 1, c);
         let ep = Epilogue { residual: None, act: act(a, &alpha) };
         same_on_all_threads(n, "activation", |par, o| activation(par, &x, o, c, &ep));
+    }
+
+    /// CONCATENATION of two or three tensors along channels (PP-OCR's) or along rows.
+    #[test]
+    fn concat(h in 1..100usize, w in 1..100usize, cs in proptest::collection::vec(1..50usize, 2..4),
+              rows: bool, seed in 0..1000u64) {
+        let axis = if rows { 1 } else { 3 };
+        let shapes: Vec<[usize; 4]> = cs.iter().map(|&c| if rows { [1, c, w, h] } else { [1, h, w, c] }).collect();
+        let tensors: Vec<Vec<f32>> = shapes.iter().enumerate()
+            .map(|(i, s)| data(seed + i as u64, s.iter().product())).collect();
+        let inputs: Vec<(&[f32], &[usize])> = tensors.iter().zip(&shapes).map(|(t, s)| (&t[..], &s[..])).collect();
+        let len = tensors.iter().map(Vec::len).sum();
+        same_on_all_threads(len, &format!("concat {shapes:?} on axis {axis}"), |par, o| {
+            concat_on(par, &inputs, axis, o)
+        });
+    }
+
+    /// Separable resizes (nearest, linear, cubic; PP-OCR's linear x2 and x4 upsamplings), up
+    /// and down.
+    #[test]
+    fn resize(ih in 1..60usize, iw in 1..60usize, c in 1..40usize, oh in 1..160usize,
+              ow in 1..160usize, mode in 0..3u8, seed in 0..1000u64) {
+        let x = data(seed, ih * iw * c);
+        let (sy, sx) = (oh as f32 / ih as f32, ow as f32 / iw as f32);
+        let what = format!("resize {ih}x{iw}x{c} to {oh}x{ow}, mode {mode}");
+        if mode == 2 {
+            let rows = cubic_taps(ih, oh, sy, CoordMode::HalfPixel, -0.75, false);
+            let cols = cubic_taps(iw, ow, sx, CoordMode::HalfPixel, -0.75, false);
+            same_on_all_threads(oh * ow * c, &what, |par, o| {
+                resize_four_tap(par, &x, iw, c, &rows, &cols, o)
+            });
+        } else {
+            let m = if mode == 0 { ResizeMode::Nearest(NearestMode::Floor) } else { ResizeMode::Linear };
+            let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, m);
+            let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, m);
+            same_on_all_threads(oh * ow * c, &what, |par, o| {
+                resize_two_tap(par, &x, iw, c, &rows, &cols, o)
+            });
+        }
+    }
+
+    /// Global averages over the pixels (PP-OCR's squeeze-and-excitation means): channels not a
+    /// multiple of the parts' groups included.
+    #[test]
+    fn global_mean(h in 1..120usize, w in 1..120usize, c in 1..100usize, seed in 0..1000u64) {
+        let x = data(seed, h * w * c);
+        same_on_all_threads(c, &format!("mean of {h}x{w}x{c}"), |par, o| {
+            mean_on(par, &x, &[1, h, w, c], &[1, 2], o)
+        });
+    }
+
+    /// GELU over a tensor.
+    #[test]
+    fn gelu(n in 1..200_000usize, seed in 0..1000u64) {
+        let x: Vec<f32> = data(seed, n).iter().map(|v| v * 4.0).collect();
+        same_on_all_threads(n, "gelu", |par, o| map(par, &x, o, &vmath::gelu_slice));
     }
 }

@@ -112,6 +112,11 @@ pub fn logistic_in_place(y: &mut [f32]) {
     map_in_place_widest(y, logistic);
 }
 
+/// `y[i] = gelu(y[i])` in place with the widest vectors the CPU has: [`gelu_slice`]'s bits.
+pub fn gelu_in_place(y: &mut [f32]) {
+    map_in_place_widest(y, gelu);
+}
+
 /// `y[i] = f(x[i])` over the shorter of the two slices.
 #[inline(always)]
 fn map_loop(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {

@@ -45,6 +45,14 @@ pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
             "only an instance normalisation or a resize can write a fused reflect pad".into(),
         );
     }
+    if cx.tail.is_some()
+        && !matches!(
+            cx.op.kind,
+            OpKind::Conv2d(_) | OpKind::DepthwiseConv2d { .. } | OpKind::TransposeConv2d(_)
+        )
+    {
+        return Err("only a convolution can take a fused tail".into());
+    }
     if cx.channel_padded.is_some() && cx.op.kind != OpKind::Binary(heimdall_ir::BinaryFn::Add) {
         return Err("only an add can read through a fused channel pad".into());
     }

@@ -124,8 +124,10 @@ impl Kernel for TfliteBilinear {
     }
 }
 
-/// `output [oh, ow, c]` from `input [ih, iw, c]` with four-tap row and column weights.
-pub fn resize4(
+/// `output [oh, ow, c]` from `input [ih, iw, c]` with four-tap row and column weights
+/// (`rows.len()` by `cols.len()` outputs), output rows split over `par`.
+pub fn resize_four_tap(
+    par: &Par,
     input: &[f32],
     in_w: usize,
     c: usize,
@@ -133,30 +135,43 @@ pub fn resize4(
     cols: &[Tap4],
     output: &mut [f32],
 ) {
-    let ow = cols.len();
-    let mut row = vec![0f32; c];
-    for (oy, r) in rows.iter().enumerate() {
-        for (ox, t) in cols.iter().enumerate() {
-            let o = &mut output[(oy * ow + ox) * c..][..c];
-            o.fill(0.0);
-            for ky in 0..4 {
-                row.fill(0.0);
-                for kx in 0..4 {
-                    let src = &input[(r.idx[ky] * in_w + t.idx[kx]) * c..][..c];
-                    for (acc, v) in row.iter_mut().zip(src) {
-                        *acc += t.w[kx] * v;
+    let row_len = cols.len() * c;
+    debug_assert_eq!(output.len(), rows.len() * row_len);
+    if row_len == 0 {
+        return;
+    }
+    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
+    par.for_rows(output, row_len, min_rows, |ys, out| {
+        let mut row = [0f32; 64];
+        for (r, out_row) in rows[ys].iter().zip(out.chunks_exact_mut(row_len)) {
+            for (t, o) in cols.iter().zip(out_row.chunks_exact_mut(c)) {
+                // Channels in pieces of `row`'s length: each value's sums in the same order.
+                for c0 in (0..c).step_by(row.len()) {
+                    let n = row.len().min(c - c0);
+                    let (o, row) = (&mut o[c0..c0 + n], &mut row[..n]);
+                    o.fill(0.0);
+                    for ky in 0..4 {
+                        row.fill(0.0);
+                        for kx in 0..4 {
+                            let src = &input[(r.idx[ky] * in_w + t.idx[kx]) * c + c0..][..n];
+                            for (acc, v) in row.iter_mut().zip(src) {
+                                *acc += t.w[kx] * v;
+                            }
+                        }
+                        for (acc, v) in o.iter_mut().zip(row.iter()) {
+                            *acc += r.w[ky] * v;
+                        }
                     }
-                }
-                for (acc, v) in o.iter_mut().zip(&row) {
-                    *acc += r.w[ky] * v;
                 }
             }
         }
-    }
+    });
 }
 
-/// `output [oh, ow, c]` from `input [ih, iw, c]` with the given row and column taps.
-pub fn resize(
+/// `output [oh, ow, c]` from `input [ih, iw, c]` with the given row and column taps
+/// (`rows.len()` by `cols.len()` outputs), output rows split over `par`.
+pub fn resize_two_tap(
+    par: &Par,
     input: &[f32],
     in_w: usize,
     c: usize,
@@ -164,22 +179,36 @@ pub fn resize(
     cols: &[Tap],
     output: &mut [f32],
 ) {
-    let ow = cols.len();
-    for (oy, r) in rows.iter().enumerate() {
-        for (ox, t) in cols.iter().enumerate() {
-            let o = &mut output[(oy * ow + ox) * c..][..c];
-            let at = |y: usize, x: usize| &input[(y * in_w + x) * c..][..c];
-            let (a, b, cc, d) = (
-                at(r.i0, t.i0),
-                at(r.i0, t.i1),
-                at(r.i1, t.i0),
-                at(r.i1, t.i1),
-            );
-            for k in 0..c {
-                let top = a[k] + (b[k] - a[k]) * t.w;
-                let bottom = cc[k] + (d[k] - cc[k]) * t.w;
-                o[k] = top + (bottom - top) * r.w;
+    let row_len = cols.len() * c;
+    debug_assert_eq!(output.len(), rows.len() * row_len);
+    if row_len == 0 {
+        return;
+    }
+    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
+    par.for_rows(output, row_len, min_rows, |ys, out| {
+        crate::kernels::isa::widest(|| {
+            for (r, out_row) in rows[ys].iter().zip(out.chunks_exact_mut(row_len)) {
+                two_tap_row(input, in_w, c, r, cols, out_row);
             }
+        });
+    });
+}
+
+/// One output row of [`resize_two_tap`]: source rows `r.i0` and `r.i1` of `input`.
+#[inline(always)]
+fn two_tap_row(input: &[f32], in_w: usize, c: usize, r: &Tap, cols: &[Tap], out_row: &mut [f32]) {
+    for (t, o) in cols.iter().zip(out_row.chunks_exact_mut(c)) {
+        let at = |y: usize, x: usize| &input[(y * in_w + x) * c..][..c];
+        let (a, b, cc, d) = (
+            at(r.i0, t.i0),
+            at(r.i0, t.i1),
+            at(r.i1, t.i0),
+            at(r.i1, t.i1),
+        );
+        for k in 0..c {
+            let top = a[k] + (b[k] - a[k]) * t.w;
+            let bottom = cc[k] + (d[k] - cc[k]) * t.w;
+            o[k] = top + (bottom - top) * r.w;
         }
     }
 }
@@ -195,7 +224,15 @@ struct TwoTap {
 impl Kernel for TwoTap {
     fn run(&self, io: StepIo<'_>) {
         let x = io.inputs.get(0);
-        resize(x, self.in_w, self.channels, &self.rows, &self.cols, io.out);
+        resize_two_tap(
+            io.par,
+            x,
+            self.in_w,
+            self.channels,
+            &self.rows,
+            &self.cols,
+            io.out,
+        );
     }
 }
 
@@ -210,7 +247,15 @@ struct FourTap {
 impl Kernel for FourTap {
     fn run(&self, io: StepIo<'_>) {
         let x = io.inputs.get(0);
-        resize4(x, self.in_w, self.channels, &self.rows, &self.cols, io.out);
+        resize_four_tap(
+            io.par,
+            x,
+            self.in_w,
+            self.channels,
+            &self.rows,
+            &self.cols,
+            io.out,
+        );
     }
 }
 
@@ -414,21 +459,21 @@ mod tap_tests {
                 let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, mode);
                 let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, mode);
                 let mut dense = vec![f32::NAN; oh * ow * c];
-                resize(&x, iw, c, &rows, &cols, &mut dense);
+                resize_two_tap(&Par::new(1), &x, iw, c, &rows, &cols, &mut dense);
                 let want = padded(&dense);
                 let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
                 let mut got = vec![f32::NAN; want.len()];
-                resize(&x, iw, c, &pr, &pc, &mut got);
+                resize_two_tap(&Par::new(1), &x, iw, c, &pr, &pc, &mut got);
                 assert_eq!(got, want, "{mode:?} {pad_r:?} {pad_c:?}");
             }
             let rows = cubic_taps(ih, oh, sy, CoordMode::HalfPixel, -0.75, false);
             let cols = cubic_taps(iw, ow, sx, CoordMode::HalfPixel, -0.75, false);
             let mut dense = vec![f32::NAN; oh * ow * c];
-            resize4(&x, iw, c, &rows, &cols, &mut dense);
+            resize_four_tap(&Par::new(1), &x, iw, c, &rows, &cols, &mut dense);
             let want = padded(&dense);
             let mut got = vec![f32::NAN; want.len()];
             let (pr, pc) = (mirrored(&rows, pad_r), mirrored(&cols, pad_c));
-            resize4(&x, iw, c, &pr, &pc, &mut got);
+            resize_four_tap(&Par::new(1), &x, iw, c, &pr, &pc, &mut got);
             assert_eq!(got, want, "cubic {pad_r:?} {pad_c:?}");
         }
     }
@@ -447,7 +492,7 @@ mod tap_tests {
         let rows = cubic_taps(1, 1, 1.0, CoordMode::Asymmetric, -0.75, false);
         let cols = cubic_taps(6, 12, 2.0, CoordMode::Asymmetric, -0.75, false);
         let mut out = vec![0.0; 12];
-        resize4(&x, 6, 1, &rows, &cols, &mut out);
+        resize_four_tap(&Par::new(1), &x, 6, 1, &rows, &cols, &mut out);
         for (i, v) in out.iter().enumerate().take(9).skip(2) {
             assert!((v - i as f32 / 2.0).abs() < 1e-5, "{i}: {v}");
         }
@@ -461,7 +506,7 @@ mod tap_tests {
         let rows = axis_taps(ih, oh, sy, CoordMode::HalfPixel, ResizeMode::Linear);
         let cols = axis_taps(iw, ow, sx, CoordMode::HalfPixel, ResizeMode::Linear);
         let mut out = vec![0.0; oh * ow * c];
-        resize(&x, iw, c, &rows, &cols, &mut out);
+        resize_two_tap(&Par::new(1), &x, iw, c, &rows, &cols, &mut out);
         // Reference: direct formula per output value in f64.
         let mut reference = vec![0.0; out.len()];
         for oy in 0..oh {

@@ -17,6 +17,7 @@
 use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
+use crate::kernels::tail::{Tail, finish};
 use crate::kernels::{Epilogue, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -28,6 +29,8 @@ pub struct PackedTransposeConv {
     w: Window,
     b: PackedB,
     bias: Vec<f32>,
+    /// Ops after the products fused into the convolution.
+    tail: Option<Tail>,
 }
 
 /// Values of scratch a transposed convolution of geometry `w` needs (any thread count).
@@ -47,7 +50,27 @@ impl PackedTransposeConv {
             filter_ohwi[(o * taps + t) * ic + i]
         });
         let bias = bias.map_or_else(|| vec![0.0; oc], <[f32]>::to_vec);
-        PackedTransposeConv { w, b, bias }
+        PackedTransposeConv {
+            w,
+            b,
+            bias,
+            tail: None,
+        }
+    }
+
+    /// The same transposed convolution followed by `tail` (the per-channel add of a constant,
+    /// and a GELU, fused into it): `gelu?(ep(conv + shift[c]))`, each step the separate op's,
+    /// so the bits are those of the convolution then the ops.
+    pub fn with_tail(self, tail: Tail) -> PackedTransposeConv {
+        assert_eq!(
+            tail.shift.len(),
+            self.w.out_c,
+            "transpose conv: tail channels"
+        );
+        PackedTransposeConv {
+            tail: Some(tail),
+            ..self
+        }
     }
 
     /// The geometry this transposed convolution was packed for.
@@ -130,8 +153,8 @@ impl PackedTransposeConv {
                         }
                     }
                 }
-                if !ep.is_identity() {
-                    ep.apply(out_row, oy * row_len, oc);
+                if !ep.is_identity() || self.tail.is_some() {
+                    finish(self.tail.as_ref(), out_row, oy * row_len, oc, ep);
                 }
             }
         });
@@ -184,10 +207,17 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
     let f = cx.shape(1);
     let w = cx.window([f[1], f[2]], a);
     if cx.weights_dynamic() {
+        if cx.tail.is_some() {
+            return Err("a fused tail on a dynamic transposed convolution".into());
+        }
         let scratch = transpose_conv_scratch_len(&w);
         return Ok(Prepared::with_scratch(DynamicTransposeConv(w), scratch));
     }
     let k = PackedTransposeConv::new(cx.constant(1)?, cx.bias(2)?, w);
+    let k = match cx.tail.clone() {
+        Some(tail) => k.with_tail(tail),
+        None => k,
+    };
     let scratch = k.scratch_len();
     Ok(Prepared::with_scratch(k, scratch))
 }

@@ -11,7 +11,9 @@
 //! - produced by a GPU op `< k` (or a graph input). The CPU fuses a reflect pad into the
 //!   instance normalisation or separable resize before it, which then writes the padded
 //!   tensor: between the two ops the CPU needs the pad's output, which the GPU, running the pad
-//!   as an op of its own, has not written yet ([`NotResumable::NotProduced`]);
+//!   as an op of its own, has not written yet ([`NotResumable::NotProduced`]); likewise it fuses
+//!   the per-channel `ADD` of a constant (and a `GELU` after it) into the convolution before it,
+//!   which then writes the add's (the GELU's) output: not written by the GPU between them;
 //! - not overwritten since: the GPU's slots are shared by tensors whose lifetimes do not
 //!   overlap ([`crate::memory`]), and a tensor the GPU no longer reads is not kept. The CPU fuses
 //!   a reflect pad that only convolutions read into them, which then read the pad's input: from

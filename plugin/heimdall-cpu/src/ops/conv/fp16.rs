@@ -18,6 +18,8 @@ use crate::step::{Kernel, StepIo};
 
 #[cfg(target_arch = "aarch64")]
 use crate::kernels::gemm::fp16::{PackedB16, to_f16};
+#[cfg(target_arch = "aarch64")]
+use crate::kernels::tail::finish;
 
 /// Multiply-accumulates a part must have at least before the work is split.
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
@@ -33,6 +35,9 @@ pub struct F16Conv {
     w: Window,
     #[cfg(target_arch = "aarch64")]
     b: PackedB16,
+    /// Ops after the products fused into the convolution ([`crate::kernels::Tail`]).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    tail: Option<crate::kernels::Tail>,
 }
 
 impl F16Conv {
@@ -45,7 +50,7 @@ impl F16Conv {
             let kdim = w.k_h * w.k_w * w.in_c;
             debug_assert_eq!(filter_ohwi.len(), w.out_c * kdim);
             let b = PackedB16::new(kdim, w.out_c, bias, |k, o| filter_ohwi[o * kdim + k])?;
-            Some(F16Conv { w, b })
+            Some(F16Conv { w, b, tail: None })
         }
         #[cfg(not(target_arch = "aarch64"))]
         {
@@ -57,6 +62,15 @@ impl F16Conv {
     /// The geometry this convolution was packed for.
     pub fn window(&self) -> &Window {
         &self.w
+    }
+
+    /// The same convolution followed by `tail` (see [`super::PackedConv::with_tail`]).
+    pub fn with_tail(self, tail: crate::kernels::Tail) -> F16Conv {
+        assert_eq!(tail.shift.len(), self.w.out_c, "f16 conv: tail channels");
+        F16Conv {
+            tail: Some(tail),
+            ..self
+        }
     }
 
     /// Values (f32) of scratch [`F16Conv::run`] needs with `par`.
@@ -174,12 +188,13 @@ impl F16Conv {
                     n,
                 );
             }
-            if !ep.is_identity() {
+            let tail = self.tail.as_ref();
+            if !ep.is_identity() || tail.is_some() {
                 if cols.len() == n {
-                    ep.apply(tile.span(0..rows.len()), rows.start * n, n);
+                    finish(tail, tile.span(0..rows.len()), rows.start * n, n, ep);
                 } else {
                     for (i, r) in rows.clone().enumerate() {
-                        ep.apply(tile.row(i), r * n + cols.start, n);
+                        finish(tail, tile.row(i), r * n + cols.start, n, ep);
                     }
                 }
             }
@@ -225,8 +240,8 @@ impl F16Conv {
                             n,
                         );
                     }
-                    if !ep.is_identity() {
-                        ep.apply(out_row, oy * row_len, n);
+                    if !ep.is_identity() || self.tail.is_some() {
+                        finish(self.tail.as_ref(), out_row, oy * row_len, n, ep);
                     }
                 }
             },

@@ -21,6 +21,7 @@ use heimdall_ir::ConvAttrs;
 
 use crate::kernels::gemm::PackedB;
 use crate::kernels::par::{SplitCache, Tile};
+use crate::kernels::tail::{Tail, finish};
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -46,6 +47,8 @@ pub struct PackedConv {
     reflect: Option<reflect::Band>,
     /// The 1x1 path's split for the thread count it was last run with.
     split: SplitCache,
+    /// Ops after the products fused into the convolution (then never in the stores).
+    tail: Option<Tail>,
 }
 
 /// Values of scratch a convolution of geometry `w` needs when run with `threads` threads:
@@ -132,6 +135,23 @@ impl PackedConv {
             int_cols: (lo, hi.max(lo)),
             reflect: None,
             split: SplitCache::default(),
+            tail: None,
+        }
+    }
+
+    /// The same convolution followed by `tail` (the per-channel add of a constant, and a GELU,
+    /// fused into it): `gelu?(ep(conv + shift[c]))`, each step the separate op's, so the bits
+    /// are those of the convolution then the ops. Not with reflect padding.
+    pub fn with_tail(self, tail: Tail) -> PackedConv {
+        assert!(
+            self.reflect.is_none() && tail.shift.len() == self.w.out_c,
+            "conv: a tail of {} channels on {:?}",
+            tail.shift.len(),
+            self.w
+        );
+        PackedConv {
+            tail: Some(tail),
+            ..self
         }
     }
 
@@ -140,6 +160,7 @@ impl PackedConv {
     /// whatever the output size implies after, fused into the convolution). Every padding must
     /// be less than the input's size along its axis, as ONNX's reflect padding requires.
     pub fn with_reflect_padding(self) -> PackedConv {
+        assert!(self.tail.is_none(), "conv: reflect padding after a tail");
         PackedConv {
             reflect: Some(reflect::Band::new(&self.w)),
             ..self
@@ -205,7 +226,7 @@ impl PackedConv {
         let (row_parts, col_parts) = self.split.get_or(par.threads(), || {
             par.even_grid(px, n, px * kdim * n, MIN_MACS_PER_PART, mr, nr)
         });
-        let fused = self.b.fuses(ep);
+        let fused = self.b.fuses(ep) && self.tail.is_none();
         par.for_even_grid(
             output,
             n,
@@ -270,11 +291,12 @@ impl PackedConv {
                     None,
                 );
             }
+            let tail = self.tail.as_ref();
             if cols.len() == n {
-                ep.apply(tile.span(t0..t0 + mb), m0 * n, n);
+                finish(tail, tile.span(t0..t0 + mb), m0 * n, n, ep);
             } else {
                 for i in 0..mb {
-                    ep.apply(tile.row(t0 + i), (m0 + i) * n + cols.start, n);
+                    finish(tail, tile.row(t0 + i), (m0 + i) * n + cols.start, n, ep);
                 }
             }
             m0 += mb;
@@ -306,12 +328,12 @@ impl PackedConv {
                 if let Some(band) = &self.reflect {
                     return band.rows((&self.w, &self.b, self.seg_len), input, rows, out, sc, ep);
                 }
-                let fused = self.b.fuses(ep);
+                let fused = self.b.fuses(ep) && self.tail.is_none();
                 for (oy, out_row) in rows.zip(out.chunks_exact_mut(row_len)) {
                     let row_ep = (fused && !ep.is_identity()).then_some((ep, oy * row_len));
                     self.row(input, oy, out_row, sc, row_ep);
                     if !fused {
-                        ep.apply(out_row, oy * row_len, n);
+                        finish(self.tail.as_ref(), out_row, oy * row_len, n, ep);
                     }
                 }
             },
@@ -455,16 +477,30 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
         }
         (w.pad_top, w.pad_left) = (top, left);
     }
+    if cx.tail.is_some() && (reflect || cx.weights_dynamic()) {
+        return Err("a fused tail on a reflect-padded or dynamic convolution".into());
+    }
     if cx.f16
         && !reflect
         && !cx.weights_dynamic()
         && let Some(k) = fp16::F16Conv::new(cx.constant(1)?, cx.bias(2)?, w)
     {
         let scratch = fp16::scratch_len(&w, cx.threads);
+        let k = match cx.tail.clone() {
+            Some(tail) => k.with_tail(tail),
+            None => k,
+        };
         return Ok(Prepared {
             f16: true,
             ..Prepared::with_scratch(k, scratch)
         });
+    }
+    if let Some(tail) = cx.tail.clone() {
+        let k = PackedConv::new(cx.constant(1)?, cx.bias(2)?, w).with_tail(tail);
+        return Ok(Prepared::with_scratch(
+            k,
+            scratch_len(&w, false, cx.threads),
+        ));
     }
     let scratch = scratch_len(&w, reflect, cx.threads);
     if cx.weights_dynamic() {

@@ -24,6 +24,7 @@ mod avx512;
 mod neon;
 
 use crate::kernels::par::{CHUNKS_PER_THREAD, SplitCache, Tile};
+use crate::kernels::tail::{Tail, finish};
 use crate::kernels::{Epilogue, Isa, Par, Window};
 use crate::step::{Kernel, PrepareCx, Prepared, StepIo};
 
@@ -43,6 +44,8 @@ pub struct PackedDepthwise {
     isa: Isa,
     /// The last split computed, for the thread count it was computed for.
     split: SplitCache,
+    /// Ops after the products fused into the convolution.
+    tail: Option<Tail>,
 }
 
 impl PackedDepthwise {
@@ -83,6 +86,18 @@ impl PackedDepthwise {
             bias,
             isa,
             split: SplitCache::default(),
+            tail: None,
+        }
+    }
+
+    /// The same convolution followed by `tail` (the per-channel add of a constant, and a GELU,
+    /// fused into it): `gelu?(ep(conv + shift[c]))`, each step the separate op's, so the bits
+    /// are those of the convolution then the ops.
+    pub fn with_tail(self, tail: Tail) -> PackedDepthwise {
+        assert_eq!(tail.shift.len(), self.w.out_c, "depthwise: tail channels");
+        PackedDepthwise {
+            tail: Some(tail),
+            ..self
         }
     }
 
@@ -134,13 +149,14 @@ impl PackedDepthwise {
                 let ox1 = (pixels.end - oy * w.out_w).min(w.out_w);
                 let first = p - pixels.start;
                 self.row(input, oy, ox0..ox1, chans.clone(), tile, first);
-                if !ep.is_identity() {
+                let tail = self.tail.as_ref();
+                if !ep.is_identity() || tail.is_some() {
                     if chans.len() == c {
                         let span = tile.span(first..first + (ox1 - ox0));
-                        ep.apply(span, p * c, c);
+                        finish(tail, span, p * c, c, ep);
                     } else {
                         for i in 0..ox1 - ox0 {
-                            ep.apply(tile.row(first + i), (p + i) * c + chans.start, c);
+                            finish(tail, tile.row(first + i), (p + i) * c + chans.start, c, ep);
                         }
                     }
                 }
@@ -577,13 +593,16 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ConvAttrs) -> Result<Prepared, String>
     let f = cx.shape(1);
     let w = cx.window([f[1], f[2]], a);
     if cx.weights_dynamic() {
+        if cx.tail.is_some() {
+            return Err("a fused tail on a dynamic depthwise convolution".into());
+        }
         return Ok(Prepared::new(DynamicDepthwise(w)));
     }
-    Ok(Prepared::new(PackedDepthwise::new(
-        cx.constant(1)?,
-        cx.bias(2)?,
-        w,
-    )))
+    let k = PackedDepthwise::new(cx.constant(1)?, cx.bias(2)?, w);
+    Ok(Prepared::new(match cx.tail.clone() {
+        Some(tail) => k.with_tail(tail),
+        None => k,
+    }))
 }
 
 #[cfg(test)]
