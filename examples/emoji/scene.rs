@@ -205,7 +205,12 @@ fn setup(
         ..OrthographicProjection::default_2d()
     }));
 
-    let mut source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
+    let mut source = clip_source::camera(
+        args.webcam,
+        args.camera_fps,
+        truth.0.clone(),
+        (args.width, args.height),
+    );
     if args.synced_background {
         // Enough frames to cover the capture-to-result latency: half a second of them.
         source = source.with_history((args.fps * 0.5).ceil().max(4.0) as usize);

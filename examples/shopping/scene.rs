@@ -139,7 +139,12 @@ fn setup(
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
     let quality = QualitySettings::of_args(&args);
-    let source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
+    let source = clip_source::camera(
+        args.webcam,
+        args.camera_fps,
+        truth.0.clone(),
+        (args.width, args.height),
+    );
     let camera = harness::spawn_camera(&mut commands, source);
 
     // Continuous DNNs, each with its own rate and deadline.

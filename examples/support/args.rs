@@ -117,6 +117,12 @@ pub struct AppArgs {
     /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
     /// `HeimdallSettings::cpu_on_completion`).
     pub cpu_at_frame_start: bool,
+    /// `--camera-fps F`: the clip is paced like a camera at F Hz on its own clock
+    /// (`FramePacing::Rate`) instead of one frame per update.
+    pub camera_fps: Option<f64>,
+    /// `--no-camera-phase`: the late frame start does not wait for a camera frame due just after
+    /// the update would start (an ablation of `heimdall_bevy::CameraPhaseLock`).
+    pub no_camera_phase: bool,
 }
 
 impl Default for AppArgs {
@@ -160,6 +166,8 @@ impl Default for AppArgs {
             cpu_workers: 0,
             events_half_slots: false,
             cpu_at_frame_start: false,
+            camera_fps: None,
+            no_camera_phase: false,
         }
     }
 }
@@ -208,6 +216,9 @@ struct Cli {
     /// none.
     #[arg(long, help_heading = RUN)]
     webcam: bool,
+    /// Pace the clip like a camera at F Hz on its own clock [default: one frame per update].
+    #[arg(long, value_name = "F", value_parser = frame_rate, help_heading = RUN)]
+    camera_fps: Option<f64>,
     /// No overlay (the statistics panel), e.g. for frames compared pixel by pixel.
     #[arg(long, help_heading = RUN)]
     no_overlay: bool,
@@ -291,6 +302,10 @@ struct Cli {
     /// Start each update as soon as the loop runs it (without HeimdallPacingPlugin).
     #[arg(long, help_heading = ABLATIONS)]
     early_frame_start: bool,
+    /// The late frame start does not wait for a camera frame due just after the update would
+    /// start (CameraPhaseLock off).
+    #[arg(long, help_heading = ABLATIONS)]
+    no_camera_phase: bool,
     /// Free a DNN only when its frame's GPU timestamps come back
     /// (HeimdallSettings::free_at_readback off).
     #[arg(long, help_heading = ABLATIONS)]
@@ -416,6 +431,8 @@ impl From<Cli> for AppArgs {
             cpu_workers: c.cpu_workers,
             events_half_slots: c.events_half_slots,
             cpu_at_frame_start: c.cpu_at_frame_start,
+            camera_fps: c.camera_fps,
+            no_camera_phase: c.no_camera_phase,
         }
     }
 }
@@ -506,6 +523,13 @@ mod tests {
         assert_eq!(parse("").unwrap().margin_ms, None);
         assert!(!parse("").unwrap().cpu_at_frame_start);
         assert!(parse("--cpu-at-frame-start").unwrap().cpu_at_frame_start);
+        let camera = parse("--camera-fps 30 --no-camera-phase").unwrap();
+        assert_eq!(
+            (camera.camera_fps, camera.no_camera_phase),
+            (Some(30.0), true)
+        );
+        assert_eq!(parse("").unwrap().camera_fps, None, "one frame per update");
+        assert!(!parse("").unwrap().no_camera_phase);
         for bad in [
             "--background-burst-ms -1",
             "--background-burst-ms nan",
@@ -528,6 +552,7 @@ mod tests {
             "--text-side 31",
             "--display vblank",
             "--quality ultra",
+            "--camera-fps 0",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -47,8 +47,10 @@ pub fn load_clip(dir: &Path) -> Result<Clip, String> {
     Clip::load(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// The app's camera: a webcam if `webcam` (feature `webcam`) and one opens, else `clip`.
-pub fn camera(webcam: bool, clip: Clip, (w, h): (u32, u32)) -> CameraSource {
+/// The app's camera: a webcam if `webcam` (feature `webcam`) and one opens, else `clip`, one
+/// frame per update, or paced like a camera at `clip_fps` Hz on its own clock when that is
+/// given (`--camera-fps`).
+pub fn camera(webcam: bool, clip_fps: Option<f64>, clip: Clip, (w, h): (u32, u32)) -> CameraSource {
     #[cfg(feature = "webcam")]
     if webcam {
         match heimdall_bevy::webcam::WebcamSource::open(0, w, h) {
@@ -61,5 +63,6 @@ pub fn camera(webcam: bool, clip: Clip, (w, h): (u32, u32)) -> CameraSource {
         warn!("built without the `webcam` feature; using the bundled clip");
     }
     let _ = (w, h);
-    CameraSource::new(ClipSource::new(clip), FramePacing::EveryUpdate)
+    let pacing = clip_fps.map_or(FramePacing::EveryUpdate, FramePacing::Rate);
+    CameraSource::new(ClipSource::new(clip), pacing)
 }

@@ -94,7 +94,10 @@ pub fn build_app(title: &str, args: &AppArgs, assets: &std::path::Path) -> App {
     }
     // The examples pace their updates for the display (the plugin's default does not).
     if !args.early_frame_start {
-        app.add_plugins(HeimdallPacingPlugin);
+        app.add_plugins(HeimdallPacingPlugin)
+            .insert_resource(CameraPhaseLock {
+                enabled: !args.no_camera_phase,
+            });
     }
     if let Some(settings) = recovery {
         heimdall_bevy::device::recover_lost_devices(&mut app, settings);
@@ -489,6 +492,8 @@ struct RunOutputs<'w> {
     swapchain: Option<Res<'w, crate::swapchain::SwapchainWaits>>,
     trace: ResMut<'w, HeimdallTrace>,
     recording: ResMut<'w, HeimdallRecording>,
+    frame_start: Option<Res<'w, LateFrameStart>>,
+    camera_phase: Option<Res<'w, CameraPhaseLock>>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -589,6 +594,31 @@ impl RunOutputs<'_> {
         if args.record_run {
             self.recording.start();
         }
+        if let Some(f) = &self.frame_start {
+            let (waits, waited) = f.camera_waits();
+            self.app_report.0.insert(
+                "frame_start".into(),
+                serde_json::json!([f.delayed_updates(), waits, waited]),
+            );
+        }
+    }
+
+    /// The late frame start over the measured window (`frame_start` in `stats.json`): the
+    /// delay at its end, the updates delayed, and those that waited for a camera frame (the
+    /// camera phase lock) with their mean wait.
+    fn frame_start_summary(&self) -> Option<serde_json::Value> {
+        let f = self.frame_start.as_ref()?;
+        let at_start = self.app_report.0.get("frame_start");
+        let was = |i: usize| at_start.and_then(|v| v[i].as_f64()).unwrap_or(0.0);
+        let (waits, waited) = f.camera_waits();
+        let (waits, waited) = (waits as f64 - was(1), waited - was(2));
+        Some(serde_json::json!({
+            "camera_phase_lock": self.camera_phase.as_ref().is_some_and(|l| l.enabled),
+            "delay_ms": f.delay_ms(),
+            "delayed_updates": f.delayed_updates() as f64 - was(0),
+            "camera_waits": waits,
+            "camera_wait_ms_mean": if waits > 0.0 { waited / waits } else { 0.0 },
+        }))
     }
 
     /// The pacer's and the swapchain's logs start with the measured window.
@@ -619,6 +649,9 @@ impl RunOutputs<'_> {
         }
         if let Some(s) = &self.swapchain {
             self.app_report.0.insert("swapchain".into(), s.to_json());
+        }
+        if let Some(f) = self.frame_start_summary() {
+            self.app_report.0.insert("frame_start".into(), f);
         }
         let report = report::report(
             &self.stats,

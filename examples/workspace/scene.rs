@@ -135,7 +135,12 @@ fn setup(
     } else {
         ConvCache::on()
     };
-    let source = clip_source::camera(args.webcam, truth.0.clone(), (args.width, args.height));
+    let source = clip_source::camera(
+        args.webcam,
+        args.camera_fps,
+        truth.0.clone(),
+        (args.width, args.height),
+    );
     let camera = harness::spawn_camera(&mut commands, source);
     let text = commands
         .spawn(

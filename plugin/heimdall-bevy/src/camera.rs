@@ -20,6 +20,7 @@ use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat, T
 
 use heimdall_vision::image::{RawFrame, to_rgba};
 
+use crate::camera_phase::CameraDue;
 use crate::clock::HeimdallClock;
 
 /// One RGBA8 frame from a source.
@@ -88,6 +89,24 @@ pub trait FrameSource: Send + 'static {
     fn restart(&mut self) -> Result<(), SourceError> {
         Ok(())
     }
+    /// The camera's clock, for a source that runs on one (a webcam's capture thread): when the
+    /// latest frame [`FrameSource::next_frame`] returned arrived, and the camera's frame period.
+    /// The frame is stamped with that arrival ([`CameraFrame::capture_time`]) and the late frame
+    /// start waits for a frame due just after the update would start
+    /// ([`crate::camera_phase`]). `None` (the default): frames are stamped when the app takes
+    /// them, and nothing waits for them.
+    fn clock(&self) -> Option<SourceClock> {
+        None
+    }
+}
+
+/// A source's clock ([`FrameSource::clock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceClock {
+    /// When the latest frame arrived.
+    pub latest: std::time::Instant,
+    /// The camera's frame period.
+    pub period: Duration,
 }
 
 /// How a camera source's errors are retried: after the `n`-th error in a row, the next frame is
@@ -133,7 +152,11 @@ impl CameraRetry {
 pub enum FramePacing {
     /// One new frame per app update (deterministic: headless runs and tests).
     EveryUpdate,
-    /// At the source's own rate in real time (e.g. a 30 fps clip in a 60 fps app).
+    /// At the source's own rate in real time (e.g. a 30 fps clip in a 60 fps app), on its own
+    /// clock as a camera is: frame `k` is due `k` periods after the plugin's clock started, the
+    /// update takes the newest frame due by then (frames due before it are skipped, as a camera
+    /// reader that fell behind skips them), and the frame is stamped with its due time, so
+    /// `capture_to_start` counts the time it waited for the update.
     Rate(f64),
 }
 
@@ -152,6 +175,8 @@ pub struct CameraSource {
     /// How errors are retried.
     pub retry: CameraRetry,
     next_due: Duration,
+    /// The due time of the latest frame of a [`FramePacing::Rate`] source.
+    last_due: Duration,
     failed: bool,
     /// Errors in a row, and when the next try is due.
     errors: u32,
@@ -167,6 +192,7 @@ impl CameraSource {
             pacing,
             retry: CameraRetry::default(),
             next_due: Duration::ZERO,
+            last_due: Duration::ZERO,
             failed: false,
             errors: 0,
             retry_at: Duration::ZERO,
@@ -200,6 +226,46 @@ impl CameraSource {
     /// Errors in a row so far (0 while frames arrive).
     pub fn errors_in_a_row(&self) -> u32 {
         self.errors
+    }
+
+    /// The source's clock on the plugin's clock (its latest frame's arrival and its period),
+    /// for the camera phase lock ([`crate::camera_phase`]): a [`FramePacing::Rate`] source's
+    /// own, else the [`FrameSource::clock`] of the source, if it has one. `None` while the source
+    /// is failing or failed (nothing to wait for).
+    pub fn due(&self, clock: &HeimdallClock) -> Option<CameraDue> {
+        if self.failed || self.errors > 0 {
+            return None;
+        }
+        match self.pacing {
+            FramePacing::Rate(fps) => Some(CameraDue {
+                last_ms: HeimdallClock::ms(self.next_due) - 1e3 / fps.max(1e-3),
+                period_ms: 1e3 / fps.max(1e-3),
+            }),
+            FramePacing::EveryUpdate => {
+                let c = self.source.try_lock().ok()?.clock()?;
+                Some(CameraDue {
+                    last_ms: HeimdallClock::ms(c.latest.saturating_duration_since(clock.start())),
+                    period_ms: HeimdallClock::ms(c.period),
+                })
+            }
+        }
+    }
+
+    /// The capture time of the frame just taken at `now`: its due time on a
+    /// [`FramePacing::Rate`] source's clock, its arrival on a source with a
+    /// [`FrameSource::clock`], else `now`.
+    fn stamp(&self, now: Duration, clock: &HeimdallClock) -> Duration {
+        match self.pacing {
+            FramePacing::Rate(_) => self.last_due.min(now),
+            FramePacing::EveryUpdate => self
+                .source
+                .try_lock()
+                .ok()
+                .and_then(|s| s.clock())
+                .map_or(now, |c| {
+                    c.latest.saturating_duration_since(clock.start()).min(now)
+                }),
+        }
     }
 }
 
@@ -366,10 +432,11 @@ pub(crate) fn advance_sources(
             source.errors = 0;
         }
         let thumb = luma_thumbnail(&rgba);
+        let captured = source.stamp(now, &clock);
         match frame {
-            Some(mut frame) => frame.advance(rgba, thumb, source.history, now, &mut images),
+            Some(mut frame) => frame.advance(rgba, thumb, source.history, captured, &mut images),
             None => {
-                let first = CameraFrame::first(rgba, thumb, now, &mut images);
+                let first = CameraFrame::first(rgba, thumb, captured, &mut images);
                 commands.entity(entity).insert(first);
             }
         }
@@ -387,8 +454,12 @@ fn take_due(source: &mut Mut<CameraSource>, now: Duration) -> bool {
         if now < source.next_due {
             return false;
         }
+        // The camera keeps its own clock: the newest frame due by now.
         let period = Duration::from_secs_f64(1.0 / fps.max(1e-3));
-        source.next_due = (source.next_due + period).max(now);
+        let behind = (now - source.next_due).as_secs_f64() / period.as_secs_f64();
+        let due = source.next_due + period.mul_f64(behind.floor());
+        source.last_due = due;
+        source.next_due = due + period;
     }
     true
 }

@@ -28,12 +28,31 @@
 //! delay at once. The delay never exceeds [`MAX_SHARE`] of the period, and fades out while the
 //! gaps are longer than two periods (no display paces such a loop: a slow GPU, an app that
 //! updates on input only).
+//!
+//! **Camera phase lock** ([`CameraPhaseLock`], on by default with the plugin): a camera runs on
+//! its own clock, so its frames fall anywhere in the app's frame. One that arrives just after
+//! the update took the previous frame waits a whole frame period for the next update, while one
+//! that arrives just before is taken at once; which of the two an app gets depends on the phase
+//! of the two clocks, and the period lost shows in `stats.json`'s `capture_to_start` and in the
+//! deadlines the results miss (issue 34). When a source with a clock (a [`crate::camera::FramePacing::Rate`]
+//! source, or one whose [`crate::camera::FrameSource::clock`] says when its frames arrive)
+//! expects its next frame shortly after the point where the update would start, the update
+//! waits for it, within the room the delay leaves before the hand-over: never more than the
+//! free time seen lately less the delay and half its margin, nor a quarter of the period, and not
+//! at all without a delay, after the render thread waited for the main world, or for a camera
+//! whose next frame is overdue (stopped, failing). The delay is learnt as if the wait had not
+//! been slept ([`StartDelay::update_after_wait`]). The controller is
+//! [`crate::camera_phase::CameraPhase`] (pure); `LateFrameStart::camera_waits` counts the
+//! waits.
 
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 
 use crate::bridge::phases::PHASES;
+use crate::camera::CameraSource;
+use crate::camera_phase::CameraPhase;
+use crate::clock::HeimdallClock;
 use crate::settings::HeimdallSettings;
 use crate::stats::HeimdallStats;
 
@@ -63,6 +82,19 @@ impl StartDelay {
     /// Updates the delay from the gap before this update, the render thread's latest wait for
     /// the main world and the frame period (all ms); returns the new delay.
     pub fn update(&mut self, gap_ms: f64, render_wait_ms: f64, period_ms: f64) -> f64 {
+        self.update_after_wait(gap_ms, render_wait_ms, period_ms, 0.0)
+    }
+
+    /// [`StartDelay::update`] after an update that slept `extra_ms` past its delay (the camera
+    /// phase lock's wait, [`crate::camera_phase`]): the gap it left is that much shorter, which
+    /// is not a reason to shorten the delay.
+    pub fn update_after_wait(
+        &mut self,
+        gap_ms: f64,
+        render_wait_ms: f64,
+        period_ms: f64,
+        extra_ms: f64,
+    ) -> f64 {
         let cap = (MAX_SHARE * period_ms).max(0.0);
         if render_wait_ms > BACK_OFF_MS {
             self.delay_ms = (self.delay_ms - render_wait_ms).max(0.0);
@@ -71,7 +103,8 @@ impl StartDelay {
             // that updates on input only): nothing to wait for, the delay fades out.
             self.delay_ms *= 1.0 - GAIN;
         } else {
-            let target = self.delay_ms + gap_ms - margin_ms(period_ms) - render_wait_ms;
+            let slept = self.delay_ms + extra_ms.max(0.0);
+            let target = slept + gap_ms - margin_ms(period_ms) - render_wait_ms;
             self.delay_ms += GAIN * (target - self.delay_ms);
         }
         self.delay_ms = self.delay_ms.clamp(0.0, cap);
@@ -107,6 +140,7 @@ pub struct HeimdallPacingPlugin;
 impl Plugin for HeimdallPacingPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<LateFrameStart>()
+            .init_resource::<CameraPhaseLock>()
             .add_systems(
                 First,
                 start_frame.before(crate::main_phases::update_started),
@@ -115,11 +149,30 @@ impl Plugin for HeimdallPacingPlugin {
     }
 }
 
+/// Whether the late frame start also waits for a camera frame due just after the update would
+/// start ([`crate::camera_phase`]); on by default with [`HeimdallPacingPlugin`]. Insert
+/// `CameraPhaseLock { enabled: false }` to turn it off (an ablation; the examples'
+/// `--no-camera-phase`).
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Resource, Debug, Default, PartialEq, Clone)]
+pub struct CameraPhaseLock {
+    /// Wait for the camera (within the room the delay leaves).
+    pub enabled: bool,
+}
+
+impl Default for CameraPhaseLock {
+    fn default() -> Self {
+        CameraPhaseLock { enabled: true }
+    }
+}
+
 /// The main world's state of the late frame start ([`HeimdallPacingPlugin`]).
 #[derive(Resource, Clone, Debug, Default, Reflect)]
 #[reflect(Resource, Debug, Default, Clone)]
 pub struct LateFrameStart {
     controller: StartDelay,
+    #[reflect(ignore)]
+    phase: CameraPhase,
     /// When the previous update's `Last` ended.
     #[reflect(ignore)]
     last_end: Option<Instant>,
@@ -127,6 +180,12 @@ pub struct LateFrameStart {
     frames_seen: usize,
     /// Updates delayed so far.
     delayed: u64,
+    /// What the latest update slept: its delay and its camera wait, ms.
+    slept_ms: f64,
+    camera_wait_ms: f64,
+    /// Updates that waited for a camera frame so far, and their waits' sum (ms).
+    camera_waits: u64,
+    camera_waited_ms: f64,
 }
 
 impl LateFrameStart {
@@ -139,13 +198,26 @@ impl LateFrameStart {
     pub fn delayed_updates(&self) -> u64 {
         self.delayed
     }
+
+    /// How many updates waited past their delay for a camera frame ([`CameraPhaseLock`]) so
+    /// far, and those waits' sum, ms.
+    pub fn camera_waits(&self) -> (u64, f64) {
+        (self.camera_waits, self.camera_waited_ms)
+    }
+
+    /// The latest update's wait for a camera frame past its delay, ms (0: none).
+    pub fn camera_wait_ms(&self) -> f64 {
+        self.camera_wait_ms
+    }
 }
 
-/// `First`, before everything else of the update: updates the delay and sleeps it.
+/// `First`, before everything else of the update: updates the delay, adds the camera phase
+/// lock's wait, and sleeps both.
 pub(crate) fn start_frame(
     mut start: ResMut<LateFrameStart>,
-    stats: Option<Res<HeimdallStats>>,
-    settings: Option<Res<HeimdallSettings>>,
+    (stats, settings): (Option<Res<HeimdallStats>>, Option<Res<HeimdallSettings>>),
+    (lock, clock): (Option<Res<CameraPhaseLock>>, Option<Res<HeimdallClock>>),
+    cameras: Query<&CameraSource>,
 ) {
     let (Some(stats), Some(settings)) = (stats, settings) else {
         return;
@@ -163,13 +235,45 @@ pub(crate) fn start_frame(
     };
     start.frames_seen = frames;
     let period_ms = 1e3 / stats.target_hz(&settings);
-    let delay = start.controller.update(gap_ms, render_wait_ms, period_ms);
-    if delay > 0.0
-        && let Ok(d) = Duration::try_from_secs_f64(delay / 1e3)
+    let extra = start.camera_wait_ms;
+    let delay = start
+        .controller
+        .update_after_wait(gap_ms, render_wait_ms, period_ms, extra);
+    let slept = start.slept_ms;
+    start.phase.observe(gap_ms, slept, period_ms);
+    let camera_wait = match (lock, clock) {
+        (Some(lock), Some(clock)) if lock.enabled => {
+            let room = start.phase.room_ms(delay, render_wait_ms, period_ms);
+            let dues = cameras.iter().filter_map(|c| c.due(&clock));
+            CameraPhase::wait_ms(clock.now_ms() + delay, dues, room)
+        }
+        _ => 0.0,
+    };
+    start.camera_wait_ms = camera_wait;
+    if camera_wait > 0.0 {
+        start.camera_waits += 1;
+        start.camera_waited_ms += camera_wait;
+    }
+    start.slept_ms = delay + camera_wait;
+    sleep_start(&mut start, delay, camera_wait);
+}
+
+/// Sleeps the update's delay and camera wait (ms).
+fn sleep_start(start: &mut LateFrameStart, delay: f64, camera_wait: f64) {
+    let total = delay + camera_wait;
+    if total > 0.0
+        && let Ok(d) = Duration::try_from_secs_f64(total / 1e3)
     {
-        let _span = info_span!("heimdall::late_frame_start", delay_ms = delay).entered();
+        let _span = info_span!(
+            "heimdall::late_frame_start",
+            delay_ms = delay,
+            camera_wait_ms = camera_wait
+        )
+        .entered();
         std::thread::sleep(d);
-        start.delayed += 1;
+        if delay > 0.0 {
+            start.delayed += 1;
+        }
     }
 }
 
@@ -275,5 +379,109 @@ mod tests {
         let (plain, state) = run(false);
         assert!(state.is_none());
         assert!(plain.iter().all(|&ms| ms < 20.0), "{plain:?}");
+    }
+
+    /// A synthetic camera of 2x2 frames (or one whose every frame fails).
+    struct Synthetic(bool);
+
+    impl crate::camera::FrameSource for Synthetic {
+        fn name(&self) -> String {
+            "synthetic".into()
+        }
+        fn size(&self) -> UVec2 {
+            UVec2::splat(2)
+        }
+        fn next_frame(
+            &mut self,
+        ) -> Result<Option<crate::camera::RgbaFrame>, crate::camera::SourceError> {
+            if self.0 {
+                return Err(crate::camera::SourceError::Frame {
+                    what: self.name(),
+                    message: "unplugged".into(),
+                });
+            }
+            Ok(Some(crate::camera::RgbaFrame {
+                width: 2,
+                height: 2,
+                data: vec![128; 16],
+            }))
+        }
+    }
+
+    /// How long each new camera frame waited for the update that took it (ms, after the delay
+    /// settled).
+    #[derive(Resource, Default)]
+    struct Lags(Vec<f64>, Option<u64>);
+
+    fn record_lags(
+        mut lags: ResMut<Lags>,
+        clock: Res<HeimdallClock>,
+        frames: Query<&crate::camera::CameraFrame>,
+    ) {
+        for f in &frames {
+            if lags.1 != Some(f.index) && clock.now_ms() > 1200.0 {
+                lags.0
+                    .push(clock.now_ms() - HeimdallClock::ms(f.capture_time));
+            }
+            lags.1 = Some(f.index);
+        }
+    }
+
+    /// A display-paced 20 Hz loop (the loop wakes at fixed 50 ms slots; the delay settles at its
+    /// cap, 30 ms) with a 10 Hz camera on the plugin's clock whose frames are due 5 ms after the
+    /// update would start: with the camera phase lock each frame is taken as it arrives, without
+    /// it a whole loop period later. A camera whose every frame fails is never waited for.
+    #[test]
+    fn the_pacing_plugin_waits_for_a_camera_due_just_after_the_start() {
+        let run = |lock: bool, failing: bool| {
+            let clock = HeimdallClock::default();
+            let mut app = App::new();
+            app.insert_resource(HeimdallStats::default())
+                .insert_resource(HeimdallSettings {
+                    frame_rate: crate::settings::FrameRateTarget::Fixed(20.0),
+                    ..Default::default()
+                })
+                .insert_resource(clock)
+                .insert_resource(Assets::<Image>::default())
+                .init_resource::<Lags>()
+                .insert_resource(CameraPhaseLock { enabled: lock })
+                .add_plugins(HeimdallPacingPlugin)
+                .add_systems(PreUpdate, crate::camera::advance_sources)
+                .add_systems(Update, record_lags);
+            let pacing = crate::camera::FramePacing::Rate(10.0);
+            let source = CameraSource::new(Synthetic(failing), pacing);
+            app.world_mut().spawn(source);
+            let mut slowest = 0f64;
+            for k in 1..=60u32 {
+                let slot =
+                    clock.start() + Duration::from_millis(15) + k * Duration::from_millis(50);
+                std::thread::sleep(slot.saturating_duration_since(Instant::now()));
+                let t = Instant::now();
+                app.update();
+                if k > 20 {
+                    slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            let state = app.world().resource::<LateFrameStart>().clone();
+            (
+                app.world_mut().remove_resource::<Lags>().unwrap().0,
+                state,
+                slowest,
+            )
+        };
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (locked, state, _) = run(true, false);
+        assert!(state.camera_waits().0 >= 10, "{state:?}");
+        assert!(locked.len() >= 15, "{locked:?}");
+        assert!(median(locked.clone()) < 10.0, "{locked:?}");
+        let (plain, state, _) = run(false, false);
+        assert_eq!(state.camera_waits().0, 0);
+        assert!(median(plain.clone()) > 30.0, "{plain:?}");
+        let (_, state, slowest) = run(true, true);
+        assert_eq!(state.camera_waits().0, 0, "{state:?}");
+        assert!(slowest < 45.0, "an update took {slowest} ms");
     }
 }

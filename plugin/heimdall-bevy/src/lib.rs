@@ -60,6 +60,7 @@
 pub mod asset;
 mod bridge;
 pub mod camera;
+pub mod camera_phase;
 pub mod clock;
 pub mod decoder;
 pub mod decoders;
@@ -87,7 +88,7 @@ pub mod workers;
 use bevy::prelude::*;
 
 pub use dnn::{Dnn, DnnOutput, DnnPlacement, DnnResult, DnnStatus, RateShortfall};
-pub use frame_start::{HeimdallPacingPlugin, LateFrameStart};
+pub use frame_start::{CameraPhaseLock, HeimdallPacingPlugin, LateFrameStart};
 pub use heimdall_coordinator::policy::{Policy, SchedulingPolicy};
 pub use settings::{
     CoordinationMode, FrameRateTarget, HeimdallSettings, render_plugin, render_plugin_from,
@@ -101,7 +102,7 @@ pub mod prelude {
     pub use crate::asset::DnnModel;
     pub use crate::camera::{
         CameraError, CameraFailed, CameraFrame, CameraRetry, CameraSource, FramePacing,
-        FrameSource, RgbaFrame, SourceError,
+        FrameSource, RgbaFrame, SourceClock, SourceError,
     };
     pub use crate::clock::HeimdallClock;
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
@@ -117,7 +118,7 @@ pub mod prelude {
         RequestMode,
     };
     pub use crate::faults::{HeimdallFaults, RestartDnn};
-    pub use crate::frame_start::{HeimdallPacingPlugin, LateFrameStart};
+    pub use crate::frame_start::{CameraPhaseLock, HeimdallPacingPlugin, LateFrameStart};
     pub use crate::guard::{Calibration, GuardConfig, GuardOutcome, GuardStatus};
     #[cfg(feature = "overlay")]
     pub use crate::overlay::OverlayPlugin;
@@ -231,6 +232,7 @@ fn register_types(app: &mut App) {
         .register_type::<results::HeimdallRecording>()
         .register_type::<device::HeimdallDeviceProfile>()
         .register_type::<frame_start::LateFrameStart>()
+        .register_type::<frame_start::CameraPhaseLock>()
         .register_type::<Dnn>()
         .register_type::<DnnStatus>()
         .register_type::<DnnPlacement>()

@@ -5,16 +5,20 @@
 //! a C decoder; a frame that cannot be read is an error of that frame, retried by the camera
 //! layer ([`crate::camera::CameraRetry`]), which restarts the capture when its thread stopped
 //! (a camera unplugged and plugged back in). No camera gives a clear error at `open`, and apps
-//! fall back to the bundled clip.
+//! fall back to the bundled clip. Each frame is stamped when the camera delivered it, and the
+//! source keeps the camera's period from those stamps ([`FrameSource::clock`]): the frame's
+//! capture time is its arrival, and the late frame start can wait for a frame due just after
+//! the update would start ([`crate::camera_phase`]).
 
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
+use std::time::{Duration, Instant};
 
 use bevy::math::UVec2;
 use heimdall_vision::image::{PixelFormat, RawFrame};
 use nokhwa::pixel_format::RgbAFormat;
 use nokhwa::utils::{ApiBackend, CameraIndex, FrameFormat, RequestedFormat, RequestedFormatType};
 
-use crate::camera::{FrameSource, RgbaFrame, SourceError};
+use crate::camera::{FrameSource, RgbaFrame, SourceClock, SourceError};
 
 /// Frames the capture thread may hold for the app (it waits when the app has not taken them).
 const CAPTURE_QUEUE: usize = 2;
@@ -22,14 +26,21 @@ const CAPTURE_QUEUE: usize = 2;
 /// Capture errors in a row after which the capture thread closes the camera.
 const CAPTURE_ERRORS: u32 = 3;
 
+/// A frame as the capture thread hands it over: when the camera delivered it, and the frame.
+type Captured = (Instant, Result<RgbaFrame, String>);
+
 /// A webcam.
 pub struct WebcamSource {
     index: u32,
     size: UVec2,
-    frames: Receiver<Result<RgbaFrame, String>>,
+    frames: Receiver<Captured>,
     /// The capture thread stopped: [`FrameSource::restart`] opens the camera again.
     stopped: bool,
     latest: Option<RgbaFrame>,
+    /// When the latest frame received arrived, and the camera's period (a running mean of the
+    /// intervals between arrivals).
+    arrived: Option<Instant>,
+    period: Option<Duration>,
 }
 
 fn open_err(index: u32, message: impl ToString) -> SourceError {
@@ -52,7 +63,7 @@ pub fn pixel_format(f: FrameFormat) -> PixelFormat {
 }
 
 /// Opens camera `index` on a capture thread: its frame size, and the channel of its frames.
-type Capture = (UVec2, Receiver<Result<RgbaFrame, String>>);
+type Capture = (UVec2, Receiver<Captured>);
 
 fn start_capture(index: u32) -> Result<Capture, SourceError> {
     let (ready_tx, ready_rx) = sync_channel::<Result<UVec2, String>>(1);
@@ -76,6 +87,7 @@ fn start_capture(index: u32) -> Result<Capture, SourceError> {
             let mut errors = 0;
             loop {
                 let captured = camera.frame();
+                let at = Instant::now();
                 errors = if captured.is_err() { errors + 1 } else { 0 };
                 let frame = captured.map_err(|e| e.to_string()).and_then(|b| {
                     let r = b.resolution();
@@ -90,7 +102,7 @@ fn start_capture(index: u32) -> Result<Capture, SourceError> {
                 });
                 // The app is gone when the receiver is dropped. A camera that failed several
                 // frames in a row is closed: the source opens it again when it retries.
-                if tx.send(frame).is_err() || errors >= CAPTURE_ERRORS {
+                if tx.send((at, frame)).is_err() || errors >= CAPTURE_ERRORS {
                     let _ = camera.stop_stream();
                     return;
                 }
@@ -119,7 +131,24 @@ impl WebcamSource {
             frames,
             stopped: false,
             latest: None,
+            arrived: None,
+            period: None,
         })
+    }
+
+    /// A frame arrived at `at`: the camera's period learns from the interval to the one before
+    /// (intervals over a second are a stall, not the period).
+    fn arrived(&mut self, at: Instant) {
+        if let Some(before) = self.arrived {
+            let dt = at.saturating_duration_since(before);
+            if dt > Duration::ZERO && dt < Duration::from_secs(1) {
+                self.period = Some(match self.period {
+                    Some(p) => p.mul_f64(0.9) + dt.mul_f64(0.1),
+                    None => dt,
+                });
+            }
+        }
+        self.arrived = Some(at);
     }
 }
 
@@ -136,8 +165,11 @@ impl FrameSource for WebcamSource {
         // The newest frame that arrived, without waiting; none if the camera has not delivered.
         loop {
             match self.frames.try_recv() {
-                Ok(Ok(f)) => self.latest = Some(f),
-                Ok(Err(message)) => {
+                Ok((at, Ok(f))) => {
+                    self.arrived(at);
+                    self.latest = Some(f);
+                }
+                Ok((_, Err(message))) => {
                     return Err(SourceError::Frame {
                         what: self.name(),
                         message,
@@ -159,7 +191,15 @@ impl FrameSource for WebcamSource {
         if self.stopped {
             let (size, frames) = start_capture(self.index)?;
             (self.size, self.frames, self.stopped) = (size, frames, false);
+            (self.arrived, self.period) = (None, None);
         }
         Ok(())
+    }
+
+    fn clock(&self) -> Option<SourceClock> {
+        Some(SourceClock {
+            latest: self.arrived?,
+            period: self.period?,
+        })
     }
 }
