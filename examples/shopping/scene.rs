@@ -176,6 +176,11 @@ fn setup(
         asset_server.load("models/hand_landmark_lite.tflite"),
         2,
     );
+    let search = args.palm_search_interval();
+    commands
+        .entity(palms)
+        .entry::<HandTracking>()
+        .and_modify(move |mut t| t.search_interval = search);
     for _ in 0..args.extra_models {
         commands.spawn(
             Dnn::new(

@@ -123,6 +123,10 @@ pub struct AppArgs {
     /// `--no-camera-phase`: the late frame start does not wait for a camera frame due just after
     /// the update would start (an ablation of `heimdall_bevy::CameraPhaseLock`).
     pub no_camera_phase: bool,
+    /// `--palm-search-every-frame`: while a hand is tracked, palm detection still looks for
+    /// the other every frame, as MediaPipe's graph (an ablation of
+    /// `HandTracking::search_interval`).
+    pub palm_search_every_frame: bool,
 }
 
 impl Default for AppArgs {
@@ -168,6 +172,7 @@ impl Default for AppArgs {
             cpu_at_frame_start: false,
             camera_fps: None,
             no_camera_phase: false,
+            palm_search_every_frame: false,
         }
     }
 }
@@ -306,6 +311,10 @@ struct Cli {
     /// start (CameraPhaseLock off).
     #[arg(long, help_heading = ABLATIONS)]
     no_camera_phase: bool,
+    /// While a hand is tracked, palm detection still looks for another every frame, as
+    /// MediaPipe's graph (HandTracking::search_interval zero).
+    #[arg(long, help_heading = ABLATIONS)]
+    palm_search_every_frame: bool,
     /// Free a DNN only when its frame's GPU timestamps come back
     /// (HeimdallSettings::free_at_readback off).
     #[arg(long, help_heading = ABLATIONS)]
@@ -433,11 +442,23 @@ impl From<Cli> for AppArgs {
             cpu_at_frame_start: c.cpu_at_frame_start,
             camera_fps: c.camera_fps,
             no_camera_phase: c.no_camera_phase,
+            palm_search_every_frame: c.palm_search_every_frame,
         }
     }
 }
 
 impl AppArgs {
+    /// How often palm detection looks for another hand while one is tracked
+    /// (`HandTracking::search_interval`): zero with `--palm-search-every-frame`, else the
+    /// plugin's default.
+    pub fn palm_search_interval(&self) -> std::time::Duration {
+        if self.palm_search_every_frame {
+            std::time::Duration::ZERO
+        } else {
+            heimdall_bevy::decoders::hands::DEFAULT_SEARCH_INTERVAL
+        }
+    }
+
     /// The options of the process, for the app `name` (described by `about` in `--help`):
     /// `--help` prints them by group and exits with 0, a bad option prints the error and the
     /// usage and exits with 2.
@@ -530,6 +551,13 @@ mod tests {
         );
         assert_eq!(parse("").unwrap().camera_fps, None, "one frame per update");
         assert!(!parse("").unwrap().no_camera_phase);
+        assert_eq!(
+            parse("--palm-search-every-frame")
+                .unwrap()
+                .palm_search_interval(),
+            std::time::Duration::ZERO
+        );
+        assert!(!parse("").unwrap().palm_search_interval().is_zero());
         for bad in [
             "--background-burst-ms -1",
             "--background-burst-ms nan",

@@ -44,6 +44,7 @@ pub fn report(
         "early_frame_start": args.early_frame_start,
         "camera_fps": args.camera_fps,
         "camera_phase": !args.early_frame_start && !args.no_camera_phase,
+        "palm_search_interval_ms": args.palm_search_interval().as_secs_f64() * 1e3,
         "overlay": !args.no_overlay,
     });
     for (k, x) in &app.0 {

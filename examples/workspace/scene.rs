@@ -160,6 +160,11 @@ fn setup(
         asset_server.load("models/hand_landmark_lite.tflite"),
         2,
     );
+    let search = args.palm_search_interval();
+    commands
+        .entity(palms)
+        .entry::<HandTracking>()
+        .and_modify(move |mut t| t.search_interval = search);
     // Palm detection reads the whole frame (letterboxed): cached like the text detector. The
     // landmark models read a tracked ROI that moves every frame, so no cache for them.
     commands
