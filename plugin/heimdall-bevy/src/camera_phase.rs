@@ -16,7 +16,7 @@
 //! waited for the main world before this update, or when a camera's frame is not due within that
 //! room; a camera that stopped delivering (its next frame overdue) is never waited for.
 
-use crate::frame_start::{BACK_OFF_MS, margin_ms};
+use crate::start_delay::{BACK_OFF_MS, margin_ms};
 
 /// The most a camera wait may take of a frame period.
 pub const MAX_WAIT_SHARE: f64 = 0.25;

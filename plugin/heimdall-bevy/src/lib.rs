@@ -79,6 +79,7 @@ pub mod requests;
 pub mod results;
 pub mod settings;
 pub mod stages;
+mod start_delay;
 pub mod stats;
 mod systems;
 #[cfg(feature = "webcam")]

@@ -34,26 +34,6 @@ use heimdall_ir::{BinaryFn, Graph, Op, OpKind, Pad2d, PadMode, TensorId};
 
 use crate::step::{Kernel, StepIo};
 
-/// The ops the CPU backend runs for `graph`, one per op of the graph in its order, once its
-/// own fusions rewired them: a fused reflect pad reads and writes nothing, the instance
-/// normalisation or resize writing it writes the pad's output instead of its own, and a
-/// convolution reading a pad fused into it reads the pad's input; a per-channel add (and
-/// GELU) fused into the convolution before it reads and writes nothing, and the convolution
-/// writes its output (`crate::fuse_tail`).
-///
-/// A backend that hands a partly run model to the CPU (resuming at op `k` with the values ops
-/// `0..k` computed elsewhere) must provide exactly the tensors these ops write before `k` and
-/// read from `k` on (or that are graph outputs): the others have no storage in a
-/// [`crate::CpuModel`] or are never read ([`crate::CpuModel::set_tensor`] refuses a tensor
-/// without storage).
-pub fn cpu_ops(graph: &Graph) -> Vec<Op> {
-    let pads = ReflectPads::find(graph);
-    let tails = crate::fuse_tail::Tails::find(graph, &pads);
-    (graph.ops.iter().enumerate())
-        .map(|(k, op)| tails.op(k, pads.op(k, op)))
-        .collect()
-}
-
 /// The step of a fused pad: nothing to do.
 pub(crate) struct FusedPad;
 
@@ -247,6 +227,14 @@ impl ReflectPads {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `graph`'s ops as the pads' fusion alone rewires them.
+    fn rewired(graph: &Graph) -> Vec<Op> {
+        let pads = ReflectPads::find(graph);
+        (graph.ops.iter().enumerate())
+            .map(|(k, op)| pads.op(k, op))
+            .collect()
+    }
     use heimdall_ir::{ConvAttrs, DType, Op, TensorInfo};
 
     /// What reads and produces the pad of the test graph.
@@ -383,15 +371,15 @@ mod tests {
         }
     }
 
-    /// `cpu_ops` is the graph's ops as the fusions rewire them: what another backend resuming
-    /// on the CPU must provide.
+    /// The graph's ops as the pads' fusion rewires them (`crate::cpu_ops` applies it): what
+    /// another backend resuming on the CPU must provide.
     #[test]
-    fn cpu_ops_are_the_rewired_ops() {
+    fn the_pads_rewire_the_ops() {
         let g = graph(Case {
             norm: true,
             ..PLAIN
         });
-        let ops = super::cpu_ops(&g);
+        let ops = rewired(&g);
         assert_eq!(ops.len(), 3);
         assert_eq!(
             ops[0].outputs,
@@ -401,7 +389,7 @@ mod tests {
         assert!(ops[1].inputs.is_empty() && ops[1].outputs.is_empty());
         assert_eq!(ops[2], g.ops[2]);
         let g = graph(PLAIN);
-        let ops = super::cpu_ops(&g);
+        let ops = rewired(&g);
         assert_eq!(
             ops[1].inputs[0],
             TensorId(0),

@@ -10,6 +10,7 @@
 mod aligned;
 pub mod arena;
 mod conv_cache;
+mod cpu_ops;
 mod error;
 mod fuse;
 mod fuse_tail;
@@ -19,8 +20,8 @@ mod model;
 mod ops;
 mod step;
 
+pub use cpu_ops::cpu_ops;
 pub use error::CpuError;
-pub use fuse::cpu_ops;
 pub use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
 pub use kernels::par::MAX_THREADS;
 pub use model::{CpuModel, CpuOptions, CpuPrecision};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::frame_start::{MAX_SHARE, StartDelay};
+use crate::start_delay::{MAX_SHARE, StartDelay};
 
 /// 60 Hz.
 const PERIOD: f64 = 1e3 / 60.0;

@@ -31,7 +31,7 @@ pub fn concat(inputs: &[(&[f32], &[usize])], axis: usize, output: &mut [f32]) {
     debug_assert_eq!(o, output.len());
 }
 
-/// [`concat`] split over `par`'s threads by the output's outer rows (each part copies the
+/// [`concat()`] split over `par`'s threads by the output's outer rows (each part copies the
 /// inputs' pieces of its rows, in order): the same values, whatever the split.
 pub fn concat_on(par: &Par, inputs: &[(&[f32], &[usize])], axis: usize, output: &mut [f32]) {
     let Some((_, first)) = inputs.first() else {

@@ -70,7 +70,7 @@ const CHANNELS_PER_GROUP: usize = 16;
 
 /// [`mean`] split over `par`'s threads where only the innermost axis is kept (a global
 /// average over pixels, `[1, H, W, C]` to `C`): each part sums its groups of
-/// [`CHANNELS_PER_GROUP`] channels over every pixel, in the same order, so the bits are
+/// `CHANNELS_PER_GROUP` channels over every pixel, in the same order, so the bits are
 /// [`mean`]'s. The pixels were written by every thread in the op before; one thread reading
 /// them all ran slower on 4 threads of a 16-core host than alone (hand_landmark_lite's 7x7x672
 /// average: 7.5 µs on 1 thread, 12.5 µs on 4). Groups of whole cache lines: parts of a few
