@@ -5,56 +5,15 @@
 //! order, so the outputs must agree bit for bit, run whole, run as ranges cut anywhere, on one
 //! to three threads, and with the convolution cache on.
 
-use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions};
+mod common;
+
+use common::{Builder, RELU, assert_cached_bits, assert_fused_bits};
 use heimdall_ir::{
-    Activation, BinaryFn, ConvAttrs, DType, Epilogue, Graph, Op, OpKind, Pad2d, PadMode, PoolAttrs,
-    TensorId, TensorInfo, UnaryKind,
+    BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, PadMode, PoolAttrs, TensorId,
 };
 use heimdall_testkit::XorShift;
 
-/// Builds graphs tensor by tensor.
-#[derive(Default)]
-struct Builder {
-    tensors: Vec<TensorInfo>,
-    ops: Vec<Op>,
-}
-
-const RELU: Epilogue = Epilogue {
-    residual: None,
-    activation: Activation::Unary(UnaryKind::Relu),
-};
-
 impl Builder {
-    fn tensor(&mut self, shape: &[usize], values: Option<Vec<f32>>) -> TensorId {
-        self.tensors.push(TensorInfo {
-            name: format!("t{}", self.tensors.len()),
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-            constant: values.map(heimdall_ir::Constant::dense),
-        });
-        TensorId(self.tensors.len() as u32 - 1)
-    }
-
-    fn op(
-        &mut self,
-        kind: OpKind,
-        inputs: Vec<TensorId>,
-        shape: &[usize],
-        ep: Epilogue,
-    ) -> TensorId {
-        let out = self.tensor(shape, None);
-        let mut op = Op::new(kind, inputs, vec![out]);
-        op.epilogue = ep;
-        self.ops.push(op);
-        out
-    }
-
-    fn shape(&self, t: TensorId) -> [usize; 4] {
-        self.tensors[t.index()].shape[..]
-            .try_into()
-            .expect("rank 4")
-    }
-
     /// A `k x k` convolution of stride `s` (SAME for k = 3 at even sizes: bottom/right 1) to
     /// `oc` channels, with a bias.
     fn conv(
@@ -135,67 +94,20 @@ fn graph(keep_pads: bool) -> (Graph, Vec<TensorId>) {
     if keep_pads {
         outputs.extend(&pads);
     }
-    let g = Graph {
-        name: "channel_pads".into(),
-        tensors: b.tensors,
-        ops: b.ops,
-        inputs: vec![image],
-        outputs,
-    };
-    g.validate().expect("valid graph");
+    let g = b.finish("channel_pads", image, outputs);
     (g, pads)
-}
-
-fn model(g: &Graph, threads: usize) -> CpuModel {
-    CpuModel::compile(g, CpuOptions { threads }).expect("compile")
-}
-
-/// Output 0 after running every op on `input`, as two ranges cut before op `cut` if given.
-fn run(m: &mut CpuModel, input: &[f32], cut: Option<usize>) -> Vec<f32> {
-    m.set_input(0, input).expect("input");
-    let n = m.num_ops();
-    let cut = cut.unwrap_or(n);
-    m.run_range(0..cut).expect("run");
-    m.run_range(cut..n).expect("run");
-    m.output(0).expect("output").to_vec()
 }
 
 #[test]
 fn fused_channel_pads_give_the_unfused_bits() {
     let ((fused, pads), (reference, _)) = (graph(false), graph(true));
     let input = XorShift::values(99, 22 * 18 * 3);
-    let n = fused.ops.len();
-    let want = run(&mut model(&reference, 1), &input, None);
-    assert!(want.iter().all(|v| v.is_finite()) && want.iter().any(|&v| v != 0.0));
-    for threads in [1, 2, 3] {
-        let mut m = model(&fused, threads);
-        assert_eq!(run(&mut m, &input, None), want, "{threads} threads");
-        // The pads have no storage (nothing writes them); the reference keeps them.
-        assert!(pads.iter().all(|&p| m.tensor(p).is_none()), "pads stored");
-        let r = model(&reference, threads);
-        assert!(
-            pads.iter().all(|&p| r.tensor(p).is_some()),
-            "reference pads fused"
-        );
-        for cut in 1..n {
-            let got = run(&mut m, &input, Some(cut));
-            assert_eq!(got, want, "{threads} threads, cut at {cut}");
-        }
-    }
+    // The pads have no storage (nothing writes them); the reference keeps them.
+    assert_fused_bits(&fused, &reference, &pads, &input);
 }
 
 #[test]
 fn fused_channel_pads_under_the_convolution_cache() {
     let ((fused, _), (reference, _)) = (graph(false), graph(true));
-    let mut m = model(&fused, 2);
-    m.enable_conv_cache(ConvCacheConfig::default())
-        .expect("cache");
-    let mut r = model(&reference, 2);
-    let first = XorShift::values(5, 22 * 18 * 3);
-    let mut second = first.clone();
-    second[..30].iter_mut().for_each(|v| *v = -*v);
-    for input in [&first, &first, &second, &second] {
-        let want = run(&mut r, input, None);
-        assert_eq!(run(&mut m, input, None), want);
-    }
+    assert_cached_bits(&fused, &reference, 22 * 18 * 3);
 }

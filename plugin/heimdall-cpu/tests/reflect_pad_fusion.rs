@@ -5,10 +5,12 @@
 //! bit for bit, run whole, run as ranges cut anywhere, on one or two threads, and with the
 //! convolution cache on.
 
-use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions};
+mod common;
+
+use common::{Builder, assert_cached_bits, assert_cuts, model, reference_output, run};
 use heimdall_ir::{
-    Activation, ConvAttrs, CoordMode, DType, Epilogue, Graph, NearestMode, Op, OpKind, Pad2d,
-    PadMode, ResizeAttrs, ResizeMode, ResizeScale, TensorId, TensorInfo, UnaryKind,
+    Activation, ConvAttrs, CoordMode, Epilogue, Graph, NearestMode, OpKind, Pad2d, PadMode,
+    ResizeAttrs, ResizeMode, ResizeScale, TensorId, UnaryKind,
 };
 use heimdall_testkit::XorShift;
 
@@ -17,42 +19,7 @@ fn data(seed: u64, n: usize) -> Vec<f32> {
     XorShift::values(seed, n)
 }
 
-/// Builds graphs tensor by tensor.
-#[derive(Default)]
-struct Builder {
-    tensors: Vec<TensorInfo>,
-    ops: Vec<Op>,
-}
-
 impl Builder {
-    fn tensor(&mut self, shape: &[usize], values: Option<Vec<f32>>) -> TensorId {
-        self.tensors.push(TensorInfo {
-            name: format!("t{}", self.tensors.len()),
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-            constant: values.map(heimdall_ir::Constant::dense),
-        });
-        TensorId(self.tensors.len() as u32 - 1)
-    }
-
-    fn op(&mut self, kind: OpKind, inputs: Vec<TensorId>, shape: &[usize]) -> TensorId {
-        self.op_with(kind, inputs, shape, Epilogue::default())
-    }
-
-    fn op_with(
-        &mut self,
-        kind: OpKind,
-        inputs: Vec<TensorId>,
-        shape: &[usize],
-        epilogue: Epilogue,
-    ) -> TensorId {
-        let out = self.tensor(shape, None);
-        let mut op = Op::new(kind, inputs, vec![out]);
-        op.epilogue = epilogue;
-        self.ops.push(op);
-        out
-    }
-
     /// `PAD_REFLECT` of `x [1, h, w, c]` by `p` rows and columns on every side.
     fn pad(&mut self, x: TensorId, p: usize) -> TensorId {
         let [_, h, w, c] = self.shape(x);
@@ -63,6 +30,7 @@ impl Builder {
             },
             vec![x],
             &[1, h + 2 * p, w + 2 * p, c],
+            Epilogue::default(),
         )
     }
 
@@ -77,7 +45,12 @@ impl Builder {
             pad: Pad2d::default(),
         };
         let shape = [1, (h - k) / s + 1, (w - k) / s + 1, oc];
-        self.op(OpKind::Conv2d(attrs), vec![x, f, b], &shape)
+        self.op(
+            OpKind::Conv2d(attrs),
+            vec![x, f, b],
+            &shape,
+            Epilogue::default(),
+        )
     }
 
     /// An instance normalisation with constant scale and bias and epilogue `ep`.
@@ -86,18 +59,12 @@ impl Builder {
         let c = shape[3];
         let s = self.tensor(&[c], Some(data(seed, c)));
         let b = self.tensor(&[c], Some(data(seed + 1, c)));
-        self.op_with(
+        self.op(
             OpKind::InstanceNorm { epsilon: 1e-5 },
             vec![x, s, b],
             &shape,
             ep,
         )
-    }
-
-    fn shape(&self, t: TensorId) -> [usize; 4] {
-        self.tensors[t.index()].shape[..]
-            .try_into()
-            .expect("rank 4")
     }
 }
 
@@ -129,7 +96,12 @@ fn graph(keep_pads: bool) -> Graph {
         activation: Activation::None,
     };
     let x = b.norm(x, res, 15);
-    let x = b.op(OpKind::Unary(UnaryKind::Relu), vec![x], &b.shape(x));
+    let x = b.op(
+        OpKind::Unary(UnaryKind::Relu),
+        vec![x],
+        &b.shape(x),
+        Epilogue::default(),
+    );
     pads.push(b.pad(x, 2));
     let x = b.conv(pads[4], 5, 1, 4, 17);
     let [_, h, w, c] = b.shape(x);
@@ -138,45 +110,26 @@ fn graph(keep_pads: bool) -> Graph {
         coord: CoordMode::Asymmetric,
         scale: ResizeScale::Given([2.0, 2.0]),
     };
-    let x = b.op(OpKind::Resize(up), vec![x], &[1, 2 * h, 2 * w, c]);
+    let x = b.op(
+        OpKind::Resize(up),
+        vec![x],
+        &[1, 2 * h, 2 * w, c],
+        Epilogue::default(),
+    );
     pads.push(b.pad(x, 1));
     let y = b.conv(pads[5], 3, 1, 4, 19);
     let mut outputs = vec![y];
     if keep_pads {
         outputs.extend(&pads);
     }
-    let g = Graph {
-        name: "reflect".into(),
-        tensors: b.tensors,
-        ops: b.ops,
-        inputs: vec![image],
-        outputs,
-    };
-    g.validate().expect("valid graph");
-    g
-}
-
-fn model(g: &Graph, threads: usize) -> CpuModel {
-    CpuModel::compile(g, CpuOptions { threads }).expect("compile")
-}
-
-/// Output 0 after running every op on `input`, as two ranges cut before op `cut` if given.
-fn run(m: &mut CpuModel, input: &[f32], cut: Option<usize>) -> Vec<f32> {
-    m.set_input(0, input).expect("input");
-    let n = m.num_ops();
-    let cut = cut.unwrap_or(n);
-    m.run_range(0..cut).expect("run");
-    m.run_range(cut..n).expect("run");
-    m.output(0).expect("output").to_vec()
+    b.finish("reflect", image, outputs)
 }
 
 #[test]
 fn fused_pads_give_the_unfused_bits() {
     let (fused, reference) = (graph(false), graph(true));
     let input = data(99, 21 * 19 * 3);
-    let n = fused.ops.len();
-    let want = run(&mut model(&reference, 1), &input, None);
-    assert!(want.iter().all(|v| v.is_finite()) && want.iter().any(|&v| v != 0.0));
+    let want = reference_output(&reference, &input);
     for threads in [1, 2] {
         let mut m = model(&fused, threads);
         assert_eq!(run(&mut m, &input, None), want, "{threads} threads");
@@ -196,25 +149,12 @@ fn fused_pads_give_the_unfused_bits() {
         let sources: Vec<bool> = pad_inputs.map(stored).collect();
         assert_eq!(pads, [false, true, false, true, false, true]);
         assert_eq!(sources, [true, false, true, false, true, false]);
-        for cut in 1..n {
-            let got = run(&mut m, &input, Some(cut));
-            assert_eq!(got, want, "{threads} threads, cut at {cut}");
-        }
+        assert_cuts(&mut m, &input, &want, threads);
     }
 }
 
 #[test]
 fn fused_pads_under_the_convolution_cache() {
     let (fused, reference) = (graph(false), graph(true));
-    let mut m = model(&fused, 2);
-    m.enable_conv_cache(ConvCacheConfig::default())
-        .expect("cache");
-    let mut r = model(&reference, 2);
-    let first = data(5, 21 * 19 * 3);
-    let mut second = first.clone();
-    second[..30].iter_mut().for_each(|v| *v = -*v);
-    for input in [&first, &first, &second, &second] {
-        let want = run(&mut r, input, None);
-        assert_eq!(run(&mut m, input, None), want);
-    }
+    assert_cached_bits(&fused, &reference, 21 * 19 * 3);
 }

@@ -6,56 +6,15 @@
 //! bit, run whole, run as ranges cut anywhere, on one to three threads, and with the
 //! convolution cache on.
 
-use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions};
+mod common;
+
+use common::{Builder, RELU, assert_cached_bits, assert_fused_bits};
 use heimdall_ir::{
-    Activation, BinaryFn, ConvAttrs, DType, Epilogue, Graph, Op, OpKind, Pad2d, TensorId,
-    TensorInfo, UnaryKind,
+    Activation, BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, TensorId, UnaryKind,
 };
 use heimdall_testkit::XorShift;
 
-/// Builds graphs tensor by tensor.
-#[derive(Default)]
-struct Builder {
-    tensors: Vec<TensorInfo>,
-    ops: Vec<Op>,
-}
-
-const RELU: Epilogue = Epilogue {
-    residual: None,
-    activation: Activation::Unary(UnaryKind::Relu),
-};
-
 impl Builder {
-    fn tensor(&mut self, shape: &[usize], values: Option<Vec<f32>>) -> TensorId {
-        self.tensors.push(TensorInfo {
-            name: format!("t{}", self.tensors.len()),
-            shape: shape.to_vec(),
-            dtype: DType::F32,
-            constant: values.map(heimdall_ir::Constant::dense),
-        });
-        TensorId(self.tensors.len() as u32 - 1)
-    }
-
-    fn op(
-        &mut self,
-        kind: OpKind,
-        inputs: Vec<TensorId>,
-        shape: &[usize],
-        ep: Epilogue,
-    ) -> TensorId {
-        let out = self.tensor(shape, None);
-        let mut op = Op::new(kind, inputs, vec![out]);
-        op.epilogue = ep;
-        self.ops.push(op);
-        out
-    }
-
-    fn shape(&self, t: TensorId) -> [usize; 4] {
-        self.tensors[t.index()].shape[..]
-            .try_into()
-            .expect("rank 4")
-    }
-
     /// A `k x k` stride-1 convolution (padding `k / 2`) to `oc` channels, with a bias or not,
     /// or a depthwise one (`oc` ignored).
     fn conv(
@@ -177,29 +136,8 @@ fn graph(keep: bool) -> (Graph, Vec<TensorId>) {
     if keep {
         outputs.extend(&between);
     }
-    let g = Graph {
-        name: "tails".into(),
-        tensors: b.tensors,
-        ops: b.ops,
-        inputs: vec![image],
-        outputs,
-    };
-    g.validate().expect("valid graph");
+    let g = b.finish("tails", image, outputs);
     (g, between)
-}
-
-fn model(g: &Graph, threads: usize) -> CpuModel {
-    CpuModel::compile(g, CpuOptions { threads }).expect("compile")
-}
-
-/// Output 0 after running every op on `input`, as two ranges cut before op `cut` if given.
-fn run(m: &mut CpuModel, input: &[f32], cut: Option<usize>) -> Vec<f32> {
-    m.set_input(0, input).expect("input");
-    let n = m.num_ops();
-    let cut = cut.unwrap_or(n);
-    m.run_range(0..cut).expect("run");
-    m.run_range(cut..n).expect("run");
-    m.output(0).expect("output").to_vec()
 }
 
 #[test]
@@ -207,24 +145,9 @@ fn fused_tails_give_the_unfused_bits() {
     let ((fused, between), (reference, _)) = (graph(false), graph(true));
     let input = XorShift::values(99, 21 * 18 * 3);
     let n = fused.ops.len();
-    let want = run(&mut model(&reference, 1), &input, None);
-    assert!(want.iter().all(|v| v.is_finite()) && want.iter().any(|&v| v != 0.0));
-    for threads in [1, 2, 3] {
-        let mut m = model(&fused, threads);
-        assert_eq!(run(&mut m, &input, None), want, "{threads} threads");
-        // The tensors between a convolution and its tail have no storage; the reference
-        // keeps them (graph outputs).
-        assert!(between.iter().all(|&t| m.tensor(t).is_none()), "stored");
-        let r = model(&reference, threads);
-        assert!(
-            between.iter().all(|&t| r.tensor(t).is_some()),
-            "reference fused"
-        );
-        for cut in 1..n {
-            let got = run(&mut m, &input, Some(cut));
-            assert_eq!(got, want, "{threads} threads, cut at {cut}");
-        }
-    }
+    // The tensors between a convolution and its tail have no storage; the reference keeps them
+    // (graph outputs).
+    assert_fused_bits(&fused, &reference, &between, &input);
     // The last shift, whose residual is written after its convolution, stays an op.
     let ops = heimdall_cpu::cpu_ops(&fused);
     assert!(!ops[n - 1].outputs.is_empty(), "late residual fused");
@@ -235,15 +158,5 @@ fn fused_tails_give_the_unfused_bits() {
 #[test]
 fn fused_tails_under_the_convolution_cache() {
     let ((fused, _), (reference, _)) = (graph(false), graph(true));
-    let mut m = model(&fused, 2);
-    m.enable_conv_cache(ConvCacheConfig::default())
-        .expect("cache");
-    let mut r = model(&reference, 2);
-    let first = XorShift::values(5, 21 * 18 * 3);
-    let mut second = first.clone();
-    second[..30].iter_mut().for_each(|v| *v = -*v);
-    for input in [&first, &first, &second, &second] {
-        let want = run(&mut r, input, None);
-        assert_eq!(run(&mut m, input, None), want);
-    }
+    assert_cached_bits(&fused, &reference, 21 * 18 * 3);
 }

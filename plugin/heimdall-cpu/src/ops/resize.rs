@@ -124,6 +124,22 @@ impl Kernel for TfliteBilinear {
     }
 }
 
+/// Splits `output`'s `n_rows` rows of `row_len` values over `par` in parts of at least
+/// `MIN_VALUES_PER_PART` values: `f(rows, their output)`.
+fn split_rows(
+    par: &Par,
+    output: &mut [f32],
+    n_rows: usize,
+    row_len: usize,
+    f: impl Fn(std::ops::Range<usize>, &mut [f32]) + Sync,
+) {
+    debug_assert_eq!(output.len(), n_rows * row_len);
+    if row_len == 0 {
+        return;
+    }
+    par.for_rows(output, row_len, MIN_VALUES_PER_PART.div_ceil(row_len), f);
+}
+
 /// `output [oh, ow, c]` from `input [ih, iw, c]` with four-tap row and column weights
 /// (`rows.len()` by `cols.len()` outputs), output rows split over `par`.
 pub fn resize_four_tap(
@@ -136,12 +152,7 @@ pub fn resize_four_tap(
     output: &mut [f32],
 ) {
     let row_len = cols.len() * c;
-    debug_assert_eq!(output.len(), rows.len() * row_len);
-    if row_len == 0 {
-        return;
-    }
-    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
-    par.for_rows(output, row_len, min_rows, |ys, out| {
+    split_rows(par, output, rows.len(), row_len, |ys, out| {
         let mut row = [0f32; 64];
         for (r, out_row) in rows[ys].iter().zip(out.chunks_exact_mut(row_len)) {
             for (t, o) in cols.iter().zip(out_row.chunks_exact_mut(c)) {
@@ -180,12 +191,7 @@ pub fn resize_two_tap(
     output: &mut [f32],
 ) {
     let row_len = cols.len() * c;
-    debug_assert_eq!(output.len(), rows.len() * row_len);
-    if row_len == 0 {
-        return;
-    }
-    let min_rows = MIN_VALUES_PER_PART.div_ceil(row_len);
-    par.for_rows(output, row_len, min_rows, |ys, out| {
+    split_rows(par, output, rows.len(), row_len, |ys, out| {
         crate::kernels::isa::widest(|| {
             for (r, out_row) in rows[ys].iter().zip(out.chunks_exact_mut(row_len)) {
                 two_tap_row(input, in_w, c, r, cols, out_row);
