@@ -335,7 +335,7 @@ mod tests {
             let pacing = crate::camera::FramePacing::Rate(10.0);
             let source = CameraSource::new(Synthetic(failing), pacing);
             app.world_mut().spawn(source);
-            let mut slowest = 0f64;
+            let mut updates = Vec::new();
             for k in 1..=60u32 {
                 let slot =
                     clock.start() + Duration::from_millis(15) + k * Duration::from_millis(50);
@@ -343,14 +343,14 @@ mod tests {
                 let t = Instant::now();
                 app.update();
                 if k > 20 {
-                    slowest = slowest.max(t.elapsed().as_secs_f64() * 1e3);
+                    updates.push(t.elapsed().as_secs_f64() * 1e3);
                 }
             }
             let state = app.world().resource::<LateFrameStart>().clone();
             (
                 app.world_mut().remove_resource::<Lags>().unwrap().0,
                 state,
-                slowest,
+                updates,
             )
         };
         let median = |mut v: Vec<f64>| {
@@ -364,8 +364,13 @@ mod tests {
         let (plain, state, _) = run(false, false);
         assert_eq!(state.camera_waits().0, 0);
         assert!(median(plain.clone()) > 30.0, "{plain:?}");
-        let (_, state, slowest) = run(true, true);
-        assert_eq!(state.camera_waits().0, 0, "{state:?}");
-        assert!(slowest < 45.0, "an update took {slowest} ms");
+        // The failing camera: no wait is decided or slept (the counters are exact); the typical
+        // update stays within the late start's cap (30 ms) plus a wait's worth of slack. A median,
+        // not the slowest update: one update of a loaded machine (CI's 2 cores run the test
+        // binaries' threads beside it) can be descheduled for longer than the whole slack.
+        let (_, state, updates) = run(true, true);
+        assert_eq!(state.camera_waits(), (0, 0.0), "{state:?}");
+        let typical = median(updates.clone());
+        assert!(typical < 42.0, "a typical update took {typical} ms: {updates:?}");
     }
 }
