@@ -8,7 +8,7 @@
 //! (`faults.camera_errors`); the last frame stays meanwhile. A source given up on (only with
 //! [`CameraRetry::give_up_after`]) is reported once with [`CameraFailed`] and stopped.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use std::collections::HashMap;
@@ -315,29 +315,21 @@ pub struct CameraFrame {
     thumb: Vec<f32>,
     /// The textures of the latest frames, oldest first (see [`CameraSource::with_history`]).
     history: std::collections::VecDeque<(u64, Handle<Image>)>,
-    /// Per DNN reading this source: the frame its running inference started on and the frame of
-    /// its latest result. Those textures stay in the history past its length, so a synced
-    /// background finds the result's frame however slow the DNN is.
-    pins: std::collections::HashMap<Entity, [Option<u64>; 2]>,
+    /// The frames DNNs reading this source still need (their running inferences' and latest
+    /// results'): those textures stay in the history past its length, so a synced background
+    /// finds the result's frame however slow the DNN is. The render world pins a frame when an
+    /// inference starts on it (through the extracted frame's clone of the table).
+    pins: FramePins,
 }
 
 impl CameraFrame {
-    /// A DNN started an inference on frame `index`.
-    pub(crate) fn pin_started(&mut self, dnn: Entity, index: u64) {
-        self.pins.entry(dnn).or_default()[0] = Some(index);
-    }
-
     /// A DNN's result from frame `index` arrived.
-    pub(crate) fn pin_result(&mut self, dnn: Entity, index: u64) {
-        let pin = self.pins.entry(dnn).or_default();
-        if pin[0].is_some_and(|i| i <= index) {
-            pin[0] = None;
-        }
-        pin[1] = Some(index);
+    pub(crate) fn pin_result(&self, dnn: Entity, index: u64) {
+        self.pins.result(dnn, index);
     }
 
     fn pinned(&self, index: u64) -> bool {
-        self.pins.values().flatten().any(|&i| i == Some(index))
+        self.pins.pinned(index)
     }
 
     /// Takes the oldest texture of the history that no DNN needs.
@@ -354,6 +346,43 @@ impl CameraFrame {
             .iter()
             .find(|(i, _)| *i == index)
             .map(|(_, h)| h)
+    }
+}
+
+/// Which frames of a camera source its DNNs still need: the frame each DNN's running inference
+/// started on (pinned by the render world when it starts the inference, through the extracted
+/// frame's clone of the table) and the frame of each DNN's latest result (pinned by the main
+/// world when it delivers the result). The texture ring skips those frames.
+/// Per DNN: `[started, latest result]`; cheap to clone, the clones share the table.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FramePins(Arc<Mutex<HashMap<Entity, [Option<u64>; 2]>>>);
+
+impl FramePins {
+    /// The table; a panic elsewhere while it was held leaves it usable (each entry is written
+    /// whole).
+    fn table(&self) -> MutexGuard<'_, HashMap<Entity, [Option<u64>; 2]>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// DNN `dnn` started an inference on frame `index` (render world).
+    pub(crate) fn started(&self, dnn: Entity, index: u64) {
+        self.table().entry(dnn).or_default()[0] = Some(index);
+    }
+
+    /// DNN `dnn`'s result from frame `index` was delivered (main world): that frame stays pinned
+    /// as its latest result, and its inference's pin goes unless a newer one started since.
+    pub(crate) fn result(&self, dnn: Entity, index: u64) {
+        let mut table = self.table();
+        let pin = table.entry(dnn).or_default();
+        if pin[0].is_some_and(|i| i <= index) {
+            pin[0] = None;
+        }
+        pin[1] = Some(index);
+    }
+
+    /// Whether any DNN still needs frame `index`.
+    pub(crate) fn pinned(&self, index: u64) -> bool {
+        self.table().values().flatten().any(|&i| i == Some(index))
     }
 }
 
@@ -638,6 +667,9 @@ pub struct ExtractedFrame {
     pub pixels: Arc<Vec<u8>>,
     /// Content variation to the previous frame.
     pub content_variation: f64,
+    /// The source's pinned frames (shared with its [`CameraFrame`]): an inference pins its frame
+    /// here when it starts.
+    pub(crate) pins: FramePins,
 }
 
 /// The latest frame of every source (render world).
@@ -660,6 +692,7 @@ pub(crate) fn extract_frames(
                 size: f.size,
                 pixels: f.pixels.clone(),
                 content_variation: f.content_variation,
+                pins: f.pins.clone(),
             },
         );
     }

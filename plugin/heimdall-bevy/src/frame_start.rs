@@ -371,6 +371,9 @@ mod tests {
         let (_, state, updates) = run(true, true);
         assert_eq!(state.camera_waits(), (0, 0.0), "{state:?}");
         let typical = median(updates.clone());
-        assert!(typical < 42.0, "a typical update took {typical} ms: {updates:?}");
+        assert!(
+            typical < 42.0,
+            "a typical update took {typical} ms: {updates:?}"
+        );
     }
 }

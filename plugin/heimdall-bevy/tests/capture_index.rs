@@ -75,3 +75,76 @@ fn results_carry_the_capture_index_of_their_input_frame() {
     let frames: Vec<u64> = indices.iter().map(|(_, f)| *f).collect();
     assert!(frames.windows(2).all(|p| p[0] < p[1]), "{frames:?}");
 }
+
+/// For each result: its frame index, the index code read back from the source's kept texture of
+/// that frame (`CameraFrame::image_of`) when the result arrived (`None`: no texture), and the
+/// source's latest frame then.
+#[derive(Resource, Default)]
+struct Kept(Vec<(u64, Option<u32>, u64)>);
+
+/// A background synced with the results shows the frame each result was computed from: with a
+/// history of two textures, frames arriving every (unpaced) update and a model that takes
+/// several updates (BlazeFace), the result's frame is long out of the ring when it arrives unless
+/// its inference pinned it (the render world pins the frame when the inference starts on it).
+/// The kept texture must still hold that frame's pixels.
+#[test]
+fn a_results_frame_is_kept_for_a_synced_background() {
+    if common::no_render_device() {
+        return;
+    }
+    let (h, w) = (96u32, 128u32);
+    let settings = HeimdallSettings {
+        offload: false,
+        precision: heimdall_gpu::Precision::F32,
+        force_cpu: common::skip_gpu(),
+        ..default()
+    };
+    let mut app = common::headless_app(settings);
+    app.init_resource::<Kept>();
+    let model: Handle<DnnModel> = app
+        .world()
+        .resource::<AssetServer>()
+        .load("models/face_detection_short_range.tflite");
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(w, h).with_history(2))
+        .id();
+    app.world_mut().spawn(Dnn::new(model, camera)).observe(
+        move |r: On<DnnResult>,
+              frames: Query<&CameraFrame>,
+              images: Res<Assets<Image>>,
+              mut kept: ResMut<Kept>| {
+            let index = r.output.frame_index;
+            let frame = frames.get(camera).expect("the source's frame");
+            let code = frame
+                .image_of(index)
+                .and_then(|h| images.get(h))
+                .and_then(|image| {
+                    let size = image.size();
+                    let data = image.data.clone()?;
+                    let rgba = heimdall_vision::RgbaImage::from_raw(size.x, size.y, data).ok()?;
+                    heimdall_testkit::decode_frame_index(&rgba)
+                });
+            kept.0.push((index, code, frame.index));
+        },
+    );
+    common::run_until(&mut app, std::time::Duration::from_secs(120), |app| {
+        app.world().resource::<Kept>().0.len() >= 10
+    });
+    let kept = &app.world().resource::<Kept>().0;
+    assert!(kept.len() >= 10, "only {} results in 120 s", kept.len());
+    // The ring reused the result's texture for a later frame (two frames after it) in most
+    // cases: else this test would show nothing.
+    let late = kept.iter().filter(|k| k.2 >= k.0 + 2).count();
+    assert!(
+        2 * late >= kept.len(),
+        "results too quick to test: {kept:?}"
+    );
+    for &(index, code, _) in kept {
+        assert_eq!(
+            code,
+            Some(index as u32),
+            "the texture kept for result {index}: {kept:?}"
+        );
+    }
+}

@@ -99,15 +99,6 @@ pub(crate) enum RenderMessage {
     Recording(Box<RecordedRun>),
     /// A DNN runs on the CPU backend because the GPU cannot run its kernels: why.
     CpuFallback(Entity, String),
-    /// A DNN started an inference on a frame of its source.
-    Started {
-        /// The DNN.
-        dnn: Entity,
-        /// Its camera source.
-        source: Entity,
-        /// The frame's index.
-        frame_index: u64,
-    },
 }
 
 /// The render world's and the workers' end of the channel (bounded: [`RESULTS_QUEUE`]

@@ -353,3 +353,30 @@ fn raw_camera_frames_in_every_layout_reach_the_app_as_rgba() {
     );
     assert_eq!(faults.camera_errors(), 2);
 }
+
+#[test]
+fn a_frame_stays_pinned_from_its_start_until_a_newer_result() {
+    let pins = FramePins::default();
+    let entity = |i| Entity::from_raw_u32(i).expect("valid index");
+    let (a, b) = (entity(1), entity(2));
+    let shared = pins.clone();
+    shared.started(a, 3);
+    assert!(
+        pins.pinned(3),
+        "the render world's pin is seen through every clone"
+    );
+    pins.started(b, 4);
+    // A's next inference started on frame 5 before its result from frame 3 was delivered.
+    pins.started(a, 5);
+    pins.result(a, 3);
+    assert!(
+        pins.pinned(3) && pins.pinned(5),
+        "latest result and running inference"
+    );
+    pins.result(a, 5);
+    assert!(!pins.pinned(3), "an older result's frame is released");
+    assert!(pins.pinned(5) && pins.pinned(4));
+    pins.result(b, 4);
+    assert!(pins.pinned(4), "b's latest result");
+    assert!(!pins.pinned(6));
+}

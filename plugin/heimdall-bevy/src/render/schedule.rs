@@ -308,7 +308,7 @@ pub(crate) fn plan_frame(
     sched.coordinator.set_frame_rate(hz);
     // Idle DNNs take their pending request on their source's latest frame.
     for (&dnn, d) in dnns.map.iter_mut() {
-        start_inference(sched, dnn, d, &inputs, &outbox, now);
+        start_inference(sched, dnn, d, &inputs, now);
     }
     let window = gpu_window(sched, &settings, heimdall_mode, hz, now);
     decide(
@@ -428,7 +428,6 @@ fn start_inference(
     dnn: Entity,
     d: &mut RenderDnn,
     inputs: &FrameInputs,
-    outbox: &Outbox,
     now: f64,
 ) {
     let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
@@ -460,11 +459,9 @@ fn start_inference(
             key: key.clone(),
         };
     }
-    outbox.send(RenderMessage::Started {
-        dnn,
-        source: d.source,
-        frame_index: frame.index,
-    });
+    // The frame's texture stays out of the source's ring until the DNN's result from it is
+    // delivered (main world), so a synced background can show it.
+    frame.pins.started(dnn, frame.index);
     d.job = Some(Job {
         frame_index: frame.index,
         capture_ms: frame.capture_ms,

@@ -33,7 +33,7 @@ pub(crate) struct Receivers<'w, 's> {
     placements: Query<'w, 's, &'static mut DnnPlacement>,
     dnns: Query<'w, 's, &'static Dnn>,
     models: Res<'w, Assets<DnnModel>>,
-    frames: Query<'w, 's, &'static mut CameraFrame>,
+    frames: Query<'w, 's, &'static CameraFrame>,
 }
 
 /// Drains the channel: statuses, results, GPU frame records, traces.
@@ -93,15 +93,6 @@ impl Receivers<'_, '_> {
                     .record_conv_cache_decision(&name, dnn, decision, cached_ops);
             }
             RenderMessage::Guard(dnn, status) => self.set_guard(dnn, status),
-            RenderMessage::Started {
-                dnn,
-                source,
-                frame_index,
-            } => {
-                if let Ok(mut f) = self.frames.get_mut(source) {
-                    f.pin_started(dnn, frame_index);
-                }
-            }
             RenderMessage::Result(r) => self.deliver(r),
         }
     }
@@ -134,7 +125,7 @@ impl Receivers<'_, '_> {
             .and_then(|d| self.models.get(&d.model))
             .map_or_else(|| format!("{}", r.dnn), |m| m.name.clone());
         let deadline = dnn.and_then(|d| d.deadline);
-        if let Some(mut f) = dnn.and_then(|d| self.frames.get_mut(d.source).ok()) {
+        if let Some(f) = dnn.and_then(|d| self.frames.get(d.source).ok()) {
             f.pin_result(r.dnn, r.frame_index);
         }
         let stats = &mut self.stats;
