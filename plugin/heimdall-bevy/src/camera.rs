@@ -22,6 +22,7 @@ use heimdall_vision::image::{RawFrame, to_rgba};
 
 use crate::camera_phase::CameraDue;
 use crate::clock::HeimdallClock;
+use crate::dnn::Dnn;
 
 /// One RGBA8 frame from a source.
 #[derive(Clone, Debug)]
@@ -380,9 +381,28 @@ impl FramePins {
         pin[1] = Some(index);
     }
 
+    /// DNN `dnn` is gone: it needs none of the source's frames any more.
+    pub(crate) fn forget(&self, dnn: Entity) {
+        self.table().remove(&dnn);
+    }
+
     /// Whether any DNN still needs frame `index`.
     pub(crate) fn pinned(&self, index: u64) -> bool {
         self.table().values().flatten().any(|&i| i == Some(index))
+    }
+}
+
+/// A [`Dnn`] removed or despawned (an inference may be running): its pins on its source's frames
+/// go with it, so the ring does not keep those textures for the rest of the app.
+pub(crate) fn release_pins(
+    remove: On<Remove, Dnn>,
+    dnns: Query<&Dnn>,
+    frames: Query<&CameraFrame>,
+) {
+    if let Ok(dnn) = dnns.get(remove.entity)
+        && let Ok(frame) = frames.get(dnn.source)
+    {
+        frame.pins.forget(remove.entity);
     }
 }
 

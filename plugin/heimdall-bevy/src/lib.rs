@@ -171,6 +171,7 @@ impl Plugin for HeimdallPlugin {
             .init_asset::<asset::DnnModel>()
             .init_asset_loader::<asset::DnnModelLoader>()
             .add_message::<dnn::RequestInference>()
+            .add_observer(camera::release_pins)
             .configure_sets(
                 PreUpdate,
                 (HeimdallSystems::Results, HeimdallSystems::Camera).chain(),

@@ -380,3 +380,32 @@ fn a_frame_stays_pinned_from_its_start_until_a_newer_result() {
     assert!(pins.pinned(4), "b's latest result");
     assert!(!pins.pinned(6));
 }
+
+/// A DNN despawned while its inference ran, or with its latest result pinned, leaves no pin: its
+/// frames go back to the ring.
+#[test]
+fn a_despawned_dnn_releases_its_frames() {
+    let mut s = setup(0, false, FAST);
+    s.world.add_observer(release_pins);
+    let camera = s.camera;
+    run_until(&mut s.world, |w| w.get::<CameraFrame>(camera).is_some());
+    let dnn = s.world.spawn(Dnn::new(Handle::default(), camera)).id();
+    let other = s.world.spawn(Dnn::new(Handle::default(), camera)).id();
+    let pins = s
+        .world
+        .get::<CameraFrame>(camera)
+        .expect("a frame")
+        .pins
+        .clone();
+    pins.result(dnn, 1);
+    pins.started(dnn, 2);
+    pins.started(other, 3);
+    s.world.despawn(dnn);
+    assert!(
+        !pins.pinned(1) && !pins.pinned(2),
+        "the despawned DNN's frames"
+    );
+    assert!(pins.pinned(3), "another DNN's frame stays pinned");
+    s.world.entity_mut(other).remove::<Dnn>();
+    assert!(!pins.pinned(3), "a removed Dnn component releases too");
+}
