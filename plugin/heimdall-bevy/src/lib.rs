@@ -171,6 +171,7 @@ impl Plugin for HeimdallPlugin {
             .init_asset::<asset::DnnModel>()
             .init_asset_loader::<asset::DnnModelLoader>()
             .add_message::<dnn::RequestInference>()
+            .add_message::<stats::Measured>()
             .add_observer(camera::release_pins)
             .configure_sets(
                 PreUpdate,
@@ -181,7 +182,11 @@ impl Plugin for HeimdallPlugin {
                 PreUpdate,
                 (
                     camera::advance_sources.in_set(HeimdallSystems::Camera),
-                    (results::watch_model_loads, results::receive::receive)
+                    (
+                        results::watch_model_loads,
+                        results::receive::receive,
+                        stats::record_measurements,
+                    )
                         .chain()
                         .in_set(HeimdallSystems::Results),
                 ),

@@ -20,6 +20,9 @@ use crate::history::{history, low_summary, summary, trim, trim_to};
 use crate::settings::HeimdallSettings;
 use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
+mod feed;
+pub(crate) use feed::{Measured, ResultMeasured, record_measurements};
+
 /// What the GPU did in one frame (from its timestamps).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FrameRecord {

@@ -1,7 +1,8 @@
 //! The main world's end of the channel (`bridge/channel.rs`): once per update [`receive`]
 //! drains it, keeps each DNN's typed [`DnnStatus`] up to date, delivers decoded results to their
 //! entities (the decoder's components, then [`DnnOutput`]) and triggers [`DnnResult`] (or
-//! [`DnnFailed`]) on the DNN's entity.
+//! [`DnnFailed`]) on the DNN's entity. What was measured on the way goes on as [`Measured`]
+//! messages, which the statistics read (`stats/feed.rs`).
 
 use std::time::Duration;
 
@@ -9,22 +10,21 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 
 use super::{HeimdallBackend, HeimdallRecording, HeimdallTrace};
-use crate::asset::DnnModel;
 use crate::bridge::channel::{FinishedInference, Inbox, Outbox, RenderMessage};
 use crate::camera::CameraFrame;
 use crate::clock::HeimdallClock;
 use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Dnn, DnnFailed, DnnOutput, DnnPlacement, DnnResult, DnnStatus};
 use crate::guard::GuardStatus;
-use crate::stats::HeimdallStats;
+use crate::stats::{Measured, ResultMeasured};
 
 /// What the main world updates from the render world's messages: the DNNs' components, the
-/// camera frames' pins, the statistics and the plugin's resources.
+/// camera frames' pins and the plugin's resources; and the stream of measurements.
 #[derive(SystemParam)]
 pub(crate) struct Receivers<'w, 's> {
     commands: Commands<'w, 's>,
     clock: Res<'w, HeimdallClock>,
-    stats: ResMut<'w, HeimdallStats>,
+    measured: MessageWriter<'w, Measured>,
     trace: ResMut<'w, HeimdallTrace>,
     recording: ResMut<'w, HeimdallRecording>,
     backend: ResMut<'w, HeimdallBackend>,
@@ -32,7 +32,6 @@ pub(crate) struct Receivers<'w, 's> {
     guards: Query<'w, 's, &'static mut GuardStatus>,
     placements: Query<'w, 's, &'static mut DnnPlacement>,
     dnns: Query<'w, 's, &'static Dnn>,
-    models: Res<'w, Assets<DnnModel>>,
     frames: Query<'w, 's, &'static CameraFrame>,
 }
 
@@ -49,94 +48,87 @@ pub(crate) fn receive(inbox: Res<Inbox>, mut to: Receivers) {
 impl Receivers<'_, '_> {
     /// Applies one message from the render world or a worker.
     fn take(&mut self, m: RenderMessage) {
-        match m {
+        let measured = match m {
             RenderMessage::Status(e, status) => {
                 set_status(&mut self.commands, &mut self.statuses, e, status);
+                return;
             }
             RenderMessage::Placement(dnn, placement) => {
-                let name = self.model_name(dnn);
-                self.stats.record_placement(&name, dnn, &placement);
                 if let Ok(mut current) = self.placements.get_mut(dnn) {
-                    current.set_if_neq(placement);
+                    current.set_if_neq(placement.clone());
                 }
+                Measured::Placement(dnn, placement)
             }
-            RenderMessage::Frame(r) => self.stats.record_gpu_frame(r),
-            RenderMessage::Presented(t, phases) => self.stats.record_presented(t, phases),
-            RenderMessage::Trace(t) => self.trace.latest = Some(t),
-            RenderMessage::Recording(r) => self.recording.latest = Some(*r),
-            RenderMessage::Scheduled { dnn, latency_ms } => {
-                let name = self.model_name(dnn);
-                self.stats.record_scheduled(&name, dnn, latency_ms);
+            RenderMessage::Trace(t) => {
+                self.trace.latest = Some(t);
+                return;
             }
-            RenderMessage::Readback { dnn, ms } => {
-                let name = self.model_name(dnn);
-                self.stats.record_readback(&name, dnn, ms);
+            RenderMessage::Recording(r) => {
+                self.recording.latest = Some(*r);
+                return;
             }
-            RenderMessage::Backend(b) => *self.backend = b,
+            RenderMessage::Backend(b) => {
+                *self.backend = b;
+                return;
+            }
             RenderMessage::CpuFallback(dnn, why) => {
-                let name = self.model_name(dnn);
-                self.stats.record_cpu_fallback(&name, dnn, &why);
                 if let Ok(mut e) = self.commands.get_entity(dnn) {
-                    e.insert(crate::dnn::CpuFallback(why));
+                    e.insert(crate::dnn::CpuFallback(why.clone()));
                 }
+                Measured::CpuFallback(dnn, why)
             }
-            RenderMessage::Instance(index, name) => {
-                self.stats.instances.insert(index, name);
+            RenderMessage::Guard(dnn, status) => {
+                if let Ok(mut current) = self.guards.get_mut(dnn)
+                    && *current != status
+                {
+                    *current = status.clone();
+                }
+                Measured::Guard(dnn, status)
             }
+            RenderMessage::Result(r) => Measured::Result(Box::new(self.deliver(*r))),
+            RenderMessage::Frame(r) => Measured::GpuFrame(r),
+            RenderMessage::Presented(t, phases) => Measured::Presented(t, phases),
+            RenderMessage::Scheduled { dnn, latency_ms } => Measured::Scheduled { dnn, latency_ms },
+            RenderMessage::Readback { dnn, ms } => Measured::Readback { dnn, ms },
+            RenderMessage::Instance(index, name) => Measured::Instance(index, name),
             RenderMessage::ConvCacheDecision {
                 dnn,
                 decision,
                 cached_ops,
-            } => {
-                let name = self.model_name(dnn);
-                self.stats
-                    .record_conv_cache_decision(&name, dnn, decision, cached_ops);
-            }
-            RenderMessage::Guard(dnn, status) => self.set_guard(dnn, status),
-            RenderMessage::Result(r) => self.deliver(r),
-        }
+            } => Measured::ConvCacheDecision {
+                dnn,
+                decision,
+                cached_ops,
+            },
+        };
+        self.measured.write(measured);
     }
 
-    /// The model name of DNN `dnn` for the statistics (the entity while its model is not
-    /// loaded).
-    fn model_name(&self, dnn: Entity) -> String {
-        model_name(&self.dnns, &self.models, dnn)
-    }
-
-    /// Where DNN `dnn`'s accuracy guard stands: to the statistics and its [`GuardStatus`].
-    fn set_guard(&mut self, dnn: Entity, status: GuardStatus) {
-        let name = self.model_name(dnn);
-        self.stats.record_guard(&name, dnn, &status);
-        if let Ok(mut current) = self.guards.get_mut(dnn)
-            && *current != status
-        {
-            *current = status;
-        }
-    }
-
-    /// A finished inference: its statistics, its frame pinned as the DNN's latest result, and
-    /// its delivery to the DNN's entity (queued: [`deliver_to_entity`]).
-    fn deliver(&mut self, r: Box<FinishedInference>) {
+    /// A finished inference: its frame pinned as the DNN's latest result, its delivery to the
+    /// DNN's entity (queued: [`deliver_to_entity`]), and what it tells the statistics.
+    fn deliver(&mut self, r: FinishedInference) -> ResultMeasured {
         let now = self.clock.now_ms();
         let capture_time = Duration::from_secs_f64(r.capture_ms.max(0.0) / 1e3);
         let latency = Duration::from_secs_f64((now - r.capture_ms).max(0.0) / 1e3);
-        let dnn = self.dnns.get(r.dnn).ok();
-        let name = dnn
-            .and_then(|d| self.models.get(&d.model))
-            .map_or_else(|| format!("{}", r.dnn), |m| m.name.clone());
-        let deadline = dnn.and_then(|d| d.deadline);
-        if let Some(f) = dnn.and_then(|d| self.frames.get(d.source).ok()) {
+        if let Some(f) = self
+            .dnns
+            .get(r.dnn)
+            .ok()
+            .and_then(|d| self.frames.get(d.source).ok())
+        {
             f.pin_result(r.dnn, r.frame_index);
         }
-        let stats = &mut self.stats;
-        stats.record_result(&name, r.dnn, latency, deadline, r.frame_index, r.backend);
-        if r.resumed_from_step.is_some() {
-            stats.record_resumed(&name, r.dnn);
-        }
-        stats.record_stages(&name, r.dnn, r.capture_ms, &r.stages, self.clock.now_ms());
-        if let Some(c) = r.cache {
-            stats.record_conv_cache(&name, r.dnn, &c.counts, c.cached_ops, c.saved_ms);
-        }
+        let measured = ResultMeasured {
+            dnn: r.dnn,
+            frame_index: r.frame_index,
+            capture_ms: r.capture_ms,
+            latency,
+            delivered_ms: now,
+            backend: r.backend,
+            resumed: r.resumed_from_step.is_some(),
+            stages: r.stages,
+            cache: r.cache,
+        };
         let output = DnnOutput {
             frame_index: r.frame_index,
             capture_time,
@@ -149,6 +141,7 @@ impl Receivers<'_, '_> {
         let (dnn, decoded) = (r.dnn, r.decoded);
         self.commands
             .queue(move |world: &mut World| deliver_to_entity(world, dnn, decoded, output));
+        measured
     }
 }
 
@@ -200,12 +193,4 @@ fn set_status(
         });
     }
     *current = status;
-}
-
-/// The model name of DNN `dnn` for the statistics (the entity while its model is not loaded).
-fn model_name(dnns: &Query<&Dnn>, models: &Assets<DnnModel>, dnn: Entity) -> String {
-    dnns.get(dnn)
-        .ok()
-        .and_then(|d| models.get(&d.model))
-        .map_or_else(|| format!("{dnn}"), |m| m.name.clone())
 }
