@@ -73,10 +73,7 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
     let vector_model = common::add_model(&mut app, vector_graph());
     app.init_resource::<Failures>()
         .add_observer(|f: On<DnnFailed>, mut all: ResMut<Failures>| all.0.push(f.entity));
-    let missing: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/does_not_exist.tflite");
+    let missing = common::load_model(&app, "models/does_not_exist.tflite");
     let healthy = app
         .world_mut()
         .spawn(Dnn::new(healthy_model.clone(), camera))

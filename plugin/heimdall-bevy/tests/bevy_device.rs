@@ -21,10 +21,7 @@ fn inference_runs_on_bevys_render_device() {
         ..default()
     };
     let mut app = common::headless_app(settings);
-    let model: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/face_detection_short_range.tflite");
+    let model = common::load_model(&app, "models/face_detection_short_range.tflite");
     let camera = app
         .world_mut()
         .spawn(common::synthetic_camera(128, 128))

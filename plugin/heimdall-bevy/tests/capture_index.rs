@@ -101,10 +101,7 @@ fn a_results_frame_is_kept_for_a_synced_background() {
     };
     let mut app = common::headless_app(settings);
     app.init_resource::<Kept>();
-    let model: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/face_detection_short_range.tflite");
+    let model = common::load_model(&app, "models/face_detection_short_range.tflite");
     let camera = app
         .world_mut()
         .spawn(common::synthetic_camera(w, h).with_history(2))

@@ -60,10 +60,7 @@ fn with_no_gpu_budget_every_dnn_answers_on_the_cpu() {
     let dnns: Vec<Entity> = MODELS
         .iter()
         .map(|name| {
-            let model = app
-                .world()
-                .resource::<AssetServer>()
-                .load(format!("models/{name}.tflite"));
+            let model = common::load_model(&app, format!("models/{name}.tflite"));
             app.world_mut()
                 .spawn(
                     Dnn::new(model, camera)

@@ -48,10 +48,7 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         .world_mut()
         .spawn(common::synthetic_camera(128, 96))
         .id();
-    let model: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/face_detection_short_range.tflite");
+    let model = common::load_model(&app, "models/face_detection_short_range.tflite");
     let dnns: Vec<Entity> = (0..DNNS)
         .map(|_| {
             app.world_mut()

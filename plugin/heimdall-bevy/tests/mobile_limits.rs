@@ -61,10 +61,7 @@ fn kernels_over_a_phones_limits_run_on_the_cpu_and_say_why() {
         .world_mut()
         .spawn(common::synthetic_camera(128, 128))
         .id();
-    let faces: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/face_detection_short_range.tflite");
+    let faces = common::load_model(&app, "models/face_detection_short_range.tflite");
     let detector = app
         .world_mut()
         .spawn(
@@ -204,10 +201,7 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
         .world_mut()
         .spawn(common::synthetic_camera(128, 128))
         .id();
-    let faces: Handle<DnnModel> = app
-        .world()
-        .resource::<AssetServer>()
-        .load("models/face_detection_short_range.tflite");
+    let faces = common::load_model(&app, "models/face_detection_short_range.tflite");
     let detector = app
         .world_mut()
         .spawn(

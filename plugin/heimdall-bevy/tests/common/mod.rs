@@ -192,6 +192,12 @@ pub fn add_model(app: &mut App, graph: Graph) -> Handle<DnnModel> {
         })
 }
 
+/// Loads a model asset through the app's `AssetServer` (`path` inside `assets/`, e.g.
+/// `models/face_detection_short_range.tflite`).
+pub fn load_model(app: &App, path: impl Into<String>) -> Handle<DnnModel> {
+    app.world().resource::<AssetServer>().load(path.into())
+}
+
 /// How many results `dnn` has delivered so far (in [`Results`]).
 pub fn results_of(app: &App, dnn: Entity) -> usize {
     app.world()
