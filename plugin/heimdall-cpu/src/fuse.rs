@@ -306,16 +306,7 @@ mod tests {
             vec![TensorId(2)],
         ));
         g.ops.push(Op::new(
-            OpKind::Conv2d(ConvAttrs {
-                stride: [1, 1],
-                dilation: [1, 1],
-                pad: Pad2d {
-                    top: pad,
-                    bottom: pad,
-                    left: pad,
-                    right: pad,
-                },
-            }),
+            OpKind::Conv2d(ConvAttrs::unit_stride(pad)),
             vec![TensorId(2), TensorId(3)],
             vec![TensorId(4)],
         ));

@@ -27,17 +27,7 @@ impl Builder {
         seed: u64,
     ) -> TensorId {
         let [_, h, w, c] = self.shape(x);
-        let p = k / 2;
-        let attrs = ConvAttrs {
-            stride: [1, 1],
-            dilation: [1, 1],
-            pad: Pad2d {
-                top: p,
-                left: p,
-                bottom: p,
-                right: p,
-            },
-        };
+        let attrs = ConvAttrs::unit_stride(k / 2);
         let (kind, oc, filter) = if depthwise {
             let kind = OpKind::DepthwiseConv2d {
                 attrs,

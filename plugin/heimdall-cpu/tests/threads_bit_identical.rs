@@ -11,22 +11,10 @@ use heimdall_cpu::kernels::{
 };
 use heimdall_ir::ops::resize::{axis_taps, cubic_taps};
 use heimdall_ir::{CoordMode, NearestMode, ResizeMode};
+use heimdall_testkit::XorShift;
 use proptest::prelude::*;
 
 const THREADS: [usize; 4] = [2, 3, 4, 7];
-
-/// Deterministic values in [-1, 1).
-fn data(seed: u64, len: usize) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 /// Runs `f` into a NaN-filled output of `len` values on one thread and on each of
 /// [`THREADS`], and asserts the same outputs.
@@ -89,10 +77,10 @@ proptest! {
             1 => vec![c],
             _ => vec![1, 1, w, c],
         };
-        let x = data(seed, h * w * c);
-        let y = data(seed + 1, b_shape.iter().product());
-        let r = data(seed + 2, h * w * c);
-        let alpha = data(seed + 3, c);
+        let x = XorShift::values(seed, h * w * c);
+        let y = XorShift::values(seed + 1, b_shape.iter().product());
+        let r = XorShift::values(seed + 2, h * w * c);
+        let alpha = XorShift::values(seed + 3, c);
         let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
         same_on_all_threads(x.len(), &format!("{op:?} {out:?} by {b_shape:?}"), |par, o| {
             binary(par, op, &x, &out, &y, &b_shape, o, &ep)
@@ -105,10 +93,10 @@ proptest! {
     fn add_of_a_channel_pad(h in 1..80usize, w in 1..80usize, c in 1..40usize,
                             after in 0..9usize, residual: bool, a in 0..4u8, seed in 0..1000u64) {
         let (in_c, c) = (c, c + after);
-        let full = data(seed, h * w * c);
-        let x = data(seed + 1, h * w * in_c);
-        let r = data(seed + 2, h * w * c);
-        let alpha = data(seed + 3, c);
+        let full = XorShift::values(seed, h * w * c);
+        let x = XorShift::values(seed + 1, h * w * in_c);
+        let r = XorShift::values(seed + 2, h * w * c);
+        let alpha = XorShift::values(seed + 3, c);
         let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
         same_on_all_threads(full.len(), &format!("add {h}x{w}x{in_c} padded to {c}"), |par, o| {
             add_channel_padded(par, &full, &x, c, in_c, o, &ep)
@@ -122,7 +110,7 @@ proptest! {
         let shape = [1, h, w, c];
         let s = usize::from(spatial);
         let pads = [(0, 0), (s, 2 * s), (2 * s, s), (s, after)];
-        let x = data(seed, h * w * c);
+        let x = XorShift::values(seed, h * w * c);
         let len = (h + 3 * s) * (w + 3 * s) * (c + s + after);
         same_on_all_threads(len, &format!("pad {shape:?} by {pads:?}"), |par, o| {
             pad(par, &x, &shape, &pads, 0.5, o)
@@ -136,7 +124,7 @@ proptest! {
              max: bool, a in 0..3u8, seed in 0..1000u64) {
         let (k, s) = [(2, 2), (3, 1), (3, 2)][geo as usize];
         let win = same_window(h, w, c, c, k, s);
-        let x = data(seed, h * w * c);
+        let x = XorShift::values(seed, h * w * c);
         let ep = Epilogue { residual: None, act: act(a, &[]) };
         let len = win.out_h * win.out_w * c;
         same_on_all_threads(len, &format!("pool {win:?}"), |par, o| {
@@ -154,12 +142,12 @@ proptest! {
     fn depthwise(h in 1..100usize, w in 1..100usize, c in 1..72usize, k5: bool, s2: bool,
                  residual: bool, a in 0..4u8, seed in 0..1000u64) {
         let win = same_window(h, w, c, c, if k5 { 5 } else { 3 }, if s2 { 2 } else { 1 });
-        let x = data(seed, h * w * c);
-        let filter = data(seed + 1, win.k_h * win.k_w * c);
-        let bias = data(seed + 2, c);
+        let x = XorShift::values(seed, h * w * c);
+        let filter = XorShift::values(seed + 1, win.k_h * win.k_w * c);
+        let bias = XorShift::values(seed + 2, c);
         let len = win.out_h * win.out_w * c;
-        let r = data(seed + 3, len);
-        let alpha = data(seed + 4, c);
+        let r = XorShift::values(seed + 3, len);
+        let alpha = XorShift::values(seed + 4, c);
         let dw = PackedDepthwise::new(&filter, Some(&bias), win);
         let ep = Epilogue { residual: residual.then_some(&r[..]), act: act(a, &alpha) };
         same_on_all_threads(len, &format!("depthwise {win:?}"), |par, o| dw.run(par, &x, o, &ep));
@@ -172,10 +160,10 @@ proptest! {
             a in 0..4u8, seed in 0..1000u64) {
         let (k, s) = if k3 { (3, 2) } else { (1, 1) };
         let win = same_window(h, w, c, oc, k, s);
-        let x = data(seed, h * w * c);
-        let filter = data(seed + 1, oc * k * k * c);
-        let bias = data(seed + 2, oc);
-        let alpha = data(seed + 3, oc);
+        let x = XorShift::values(seed, h * w * c);
+        let filter = XorShift::values(seed + 1, oc * k * k * c);
+        let bias = XorShift::values(seed + 2, oc);
+        let alpha = XorShift::values(seed + 3, oc);
         let conv = PackedConv::new(&filter, Some(&bias), win);
         let ep = Epilogue { residual: None, act: act(a, &alpha) };
         let len = win.out_h * win.out_w * oc;
@@ -189,8 +177,8 @@ proptest! {
     #[test]
     fn activations(n in 1..100_000usize, c in 1..40usize, a in 1..4u8, seed in 0..1000u64) {
         let n = n.div_ceil(c) * c;
-        let x = data(seed, n);
-        let alpha = data(seed + 1, c);
+        let x = XorShift::values(seed, n);
+        let alpha = XorShift::values(seed + 1, c);
         let ep = Epilogue { residual: None, act: act(a, &alpha) };
         same_on_all_threads(n, "activation", |par, o| activation(par, &x, o, c, &ep));
     }
@@ -202,7 +190,7 @@ proptest! {
         let axis = if rows { 1 } else { 3 };
         let shapes: Vec<[usize; 4]> = cs.iter().map(|&c| if rows { [1, c, w, h] } else { [1, h, w, c] }).collect();
         let tensors: Vec<Vec<f32>> = shapes.iter().enumerate()
-            .map(|(i, s)| data(seed + i as u64, s.iter().product())).collect();
+            .map(|(i, s)| XorShift::values(seed + i as u64, s.iter().product())).collect();
         let inputs: Vec<(&[f32], &[usize])> = tensors.iter().zip(&shapes).map(|(t, s)| (&t[..], &s[..])).collect();
         let len = tensors.iter().map(Vec::len).sum();
         same_on_all_threads(len, &format!("concat {shapes:?} on axis {axis}"), |par, o| {
@@ -215,7 +203,7 @@ proptest! {
     #[test]
     fn resize(ih in 1..60usize, iw in 1..60usize, c in 1..40usize, oh in 1..160usize,
               ow in 1..160usize, mode in 0..3u8, seed in 0..1000u64) {
-        let x = data(seed, ih * iw * c);
+        let x = XorShift::values(seed, ih * iw * c);
         let (sy, sx) = (oh as f32 / ih as f32, ow as f32 / iw as f32);
         let what = format!("resize {ih}x{iw}x{c} to {oh}x{ow}, mode {mode}");
         if mode == 2 {
@@ -238,7 +226,7 @@ proptest! {
     /// multiple of the parts' groups included.
     #[test]
     fn global_mean(h in 1..120usize, w in 1..120usize, c in 1..100usize, seed in 0..1000u64) {
-        let x = data(seed, h * w * c);
+        let x = XorShift::values(seed, h * w * c);
         same_on_all_threads(c, &format!("mean of {h}x{w}x{c}"), |par, o| {
             mean_on(par, &x, &[1, h, w, c], &[1, 2], o)
         });
@@ -247,7 +235,7 @@ proptest! {
     /// GELU over a tensor.
     #[test]
     fn gelu(n in 1..200_000usize, seed in 0..1000u64) {
-        let x: Vec<f32> = data(seed, n).iter().map(|v| v * 4.0).collect();
+        let x: Vec<f32> = XorShift::values(seed, n).iter().map(|v| v * 4.0).collect();
         same_on_all_threads(n, "gelu", |par, o| map(par, &x, o, &vmath::gelu_slice));
     }
 }

@@ -8,22 +8,15 @@ mod common;
 
 use common::{GraphBuilder, check_against_cpu, gpu, inputs_for, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
-use heimdall_ir::{
-    Activation, BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, TensorId, UnaryKind,
-};
+use heimdall_ir::{Activation, BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, TensorId, UnaryKind};
 
 /// A 1x1 convolution `x [1,h,w,ci] -> [1,h,w,co]` with bias.
 fn conv1x1(b: &mut GraphBuilder, x: TensorId, hw: [usize; 2], ci: usize, co: usize) -> TensorId {
     let seed = 10 + co as u64 * 7 + ci as u64;
     let f = b.constant(&[co, 1, 1, ci], seed);
     let bias = b.constant(&[co], seed + 1);
-    let attrs = ConvAttrs {
-        stride: [1, 1],
-        dilation: [1, 1],
-        pad: Pad2d::default(),
-    };
     b.op(
-        OpKind::Conv2d(attrs),
+        OpKind::Conv2d(ConvAttrs::unit_stride(0)),
         vec![x, f, bias],
         &[1, hw[0], hw[1], co],
         Epilogue::default(),
@@ -34,16 +27,7 @@ fn conv1x1(b: &mut GraphBuilder, x: TensorId, hw: [usize; 2], ci: usize, co: usi
 fn depthwise(b: &mut GraphBuilder, x: TensorId, hw: [usize; 2], c: usize) -> TensorId {
     let f = b.constant(&[1, 3, 3, c], 100 + c as u64);
     let bias = b.constant(&[c], 200 + c as u64);
-    let attrs = ConvAttrs {
-        stride: [1, 1],
-        dilation: [1, 1],
-        pad: Pad2d {
-            top: 1,
-            bottom: 1,
-            left: 1,
-            right: 1,
-        },
-    };
+    let attrs = ConvAttrs::unit_stride(1);
     let ep = Epilogue {
         residual: None,
         activation: Activation::Unary(UnaryKind::Relu),

@@ -11,7 +11,7 @@ mod common;
 
 use common::{GraphBuilder, gpu, run_cpu, with_trailer};
 use heimdall_gpu::{GpuModel, GpuOptions, Precision};
-use heimdall_ir::{ConvAttrs, Epilogue, Graph, OpKind, Pad2d};
+use heimdall_ir::{ConvAttrs, Epilogue, Graph, OpKind};
 
 /// A convolution `[1, h, w, ci] -> co` with a `k x k` window (SAME padding, stride 1) and bias,
 /// followed by the trailer that keeps it in the model's storage precision.
@@ -20,17 +20,7 @@ fn conv(h: usize, w: usize, ci: usize, co: usize, k: usize, seed: u64) -> Graph 
     let x = b.input(&[1, h, w, ci]);
     let f = b.constant(&[co, k, k, ci], seed);
     let bias = b.constant(&[co], seed + 1);
-    let p = k / 2;
-    let attrs = ConvAttrs {
-        stride: [1, 1],
-        dilation: [1, 1],
-        pad: Pad2d {
-            top: p,
-            bottom: p,
-            left: p,
-            right: p,
-        },
-    };
+    let attrs = ConvAttrs::unit_stride(k / 2);
     let y = b.op(
         OpKind::Conv2d(attrs),
         vec![x, f, bias],

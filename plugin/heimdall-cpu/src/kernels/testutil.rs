@@ -46,6 +46,43 @@ pub fn assert_close_scaled(out: &[f32], reference: &[f32], scale: &[f32]) {
     );
 }
 
+/// The absolute values of `v`.
+pub fn abs(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|x| x.abs()).collect()
+}
+
+/// A naive window op over `w`'s output `[out_h, out_w, out_c]`: output `(oy, ox, o)` at flat
+/// index `idx` is `finish(idx, o, acc)`, where `acc` starts at `start(o)` and takes
+/// `tap(&mut acc, o, ky, kx, pixel)` for each tap of the window inside the input, in `(ky, kx)`
+/// order, `pixel = iy * in_w + ix` the input pixel it reads.
+pub fn window_reference<A>(
+    w: &Window,
+    start: impl Fn(usize) -> A,
+    tap: impl Fn(&mut A, usize, usize, usize, usize),
+    finish: impl Fn(usize, usize, A) -> f32,
+) -> Vec<f32> {
+    let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+    for oy in 0..w.out_h {
+        for ox in 0..w.out_w {
+            for o in 0..w.out_c {
+                let mut acc = start(o);
+                for ky in 0..w.k_h {
+                    let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
+                    for kx in 0..w.k_w {
+                        let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
+                        if iy < w.in_h && ix < w.in_w {
+                            tap(&mut acc, o, ky, kx, iy * w.in_w + ix);
+                        }
+                    }
+                }
+                let idx = (oy * w.out_w + ox) * w.out_c + o;
+                out[idx] = finish(idx, o, acc);
+            }
+        }
+    }
+    out
+}
+
 /// Padding choices of a generated window.
 #[derive(Clone, Copy, Debug)]
 pub enum Padding {

@@ -219,41 +219,36 @@ fn two_tap_row(input: &[f32], in_w: usize, c: usize, r: &Tap, cols: &[Tap], out_
     }
 }
 
-/// A separable two-tap resize.
-struct TwoTap {
+/// `output [oh, ow, c]` from `input [ih, iw, c]` (`in_w`, `c`) with row and column taps `T`,
+/// output rows split over `par`: [`resize_two_tap`] or [`resize_four_tap`].
+type ResizeFn<T> = fn(&Par, &[f32], usize, usize, &[T], &[T], &mut [f32]);
+
+/// The taps of one output position along an axis, and the kernel that resizes with them.
+trait AxisTap: Copy + Send + Sync + 'static {
+    /// The kernel of these taps.
+    const RESIZE: ResizeFn<Self>;
+}
+
+impl AxisTap for Tap {
+    const RESIZE: ResizeFn<Tap> = resize_two_tap;
+}
+
+impl AxisTap for Tap4 {
+    const RESIZE: ResizeFn<Tap4> = resize_four_tap;
+}
+
+/// A separable resize: two-tap ([`Tap`]: nearest, linear) or four-tap ([`Tap4`]: bicubic).
+struct Separable<T> {
     in_w: usize,
     channels: usize,
-    rows: Vec<Tap>,
-    cols: Vec<Tap>,
+    rows: Vec<T>,
+    cols: Vec<T>,
 }
 
-impl Kernel for TwoTap {
+impl<T: AxisTap> Kernel for Separable<T> {
     fn run(&self, io: StepIo<'_>) {
         let x = io.inputs.get(0);
-        resize_two_tap(
-            io.par,
-            x,
-            self.in_w,
-            self.channels,
-            &self.rows,
-            &self.cols,
-            io.out,
-        );
-    }
-}
-
-/// A separable four-tap (bicubic) resize.
-struct FourTap {
-    in_w: usize,
-    channels: usize,
-    rows: Vec<Tap4>,
-    cols: Vec<Tap4>,
-}
-
-impl Kernel for FourTap {
-    fn run(&self, io: StepIo<'_>) {
-        let x = io.inputs.get(0);
-        resize_four_tap(
+        T::RESIZE(
             io.par,
             x,
             self.in_w,
@@ -323,7 +318,7 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, Strin
     {
         let rows = cubic_taps(x[1], out[1], sh, a.coord, coef, exclude_outside);
         let cols = cubic_taps(x[2], out[2], sw, a.coord, coef, exclude_outside);
-        return Ok(Prepared::new(FourTap {
+        return Ok(Prepared::new(Separable {
             in_w: x[2],
             channels: x[3],
             rows: mirrored(&rows, rows_pad),
@@ -332,7 +327,7 @@ pub(crate) fn prepare(cx: &PrepareCx, a: &ResizeAttrs) -> Result<Prepared, Strin
     }
     let rows = axis_taps(x[1], out[1], sh, a.coord, a.mode);
     let cols = axis_taps(x[2], out[2], sw, a.coord, a.mode);
-    Ok(Prepared::new(TwoTap {
+    Ok(Prepared::new(Separable {
         in_w: x[2],
         channels: x[3],
         rows: mirrored(&rows, rows_pad),

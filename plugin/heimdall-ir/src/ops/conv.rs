@@ -30,6 +30,23 @@ pub struct ConvAttrs {
     pub pad: Pad2d,
 }
 
+impl ConvAttrs {
+    /// Stride 1, dilation 1 and `pad` on every side: for a `2 * pad + 1` window, a convolution
+    /// whose output has its input's height and width.
+    pub fn unit_stride(pad: usize) -> ConvAttrs {
+        ConvAttrs {
+            stride: [1, 1],
+            dilation: [1, 1],
+            pad: Pad2d {
+                top: pad,
+                bottom: pad,
+                left: pad,
+                right: pad,
+            },
+        }
+    }
+}
+
 /// Output shape of a CONV_2D.
 pub fn infer(a: &ConvAttrs, io: &OpShapes) -> Result<Vec<usize>, String> {
     let (x, f) = (io.input(0)?, io.input(1)?);

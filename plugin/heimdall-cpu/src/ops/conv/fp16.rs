@@ -308,30 +308,18 @@ mod tests {
 
     /// The convolution in f64 (the reference), rounded to f32.
     fn reference(w: &Window, input: &[f32], filter: &[f32], bias: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-        for oy in 0..w.out_h {
-            for ox in 0..w.out_w {
-                for o in 0..w.out_c {
-                    let mut s = f64::from(bias[o]);
-                    for ky in 0..w.k_h {
-                        let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
-                        for kx in 0..w.k_w {
-                            let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
-                            if iy >= w.in_h || ix >= w.in_w {
-                                continue;
-                            }
-                            for i in 0..w.in_c {
-                                let x = input[(iy * w.in_w + ix) * w.in_c + i];
-                                let f = filter[((o * w.k_h + ky) * w.k_w + kx) * w.in_c + i];
-                                s += f64::from(x) * f64::from(f);
-                            }
-                        }
-                    }
-                    out[(oy * w.out_w + ox) * w.out_c + o] = s as f32;
+        window_reference(
+            w,
+            |o| f64::from(bias[o]),
+            |s, o, ky, kx, pixel| {
+                for i in 0..w.in_c {
+                    let x = input[pixel * w.in_c + i];
+                    let f = filter[((o * w.k_h + ky) * w.k_w + kx) * w.in_c + i];
+                    *s += f64::from(x) * f64::from(f);
                 }
-            }
-        }
-        out
+            },
+            |_, _, s| s as f32,
+        )
     }
 
     /// Runs `w` in f16, and the f64 reference, on the same data.

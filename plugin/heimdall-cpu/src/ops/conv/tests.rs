@@ -36,45 +36,31 @@ impl ConvProblem {
 
     fn reference(&self) -> Vec<f32> {
         let w = &self.w;
-        let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-        for oy in 0..w.out_h {
-            for ox in 0..w.out_w {
-                for o in 0..w.out_c {
-                    let mut s = self.bias.as_ref().map_or(0.0, |b| b[o]) as f64;
-                    for ky in 0..w.k_h {
-                        for kx in 0..w.k_w {
-                            let iy = (oy * w.stride_h + ky * w.dil_h) as isize - w.pad_top as isize;
-                            let ix =
-                                (ox * w.stride_w + kx * w.dil_w) as isize - w.pad_left as isize;
-                            if iy < 0 || ix < 0 || iy >= w.in_h as isize || ix >= w.in_w as isize {
-                                continue;
-                            }
-                            for i in 0..w.in_c {
-                                let x =
-                                    self.input[(iy as usize * w.in_w + ix as usize) * w.in_c + i];
-                                let f = self.filter[((o * w.k_h + ky) * w.k_w + kx) * w.in_c + i];
-                                s += x as f64 * f as f64;
-                            }
-                        }
-                    }
-                    let idx = (oy * w.out_w + ox) * w.out_c + o;
-                    if let Some(r) = &self.residual {
-                        s += r[idx] as f64;
-                    }
-                    if self.relu6 {
-                        s = s.clamp(0.0, 6.0);
-                    }
-                    out[idx] = s as f32;
+        window_reference(
+            w,
+            |o| self.bias.as_ref().map_or(0.0, |b| b[o]) as f64,
+            |s, o, ky, kx, pixel| {
+                for i in 0..w.in_c {
+                    let x = self.input[pixel * w.in_c + i];
+                    let f = self.filter[((o * w.k_h + ky) * w.k_w + kx) * w.in_c + i];
+                    *s += x as f64 * f as f64;
                 }
-            }
-        }
-        out
+            },
+            |idx, _, mut s| {
+                if let Some(r) = &self.residual {
+                    s += r[idx] as f64;
+                }
+                if self.relu6 {
+                    s = s.clamp(0.0, 6.0);
+                }
+                s as f32
+            },
+        )
     }
 
     /// The reference over the absolute values of the input, filter and bias: the sum of
     /// each output's terms' magnitudes, the scale of its rounding error.
     fn magnitude(&self) -> Vec<f32> {
-        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
         ConvProblem {
             w: self.w,
             input: abs(&self.input),

@@ -33,7 +33,6 @@ impl DepthwiseProblem {
     /// The reference over absolute values: each output's terms' magnitudes, the scale of
     /// its rounding error (all sums non-negative, so `alpha` never applies).
     fn magnitude(&self) -> Vec<f32> {
-        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
         DepthwiseProblem {
             w: self.w,
             input: abs(&self.input),
@@ -48,36 +47,23 @@ impl DepthwiseProblem {
     fn reference(&self) -> Vec<f32> {
         let w = &self.w;
         let mult = w.out_c / w.in_c;
-        let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-        for oy in 0..w.out_h {
-            for ox in 0..w.out_w {
-                for oc in 0..w.out_c {
-                    let mut s = self.bias.as_ref().map_or(0.0, |b| b[oc]) as f64;
-                    for ky in 0..w.k_h {
-                        for kx in 0..w.k_w {
-                            let iy = (oy * w.stride_h + ky * w.dil_h) as isize - w.pad_top as isize;
-                            let ix =
-                                (ox * w.stride_w + kx * w.dil_w) as isize - w.pad_left as isize;
-                            if iy < 0 || ix < 0 || iy >= w.in_h as isize || ix >= w.in_w as isize {
-                                continue;
-                            }
-                            let x = self.input
-                                [(iy as usize * w.in_w + ix as usize) * w.in_c + oc / mult];
-                            s += x as f64 * self.filter[(ky * w.k_w + kx) * w.out_c + oc] as f64;
-                        }
-                    }
-                    let idx = (oy * w.out_w + ox) * w.out_c + oc;
-                    if let Some(r) = &self.residual {
-                        s += r[idx] as f64;
-                    }
-                    if s < 0.0 {
-                        s *= self.alpha[oc] as f64;
-                    }
-                    out[idx] = s as f32;
+        window_reference(
+            w,
+            |oc| self.bias.as_ref().map_or(0.0, |b| b[oc]) as f64,
+            |s, oc, ky, kx, pixel| {
+                let x = self.input[pixel * w.in_c + oc / mult];
+                *s += x as f64 * self.filter[(ky * w.k_w + kx) * w.out_c + oc] as f64;
+            },
+            |idx, oc, mut s| {
+                if let Some(r) = &self.residual {
+                    s += r[idx] as f64;
                 }
-            }
-        }
-        out
+                if s < 0.0 {
+                    s *= self.alpha[oc] as f64;
+                }
+                s as f32
+            },
+        )
     }
 
     fn run(&self, par: &Par) -> Vec<f32> {
@@ -134,28 +120,16 @@ fn depthwise_portable_path_matches_reference() {
 /// bit (no epilogue).
 fn ordered_reference(p: &DepthwiseProblem, fused: bool) -> Vec<f32> {
     let w = &p.w;
-    let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
-    for oy in 0..w.out_h {
-        for ox in 0..w.out_w {
-            for c in 0..w.out_c {
-                let mut s = p.bias.as_ref().map_or(0.0, |b| b[c]);
-                for ky in 0..w.k_h {
-                    let iy = (oy * w.stride_h + ky * w.dil_h).wrapping_sub(w.pad_top);
-                    for kx in 0..w.k_w {
-                        let ix = (ox * w.stride_w + kx * w.dil_w).wrapping_sub(w.pad_left);
-                        if iy >= w.in_h || ix >= w.in_w {
-                            continue;
-                        }
-                        let x = p.input[(iy * w.in_w + ix) * w.in_c + c];
-                        let f = p.filter[(ky * w.k_w + kx) * w.out_c + c];
-                        s = if fused { x.mul_add(f, s) } else { s + x * f };
-                    }
-                }
-                out[(oy * w.out_w + ox) * w.out_c + c] = s;
-            }
-        }
-    }
-    out
+    window_reference(
+        w,
+        |c| p.bias.as_ref().map_or(0.0, |b| b[c]),
+        |s, c, ky, kx, pixel| {
+            let x = p.input[pixel * w.in_c + c];
+            let f = p.filter[(ky * w.k_w + kx) * w.out_c + c];
+            *s = if fused { x.mul_add(f, *s) } else { *s + x * f };
+        },
+        |_, _, s| s,
+    )
 }
 
 /// Runs `p` with the kernels of `isa` and no epilogue.
