@@ -147,22 +147,21 @@ pub(crate) fn run(job: GuardJob) -> Result<Box<Guarded>, String> {
     }))
 }
 
-/// Advances DNN `d`'s guard (`e`: its main-world entity; extracted as `x`): takes the app's
+/// Advances DNN `d`'s `guard` (`e`: its main-world entity; extracted as `x`): takes the app's
 /// calibration image where it waits for one, starts the check whose input arrived, and
 /// collects the finished one (a failed check leaves the DNN in f32 and says why).
 pub(crate) fn advance(
-    e: Entity,
-    x: &ExtractedDnn,
-    d: &mut RenderDnn,
+    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    guard: &mut GuardPhase,
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
     outbox: &Outbox,
     work: &BackgroundWork,
 ) {
-    if let GuardPhase::AwaitingInput { key } = &d.guard
+    if let GuardPhase::AwaitingInput { key } = &*guard
         && let Some(image) = x.calibration_image.clone()
     {
-        d.guard = match image {
+        *guard = match image {
             Ok(frame) => GuardPhase::Input {
                 frame,
                 key: key.clone(),
@@ -170,30 +169,30 @@ pub(crate) fn advance(
             Err(why) => fail(e, &d.name, why, outbox),
         };
     }
-    if matches!(d.guard, GuardPhase::Input { .. }) {
-        start_check(e, x, d, ctx, settings, outbox, work);
+    if matches!(guard, GuardPhase::Input { .. }) {
+        start_check((e, x, d), guard, ctx, settings, outbox, work);
     }
-    if let GuardPhase::Running(task) = &mut d.guard
+    if let GuardPhase::Running(task) = &mut *guard
         && let Some(result) = check_ready(task)
     {
-        d.guard = match result {
+        *guard = match result {
             Ok(g) => GuardPhase::Ready(g),
             Err(why) => fail(e, &d.name, why, outbox),
         };
     }
 }
 
-/// Starts the check of DNN `d`, whose calibration input arrived, on the compile task.
+/// Starts the check of DNN `d`, whose calibration input arrived (in `guard`), on the compile
+/// task.
 fn start_check(
-    e: Entity,
-    x: &ExtractedDnn,
-    d: &mut RenderDnn,
+    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    guard: &mut GuardPhase,
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
     outbox: &Outbox,
     work: &BackgroundWork,
 ) {
-    let GuardPhase::Input { frame, key } = std::mem::replace(&mut d.guard, GuardPhase::Idle) else {
+    let GuardPhase::Input { frame, key } = std::mem::replace(guard, GuardPhase::Idle) else {
         return;
     };
     let (Some(ctx), Some(c), Some(config)) = (ctx, d.compiled(), settings.guard.clone()) else {
@@ -224,7 +223,7 @@ fn start_check(
         d.name
     );
     let name = d.name.clone();
-    d.guard = GuardPhase::Running(work.spawn(async move {
+    *guard = GuardPhase::Running(work.spawn(async move {
         let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
         let guarded = run(job);
         info!(
@@ -249,16 +248,20 @@ fn fail(e: Entity, name: &str, why: String, outbox: &Outbox) -> GuardPhase {
 /// Returns the coordinator ids the replaced models had.
 pub(crate) fn swap_when_idle(
     dnns: &mut DnnQuery,
+    guards: &mut Query<(Entity, &mut GuardPhase)>,
     book: &mut RenderDnns,
     outbox: &Outbox,
 ) -> Vec<heimdall_coordinator::ModelId> {
     let mut retired = Vec::new();
-    for (main, mut d) in dnns.iter_mut() {
-        if d.job.is_some() || !d.guard.swap_waiting() {
+    for (r, mut guard) in guards.iter_mut() {
+        let Ok((main, mut d)) = dnns.get_mut(r) else {
+            continue;
+        };
+        if d.job.is_some() || !guard.swap_waiting() {
             continue;
         }
         let e = main.id();
-        let GuardPhase::Ready(g) = std::mem::replace(&mut d.guard, GuardPhase::Idle) else {
+        let GuardPhase::Ready(g) = std::mem::replace(&mut *guard, GuardPhase::Idle) else {
             continue;
         };
         let Guarded { compiled, decision } = *g;

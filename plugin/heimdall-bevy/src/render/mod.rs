@@ -340,7 +340,9 @@ fn install(world: &mut World) {
         .iter(world)
         .collect();
     for e in compiled {
-        world.entity_mut(e).remove::<models::RenderDnn>();
+        world
+            .entity_mut(e)
+            .remove::<(models::RenderDnn, guard::GuardPhase)>();
     }
     world.insert_resource(models::RenderDnns::default());
 }

@@ -29,6 +29,20 @@ use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, Reques
 use crate::guard::{Calibration, GuardOutcome, GuardStatus};
 use crate::settings::HeimdallSettings;
 
+/// The DNNs' render entities as `extract_dnns` updates them: each one's main world's entity, the
+/// DNN as extracted, and its model and guard once it compiles.
+type ExtractedDnns<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static MainEntity,
+        &'static mut ExtractedDnn,
+        Option<&'static RenderDnn>,
+        Option<&'static GuardPhase>,
+    ),
+>;
+
 /// Extracts every [`Dnn`] onto its render entity ([`ExtractedDnn`]): a DNN new to the render
 /// world gets an entity (with its main world's [`MainEntity`]); the entity of a DNN gone from
 /// the main world is despawned, and its model leaves the coordination (`RenderDnns::removed`).
@@ -38,11 +52,11 @@ pub(crate) fn extract_dnns(
     models: Extract<Res<Assets<DnnModel>>>,
     images: Extract<Option<Res<Assets<Image>>>>,
     server: Extract<Res<AssetServer>>,
-    mut render: Query<(Entity, &MainEntity, &mut ExtractedDnn, Option<&RenderDnn>)>,
+    mut render: ExtractedDnns,
     mut book: ResMut<RenderDnns>,
 ) {
     let mut entities = HashMap::new();
-    for (r, main, _, d) in &render {
+    for (r, main, _, d, _) in &render {
         if dnns.contains(main.id()) {
             entities.insert(main.id(), r);
         } else {
@@ -55,8 +69,8 @@ pub(crate) fn extract_dnns(
         let existing = entities.get(&e).and_then(|&r| render.get_mut(r).ok());
         let awaiting = existing
             .as_ref()
-            .and_then(|(.., r)| *r)
-            .is_some_and(|r| matches!(r.guard, GuardPhase::AwaitingInput { .. }));
+            .and_then(|(.., g)| *g)
+            .is_some_and(|g| matches!(g, GuardPhase::AwaitingInput { .. }));
         let calibration_image = match &d.calibration {
             Calibration::Image(handle) if awaiting => {
                 calibration_frame(handle, d, model, images.as_deref(), &server)
@@ -65,7 +79,7 @@ pub(crate) fn extract_dnns(
         };
         let extracted = extracted_dnn(d, model, calibration_image);
         match existing {
-            Some((_, _, mut x, _)) => *x = extracted,
+            Some((_, _, mut x, ..)) => *x = extracted,
             None => {
                 commands.spawn((MainEntity::from(e), extracted));
             }
@@ -348,7 +362,7 @@ fn compile(
 }
 
 /// The render entities of the DNNs, each with its main world's entity, as extracted, and its
-/// model once it compiles.
+/// model and guard once it compiles.
 type PreparedDnns<'w, 's> = Query<
     'w,
     's,
@@ -356,7 +370,7 @@ type PreparedDnns<'w, 's> = Query<
         Entity,
         &'static MainEntity,
         &'static ExtractedDnn,
-        Option<&'static mut RenderDnn>,
+        Option<(&'static mut RenderDnn, &'static mut GuardPhase)>,
     ),
 >;
 
@@ -379,7 +393,7 @@ pub(crate) fn prepare_models(
     let mut dropped = Vec::new();
     let mut added = Vec::new();
     for (r, main, x, d) in &mut dnns {
-        if let Some(mut existing) = d {
+        if let Some((mut existing, _)) = d {
             if same_model(x, &existing) {
                 // Settings that may change while it runs.
                 existing.decoder = x.decoder.clone();
@@ -399,31 +413,33 @@ pub(crate) fn prepare_models(
             r,
             main.id(),
             compiling_dnn(book, main.id(), x, task, &outbox),
+            GuardPhase::Idle,
         ));
     }
     for (r, main, _, d) in &mut dnns {
-        if let Some(mut d) = d.filter(|_| !dropped.contains(&r)) {
-            poll_compile(main.id(), &mut d, book, &outbox);
+        if let Some((mut d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            poll_compile(main.id(), &mut d, &mut guard, book, &outbox);
         }
     }
-    for (_, main, d) in &mut added {
-        poll_compile(*main, d, book, &outbox);
+    for (_, main, d, guard) in &mut added {
+        poll_compile(*main, d, guard, book, &outbox);
     }
     let ctx = backend.gpu();
     for (r, main, x, d) in &mut dnns {
-        if let Some(mut d) = d.filter(|_| !dropped.contains(&r)) {
-            super::guard::advance(main.id(), x, &mut d, ctx, &settings, &outbox, &work);
+        if let Some((d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            let on = (main.id(), x, &*d);
+            super::guard::advance(on, &mut guard, ctx, &settings, &outbox, &work);
         }
     }
-    for (r, main, mut d) in added {
+    for (r, main, d, mut guard) in added {
         if let Ok((.., x, _)) = dnns.get(r) {
-            super::guard::advance(main, x, &mut d, ctx, &settings, &outbox, &work);
+            super::guard::advance((main, x, &d), &mut guard, ctx, &settings, &outbox, &work);
         }
         dropped.retain(|&e| e != r);
-        commands.entity(r).insert(d);
+        commands.entity(r).insert((d, guard));
     }
     for r in dropped {
-        commands.entity(r).remove::<RenderDnn>();
+        commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
     }
 }
 
@@ -434,14 +450,20 @@ fn same_model(x: &ExtractedDnn, d: &RenderDnn) -> bool {
 
 /// Picks up DNN `d`'s compilation (`main`: its main-world entity) if it finished; a ready one
 /// is registered with the coordinator at this frame's planning (`RenderDnns::newly_ready`).
-fn poll_compile(main: Entity, d: &mut RenderDnn, book: &mut RenderDnns, outbox: &Outbox) {
+fn poll_compile(
+    main: Entity,
+    d: &mut RenderDnn,
+    guard: &mut GuardPhase,
+    book: &mut RenderDnns,
+    outbox: &Outbox,
+) {
     let ModelState::Compiling(task) = &mut d.state else {
         return;
     };
     let Some(result) = check_ready(task) else {
         return;
     };
-    if on_compiled(main, d, result, outbox) {
+    if on_compiled(main, d, guard, result, outbox) {
         book.newly_ready.push(main);
     }
 }
@@ -528,17 +550,17 @@ fn compiling_dnn(
         job: None,
         pending: None,
         last_crop: None,
-        guard: GuardPhase::Idle,
         calibrate_on_frame: d.calibrate_on_frame,
     }
 }
 
 /// DNN `e`'s compilation finished with `result`: it becomes ready (the main world hears its
-/// backend, convolution cache, CPU fallback and guard) or failed. Whether it is ready (to
-/// register with the coordinator).
+/// backend, convolution cache, CPU fallback and guard, which starts in `guard`) or failed.
+/// Whether it is ready (to register with the coordinator).
 fn on_compiled(
     e: Entity,
     d: &mut RenderDnn,
+    guard: &mut GuardPhase,
     result: Result<(Compiled, GuardStart), DnnError>,
     outbox: &Outbox,
 ) -> bool {
@@ -559,7 +581,7 @@ fn on_compiled(
     report_compiled(e, &d.name, &compiled, outbox);
     d.state = ModelState::Ready(Box::new(compiled));
     outbox.send(RenderMessage::Status(e, DnnStatus::Ready(on)));
-    let status = guard_status(d, start);
+    let status = guard_status(d, guard, start);
     outbox.send(RenderMessage::Guard(e, status));
     true
 }
@@ -593,7 +615,7 @@ fn report_compiled(e: Entity, name: &str, compiled: &Compiled, outbox: &Outbox) 
 
 /// Where a newly compiled DNN's accuracy guard starts: off, waiting for its calibration input
 /// (the DNN runs in f32 meanwhile), or decided by a stored decision.
-fn guard_status(d: &mut RenderDnn, start: GuardStart) -> GuardStatus {
+fn guard_status(d: &RenderDnn, guard: &mut GuardPhase, start: GuardStart) -> GuardStatus {
     match start {
         GuardStart::Off => GuardStatus::Off,
         GuardStart::Pending { key } => {
@@ -606,7 +628,7 @@ fn guard_status(d: &mut RenderDnn, start: GuardStart) -> GuardStatus {
                     "calibration image"
                 }
             );
-            d.guard = GuardPhase::AwaitingInput { key };
+            *guard = GuardPhase::AwaitingInput { key };
             GuardStatus::Pending
         }
         GuardStart::Reused(decision) => {

@@ -276,6 +276,7 @@ pub(crate) struct FrameInputs<'w> {
 pub(crate) fn plan_frame(
     mut sched: ResMut<Scheduler>,
     mut dnns: DnnQuery,
+    mut guards: Query<(Entity, &mut GuardPhase)>,
     mut book: ResMut<RenderDnns>,
     mut plan: ResMut<FramePlan>,
     mut backend: ResMut<InferenceBackend>,
@@ -288,7 +289,7 @@ pub(crate) fn plan_frame(
     let _span = info_span!("heimdall::plan_frame").entered();
     let sched = &mut *sched;
     let now = clock.now_ms();
-    retire_models(sched, &mut dnns, &mut book, &outbox);
+    retire_models(sched, (&mut dnns, &mut guards), &mut book, &outbox);
     for e in std::mem::take(&mut book.newly_ready) {
         if let Some(mut d) = dnn_mut(&mut dnns, e) {
             register_model(sched, &mut d);
@@ -309,8 +310,10 @@ pub(crate) fn plan_frame(
     let hz = settings.frame_rate_hz(inputs.display.0);
     sched.coordinator.set_frame_rate(hz);
     // Idle DNNs take their pending request on their source's latest frame.
-    for (dnn, mut d) in dnns.iter_mut() {
-        start_inference(sched, dnn.id(), &mut d, &inputs, now);
+    for (r, mut guard) in &mut guards {
+        if let Ok((dnn, mut d)) = dnns.get_mut(r) {
+            start_inference(sched, (dnn.id(), &mut d, &mut guard), &inputs, now);
+        }
     }
     let window = gpu_window(sched, &settings, heimdall_mode, hz, now);
     decide(
@@ -324,11 +327,11 @@ pub(crate) fn plan_frame(
 /// removed DNN (its requests were made) but not a replaced model.
 fn retire_models(
     sched: &mut Scheduler,
-    dnns: &mut DnnQuery,
+    (dnns, guards): (&mut DnnQuery, &mut Query<(Entity, &mut GuardPhase)>),
     book: &mut RenderDnns,
     outbox: &Outbox,
 ) {
-    for old in super::guard::swap_when_idle(dnns, book, outbox) {
+    for old in super::guard::swap_when_idle(dnns, guards, book, outbox) {
         sched.coordinator.retire(old);
         sched.log.recorder.remove_model(old);
     }
@@ -432,8 +435,7 @@ fn take_requests(sched: &mut Scheduler, dnns: &mut DnnQuery, inputs: &FrameInput
 /// calibration input, and the coordinator admits the request.
 fn start_inference(
     sched: &mut Scheduler,
-    dnn: Entity,
-    d: &mut RenderDnn,
+    (dnn, d, guard): (Entity, &mut RenderDnn, &mut GuardPhase),
     inputs: &FrameInputs,
     now: f64,
 ) {
@@ -441,7 +443,7 @@ fn start_inference(
         return;
     };
     // A guarded model waiting to replace this one: no new inference until the swap.
-    if d.job.is_some() || sched.coordinator.busy(id) || d.guard.swap_waiting() {
+    if d.job.is_some() || sched.coordinator.busy(id) || guard.swap_waiting() {
         return;
     }
     let Some(frame) = inputs.frames.0.get(&d.source) else {
@@ -452,12 +454,12 @@ fn start_inference(
     };
     d.pending = None;
     if d.calibrate_on_frame
-        && let GuardPhase::AwaitingInput { key } = &d.guard
+        && let GuardPhase::AwaitingInput { key } = &*guard
         && super::guard::has_content(&frame.pixels)
     {
         // The guard's calibration input: this first inference's frame and crop (the first
         // one with content: not a camera's black start-up frames).
-        d.guard = GuardPhase::Input {
+        *guard = GuardPhase::Input {
             frame: CalibrationFrame {
                 rgba: frame.pixels.clone(),
                 size: frame.size,

@@ -2,9 +2,9 @@
 //! ([`super::models`]), guard them ([`super::guard`]), schedule, encode and read them back.
 //! Each [`Dnn`] of the main world is an entity of the render world (spawned and despawned by
 //! `extract_dnns` with its main world's entity, a [`MainEntity`]) carrying its components: the
-//! DNN as extracted ([`ExtractedDnn`], every frame) and, once its model compiles, its model,
-//! inference in flight and guard ([`RenderDnn`]). The systems query them; [`RenderDnns`] keeps
-//! what is not one DNN's.
+//! DNN as extracted ([`ExtractedDnn`], every frame) and, once its model compiles, its model and
+//! inference in flight ([`RenderDnn`]) and its guard ([`GuardPhase`]). The systems query them;
+//! [`RenderDnns`] keeps what is not one DNN's.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -168,8 +168,6 @@ pub(crate) struct RenderDnn {
     /// The crop of its last GPU preprocessing: a different one invalidates the convolution
     /// cache (its blocks would compare pixels of another region).
     pub last_crop: Option<Crop>,
-    /// Its accuracy guard ([`crate::guard`]).
-    pub guard: GuardPhase,
     /// The guard calibrates on its first inference ([`Calibration::FirstFrame`]).
     pub calibrate_on_frame: bool,
 }
@@ -388,7 +386,9 @@ pub(crate) struct CalibrationFrame {
     pub crop: Crop,
 }
 
-/// Where a render-world DNN's guard stands.
+/// Where a render-world DNN's accuracy guard ([`crate::guard`]) stands: a component of its
+/// render entity, inserted and removed with its [`RenderDnn`].
+#[derive(Component)]
 pub(crate) enum GuardPhase {
     /// No guard, or no more (off, f32, CPU, decided, failed).
     Idle,
