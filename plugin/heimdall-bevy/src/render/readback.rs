@@ -18,6 +18,7 @@ use super::backend::InferenceBackend;
 use super::cpu::run_ready_cpu_steps;
 use super::decode_pool::DecodePool;
 use super::finish::Finish;
+use super::guard::GuardPhase;
 use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::{dnn_mut, name_of};
@@ -362,7 +363,7 @@ pub(crate) fn restart_dnns(
     for (r, main, d) in &dnns {
         if restarts.0.contains(&main.id()) {
             book.removed.extend(d.model_id);
-            commands.entity(r).remove::<RenderDnn>();
+            commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
         }
     }
 }
