@@ -9,9 +9,10 @@ use heimdall_gpu::Placement;
 use super::cpu_run::{
     CpuInput, CpuRun, CpuSink, SharedCpuModel, spawn_cpu_run, start_cpu_piece, work_slots,
 };
-use super::models::{ModelState, RenderDnns};
+use super::models::{DnnQuery, ModelState};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
+use super::state::dnn_of_model;
 use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
@@ -24,21 +25,19 @@ pub(crate) fn dispatch_cpu(
     work: CpuWork,
     now: f64,
     encoder: &mut wgpu::CommandEncoder,
-    dnns: &mut RenderDnns,
+    dnns: &mut DnnQuery,
     sched: &mut Scheduler,
     workers: &Workers,
     clock: HeimdallClock,
     outbox: &Outbox,
 ) {
     let _span = info_span!("heimdall::cpu_dispatch", model = work.model.0).entered();
-    let Some(e) = dnns.entity_of(work.model) else {
+    let Some((e, mut d)) = dnn_of_model(dnns, work.model) else {
         sched.cpu_done(work.id, 0, now, now);
         return;
     };
     let worker = workers.pool.size() - workers.pool.idle();
-    let Some(d) = dnns.map.get_mut(&e) else {
-        return;
-    };
+    let d = &mut *d;
     let finish = d.finish(e, outbox, clock);
     let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
         sched.cpu_done(work.id, worker, now, now);
@@ -134,8 +133,9 @@ fn run_on_cpu_model(
 
 /// CPU fallback steps whose inputs arrived, and offloaded inferences whose GPU state arrived:
 /// run them on a worker.
-pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, clock: HeimdallClock) {
-    for (e, d) in &mut dnns.map {
+pub(crate) fn run_ready_cpu_steps(dnns: &mut DnnQuery, workers: &Workers, clock: HeimdallClock) {
+    for (main, mut d) in dnns.iter_mut() {
+        let (e, d) = (main.id(), &mut *d);
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };
@@ -145,7 +145,7 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
             .is_some_and(|r| r.requested && r.download.is_ready())
             && let Some(r) = job.resume.take()
         {
-            resume_on_worker(*e, r, c.cpu.clone(), c.steps, workers, clock);
+            resume_on_worker(e, r, c.cpu.clone(), c.steps, workers, clock);
             continue;
         }
         let Some((id, step, true)) = job.cpu_step else {
@@ -160,7 +160,6 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut RenderDnns, workers: &Workers, cloc
             job.need_readback = true;
         }
         let tx = workers.done.sender();
-        let e = *e;
         let worker = workers.pool.size() - workers.pool.idle();
         workers.pool.spawn(move || {
             let start_ms = clock.now_ms();

@@ -25,8 +25,9 @@ use heimdall_vision::image::{Crop, Normalization};
 
 use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_piece};
 use super::finish::Finish;
-use super::models::RenderDnns;
+use super::models::{DnnQuery, RenderDnn};
 use super::record::RunLog;
+use super::state::{dnn_mut, name_of};
 use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
@@ -128,11 +129,12 @@ impl CpuLane {
 
     /// Lends the render world's `coordinator` and `log` to the workers (end of render frame
     /// `frame`; the lane's spares take their place): CPU work reported since the last decision
-    /// is taken in, and work for the free slots goes out.
-    pub fn lend(
+    /// is taken in, and work for the free slots goes out. `dnns`: each DNN's main-world entity
+    /// and render-world state.
+    pub fn lend<'a>(
         &self,
         (coordinator, log, frame): (&mut Coordinator, &mut RunLog, u64),
-        dnns: &RenderDnns,
+        dnns: impl Iterator<Item = (Entity, &'a RenderDnn)>,
         workers: &Workers,
         out: &Outbox,
     ) {
@@ -162,7 +164,7 @@ impl CpuLane {
         &self,
         coordinator: &mut Coordinator,
         log: &mut RunLog,
-        dnns: &mut RenderDnns,
+        dnns: &mut DnnQuery,
     ) -> Vec<CpuWork> {
         let mut st = self.lock();
         if !st.lent {
@@ -175,7 +177,8 @@ impl CpuLane {
         log.lent_for(st.clock.now_ms() - st.lent_at);
         for (id, j) in &st.jobs {
             let Some(m) = st.models.get(id) else { continue };
-            if let Some(job) = dnns.map.get_mut(&m.entity).and_then(|d| d.job.as_mut())
+            if let Some(mut d) = dnn_mut(dnns, m.entity)
+                && let Some(job) = d.job.as_mut()
                 && (job.frame_index, job.started_ms) == (j.frame_index, j.started_ms)
             {
                 job.on_cpu |= j.on_cpu;
@@ -185,12 +188,12 @@ impl CpuLane {
             if let Some(err) = &r.error {
                 // A job that panicked fails its DNN; other errors are logged.
                 match &st.outbox {
-                    Some(outbox) => outbox.cpu_work_error(&dnns.name_of(r.entity), r.entity, err),
-                    None => error!("heimdall: {}: CPU work: {err}", dnns.name_of(r.entity)),
+                    Some(outbox) => outbox.cpu_work_error(&name_of(dnns, r.entity), r.entity, err),
+                    None => error!("heimdall: {}: CPU work: {err}", name_of(dnns, r.entity)),
                 }
             }
             if (r.error.is_some() || r.finished)
-                && let Some(d) = dnns.map.get_mut(&r.entity)
+                && let Some(mut d) = dnn_mut(dnns, r.entity)
             {
                 d.job = None;
             }
@@ -215,10 +218,10 @@ impl CpuListener for CpuLane {
 
 impl LaneState {
     /// The DNNs' models and inferences in flight, as the render world has them now.
-    fn refresh(&mut self, dnns: &RenderDnns, out: &Outbox) {
+    fn refresh<'a>(&mut self, dnns: impl Iterator<Item = (Entity, &'a RenderDnn)>, out: &Outbox) {
         let clock = self.clock;
-        let mut live = Vec::with_capacity(dnns.map.len());
-        for (&e, d) in &dnns.map {
+        let mut live = Vec::with_capacity(dnns.size_hint().0);
+        for (e, d) in dnns {
             let (Some(id), Some(c)) = (d.model_id, d.compiled()) else {
                 continue;
             };

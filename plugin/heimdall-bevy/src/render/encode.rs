@@ -17,9 +17,10 @@ use heimdall_coordinator::GpuWork;
 
 use super::backend::InferenceBackend;
 use super::cpu::dispatch_cpu;
-use super::models::{ModelState, ReadbackState, RenderDnn, RenderDnns};
+use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn};
 use super::readback::{ReadbackWaiter, map_outputs};
 use super::schedule::{FramePlan, Scheduler};
+use super::state::dnn_of_model;
 use super::timer::{FrameTimer, Mark};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
@@ -41,9 +42,9 @@ pub(crate) fn work_after_scene(settings: Res<HeimdallSettings>) -> bool {
 /// the DNNs, the scheduler and its plan for the frame, the CPU workers, the clock, the channel
 /// to the main world.
 #[derive(SystemParam)]
-pub(crate) struct DnnWork<'w> {
+pub(crate) struct DnnWork<'w, 's> {
     backend: ResMut<'w, InferenceBackend>,
-    dnns: ResMut<'w, RenderDnns>,
+    dnns: DnnQuery<'w, 's>,
     sched: ResMut<'w, Scheduler>,
     plan: ResMut<'w, FramePlan>,
     workers: Res<'w, Workers>,
@@ -132,7 +133,7 @@ fn record(encoder: &mut wgpu::CommandEncoder, work: &mut DnnWork) -> bool {
         clock,
         outbox,
     } = work;
-    let (dnns, sched) = (&mut **dnns, &mut **sched);
+    let sched = &mut **sched;
     let timer = &mut backend.timer;
     let now = plan.now_ms;
     // 1. Preprocessing of the inferences started this frame (before their first chunk).
@@ -158,9 +159,10 @@ fn record(encoder: &mut wgpu::CommandEncoder, work: &mut DnnWork) -> bool {
 }
 
 /// Records the GPU preprocessing of the inferences started this frame; whether any was.
-fn encode_preprocessing(encoder: &mut wgpu::CommandEncoder, dnns: &mut RenderDnns) -> bool {
+fn encode_preprocessing(encoder: &mut wgpu::CommandEncoder, dnns: &mut DnnQuery) -> bool {
     let mut preprocessed = false;
-    for d in dnns.map.values_mut() {
+    for (_, mut d) in dnns.iter_mut() {
+        let d = &mut *d;
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };
@@ -182,7 +184,7 @@ fn encode_chunks(
     encoder: &mut wgpu::CommandEncoder,
     timer: &mut Option<FrameTimer>,
     timed: bool,
-    dnns: &mut RenderDnns,
+    dnns: &mut DnnQuery,
     sched: &mut Scheduler,
     gpu: &mut Vec<GpuWork>,
     now: f64,
@@ -190,12 +192,11 @@ fn encode_chunks(
     let mut recorded = false;
     let mut works = Vec::new();
     for g in std::mem::take(gpu) {
-        let Some(e) = dnns.entity_of(g.model) else {
+        let Some((_, mut d)) = dnn_of_model(dnns, g.model) else {
             sched.gpu_done(g.id, now, now);
             continue;
         };
-        let d = dnns.map.get_mut(&e).expect("entity_of found it");
-        let encoded = encode_chunk(encoder, d, &g);
+        let encoded = encode_chunk(encoder, &mut d, &g);
         recorded |= encoded.is_ok();
         match encoded {
             Ok(()) if timed => {
@@ -250,9 +251,10 @@ fn encode_chunk(
 
 /// Records the output copies of the inferences whose last step was encoded (or ran on the
 /// CPU); whether any was.
-fn encode_output_copies(encoder: &mut wgpu::CommandEncoder, dnns: &mut RenderDnns) -> bool {
+fn encode_output_copies(encoder: &mut wgpu::CommandEncoder, dnns: &mut DnnQuery) -> bool {
     let mut recorded = false;
-    for d in dnns.map.values_mut() {
+    for (_, mut d) in dnns.iter_mut() {
+        let d = &mut *d;
         let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
             continue;
         };

@@ -20,7 +20,9 @@ use super::guard_store;
 pub(crate) use super::state::{
     CalibrationFrame, GuardJob, GuardPhase, GuardPlan, GuardStart, Guarded,
 };
-use super::state::{Compiled, ExtractedDnns, ModelState, RenderDnns, min_interval_ms};
+use super::state::{
+    Compiled, DnnQuery, ExtractedDnn, ModelState, RenderDnn, RenderDnns, min_interval_ms,
+};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::guard::{GuardOutcome, GuardStatus};
 use crate::settings::HeimdallSettings;
@@ -145,86 +147,93 @@ pub(crate) fn run(job: GuardJob) -> Result<Box<Guarded>, String> {
     }))
 }
 
-/// Advances every DNN's guard: takes the app's calibration image where it waits for one,
-/// starts the checks whose input arrived, and collects the finished ones (a failed check leaves
-/// the DNN in f32 and says why).
+/// Advances DNN `d`'s `guard` (`e`: its main-world entity; extracted as `x`): takes the app's
+/// calibration image where it waits for one, starts the check whose input arrived, and
+/// collects the finished one (a failed check leaves the DNN in f32 and says why).
 pub(crate) fn advance(
-    dnns: &mut RenderDnns,
-    ex: &ExtractedDnns,
+    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    guard: &mut GuardPhase,
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
     outbox: &Outbox,
     work: &BackgroundWork,
 ) {
-    for (e, d) in &mut dnns.map {
-        if let GuardPhase::AwaitingInput { key } = &d.guard
-            && let Some(image) = ex.0.get(e).and_then(|x| x.calibration_image.clone())
-        {
-            d.guard = match image {
-                Ok(frame) => GuardPhase::Input {
-                    frame,
-                    key: key.clone(),
-                },
-                Err(why) => fail(*e, &d.name, why, outbox),
-            };
-        }
-        if matches!(d.guard, GuardPhase::Input { .. }) {
-            let GuardPhase::Input { frame, key } =
-                std::mem::replace(&mut d.guard, GuardPhase::Idle)
-            else {
-                continue;
-            };
-            let (Some(ctx), Some(x), Some(c), Some(config)) =
-                (ctx, ex.0.get(e), d.compiled(), settings.guard.clone())
-            else {
-                continue; // the DNN is going away, or the device changed: recompiled anyway
-            };
-            let Some(graph) = x.graph.clone() else {
-                continue;
-            };
-            let job = GuardJob {
-                name: d.name.clone(),
-                graph,
-                ctx: ctx.clone(),
-                precision: settings.precision,
-                norm: d.normalization,
-                cache: d.conv_cache,
-                min_interval_ms: min_interval_ms(settings, x.request_period_ms),
-                plan: GuardPlan {
-                    config,
-                    store: settings.guard_store.clone(),
-                },
-                key,
+    if let GuardPhase::AwaitingInput { key } = &*guard
+        && let Some(image) = x.calibration_image.clone()
+    {
+        *guard = match image {
+            Ok(frame) => GuardPhase::Input {
                 frame,
-                cpu: c.cpu_part(),
-            };
-            info!(
-                "heimdall: {}: f16 guard: checking the model on its calibration input (it runs \
-                 in f32 meanwhile)",
-                d.name
-            );
-            let name = d.name.clone();
-            d.guard = GuardPhase::Running(work.spawn(async move {
-                let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
-                let guarded = run(job);
-                info!(
-                    "heimdall: {name}: f16 guard task {:.0} ms, {} GPU waits",
-                    since.elapsed().as_secs_f64() * 1e3,
-                    heimdall_gpu::waits_on_this_thread() - waits
-                );
-                guarded
-            }));
-            outbox.send(RenderMessage::Guard(*e, GuardStatus::Checking));
-        }
-        if let GuardPhase::Running(task) = &mut d.guard
-            && let Some(result) = check_ready(task)
-        {
-            d.guard = match result {
-                Ok(g) => GuardPhase::Ready(g),
-                Err(why) => fail(*e, &d.name, why, outbox),
-            };
-        }
+                key: key.clone(),
+            },
+            Err(why) => fail(e, &d.name, why, outbox),
+        };
     }
+    if matches!(guard, GuardPhase::Input { .. }) {
+        start_check((e, x, d), guard, ctx, settings, outbox, work);
+    }
+    if let GuardPhase::Running(task) = &mut *guard
+        && let Some(result) = check_ready(task)
+    {
+        *guard = match result {
+            Ok(g) => GuardPhase::Ready(g),
+            Err(why) => fail(e, &d.name, why, outbox),
+        };
+    }
+}
+
+/// Starts the check of DNN `d`, whose calibration input arrived (in `guard`), on the compile
+/// task.
+fn start_check(
+    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    guard: &mut GuardPhase,
+    ctx: Option<&GpuContext>,
+    settings: &HeimdallSettings,
+    outbox: &Outbox,
+    work: &BackgroundWork,
+) {
+    let GuardPhase::Input { frame, key } = std::mem::replace(guard, GuardPhase::Idle) else {
+        return;
+    };
+    let (Some(ctx), Some(c), Some(config)) = (ctx, d.compiled(), settings.guard.clone()) else {
+        return; // the device changed: recompiled anyway
+    };
+    let Some(graph) = x.graph.clone() else {
+        return;
+    };
+    let job = GuardJob {
+        name: d.name.clone(),
+        graph,
+        ctx: ctx.clone(),
+        precision: settings.precision,
+        norm: d.normalization,
+        cache: d.conv_cache,
+        min_interval_ms: min_interval_ms(settings, x.request_period_ms),
+        plan: GuardPlan {
+            config,
+            store: settings.guard_store.clone(),
+        },
+        key,
+        frame,
+        cpu: c.cpu_part(),
+    };
+    info!(
+        "heimdall: {}: f16 guard: checking the model on its calibration input (it runs \
+         in f32 meanwhile)",
+        d.name
+    );
+    let name = d.name.clone();
+    *guard = GuardPhase::Running(work.spawn(async move {
+        let (waits, since) = (heimdall_gpu::waits_on_this_thread(), Instant::now());
+        let guarded = run(job);
+        info!(
+            "heimdall: {name}: f16 guard task {:.0} ms, {} GPU waits",
+            since.elapsed().as_secs_f64() * 1e3,
+            heimdall_gpu::waits_on_this_thread() - waits
+        );
+        guarded
+    }));
+    outbox.send(RenderMessage::Guard(e, GuardStatus::Checking));
 }
 
 /// Reports a guard that could not check its DNN (which stays in f32).
@@ -238,21 +247,21 @@ fn fail(e: Entity, name: &str, why: String, outbox: &Outbox) -> GuardPhase {
 /// registers it anew (its profile) at this frame's planning, and its status becomes decided.
 /// Returns the coordinator ids the replaced models had.
 pub(crate) fn swap_when_idle(
-    dnns: &mut RenderDnns,
+    dnns: &mut DnnQuery,
+    guards: &mut Query<(Entity, &mut GuardPhase)>,
+    book: &mut RenderDnns,
     outbox: &Outbox,
 ) -> Vec<heimdall_coordinator::ModelId> {
     let mut retired = Vec::new();
-    let ready: Vec<Entity> = dnns
-        .map
-        .iter()
-        .filter(|(_, d)| d.job.is_none() && d.guard.swap_waiting())
-        .map(|(e, _)| *e)
-        .collect();
-    for e in ready {
-        let Some(d) = dnns.map.get_mut(&e) else {
+    for (r, mut guard) in guards.iter_mut() {
+        let Ok((main, mut d)) = dnns.get_mut(r) else {
             continue;
         };
-        let GuardPhase::Ready(g) = std::mem::replace(&mut d.guard, GuardPhase::Idle) else {
+        if d.job.is_some() || !guard.swap_waiting() {
+            continue;
+        }
+        let e = main.id();
+        let GuardPhase::Ready(g) = std::mem::replace(&mut *guard, GuardPhase::Idle) else {
             continue;
         };
         let Guarded { compiled, decision } = *g;
@@ -277,7 +286,7 @@ pub(crate) fn swap_when_idle(
         d.state = ModelState::Ready(Box::new(compiled));
         retired.extend(d.model_id.take());
         d.last_crop = None;
-        dnns.newly_ready.push(e);
+        book.newly_ready.push(e);
         outbox.send(RenderMessage::Guard(
             e,
             GuardStatus::Decided(GuardOutcome {

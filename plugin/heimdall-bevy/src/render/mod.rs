@@ -42,6 +42,7 @@ pub mod timer;
 use bevy::core_pipeline::schedule::camera_driver;
 use bevy::prelude::*;
 use bevy::render::renderer::{RenderGraph, RenderGraphSystems};
+use bevy::render::sync_world::MainEntity;
 use bevy::render::{ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems};
 
 use crate::bridge::channel::{FailedDnns, Outbox, RenderMessage};
@@ -119,7 +120,6 @@ fn insert_resources(
         .insert_resource(readback_device)
         .init_resource::<ExtractedRestarts>()
         .init_resource::<background::BackgroundWork>()
-        .init_resource::<models::ExtractedDnns>()
         .init_resource::<models::RenderDnns>()
         .init_resource::<ExtractedFrames>()
         .init_resource::<ExtractedRequests>()
@@ -334,6 +334,16 @@ fn install(world: &mut World) {
     let clock = *world.resource::<HeimdallClock>();
     world.insert_resource(schedule::Scheduler::new(&settings, gpu, clock));
     world.insert_resource(live_settings::AppliedSettings::of(&settings));
+    // Every DNN compiles again for the new device (its render entity stays, as extracted).
+    let compiled: Vec<Entity> = world
+        .query_filtered::<Entity, With<models::RenderDnn>>()
+        .iter(world)
+        .collect();
+    for e in compiled {
+        world
+            .entity_mut(e)
+            .remove::<(models::RenderDnn, guard::GuardPhase)>();
+    }
     world.insert_resource(models::RenderDnns::default());
 }
 
@@ -353,16 +363,13 @@ fn on_render_startup(world: &mut World, mut started: Local<bool>) {
 /// The devices the DNNs' GPU models were compiled on, one entry per compiled GPU model (read
 /// from the render world; for diagnostics and tests).
 pub fn compiled_devices(render_world: &World) -> Vec<wgpu::Device> {
-    render_world
-        .get_resource::<models::RenderDnns>()
-        .map(|d| {
-            d.map
-                .values()
-                .filter_map(|d| d.compiled()?.gpu.as_ref())
-                .map(|g| g.context().device.clone())
-                .collect()
-        })
-        .unwrap_or_default()
+    let Some(mut dnns) = render_world.try_query::<&models::RenderDnn>() else {
+        return Vec::new();
+    };
+    dnns.iter(render_world)
+        .filter_map(|d| d.compiled()?.gpu.as_ref())
+        .map(|g| g.context().device.clone())
+        .collect()
 }
 
 /// The storage precision of the GPU model `dnn` runs now, as compiled (`None`: not compiled
@@ -370,7 +377,8 @@ pub fn compiled_devices(render_world: &World) -> Vec<wgpu::Device> {
 /// the accuracy guard runs `F32` until its guarded model replaces that one
 /// ([`crate::guard::GuardStatus`]); its f32 op ranges are in the guard's decision.
 pub fn compiled_precision(render_world: &World, dnn: Entity) -> Option<heimdall_gpu::Precision> {
-    let dnns = render_world.get_resource::<models::RenderDnns>()?;
-    let gpu = dnns.map.get(&dnn)?.compiled()?.gpu.as_ref()?;
+    let mut dnns = render_world.try_query::<(&MainEntity, &models::RenderDnn)>()?;
+    let (_, d) = dnns.iter(render_world).find(|(m, _)| m.id() == dnn)?;
+    let gpu = d.compiled()?.gpu.as_ref()?;
     Some(gpu.report().precision)
 }

@@ -2,11 +2,13 @@
 //! `RenderDevice` (and always for the CPU, the fallback and offload target) on a background
 //! task, warmed and profiled before its first inference, and the inference it has in flight.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 use bevy::render::Extract;
+use bevy::render::sync_world::MainEntity;
 use bevy::tasks::Task;
 use bevy::tasks::futures::check_ready;
 use heimdall_cpu::{CpuModel, CpuOptions};
@@ -18,7 +20,7 @@ use super::background::BackgroundWork;
 use super::cache::{GpuJob, compile_gpu};
 use super::state::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
 pub(crate) use super::state::{
-    Compiled, CpuPart, ExtractedDnn, ExtractedDnns, Job, ModelState, ReadbackState, RenderDnn,
+    Compiled, CpuPart, DnnQuery, ExtractedDnn, Job, ModelState, ReadbackState, RenderDnn,
     RenderDnns, min_interval_ms,
 };
 use crate::asset::DnnModel;
@@ -27,49 +29,88 @@ use crate::dnn::{Backend, ConvCache, Dnn, DnnError, DnnStatus, InputCrop, Reques
 use crate::guard::{Calibration, GuardOutcome, GuardStatus};
 use crate::settings::HeimdallSettings;
 
+/// The DNNs' render entities as `extract_dnns` updates them: each one's main world's entity, the
+/// DNN as extracted, and its model and guard once it compiles.
+type ExtractedDnns<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static MainEntity,
+        &'static mut ExtractedDnn,
+        Option<&'static RenderDnn>,
+        Option<&'static GuardPhase>,
+    ),
+>;
+
+/// Extracts every [`Dnn`] onto its render entity ([`ExtractedDnn`]): a DNN new to the render
+/// world gets an entity (with its main world's [`MainEntity`]); the entity of a DNN gone from
+/// the main world is despawned, and its model leaves the coordination (`RenderDnns::removed`).
 pub(crate) fn extract_dnns(
-    mut ex: ResMut<ExtractedDnns>,
+    mut commands: Commands,
     dnns: Extract<Query<(Entity, &Dnn)>>,
     models: Extract<Res<Assets<DnnModel>>>,
     images: Extract<Option<Res<Assets<Image>>>>,
     server: Extract<Res<AssetServer>>,
-    render: Res<RenderDnns>,
+    mut render: ExtractedDnns,
+    mut book: ResMut<RenderDnns>,
 ) {
-    ex.0.clear();
+    let mut entities = HashMap::new();
+    for (r, main, _, d, _) in &render {
+        if dnns.contains(main.id()) {
+            entities.insert(main.id(), r);
+        } else {
+            book.removed.extend(d.and_then(|d| d.model_id));
+            commands.entity(r).despawn();
+        }
+    }
     for (e, d) in &dnns {
         let model = models.get(&d.model);
-        let awaiting = render
-            .map
-            .get(&e)
-            .is_some_and(|r| matches!(r.guard, GuardPhase::AwaitingInput { .. }));
+        let existing = entities.get(&e).and_then(|&r| render.get_mut(r).ok());
+        let awaiting = existing
+            .as_ref()
+            .and_then(|(.., g)| *g)
+            .is_some_and(|g| matches!(g, GuardPhase::AwaitingInput { .. }));
         let calibration_image = match &d.calibration {
             Calibration::Image(handle) if awaiting => {
                 calibration_frame(handle, d, model, images.as_deref(), &server)
             }
             _ => None,
         };
-        ex.0.insert(
-            e,
-            ExtractedDnn {
-                name: model.map(|m| m.name.clone()).unwrap_or_default(),
-                model: d.model.id(),
-                graph: model.map(|m| m.graph.clone()),
-                source: d.source,
-                normalization: d.normalization,
-                conv_cache: d.conv_cache,
-                roi: matches!(d.crop, InputCrop::Roi(_)),
-                request_period_ms: match d.request {
-                    RequestMode::Every(p) => Some(p.as_secs_f64() * 1e3),
-                    RequestMode::Continuous | RequestMode::OnDemand => None,
-                },
-                on_demand: d.request == RequestMode::OnDemand,
-                decoder: d.decoder.clone(),
-                deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
-                utility: d.utility,
-                calibrate_on_frame: d.calibration == Calibration::FirstFrame,
-                calibration_image,
-            },
-        );
+        let extracted = extracted_dnn(d, model, calibration_image);
+        match existing {
+            Some((_, _, mut x, ..)) => *x = extracted,
+            None => {
+                commands.spawn((MainEntity::from(e), extracted));
+            }
+        }
+    }
+}
+
+/// Main-world DNN `d` (its model `model`, once loaded) as the render world sees it.
+fn extracted_dnn(
+    d: &Dnn,
+    model: Option<&DnnModel>,
+    calibration_image: Option<Result<CalibrationFrame, String>>,
+) -> ExtractedDnn {
+    ExtractedDnn {
+        name: model.map(|m| m.name.clone()).unwrap_or_default(),
+        model: d.model.id(),
+        graph: model.map(|m| m.graph.clone()),
+        source: d.source,
+        normalization: d.normalization,
+        conv_cache: d.conv_cache,
+        roi: matches!(d.crop, InputCrop::Roi(_)),
+        request_period_ms: match d.request {
+            RequestMode::Every(p) => Some(p.as_secs_f64() * 1e3),
+            RequestMode::Continuous | RequestMode::OnDemand => None,
+        },
+        on_demand: d.request == RequestMode::OnDemand,
+        decoder: d.decoder.clone(),
+        deadline_ms: d.deadline.map(|d| d.as_secs_f64() * 1e3),
+        utility: d.utility,
+        calibrate_on_frame: d.calibration == Calibration::FirstFrame,
+        calibration_image,
     }
 }
 
@@ -320,59 +361,111 @@ fn compile(
     Ok((Compiled::assemble(cpu, Some(gpu)), start))
 }
 
-/// Starts compiling new DNN entities, picks up finished compilations, drops removed ones.
+/// The render entities of the DNNs, each with its main world's entity, as extracted, and its
+/// model and guard once it compiles.
+type PreparedDnns<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static MainEntity,
+        &'static ExtractedDnn,
+        Option<(&'static mut RenderDnn, &'static mut GuardPhase)>,
+    ),
+>;
+
+/// Starts compiling new DNNs (and those whose model, source or convolution cache changed: a
+/// change recompiles, and the old model leaves the coordination, `RenderDnns::removed`), picks
+/// up finished compilations and advances the guards.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_models(
-    mut dnns: ResMut<RenderDnns>,
-    ex: Res<ExtractedDnns>,
+    mut commands: Commands,
+    mut dnns: PreparedDnns,
+    mut book: ResMut<RenderDnns>,
     backend: Res<InferenceBackend>,
     settings: Res<HeimdallSettings>,
     outbox: Res<Outbox>,
     work: Res<BackgroundWork>,
 ) {
-    let dnns = &mut *dnns;
-    drop_changed_dnns(dnns, &ex);
-    for (e, d) in &ex.0 {
-        if let Some(existing) = dnns.map.get_mut(e) {
-            // Settings that may change while it runs.
-            existing.decoder = d.decoder.clone();
-            existing.deadline_ms = d.deadline_ms;
-            existing.utility = d.utility;
-            existing.on_demand = d.on_demand;
-            continue;
+    let book = &mut *book;
+    // Render entities whose model went away (before any new one is inserted), and the new
+    // models of this frame, inserted once polled.
+    let mut dropped = Vec::new();
+    let mut added = Vec::new();
+    for (r, main, x, d) in &mut dnns {
+        if let Some((mut existing, _)) = d {
+            if same_model(x, &existing) {
+                // Settings that may change while it runs.
+                existing.decoder = x.decoder.clone();
+                existing.deadline_ms = x.deadline_ms;
+                existing.utility = x.utility;
+                existing.on_demand = x.on_demand;
+                continue;
+            }
+            book.removed.extend(existing.model_id);
+            dropped.push(r);
         }
-        let Some(graph) = d.graph.clone() else {
+        let Some(graph) = x.graph.clone() else {
             continue; // the asset is still loading (or failed: the main world reports it)
         };
-        let task = spawn_compile(d, graph, &backend, &settings, &work);
-        add_compiling_dnn(dnns, *e, d, task, &outbox);
+        let task = spawn_compile(x, graph, &backend, &settings, &work);
+        added.push((
+            r,
+            main.id(),
+            compiling_dnn(book, main.id(), x, task, &outbox),
+            GuardPhase::Idle,
+        ));
     }
-    for (e, d) in &mut dnns.map {
-        let ModelState::Compiling(task) = &mut d.state else {
-            continue;
-        };
-        let Some(result) = check_ready(task) else {
-            continue;
-        };
-        if on_compiled(*e, d, result, &outbox) {
-            dnns.newly_ready.push(*e);
+    for (r, main, _, d) in &mut dnns {
+        if let Some((mut d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            poll_compile(main.id(), &mut d, &mut guard, book, &outbox);
         }
     }
-    super::guard::advance(dnns, &ex, backend.gpu(), &settings, &outbox, &work);
+    for (_, main, d, guard) in &mut added {
+        poll_compile(*main, d, guard, book, &outbox);
+    }
+    let ctx = backend.gpu();
+    for (r, main, x, d) in &mut dnns {
+        if let Some((d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            let on = (main.id(), x, &*d);
+            super::guard::advance(on, &mut guard, ctx, &settings, &outbox, &work);
+        }
+    }
+    for (r, main, d, mut guard) in added {
+        if let Ok((.., x, _)) = dnns.get(r) {
+            super::guard::advance((main, x, &d), &mut guard, ctx, &settings, &outbox, &work);
+        }
+        dropped.retain(|&e| e != r);
+        commands.entity(r).insert((d, guard));
+    }
+    for r in dropped {
+        commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
+    }
 }
 
-/// Drops the DNNs whose entity is gone or whose model, source or convolution cache changed (a
-/// change recompiles); their models leave the coordination (`RenderDnns::removed`).
-fn drop_changed_dnns(dnns: &mut RenderDnns, ex: &ExtractedDnns) {
-    let removed = &mut dnns.removed;
-    dnns.map.retain(|e, d| {
-        let keep = ex.0.get(e).is_some_and(|x| {
-            x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
-        });
-        if !keep {
-            removed.extend(d.model_id);
-        }
-        keep
-    });
+/// Whether DNN `d` was compiled for the model, source and convolution cache extracted as `x`.
+fn same_model(x: &ExtractedDnn, d: &RenderDnn) -> bool {
+    x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
+}
+
+/// Picks up DNN `d`'s compilation (`main`: its main-world entity) if it finished; a ready one
+/// is registered with the coordinator at this frame's planning (`RenderDnns::newly_ready`).
+fn poll_compile(
+    main: Entity,
+    d: &mut RenderDnn,
+    guard: &mut GuardPhase,
+    book: &mut RenderDnns,
+    outbox: &Outbox,
+) {
+    let ModelState::Compiling(task) = &mut d.state else {
+        return;
+    };
+    let Some(result) = check_ready(task) else {
+        return;
+    };
+    if on_compiled(main, d, guard, result, outbox) {
+        book.newly_ready.push(main);
+    }
 }
 
 /// What compiling a DNN's model yields: the compiled model and where its guard starts.
@@ -428,49 +521,46 @@ fn spawn_compile(
     })
 }
 
-/// Adds DNN entity `e` (extracted as `d`) to the render world while `task` compiles its model,
-/// with the next instance index; tells the main world it is compiling.
-fn add_compiling_dnn(
-    dnns: &mut RenderDnns,
+/// DNN `e` (its main-world entity; extracted as `d`) while `task` compiles its model, with the
+/// next instance index; tells the main world it is compiling.
+fn compiling_dnn(
+    book: &mut RenderDnns,
     e: Entity,
     d: &ExtractedDnn,
     task: CompileTask,
     outbox: &Outbox,
-) {
-    let index = dnns.next_index;
-    dnns.next_index += 1;
+) -> RenderDnn {
+    let index = book.next_index;
+    book.next_index += 1;
     outbox.send(RenderMessage::Status(e, DnnStatus::Compiling));
     outbox.send(RenderMessage::Instance(index, d.name.clone()));
-    dnns.map.insert(
-        e,
-        RenderDnn {
-            index,
-            name: d.name.clone(),
-            model: d.model,
-            source: d.source,
-            decoder: d.decoder.clone(),
-            normalization: d.normalization,
-            conv_cache: (d.conv_cache, d.roi),
-            deadline_ms: d.deadline_ms,
-            utility: d.utility,
-            on_demand: d.on_demand,
-            state: ModelState::Compiling(task),
-            model_id: None,
-            job: None,
-            pending: None,
-            last_crop: None,
-            guard: GuardPhase::Idle,
-            calibrate_on_frame: d.calibrate_on_frame,
-        },
-    );
+    RenderDnn {
+        index,
+        name: d.name.clone(),
+        model: d.model,
+        source: d.source,
+        decoder: d.decoder.clone(),
+        normalization: d.normalization,
+        conv_cache: (d.conv_cache, d.roi),
+        deadline_ms: d.deadline_ms,
+        utility: d.utility,
+        on_demand: d.on_demand,
+        state: ModelState::Compiling(task),
+        model_id: None,
+        job: None,
+        pending: None,
+        last_crop: None,
+        calibrate_on_frame: d.calibrate_on_frame,
+    }
 }
 
 /// DNN `e`'s compilation finished with `result`: it becomes ready (the main world hears its
-/// backend, convolution cache, CPU fallback and guard) or failed. Whether it is ready (to
-/// register with the coordinator).
+/// backend, convolution cache, CPU fallback and guard, which starts in `guard`) or failed.
+/// Whether it is ready (to register with the coordinator).
 fn on_compiled(
     e: Entity,
     d: &mut RenderDnn,
+    guard: &mut GuardPhase,
     result: Result<(Compiled, GuardStart), DnnError>,
     outbox: &Outbox,
 ) -> bool {
@@ -491,7 +581,7 @@ fn on_compiled(
     report_compiled(e, &d.name, &compiled, outbox);
     d.state = ModelState::Ready(Box::new(compiled));
     outbox.send(RenderMessage::Status(e, DnnStatus::Ready(on)));
-    let status = guard_status(d, start);
+    let status = guard_status(d, guard, start);
     outbox.send(RenderMessage::Guard(e, status));
     true
 }
@@ -525,7 +615,7 @@ fn report_compiled(e: Entity, name: &str, compiled: &Compiled, outbox: &Outbox) 
 
 /// Where a newly compiled DNN's accuracy guard starts: off, waiting for its calibration input
 /// (the DNN runs in f32 meanwhile), or decided by a stored decision.
-fn guard_status(d: &mut RenderDnn, start: GuardStart) -> GuardStatus {
+fn guard_status(d: &RenderDnn, guard: &mut GuardPhase, start: GuardStart) -> GuardStatus {
     match start {
         GuardStart::Off => GuardStatus::Off,
         GuardStart::Pending { key } => {
@@ -538,7 +628,7 @@ fn guard_status(d: &mut RenderDnn, start: GuardStart) -> GuardStatus {
                     "calibration image"
                 }
             );
-            d.guard = GuardPhase::AwaitingInput { key };
+            *guard = GuardPhase::AwaitingInput { key };
             GuardStatus::Pending
         }
         GuardStart::Reused(decision) => {

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
+use bevy::render::sync_world::MainEntity;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError, bounded};
 use heimdall_gpu::GpuModel;
 
@@ -17,8 +18,10 @@ use super::backend::InferenceBackend;
 use super::cpu::run_ready_cpu_steps;
 use super::decode_pool::DecodePool;
 use super::finish::Finish;
-use super::models::{ModelState, ReadbackState, RenderDnns};
+use super::guard::GuardPhase;
+use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::schedule::Scheduler;
+use super::state::{dnn_mut, name_of};
 use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox};
 use crate::bridge::readback_device::ReadbackDevice;
 use crate::clock::HeimdallClock;
@@ -242,7 +245,7 @@ fn take(p: &Pending, alive: bool) -> Result<Option<Vec<Vec<f32>>>, String> {
 /// went into the frame's own submission, its output copies and CPU steps' inputs
 /// ([`map_outputs`]); runs the map callbacks that are due.
 pub(crate) fn map_after_submit(
-    mut dnns: ResMut<RenderDnns>,
+    mut dnns: DnnQuery,
     mut backend: ResMut<InferenceBackend>,
     waiter: Res<ReadbackWaiter>,
     outbox: Res<Outbox>,
@@ -266,21 +269,22 @@ pub(crate) fn map_after_submit(
 /// Maps the output copies and CPU steps' input downloads just submitted, hands each readback
 /// to the readback thread and runs map callbacks that are due (never waits).
 pub(crate) fn map_outputs(
-    dnns: &mut RenderDnns,
+    dnns: &mut DnnQuery,
     backend: &InferenceBackend,
     waiter: &ReadbackWaiter,
     outbox: &Outbox,
     clock: HeimdallClock,
 ) {
     let submitted_ms = clock.now_ms();
-    for (e, d) in &mut dnns.map {
+    for (main, mut d) in dnns.iter_mut() {
+        let (e, d) = (main.id(), &mut *d);
         // What the readback thread needs to finish the inference: only for a readback to hand
         // over (it clones the name, shapes and decoder).
         let finish = d
             .job
             .as_ref()
             .is_some_and(|j| j.readback == ReadbackState::Encoded)
-            .then(|| d.finish(*e, outbox, clock))
+            .then(|| d.finish(e, outbox, clock))
             .flatten()
             .map(|mut f| {
                 f.stages.submitted_ms = Some(submitted_ms);
@@ -350,21 +354,26 @@ pub(crate) fn map_outputs(
 
 /// DNNs asked to restart ([`crate::faults::RestartDnn`]) are dropped here, so that
 /// `prepare_models` compiles them again as new ones (their coordinator models are retired).
-pub(crate) fn restart_dnns(restarts: Res<ExtractedRestarts>, mut dnns: ResMut<RenderDnns>) {
-    let dnns = &mut *dnns;
-    for e in &restarts.0 {
-        if let Some(d) = dnns.map.remove(e) {
-            dnns.removed.extend(d.model_id);
+pub(crate) fn restart_dnns(
+    mut commands: Commands,
+    restarts: Res<ExtractedRestarts>,
+    dnns: Query<(Entity, &MainEntity, &RenderDnn)>,
+    mut book: ResMut<RenderDnns>,
+) {
+    for (r, main, d) in &dnns {
+        if restarts.0.contains(&main.id()) {
+            book.removed.extend(d.model_id);
+            commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
         }
     }
 }
 
 /// Stops `dnn` for good (until it restarts): no job, no coordinator model, no compiled model.
-fn stop(dnns: &mut RenderDnns, dnn: Entity) {
-    if let Some(d) = dnns.map.get_mut(&dnn) {
+fn stop(dnns: &mut DnnQuery, book: &mut RenderDnns, dnn: Entity) {
+    if let Some(mut d) = dnn_mut(dnns, dnn) {
         d.job = None;
         d.pending = None;
-        dnns.removed.extend(d.model_id.take());
+        book.removed.extend(d.model_id.take());
         d.state = ModelState::Failed;
     }
 }
@@ -375,7 +384,8 @@ fn stop(dnns: &mut RenderDnns, dnn: Entity) {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn collect_outputs(
     settings: Res<HeimdallSettings>,
-    mut dnns: ResMut<RenderDnns>,
+    mut dnns: DnnQuery,
+    mut book: ResMut<RenderDnns>,
     mut sched: ResMut<Scheduler>,
     waiter: Res<ReadbackWaiter>,
     workers: Res<Workers>,
@@ -384,12 +394,11 @@ pub(crate) fn collect_outputs(
     outbox: Res<Outbox>,
 ) {
     let _span = info_span!("heimdall::collect_outputs").entered();
-    let dnns = &mut *dnns;
     for done in waiter.done.drain() {
         if let Some(err) = &done.error {
-            error!("heimdall: {}: readback: {err}", dnns.name_of(done.dnn));
+            error!("heimdall: {}: readback: {err}", name_of(&dnns, done.dnn));
         }
-        if let Some(d) = dnns.map.get_mut(&done.dnn) {
+        if let Some(mut d) = dnn_mut(&mut dnns, done.dnn) {
             d.job = None;
             // The recording's hit rate of this inference, before it completes there.
             if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
@@ -418,16 +427,16 @@ pub(crate) fn collect_outputs(
         );
         if let Some(err) = &report.error {
             // A CPU job that panicked fails its DNN.
-            outbox.cpu_work_error(&dnns.name_of(report.entity), report.entity, err);
+            outbox.cpu_work_error(&name_of(&dnns, report.entity), report.entity, err);
         }
         if (report.error.is_some() || report.finished)
-            && let Some(d) = dnns.map.get_mut(&report.entity)
+            && let Some(mut d) = dnn_mut(&mut dnns, report.entity)
         {
             d.job = None;
         }
     }
     for (dnn, _) in failed.0.try_iter() {
-        stop(dnns, dnn);
+        stop(&mut dnns, &mut book, dnn);
     }
-    run_ready_cpu_steps(dnns, &workers, *clock);
+    run_ready_cpu_steps(&mut dnns, &workers, *clock);
 }

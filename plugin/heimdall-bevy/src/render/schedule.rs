@@ -22,9 +22,10 @@ use super::backend::InferenceBackend;
 use super::cpu_lane::CpuLane;
 use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
-use super::models::{Compiled, Job, ModelState, ReadbackState, RenderDnn, RenderDnns};
+use super::models::{Compiled, DnnQuery, Job, ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::pacing::PacingMargin;
 use super::record::RunLog;
+use super::state::{DnnReadQuery, dnn_mut, entity_of};
 use super::timer::{FrameMarks, FrameTimer};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::camera::{ExtractedFrame, ExtractedFrames};
@@ -93,7 +94,7 @@ impl Scheduler {
     /// Sends the main world each DNN's placement that changed ([`DnnPlacement`]): when the
     /// coordinator made a new plan, and every [`PLACEMENT_REFRESH_MS`] (the requested rate is
     /// measured continuously).
-    fn report_placements(&mut self, dnns: &RenderDnns, now: f64, outbox: &Outbox) {
+    fn report_placements(&mut self, dnns: &DnnQuery, now: f64, outbox: &Outbox) {
         let plan_at = self.coordinator.plan().at_ms;
         let p = &mut self.placements;
         if p.plan_at_ms == Some(plan_at) && now - p.checked_ms < PLACEMENT_REFRESH_MS {
@@ -101,8 +102,9 @@ impl Scheduler {
         }
         p.plan_at_ms = Some(plan_at);
         p.checked_ms = now;
-        p.sent.retain(|e, _| dnns.map.contains_key(e));
-        for (&e, d) in &dnns.map {
+        p.sent.retain(|e, _| dnns.iter().any(|(m, _)| m.id() == *e));
+        for (m, d) in dnns.iter() {
+            let e = m.id();
             let Some(id) = d.model_id else { continue };
             let placement = placement_of(&self.coordinator.status(id, now));
             if p.sent.get(&e) != Some(&placement) {
@@ -273,7 +275,9 @@ pub(crate) struct FrameInputs<'w> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_frame(
     mut sched: ResMut<Scheduler>,
-    mut dnns: ResMut<RenderDnns>,
+    mut dnns: DnnQuery,
+    mut guards: Query<(Entity, &mut GuardPhase)>,
+    mut book: ResMut<RenderDnns>,
     mut plan: ResMut<FramePlan>,
     mut backend: ResMut<InferenceBackend>,
     inputs: FrameInputs,
@@ -284,12 +288,11 @@ pub(crate) fn plan_frame(
 ) {
     let _span = info_span!("heimdall::plan_frame").entered();
     let sched = &mut *sched;
-    let dnns = &mut *dnns;
     let now = clock.now_ms();
-    retire_models(sched, dnns, &outbox);
-    for e in std::mem::take(&mut dnns.newly_ready) {
-        if let Some(d) = dnns.map.get_mut(&e) {
-            register_model(sched, d);
+    retire_models(sched, (&mut dnns, &mut guards), &mut book, &outbox);
+    for e in std::mem::take(&mut book.newly_ready) {
+        if let Some(mut d) = dnn_mut(&mut dnns, e) {
+            register_model(sched, &mut d);
         }
     }
     let heimdall_mode = matches!(settings.mode, CoordinationMode::Heimdall);
@@ -302,17 +305,19 @@ pub(crate) fn plan_frame(
     }
     // The setting is read every frame (`render/cpu_lane.rs`): the recording says how it was.
     sched.log.set_cpu_on_completion(settings.cpu_on_completion);
-    take_requests(sched, dnns, &inputs, now);
+    take_requests(sched, &mut dnns, &inputs, now);
     // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
     let hz = settings.frame_rate_hz(inputs.display.0);
     sched.coordinator.set_frame_rate(hz);
     // Idle DNNs take their pending request on their source's latest frame.
-    for (&dnn, d) in dnns.map.iter_mut() {
-        start_inference(sched, dnn, d, &inputs, now);
+    for (r, mut guard) in &mut guards {
+        if let Ok((dnn, mut d)) = dnns.get_mut(r) {
+            start_inference(sched, (dnn.id(), &mut d, &mut guard), &inputs, now);
+        }
     }
     let window = gpu_window(sched, &settings, heimdall_mode, hz, now);
     decide(
-        sched, dnns, &mut plan, &inputs, &workers, &outbox, window, now,
+        sched, &dnns, &mut plan, &inputs, &workers, &outbox, window, now,
     );
 }
 
@@ -320,12 +325,17 @@ pub(crate) fn plan_frame(
 /// The replaced models, and those of removed DNNs, leave the coordination: otherwise one
 /// offloaded when it was replaced would hold its place on the CPU for good. A recording keeps a
 /// removed DNN (its requests were made) but not a replaced model.
-fn retire_models(sched: &mut Scheduler, dnns: &mut RenderDnns, outbox: &Outbox) {
-    for old in super::guard::swap_when_idle(dnns, outbox) {
+fn retire_models(
+    sched: &mut Scheduler,
+    (dnns, guards): (&mut DnnQuery, &mut Query<(Entity, &mut GuardPhase)>),
+    book: &mut RenderDnns,
+    outbox: &Outbox,
+) {
+    for old in super::guard::swap_when_idle(dnns, guards, book, outbox) {
         sched.coordinator.retire(old);
         sched.log.recorder.remove_model(old);
     }
-    for old in std::mem::take(&mut dnns.removed) {
+    for old in std::mem::take(&mut book.removed) {
         sched.coordinator.retire(old);
     }
 }
@@ -399,9 +409,9 @@ fn conv_cache_spec(c: &Compiled) -> (Vec<usize>, CacheSpec) {
 /// The app's requests of this frame become each DNN's pending request (the coordinator counts
 /// the request rate from here); on-demand DNNs are told to the coordinator again (an app may
 /// switch a DNN between on-demand and continuous requests while it runs).
-fn take_requests(sched: &mut Scheduler, dnns: &mut RenderDnns, inputs: &FrameInputs, now: f64) {
+fn take_requests(sched: &mut Scheduler, dnns: &mut DnnQuery, inputs: &FrameInputs, now: f64) {
     for r in &inputs.requests.0 {
-        if let Some(d) = dnns.map.get_mut(&r.dnn) {
+        if let Some(mut d) = dnn_mut(dnns, r.dnn) {
             d.pending = Some(r.crop);
             // The plugin holds a request until its DNN is idle: the coordinator counts the
             // app's request rate from here, not from the submissions.
@@ -413,7 +423,7 @@ fn take_requests(sched: &mut Scheduler, dnns: &mut RenderDnns, inputs: &FrameInp
             }
         }
     }
-    for d in dnns.map.values() {
+    for (_, d) in dnns.iter() {
         if let Some(id) = d.model_id {
             sched.coordinator.set_on_demand(id, d.on_demand);
         }
@@ -425,8 +435,7 @@ fn take_requests(sched: &mut Scheduler, dnns: &mut RenderDnns, inputs: &FrameInp
 /// calibration input, and the coordinator admits the request.
 fn start_inference(
     sched: &mut Scheduler,
-    dnn: Entity,
-    d: &mut RenderDnn,
+    (dnn, d, guard): (Entity, &mut RenderDnn, &mut GuardPhase),
     inputs: &FrameInputs,
     now: f64,
 ) {
@@ -434,7 +443,7 @@ fn start_inference(
         return;
     };
     // A guarded model waiting to replace this one: no new inference until the swap.
-    if d.job.is_some() || sched.coordinator.busy(id) || d.guard.swap_waiting() {
+    if d.job.is_some() || sched.coordinator.busy(id) || guard.swap_waiting() {
         return;
     }
     let Some(frame) = inputs.frames.0.get(&d.source) else {
@@ -445,12 +454,12 @@ fn start_inference(
     };
     d.pending = None;
     if d.calibrate_on_frame
-        && let GuardPhase::AwaitingInput { key } = &d.guard
+        && let GuardPhase::AwaitingInput { key } = &*guard
         && super::guard::has_content(&frame.pixels)
     {
         // The guard's calibration input: this first inference's frame and crop (the first
         // one with content: not a camera's black start-up frames).
-        d.guard = GuardPhase::Input {
+        *guard = GuardPhase::Input {
             frame: CalibrationFrame {
                 rgba: frame.pixels.clone(),
                 size: frame.size,
@@ -559,7 +568,7 @@ fn gpu_window(
 #[allow(clippy::too_many_arguments)]
 fn decide(
     sched: &mut Scheduler,
-    dnns: &mut RenderDnns,
+    dnns: &DnnQuery,
     plan: &mut FramePlan,
     inputs: &FrameInputs,
     workers: &Workers,
@@ -601,14 +610,14 @@ fn decide(
 }
 
 /// Sends the main world the scheduler latencies and readback times the run's log measured.
-fn send_measured(sched: &mut Scheduler, dnns: &RenderDnns, outbox: &Outbox) {
+fn send_measured(sched: &mut Scheduler, dnns: &DnnQuery, outbox: &Outbox) {
     for (model, latency_ms) in sched.log.latencies.drain(..) {
-        if let Some(dnn) = dnns.entity_of(model) {
+        if let Some(dnn) = entity_of(dnns, model) {
             outbox.send(RenderMessage::Scheduled { dnn, latency_ms });
         }
     }
     for (model, ms) in sched.log.measured_readbacks.drain(..) {
-        if let Some(dnn) = dnns.entity_of(model) {
+        if let Some(dnn) = entity_of(dnns, model) {
             outbox.send(RenderMessage::Readback { dnn, ms });
         }
     }
@@ -619,7 +628,7 @@ fn send_measured(sched: &mut Scheduler, dnns: &RenderDnns, outbox: &Outbox) {
 /// frame).
 pub(crate) fn lend_cpu_lane(
     mut sched: ResMut<Scheduler>,
-    dnns: Res<RenderDnns>,
+    dnns: DnnReadQuery,
     workers: Res<Workers>,
     outbox: Res<Outbox>,
     settings: Res<HeimdallSettings>,
@@ -634,12 +643,13 @@ pub(crate) fn lend_cpu_lane(
         frame,
         ..
     } = &mut *sched;
-    lane.lend((coordinator, log, *frame), &dnns, &workers, &outbox);
+    let dnns = dnns.iter().map(|(m, d)| (m.id(), d));
+    lane.lend((coordinator, log, *frame), dnns, &workers, &outbox);
 }
 
 /// Takes the coordinator back before the render world prepares the next frame; the CPU work the
 /// lane handed out that needs this frame's encoder goes out with this frame's.
-pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: ResMut<RenderDnns>) {
+pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: DnnQuery) {
     let lane = sched.lane.clone();
     let Scheduler {
         coordinator, log, ..

@@ -1,7 +1,10 @@
 //! The render world's state of its DNNs, shared by the systems that compile them
-//! ([`super::models`]), guard them ([`super::guard`]), schedule, encode and read them back: each
-//! DNN as extracted, its compiled model and inference in flight, and where its accuracy guard
-//! stands.
+//! ([`super::models`]), guard them ([`super::guard`]), schedule, encode and read them back.
+//! Each [`Dnn`] of the main world is an entity of the render world (spawned and despawned by
+//! `extract_dnns` with its main world's entity, a [`MainEntity`]) carrying its components: the
+//! DNN as extracted ([`ExtractedDnn`], every frame) and, once its model compiles, its model and
+//! inference in flight ([`RenderDnn`]) and its guard ([`GuardPhase`]). The systems query them;
+//! [`RenderDnns`] keeps what is not one DNN's.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,6 +13,7 @@ use std::time::Duration;
 
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureId;
+use bevy::render::sync_world::MainEntity;
 use bevy::tasks::Task;
 use heimdall_coordinator::{ModelId, ProfileKey, StepCost, UtilityParams};
 use heimdall_cpu::CpuModel;
@@ -29,8 +33,9 @@ use crate::dnn::{ConvCache, DnnError};
 use crate::settings::HeimdallSettings;
 use crate::stages::StageTimes;
 
-/// A [`Dnn`] as the render world sees it.
-#[derive(Clone)]
+/// A [`Dnn`] as the render world sees it: a component of its render entity, extracted every
+/// frame.
+#[derive(Component, Clone)]
 pub(crate) struct ExtractedDnn {
     pub name: String,
     pub model: AssetId<DnnModel>,
@@ -54,10 +59,6 @@ pub(crate) struct ExtractedDnn {
     /// waits for it: `None` until it is loaded, an error if it cannot be used.
     pub calibration_image: Option<Result<CalibrationFrame, String>>,
 }
-
-/// Every [`Dnn`] of the main world (render world).
-#[derive(Resource, Default)]
-pub(crate) struct ExtractedDnns(pub HashMap<Entity, ExtractedDnn>);
 
 /// A model compiled for the backends.
 pub(crate) struct Compiled {
@@ -139,7 +140,10 @@ pub(crate) struct ResumeJob {
     pub slots: usize,
 }
 
-/// One DNN entity in the render world.
+/// A DNN's model, inference in flight and guard: a component of its render entity from the
+/// moment its model starts compiling (removed when the DNN restarts, its model changes or the
+/// device does, and compiled again).
+#[derive(Component)]
 pub(crate) struct RenderDnn {
     pub index: u32,
     pub name: String,
@@ -164,8 +168,6 @@ pub(crate) struct RenderDnn {
     /// The crop of its last GPU preprocessing: a different one invalidates the convolution
     /// cache (its blocks would compare pixels of another region).
     pub last_crop: Option<Crop>,
-    /// Its accuracy guard ([`crate::guard`]).
-    pub guard: GuardPhase,
     /// The guard calibrates on its first inference ([`Calibration::FirstFrame`]).
     pub calibrate_on_frame: bool,
 }
@@ -205,33 +207,53 @@ impl RenderDnn {
     }
 }
 
-/// The render world's DNNs.
+/// The render world's bookkeeping of its DNNs that is no one DNN's.
 #[derive(Resource, Default)]
 pub(crate) struct RenderDnns {
-    pub map: HashMap<Entity, RenderDnn>,
     /// The coordinator index the next DNN gets.
     pub next_index: u32,
-    /// Compiled this frame: to register with the coordinator.
+    /// The DNNs (main-world entities) compiled this frame: to register with the coordinator.
     pub newly_ready: Vec<Entity>,
     /// Coordinator models of DNNs removed (or recompiled) since the last planning: to retire.
     pub removed: Vec<ModelId>,
 }
 
-impl RenderDnns {
-    /// The entity of the DNN the coordinator knows as `model`.
-    pub fn entity_of(&self, model: ModelId) -> Option<Entity> {
-        self.map
-            .iter()
-            .find(|(_, d)| d.model_id == Some(model))
-            .map(|(e, _)| *e)
-    }
+/// The render world's DNNs with a model (compiling, ready or failed): each one's main-world
+/// entity (the one messages to the main world name) and its [`RenderDnn`].
+pub(crate) type DnnQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, &'static mut RenderDnn)>;
 
-    /// A DNN's name for logs.
-    pub fn name_of(&self, e: Entity) -> String {
-        self.map
-            .get(&e)
-            .map_or_else(|| format!("{e}"), |d| d.name.clone())
-    }
+/// [`DnnQuery`], read only.
+pub(crate) type DnnReadQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, &'static RenderDnn)>;
+
+/// The render-world state of the DNN whose main-world entity is `main`.
+pub(crate) fn dnn_mut<'a>(dnns: &'a mut DnnQuery, main: Entity) -> Option<Mut<'a, RenderDnn>> {
+    dnns.iter_mut()
+        .find(|(m, _)| m.id() == main)
+        .map(|(_, d)| d)
+}
+
+/// The main-world entity of the DNN the coordinator knows as `model`.
+pub(crate) fn entity_of(dnns: &DnnQuery, model: ModelId) -> Option<Entity> {
+    dnns.iter()
+        .find(|(_, d)| d.model_id == Some(model))
+        .map(|(m, _)| m.id())
+}
+
+/// The DNN the coordinator knows as `model`: its main-world entity and render-world state.
+pub(crate) fn dnn_of_model<'a>(
+    dnns: &'a mut DnnQuery,
+    model: ModelId,
+) -> Option<(Entity, Mut<'a, RenderDnn>)> {
+    dnns.iter_mut()
+        .find(|(_, d)| d.model_id == Some(model))
+        .map(|(m, d)| (m.id(), d))
+}
+
+/// The name of DNN `main` (its main-world entity) for logs.
+pub(crate) fn name_of(dnns: &DnnQuery, main: Entity) -> String {
+    dnns.iter()
+        .find(|(m, _)| m.id() == main)
+        .map_or_else(|| format!("{main}"), |(_, d)| d.name.clone())
 }
 
 /// The CPU model of a DNN and what was measured on it: the fallback and offload target of every
@@ -364,7 +386,9 @@ pub(crate) struct CalibrationFrame {
     pub crop: Crop,
 }
 
-/// Where a render-world DNN's guard stands.
+/// Where a render-world DNN's accuracy guard ([`crate::guard`]) stands: a component of its
+/// render entity, inserted and removed with its [`RenderDnn`].
+#[derive(Component)]
 pub(crate) enum GuardPhase {
     /// No guard, or no more (off, f32, CPU, decided, failed).
     Idle,

@@ -22,7 +22,6 @@ use crate::render::cpu_run::CpuSink;
 use crate::render::models::{
     Compiled, CpuShare, Job, ModelState, ReadbackState, RenderDnn, compile_cpu,
 };
-use crate::render::state::GuardPhase;
 use crate::workers::{CpuDone, Workers};
 
 /// The bundled face detector (about 100 ops).
@@ -56,7 +55,6 @@ fn dnn(graph: &heimdall_ir::Graph, pixels: Arc<Vec<u8>>, size: UVec2) -> RenderD
         job: Some(job(pixels, size)),
         pending: None,
         last_crop: None,
-        guard: GuardPhase::Idle,
         calibrate_on_frame: false,
     }
 }
