@@ -350,35 +350,57 @@ impl CameraFrame {
     }
 }
 
-/// Which frames of a camera source its DNNs still need: the frame each DNN's running inference
-/// started on (pinned by the render world when it starts the inference, through the extracted
-/// frame's clone of the table) and the frame of each DNN's latest result (pinned by the main
-/// world when it delivers the result). The texture ring skips those frames.
-/// Per DNN: `[started, latest result]`; cheap to clone, the clones share the table.
+/// Which frames of a camera source its DNNs still need: the frames each DNN's inferences in flight
+/// started on (pinned by the render world when it starts an inference, through the extracted
+/// frame's clone of the table; an inference stays in flight through its readback and decode,
+/// while the DNN may already run the next one) and the frame of each DNN's latest result
+/// (pinned by the main world when it delivers the result). The texture ring skips those frames.
+/// Cheap to clone, the clones share the table.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct FramePins(Arc<Mutex<HashMap<Entity, [Option<u64>; 2]>>>);
+pub(crate) struct FramePins(Arc<Mutex<HashMap<Entity, DnnPins>>>);
+
+/// One DNN's pins.
+#[derive(Clone, Debug, Default)]
+struct DnnPins {
+    /// Frames of inferences started and not yet delivered, oldest first, at most
+    /// [`MAX_IN_FLIGHT`].
+    in_flight: Vec<u64>,
+    /// The frame of its latest delivered result.
+    result: Option<u64>,
+}
+
+/// The most inferences of one DNN a source keeps frames for: one running, one decoding and one
+/// waiting to decode, and one more; an older one whose result never comes (a failed decode) is
+/// let go rather than holding a texture for the rest of the app.
+const MAX_IN_FLIGHT: usize = 4;
 
 impl FramePins {
     /// The table; a panic elsewhere while it was held leaves it usable (each entry is written
     /// whole).
-    fn table(&self) -> MutexGuard<'_, HashMap<Entity, [Option<u64>; 2]>> {
+    fn table(&self) -> MutexGuard<'_, HashMap<Entity, DnnPins>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// DNN `dnn` started an inference on frame `index` (render world).
     pub(crate) fn started(&self, dnn: Entity, index: u64) {
-        self.table().entry(dnn).or_default()[0] = Some(index);
+        let mut table = self.table();
+        let pins = &mut table.entry(dnn).or_default().in_flight;
+        if !pins.contains(&index) {
+            pins.push(index);
+        }
+        if pins.len() > MAX_IN_FLIGHT {
+            pins.remove(0);
+        }
     }
 
     /// DNN `dnn`'s result from frame `index` was delivered (main world): that frame stays pinned
-    /// as its latest result, and its inference's pin goes unless a newer one started since.
+    /// as its latest result; the inferences started on it or before are over (delivered,
+    /// dropped or failed).
     pub(crate) fn result(&self, dnn: Entity, index: u64) {
         let mut table = self.table();
-        let pin = table.entry(dnn).or_default();
-        if pin[0].is_some_and(|i| i <= index) {
-            pin[0] = None;
-        }
-        pin[1] = Some(index);
+        let pins = table.entry(dnn).or_default();
+        pins.in_flight.retain(|&i| i > index);
+        pins.result = Some(index);
     }
 
     /// DNN `dnn` is gone: it needs none of the source's frames any more.
@@ -388,7 +410,9 @@ impl FramePins {
 
     /// Whether any DNN still needs frame `index`.
     pub(crate) fn pinned(&self, index: u64) -> bool {
-        self.table().values().flatten().any(|&i| i == Some(index))
+        self.table()
+            .values()
+            .any(|p| p.result == Some(index) || p.in_flight.contains(&index))
     }
 }
 

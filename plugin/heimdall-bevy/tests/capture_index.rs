@@ -82,11 +82,27 @@ fn results_carry_the_capture_index_of_their_input_frame() {
 #[derive(Resource, Default)]
 struct Kept(Vec<(u64, Option<u32>, u64)>);
 
+/// A decoder that takes 50 ms and decodes nothing: results arrive several (unpaced) updates after
+/// their frame, and the DNN's next inference starts while one is still decoding.
+struct SlowDecoder;
+
+impl DnnDecoder for SlowDecoder {
+    type Output = ();
+
+    fn decode(&self, _: &DecodeInput) -> Result<(), DecodeError> {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        Ok(())
+    }
+
+    fn deliver(&self, _: (), _: &mut EntityWorldMut) {}
+}
+
 /// A background synced with the results shows the frame each result was computed from: with a
-/// history of two textures, frames arriving every (unpaced) update and a model that takes
-/// several updates (BlazeFace), the result's frame is long out of the ring when it arrives unless
-/// its inference pinned it (the render world pins the frame when the inference starts on it).
-/// The kept texture must still hold that frame's pixels.
+/// history of two textures, frames arriving every (unpaced) update and a slow decode, the
+/// result's frame is long out of the ring when it arrives unless its inference pinned it (the
+/// render world pins the frame when the inference starts on it, until its result is delivered,
+/// also while the DNN's next inference runs). The kept texture must still hold that frame's
+/// pixels.
 #[test]
 fn a_results_frame_is_kept_for_a_synced_background() {
     if common::no_render_device() {
@@ -106,37 +122,43 @@ fn a_results_frame_is_kept_for_a_synced_background() {
         .world_mut()
         .spawn(common::synthetic_camera(w, h).with_history(2))
         .id();
-    app.world_mut().spawn(Dnn::new(model, camera)).observe(
-        move |r: On<DnnResult>,
-              frames: Query<&CameraFrame>,
-              images: Res<Assets<Image>>,
-              mut kept: ResMut<Kept>| {
-            let index = r.output.frame_index;
-            let frame = frames.get(camera).expect("the source's frame");
-            let code = frame
-                .image_of(index)
-                .and_then(|h| images.get(h))
-                .and_then(|image| {
-                    let size = image.size();
-                    let data = image.data.clone()?;
-                    let rgba = heimdall_vision::RgbaImage::from_raw(size.x, size.y, data).ok()?;
-                    heimdall_testkit::decode_frame_index(&rgba)
-                });
-            kept.0.push((index, code, frame.index));
-        },
-    );
+    app.world_mut()
+        .spawn(Dnn::new(model, camera).with_decoder(SlowDecoder))
+        .observe(
+            move |r: On<DnnResult>,
+                  frames: Query<&CameraFrame>,
+                  images: Res<Assets<Image>>,
+                  mut kept: ResMut<Kept>| {
+                let index = r.output.frame_index;
+                let frame = frames.get(camera).expect("the source's frame");
+                let code = frame
+                    .image_of(index)
+                    .and_then(|h| images.get(h))
+                    .and_then(|image| {
+                        let size = image.size();
+                        let data = image.data.clone()?;
+                        let rgba =
+                            heimdall_vision::RgbaImage::from_raw(size.x, size.y, data).ok()?;
+                        heimdall_testkit::decode_frame_index(&rgba)
+                    });
+                kept.0.push((index, code, frame.index));
+            },
+        );
+    // A result at least two frames after its own: without its pin the ring (two textures) would
+    // have reused its frame's texture for a later frame.
+    let late = |kept: &Kept| kept.0.iter().filter(|k| k.2 >= k.0 + 2).count();
     common::run_until(&mut app, std::time::Duration::from_secs(120), |app| {
-        app.world().resource::<Kept>().0.len() >= 10
+        late(app.world().resource::<Kept>()) >= 10
     });
-    let kept = &app.world().resource::<Kept>().0;
-    assert!(kept.len() >= 10, "only {} results in 120 s", kept.len());
-    // The ring reused the result's texture for a later frame (two frames after it) in most
-    // cases: else this test would show nothing.
-    let late = kept.iter().filter(|k| k.2 >= k.0 + 2).count();
+    let kept = app.world().resource::<Kept>();
     assert!(
-        2 * late >= kept.len(),
-        "results too quick to test: {kept:?}"
+        late(kept) >= 10,
+        "only {} of {} results arrived two frames late in 120 s: {:?}",
+        late(kept),
+        kept.0.len(),
+        kept.0
     );
+    let kept = &kept.0;
     for &(index, code, _) in kept {
         assert_eq!(
             code,

@@ -366,8 +366,13 @@ fn a_frame_stays_pinned_from_its_start_until_a_newer_result() {
         "the render world's pin is seen through every clone"
     );
     pins.started(b, 4);
-    // A's next inference started on frame 5 before its result from frame 3 was delivered.
+    // A's next inference started on frame 5 before its result from frame 3 was delivered
+    // (frame 3's outputs were read back and are being decoded).
     pins.started(a, 5);
+    assert!(
+        pins.pinned(3) && pins.pinned(5),
+        "both inferences in flight"
+    );
     pins.result(a, 3);
     assert!(
         pins.pinned(3) && pins.pinned(5),
@@ -408,4 +413,23 @@ fn a_despawned_dnn_releases_its_frames() {
     assert!(pins.pinned(3), "another DNN's frame stays pinned");
     s.world.entity_mut(other).remove::<Dnn>();
     assert!(!pins.pinned(3), "a removed Dnn component releases too");
+}
+
+/// A DNN whose results stop coming (its decodes fail) keeps at most a few frames, the newest; a
+/// later result releases every older inference's frame, delivered or not.
+#[test]
+fn pins_in_flight_are_bounded_and_a_result_releases_the_older_ones() {
+    let pins = FramePins::default();
+    let dnn = Entity::from_raw_u32(1).expect("valid index");
+    for index in 1..=6 {
+        pins.started(dnn, index);
+    }
+    assert!(!pins.pinned(1) && !pins.pinned(2), "beyond the bound");
+    assert!((3..=6).all(|i| pins.pinned(i)), "the newest four");
+    pins.result(dnn, 5);
+    assert!(
+        !pins.pinned(3) && !pins.pinned(4),
+        "older than the delivered result"
+    );
+    assert!(pins.pinned(5) && pins.pinned(6));
 }
