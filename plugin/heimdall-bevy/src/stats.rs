@@ -20,6 +20,10 @@ use crate::history::{history, low_summary, summary, trim, trim_to};
 use crate::settings::HeimdallSettings;
 use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
+pub(crate) use cpu_runs::thread_sched_ms;
+pub use cpu_runs::{CPU_RUN_HISTORY, CpuRunTimes, CpuRuns};
+
+mod cpu_runs;
 mod feed;
 pub(crate) use feed::{Measured, ResultMeasured, record_measurements};
 
@@ -107,6 +111,9 @@ pub struct ModelStats {
     /// work of the submission holding their last chunk to their outputs read, ms (a proxy: the
     /// GPU's start after the submission counts in it).
     pub readback_ms: Vec<f64>,
+    /// Where the time of its CPU runs went (waiting, the input, the ops, how its threads got
+    /// the CPU).
+    pub cpu_runs: CpuRuns,
     /// Where the coordinator runs it and at what rate, as last reported.
     pub placement: DnnPlacement,
     /// Time it was granted less than its requested rate since the last reset, ms (up to the
@@ -160,6 +167,7 @@ impl ModelStats {
             "latency_stages_ms": self.stages.to_json(),
             "admission_to_last_op_ms": summary(&self.scheduled_ms),
             "readback_ms": low_summary(&self.readback_ms),
+            "cpu_runs": self.cpu_runs.to_json(),
             "count": self.latencies_ms.len(),
             "rate_hz": rate,
             "cpu_results": self.cpu_results,
@@ -242,6 +250,7 @@ impl ModelStats {
         self.stages.clear();
         self.scheduled_ms.clear();
         self.readback_ms.clear();
+        self.cpu_runs = CpuRuns::default();
         self.shortfall_ms = 0.0;
         self.placement_switches = 0;
     }
@@ -270,6 +279,7 @@ impl Default for ModelStats {
             stages: LatencyStages::default(),
             scheduled_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
             readback_ms: Vec::with_capacity(STAGE_HISTORY + STAGE_HISTORY / 8),
+            cpu_runs: CpuRuns::default(),
             placement: DnnPlacement::default(),
             shortfall_ms: 0.0,
             placement_switches: 0,
@@ -487,6 +497,12 @@ impl HeimdallStats {
         let m = self.models.entry(key).or_default();
         m.readback_ms.push(ms);
         trim_to(&mut m.readback_ms, STAGE_HISTORY);
+    }
+
+    /// Records one CPU run of a DNN's model.
+    pub(crate) fn record_cpu_run(&mut self, name: &str, entity: Entity, times: &CpuRunTimes) {
+        let key = self.key_of(name, entity);
+        self.models.entry(key).or_default().cpu_runs.record(times);
     }
 
     /// Records what the convolution cache did in a GPU run of a DNN (after its

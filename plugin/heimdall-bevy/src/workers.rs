@@ -193,6 +193,8 @@ pub(crate) struct CpuDone {
     /// The inference finished on the CPU (its result went to the main world).
     pub finished: bool,
     pub error: Option<String>,
+    /// Where a run of a CPU model spent its time (`None` for other work).
+    pub times: Option<crate::stats::CpuRunTimes>,
 }
 
 /// The worker pool and the mailbox of finished CPU work (render world).

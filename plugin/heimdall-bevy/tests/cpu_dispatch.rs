@@ -93,6 +93,47 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
     for hz in &on_completion {
         assert!(*hz >= 0.7 * HZ, "on completion: {on_completion:?}");
     }
+    // Where the CPU runs' time went (`stats.json`'s `cpu_runs`): each DNN's inferences ran on
+    // the CPU model, on one thread (no pool, so no parts), each measured from its queue to its
+    // ops, the ops of a whole inference taking longer than nothing and at most its latency, the
+    // caller on a core for some of it.
+    let stats = app.world().resource::<HeimdallStats>();
+    assert_eq!(stats.models.len(), DNNS, "{:?}", stats.models.keys());
+    for (name, m) in &stats.models {
+        let r = &m.cpu_runs;
+        // A result reaches the main world straight from its worker, the run's times with the
+        // render world's next drain of the workers' reports: the last few may still travel.
+        assert!(
+            m.cpu_results > 0 && r.count + 2 * DNNS >= m.cpu_results,
+            "{name}: {} runs, {} results from the CPU",
+            r.count,
+            m.cpu_results
+        );
+        assert_eq!(r.threads, 1, "{name}");
+        assert_eq!((r.pool.jobs, r.caller_parts_share.len()), (0, 0), "{name}");
+        assert!(
+            !r.whole_run_ms.is_empty(),
+            "{name}: no whole inference measured"
+        );
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (run, latency) = (median(&r.whole_run_ms), median(&m.latencies_ms));
+        assert!(
+            run > 0.0 && run <= latency,
+            "{name}: ops {run} ms, latency {latency} ms"
+        );
+        assert_eq!(r.prepare_ms.len(), r.queued_ms.len(), "{name}");
+        if cfg!(target_os = "linux") {
+            assert!(
+                !r.caller_on_cpu_share.is_empty(),
+                "{name}: no scheduler statistics"
+            );
+            assert!(median(&r.caller_on_cpu_share) > 0.0, "{name}: {r:?}");
+        }
+    }
 }
 
 /// Updates `app` every `1 / HZ` for `d`.

@@ -23,5 +23,5 @@ mod step;
 pub use cpu_ops::cpu_ops;
 pub use error::CpuError;
 pub use heimdall_ir::conv_cache::{CacheCounts, ConvCacheConfig};
-pub use kernels::par::MAX_THREADS;
+pub use kernels::par::{MAX_THREADS, PoolCounters};
 pub use model::{CpuModel, CpuOptions, CpuPrecision};

@@ -327,6 +327,12 @@ impl CpuModel {
         self.f16_ops
     }
 
+    /// How the model's thread pool ran its split ops since the model was compiled (zeros on
+    /// one thread); compare two reads with [`crate::PoolCounters::since`].
+    pub fn pool_counters(&self) -> crate::PoolCounters {
+        self.par.counters()
+    }
+
     /// Number of ops (steps) of the model.
     pub fn num_ops(&self) -> usize {
         self.steps.len()

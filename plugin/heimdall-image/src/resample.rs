@@ -47,45 +47,229 @@ pub fn resample(
             "a model input takes 1 to 4 channels of an RGBA frame, not {out_c}"
         )));
     }
-    let (w, h) = (width as i32, height as i32);
-    let tap = |x: i32, y: i32| -> [f32; 4] {
-        if let Border::Constant(v) = crop.border
-            && (x < 0 || y < 0 || x >= w || y >= h)
-        {
-            return v;
-        }
-        let at = (y.clamp(0, h - 1) as usize * width + x.clamp(0, w - 1) as usize) * 4;
-        std::array::from_fn(|c| f32::from(rgba[at + c]) / 255.0)
-    };
+    let mut out = vec![0.0; out_h * out_w * out_c];
+    let src = Source::new(rgba, width, height, crop.border);
     let rows = crop.transform.to_rows();
-    let mut out = Vec::with_capacity(out_h * out_w * out_c);
-    for y in 0..out_h {
-        for x in 0..out_w {
-            let u = (x as f32 + 0.5) / out_w as f32;
-            let v = (y as f32 + 0.5) / out_h as f32;
-            let s = rows[0] * u + rows[1] * v + rows[2];
-            let t = rows[3] * u + rows[4] * v + rows[5];
-            let (px, py) = (s * width as f32 - 0.5, t * height as f32 - 0.5);
-            let (fx0, fy0) = (px.floor(), py.floor());
-            let (fx, fy) = (px - fx0, py - fy0);
-            // Far outside the frame the taps saturate (no overflow); the result is the same.
-            let (limx, limy) = (width as f32 + 2.0, height as f32 + 2.0);
-            let (x0, y0) = (fx0.clamp(-limx, limx) as i32, fy0.clamp(-limy, limy) as i32);
-            let (a, b, c, d) = (
-                tap(x0, y0),
-                tap(x0 + 1, y0),
-                tap(x0, y0 + 1),
-                tap(x0 + 1, y0 + 1),
-            );
-            for ch in 0..out_c {
-                let top = a[ch] + (b[ch] - a[ch]) * fx;
-                let bottom = c[ch] + (d[ch] - c[ch]) * fx;
-                let pixel = top + (bottom - top) * fy;
-                out.push(pixel * norm.scale[ch] + norm.offset[ch]);
+    let job = Job {
+        src: &src,
+        rows,
+        norm,
+        out_w,
+        out_h,
+    };
+    match out_c {
+        1 => job.run::<1>(&mut out),
+        2 => job.run::<2>(&mut out),
+        3 => job.run::<3>(&mut out),
+        _ => job.run::<4>(&mut out),
+    }
+    Ok(out)
+}
+
+/// The frame as the taps read it: bytes to `[0, 1]` through a table (the same division
+/// `f32::from(byte) / 255.0` gives), the border for taps outside it.
+struct Source<'a> {
+    rgba: &'a [u8],
+    width: usize,
+    w: i32,
+    h: i32,
+    /// A constant border's value; `None`: clamp to the edge.
+    constant: Option<[f32; 4]>,
+    unit: [f32; 256],
+}
+
+impl<'a> Source<'a> {
+    fn new(rgba: &'a [u8], width: usize, height: usize, border: Border) -> Self {
+        Source {
+            rgba,
+            width,
+            w: width as i32,
+            h: height as i32,
+            constant: match border {
+                Border::Constant(v) => Some(v),
+                Border::Clamp => None,
+            },
+            unit: std::array::from_fn(|b| f32::from(b as u8) / 255.0),
+        }
+    }
+
+    /// Pixel `(x, y)`'s first `C` channels in `[0, 1]`; outside the frame, the border.
+    #[inline]
+    fn tap<const C: usize>(&self, x: i32, y: i32) -> [f32; C] {
+        if let Some(v) = self.constant
+            && (x < 0 || y < 0 || x >= self.w || y >= self.h)
+        {
+            return std::array::from_fn(|c| v[c]);
+        }
+        let at =
+            (y.clamp(0, self.h - 1) as usize * self.width + x.clamp(0, self.w - 1) as usize) * 4;
+        std::array::from_fn(|c| self.unit[usize::from(self.rgba[at + c])])
+    }
+
+    /// Pixels `(x, y)` and `(x + 1, y)` when both lie in the frame: read directly.
+    #[inline]
+    fn pair_inside<const C: usize>(&self, x: i32, y: i32) -> Option<([f32; C], [f32; C])> {
+        if x < 0 || y < 0 || x + 1 >= self.w || y >= self.h {
+            return None;
+        }
+        let at = (y as usize * self.width + x as usize) * 4;
+        let px = |o: usize| std::array::from_fn(|c| self.unit[usize::from(self.rgba[at + o + c])]);
+        Some((px(0), px(4)))
+    }
+
+    /// The taps `(x, y)` and `(x + 1, y)`.
+    #[inline]
+    fn pair<const C: usize>(&self, x: i32, y: i32) -> ([f32; C], [f32; C]) {
+        self.pair_inside(x, y)
+            .unwrap_or_else(|| (self.tap(x, y), self.tap(x + 1, y)))
+    }
+}
+
+/// A sample position along one axis: the tap left of (above) it, saturated far outside the
+/// frame (no overflow; the taps read the border there either way), and the weight of the next.
+#[inline]
+fn split(p: f32, limit: f32) -> (i32, f32) {
+    let floor = p.floor();
+    (floor.clamp(-limit, limit) as i32, p - floor)
+}
+
+/// `a + (b - a) * f`, per channel.
+#[inline]
+fn lerp<const C: usize>(a: [f32; C], b: [f32; C], f: f32) -> [f32; C] {
+    std::array::from_fn(|c| a[c] + (b[c] - a[c]) * f)
+}
+
+/// One resampling: the frame, the crop's matrix, the normalisation and the output's size.
+struct Job<'a> {
+    src: &'a Source<'a>,
+    rows: [f32; 6],
+    norm: &'a Normalization,
+    out_w: usize,
+    out_h: usize,
+}
+
+impl Job<'_> {
+    /// Output pixel `(x, y)`'s centre in model-input uv.
+    fn uv(&self, x: usize, y: usize) -> (f32, f32) {
+        (
+            (x as f32 + 0.5) / self.out_w as f32,
+            (y as f32 + 0.5) / self.out_h as f32,
+        )
+    }
+
+    /// The pixel position `(px, py)` in the frame that output uv `(u, v)` samples.
+    fn position(&self, u: f32, v: f32) -> (f32, f32) {
+        let r = &self.rows;
+        let s = r[0] * u + r[1] * v + r[2];
+        let t = r[3] * u + r[4] * v + r[5];
+        let src = self.src;
+        (s * src.width as f32 - 0.5, t * src.h as f32 - 0.5)
+    }
+
+    fn limits(&self) -> (f32, f32) {
+        (self.src.width as f32 + 2.0, self.src.h as f32 + 2.0)
+    }
+
+    /// The normalised value of channel `c`.
+    #[inline]
+    fn normalise(&self, pixel: f32, c: usize) -> f32 {
+        pixel * self.norm.scale[c] + self.norm.offset[c]
+    }
+
+    fn run<const C: usize>(&self, out: &mut [f32]) {
+        // Without rotation or shear, a column's frame x and a row's frame y are the same on
+        // every row and column: the bilinear blend separates.
+        if self.rows[1] == 0.0 && self.rows[3] == 0.0 {
+            self.separable::<C>(out);
+        } else {
+            self.general::<C>(out);
+        }
+    }
+
+    /// Any affine crop: each output pixel's four taps, read directly when inside the frame.
+    /// The position's terms that depend on one axis only are computed once per column and row
+    /// (the same products, summed in the same order: the result is bit for bit the per-pixel
+    /// formula's).
+    fn general<const C: usize>(&self, out: &mut [f32]) {
+        let (r, (limx, limy)) = (&self.rows, self.limits());
+        let (wf, hf) = (self.src.width as f32, self.src.h as f32);
+        let cols: Vec<(f32, f32)> = (0..self.out_w)
+            .map(|x| {
+                let (u, _) = self.uv(x, 0);
+                (r[0] * u, r[3] * u)
+            })
+            .collect();
+        for (y, line) in out.chunks_exact_mut(self.out_w * C).enumerate() {
+            let (_, v) = self.uv(0, y);
+            let (rv1, rv4) = (r[1] * v, r[4] * v);
+            for (&(ru0, ru3), px) in cols.iter().zip(line.chunks_exact_mut(C)) {
+                let s = ru0 + rv1 + r[2];
+                let t = ru3 + rv4 + r[5];
+                let (x0, fx) = split(s * wf - 0.5, limx);
+                let (y0, fy) = split(t * hf - 0.5, limy);
+                let (a, b) = self.src.pair::<C>(x0, y0);
+                let (c, d) = self.src.pair::<C>(x0, y0 + 1);
+                let (top, bottom) = (lerp(a, b, fx), lerp(c, d, fx));
+                for (ch, o) in px.iter_mut().enumerate() {
+                    *o = self.normalise(top[ch] + (bottom[ch] - top[ch]) * fy, ch);
+                }
             }
         }
     }
-    Ok(out)
+
+    /// An axis-aligned crop: each frame row the output needs is blended along x once (kept
+    /// while consecutive output rows sample it), then each output row blends two of them
+    /// along y. The same operations as the per-pixel formula on the same values: bit for bit
+    /// its result.
+    fn separable<const C: usize>(&self, out: &mut [f32]) {
+        let (limx, limy) = self.limits();
+        // Any v gives a column's x (its term is a zero product) and any u a row's y.
+        let cols: Vec<(i32, f32)> = (0..self.out_w)
+            .map(|x| {
+                let (u, v) = self.uv(x, 0);
+                split(self.position(u, v).0, limx)
+            })
+            .collect();
+        let n = self.out_w * C;
+        let mut slots = [(None, vec![0.0; n]), (None, vec![0.0; n])];
+        for (y, line) in out.chunks_exact_mut(n).enumerate() {
+            let (u, v) = self.uv(0, y);
+            let (y0, fy) = split(self.position(u, v).1, limy);
+            let top = self.frame_row::<C>(&mut slots, &cols, y0, y0 + 1);
+            let bottom = self.frame_row::<C>(&mut slots, &cols, y0 + 1, y0);
+            let (top, bottom) = (&slots[top].1, &slots[bottom].1);
+            for ((px, t), b) in line
+                .chunks_exact_mut(C)
+                .zip(top.chunks_exact(C))
+                .zip(bottom.chunks_exact(C))
+            {
+                for (ch, o) in px.iter_mut().enumerate() {
+                    *o = self.normalise(t[ch] + (b[ch] - t[ch]) * fy, ch);
+                }
+            }
+        }
+    }
+
+    /// The slot holding frame row `row` blended along x at the columns `cols`: kept from an
+    /// earlier output row, or computed into the slot that does not hold `keep`.
+    fn frame_row<const C: usize>(
+        &self,
+        slots: &mut [(Option<i32>, Vec<f32>); 2],
+        cols: &[(i32, f32)],
+        row: i32,
+        keep: i32,
+    ) -> usize {
+        if let Some(i) = slots.iter().position(|s| s.0 == Some(row)) {
+            return i;
+        }
+        let i = usize::from(slots[0].0 == Some(keep));
+        for (&(x0, fx), px) in cols.iter().zip(slots[i].1.chunks_exact_mut(C)) {
+            let (a, b) = self.src.pair::<C>(x0, row);
+            px.copy_from_slice(&lerp(a, b, fx));
+        }
+        slots[i].0 = Some(row);
+        i
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +335,109 @@ mod tests {
         let out = resample(&rgba, 2, 2, &crop, &n, [2, 2, 1]).unwrap();
         let rounded: Vec<f32> = out.iter().map(|v| v.round()).collect();
         assert_eq!(rounded, vec![20.0, 40.0, 10.0, 30.0]);
+    }
+
+    /// The per-pixel formula as the module states it, written plainly: four taps, each read
+    /// through the border, blended along x then y, normalised.
+    fn per_pixel(
+        rgba: &[u8],
+        (width, height): (usize, usize),
+        crop: &Crop,
+        norm: &Normalization,
+        [out_h, out_w, out_c]: [usize; 3],
+    ) -> Vec<f32> {
+        let (w, h) = (width as i32, height as i32);
+        let tap = |x: i32, y: i32| -> [f32; 4] {
+            if let Border::Constant(v) = crop.border
+                && (x < 0 || y < 0 || x >= w || y >= h)
+            {
+                return v;
+            }
+            let at = (y.clamp(0, h - 1) as usize * width + x.clamp(0, w - 1) as usize) * 4;
+            std::array::from_fn(|c| f32::from(rgba[at + c]) / 255.0)
+        };
+        let r = crop.transform.to_rows();
+        let mut out = Vec::new();
+        for y in 0..out_h {
+            for x in 0..out_w {
+                let u = (x as f32 + 0.5) / out_w as f32;
+                let v = (y as f32 + 0.5) / out_h as f32;
+                let s = r[0] * u + r[1] * v + r[2];
+                let t = r[3] * u + r[4] * v + r[5];
+                let (px, py) = (s * width as f32 - 0.5, t * height as f32 - 0.5);
+                let (fx0, fy0) = (px.floor(), py.floor());
+                let (fx, fy) = (px - fx0, py - fy0);
+                let (limx, limy) = (width as f32 + 2.0, height as f32 + 2.0);
+                let (x0, y0) = (fx0.clamp(-limx, limx) as i32, fy0.clamp(-limy, limy) as i32);
+                let (a, b) = (tap(x0, y0), tap(x0 + 1, y0));
+                let (c, d) = (tap(x0, y0 + 1), tap(x0 + 1, y0 + 1));
+                for ch in 0..out_c {
+                    let top = a[ch] + (b[ch] - a[ch]) * fx;
+                    let bottom = c[ch] + (d[ch] - c[ch]) * fx;
+                    out.push((top + (bottom - top) * fy) * norm.scale[ch] + norm.offset[ch]);
+                }
+            }
+        }
+        out
+    }
+
+    /// Bit for bit the per-pixel formula, over random frames, crops (axis-aligned, which takes
+    /// the separable path, flipped, rotated, reaching far outside the frame), borders, channel
+    /// counts and sizes (up- and downscaling).
+    #[test]
+    fn fast_paths_are_the_per_pixel_formula_bit_for_bit() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut unit = move || (next() % 1_000_001) as f32 / 1e6;
+        for case in 0..400 {
+            let (width, height) = (1 + (unit() * 40.0) as usize, 1 + (unit() * 30.0) as usize);
+            let rgba: Vec<u8> = (0..width * height * 4)
+                .map(|_| (unit() * 255.0) as u8)
+                .collect();
+            let (x0, y0) = (unit() * 1.6 - 0.3, unit() * 1.6 - 0.3);
+            let (x1, y1) = (x0 + (unit() - 0.3) * 1.5, y0 + (unit() - 0.3) * 1.5);
+            let transform = match case % 4 {
+                0 | 1 => CropTransform::rect(x0, y0, x1, y1),
+                2 => {
+                    Crop::rotated(
+                        &RotatedRect {
+                            center: Vec2::new(x0, y0),
+                            size: Vec2::new(unit() + 0.05, unit() + 0.05),
+                            rotation: (unit() - 0.5) * 7.0,
+                        },
+                        width as u32,
+                        height as u32,
+                        Border::Clamp,
+                    )
+                    .transform
+                }
+                _ => CropTransform::from_rows([x1 - x0, 0.0, x0, 0.0, y1 - y0, y0]),
+            };
+            let border = if case % 3 == 0 {
+                Border::Clamp
+            } else {
+                Border::Constant([unit(), -0.0, 0.0, unit() * 2.0 - 1.0])
+            };
+            let crop = Crop { transform, border };
+            let norm = Normalization {
+                scale: [unit() * 3.0 - 1.0, 255.0, 1.0, 2.0],
+                offset: [unit() - 0.5, 0.0, -1.0, -0.0],
+            };
+            let shape = [
+                1 + (unit() * 50.0) as usize,
+                1 + (unit() * 60.0) as usize,
+                1 + case % 4,
+            ];
+            let fast = resample(&rgba, width, height, &crop, &norm, shape).unwrap();
+            let plain = per_pixel(&rgba, (width, height), &crop, &norm, shape);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fast), bits(&plain), "case {case}: {crop:?} {shape:?}");
+        }
     }
 
     #[test]

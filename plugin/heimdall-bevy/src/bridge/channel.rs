@@ -95,6 +95,14 @@ pub(crate) enum RenderMessage {
         /// Submission's GPU end → outputs read, ms.
         ms: f64,
     },
+    /// A CPU run of `dnn`'s model (an inference, its rest, or a piece) ended: where its time
+    /// went, as its worker measured it.
+    CpuRun {
+        /// The DNN.
+        dnn: Entity,
+        /// The run's times.
+        times: crate::stats::CpuRunTimes,
+    },
     /// The run's recording, as asked by [`HeimdallRecording::request`](crate::results::HeimdallRecording::request).
     Recording(Box<RecordedRun>),
     /// A DNN runs on the CPU backend because the GPU cannot run its kernels: why.

@@ -177,6 +177,7 @@ pub(crate) fn run_ready_cpu_steps(dnns: &mut DnnQuery, workers: &Workers, clock:
                 end_ms: clock.now_ms(),
                 finished: false,
                 error,
+                times: None,
             })
             .ok();
         });

@@ -28,7 +28,7 @@ use super::finish::Finish;
 use super::models::{DnnQuery, RenderDnn};
 use super::record::RunLog;
 use super::state::{dnn_mut, name_of};
-use crate::bridge::channel::Outbox;
+use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
@@ -185,6 +185,12 @@ impl CpuLane {
             }
         }
         for r in std::mem::take(&mut st.reported) {
+            if let (Some(times), Some(outbox)) = (r.times, &st.outbox) {
+                outbox.send(RenderMessage::CpuRun {
+                    dnn: r.entity,
+                    times,
+                });
+            }
             if let Some(err) = &r.error {
                 // A job that panicked fails its DNN; other errors are logged.
                 match &st.outbox {

@@ -13,6 +13,7 @@ use heimdall_vision::image::{Crop, Normalization, resample};
 use super::finish::Finish;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
+use crate::stats::{CpuRunTimes, thread_sched_ms};
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
 /// Hears of finished CPU work before the workers' mailbox does (the CPU lane, which hands out
@@ -170,12 +171,31 @@ pub(crate) fn spawn_cpu_run(
         finish,
         clock,
     } = run;
+    let spawned_ms = clock.now_ms();
     pool.spawn_with_slots(slots, move || {
         let start_ms = clock.now_ms();
+        let mut times = CpuRunTimes {
+            queued_ms: (start_ms - spawned_ms).max(0.0),
+            ops: ops.len(),
+            whole: ops.start == 0 && last,
+            threads: slots,
+            ..CpuRunTimes::default()
+        };
+        let t = &mut times;
         let run = || -> Result<Option<Vec<Vec<f32>>>, String> {
             let mut m = cpu.lock().map_err(|_| "CPU model poisoned".to_string())?;
+            let locked_ms = clock.now_ms();
+            t.lock_ms = locked_ms - start_ms;
             prepare(&mut m)?;
+            let ops_ms = clock.now_ms();
+            t.prepare_ms = ops_ms - locked_ms;
+            let (sched, pool) = (thread_sched_ms(), m.pool_counters());
             m.run_range(ops).map_err(|e| e.to_string())?;
+            t.run_ms = clock.now_ms() - ops_ms;
+            t.pool = m.pool_counters().since(&pool);
+            if let (Some((on0, wait0)), Some((on1, wait1))) = (sched, thread_sched_ms()) {
+                (t.caller_on_cpu_ms, t.caller_runnable_ms) = (Some(on1 - on0), Some(wait1 - wait0));
+            }
             if !last {
                 return Ok(None);
             }
@@ -205,6 +225,7 @@ pub(crate) fn spawn_cpu_run(
             end_ms: clock.now_ms(),
             finished,
             error,
+            times: Some(times),
         };
         sink.finished(report, slots);
     });

@@ -22,7 +22,7 @@ use super::guard::GuardPhase;
 use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn, RenderDnns};
 use super::schedule::Scheduler;
 use super::state::{dnn_mut, name_of};
-use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox};
+use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox, RenderMessage};
 use crate::bridge::readback_device::ReadbackDevice;
 use crate::clock::HeimdallClock;
 use crate::dnn::Backend;
@@ -419,6 +419,12 @@ pub(crate) fn collect_outputs(
         }
     }
     for report in workers.done.drain() {
+        if let Some(times) = report.times {
+            outbox.send(RenderMessage::CpuRun {
+                dnn: report.entity,
+                times,
+            });
+        }
         sched.cpu_done(
             report.work,
             report.worker,

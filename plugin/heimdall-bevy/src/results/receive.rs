@@ -90,6 +90,7 @@ impl Receivers<'_, '_> {
             RenderMessage::Presented(t, phases) => Measured::Presented(t, phases),
             RenderMessage::Scheduled { dnn, latency_ms } => Measured::Scheduled { dnn, latency_ms },
             RenderMessage::Readback { dnn, ms } => Measured::Readback { dnn, ms },
+            RenderMessage::CpuRun { dnn, times } => Measured::CpuRun { dnn, times },
             RenderMessage::Instance(index, name) => Measured::Instance(index, name),
             RenderMessage::ConvCacheDecision {
                 dnn,

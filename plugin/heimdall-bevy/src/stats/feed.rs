@@ -31,6 +31,11 @@ pub(crate) enum Measured {
     Scheduled { dnn: Entity, latency_ms: f64 },
     /// A GPU inference of `dnn` had its outputs read `ms` after its GPU work ended.
     Readback { dnn: Entity, ms: f64 },
+    /// A CPU run of `dnn`'s model, as its worker measured it.
+    CpuRun {
+        dnn: Entity,
+        times: super::CpuRunTimes,
+    },
     /// Where the coordinator runs a DNN and at what rate.
     Placement(Entity, DnnPlacement),
     /// Why a DNN runs on the CPU backend although the app has a GPU.
@@ -91,6 +96,7 @@ pub(crate) fn record_measurements(
                 stats.record_scheduled(&name(dnn), dnn, latency_ms);
             }
             &Measured::Readback { dnn, ms } => stats.record_readback(&name(dnn), dnn, ms),
+            Measured::CpuRun { dnn, times } => stats.record_cpu_run(&name(*dnn), *dnn, times),
             Measured::Placement(dnn, p) => stats.record_placement(&name(*dnn), *dnn, p),
             Measured::CpuFallback(dnn, why) => stats.record_cpu_fallback(&name(*dnn), *dnn, why),
             Measured::ConvCacheDecision {

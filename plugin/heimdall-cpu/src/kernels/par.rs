@@ -14,6 +14,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::kernels::threads::Pool;
+pub use crate::kernels::threads::PoolCounters;
 
 /// Most threads a model runs on (more are clamped to this). Per-thread scratch is planned for
 /// the model's own thread count, so this only bounds what a caller can ask for.
@@ -62,6 +63,13 @@ impl Par {
     /// How many parts kernels split their work into at most (1 when inline).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// How the pool ran its jobs since it started (zeros without a pool).
+    pub fn counters(&self) -> PoolCounters {
+        self.pool
+            .as_ref()
+            .map_or_else(PoolCounters::default, Pool::counters)
     }
 
     /// Runs `f` on the calling thread with subnormals flushed to zero
@@ -254,7 +262,7 @@ impl Par {
             let parts = rows.div_ceil(tile_r) * cols.div_ceil(tile_c);
             let span = parts.div_ceil(self.threads) * tile_r.min(rows) * tile_c.min(cols);
             // Columns are split only for a clear gain (each column tile re-reads the input).
-            if span * 8 < best.0 * 7 || best.0 == usize::MAX {
+            if best.0 == usize::MAX || span * 8 < best.0 * 7 {
                 best = (span, tile_r.min(rows), tile_c.min(cols));
             }
         }

@@ -31,6 +31,46 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How a model's thread pool ran its jobs (one job per split op), counted since the pool
+/// started: [`crate::CpuModel::pool_counters`]. Read before and after a run
+/// ([`PoolCounters::since`]) they tell whether the pool's threads took their parts: where they
+/// were descheduled or parked, the caller runs most parts itself and the run takes up to
+/// `threads` times longer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounters {
+    /// Jobs of more than one part handed to the pool's threads.
+    pub jobs: u64,
+    /// Of those, jobs that found a thread parked and woke it (a futex wake-up each, and the
+    /// thread starts late).
+    pub jobs_waking: u64,
+    /// Parts of those jobs.
+    pub parts: u64,
+    /// Parts of those jobs the calling thread ran itself (`parts / threads` when every thread
+    /// took its share).
+    pub caller_parts: u64,
+    /// Jobs of more than one part run inline on the caller: nested in a part, or while another
+    /// caller's job was in flight.
+    pub inline_jobs: u64,
+}
+
+impl PoolCounters {
+    /// What happened between `earlier` and `self` (two reads of one pool).
+    pub fn since(&self, earlier: &PoolCounters) -> PoolCounters {
+        PoolCounters {
+            jobs: self.jobs.saturating_sub(earlier.jobs),
+            jobs_waking: self.jobs_waking.saturating_sub(earlier.jobs_waking),
+            parts: self.parts.saturating_sub(earlier.parts),
+            caller_parts: self.caller_parts.saturating_sub(earlier.caller_parts),
+            inline_jobs: self.inline_jobs.saturating_sub(earlier.inline_jobs),
+        }
+    }
+
+    /// The share of the parts the caller ran (`None` without a job).
+    pub fn caller_share(&self) -> Option<f64> {
+        (self.parts > 0).then(|| self.caller_parts as f64 / self.parts as f64)
+    }
+}
+
 /// How long a worker spins for the next job before it parks.
 const SPIN: Duration = Duration::from_micros(200);
 
@@ -65,6 +105,18 @@ struct Shared {
     wake: Condvar,
     /// The first panic of a part of the current job, re-raised on the caller.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// How the jobs ran (written by callers only, once per job).
+    counters: Counters,
+}
+
+/// [`PoolCounters`] as the pool keeps them.
+#[derive(Default)]
+struct Counters {
+    jobs: AtomicU64,
+    jobs_waking: AtomicU64,
+    parts: AtomicU64,
+    caller_parts: AtomicU64,
+    inline_jobs: AtomicU64,
 }
 
 thread_local! {
@@ -115,16 +167,26 @@ impl Pool {
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
         {
+            if parts > 1 {
+                s.counters.inline_jobs.fetch_add(1, Ordering::Relaxed);
+            }
             (0..parts).for_each(|p| f(p, 0));
             return;
         }
         let job = Job { f };
         let epoch = s.publish(&job, parts);
-        if s.sleeping.load(Ordering::SeqCst) > 0 {
+        let waking = s.sleeping.load(Ordering::SeqCst) > 0;
+        if waking {
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.wake.notify_all();
         }
-        claim(s, epoch, 0);
+        let mine = claim(s, epoch, 0);
+        let c = &s.counters;
+        c.jobs.fetch_add(1, Ordering::Relaxed);
+        c.jobs_waking
+            .fetch_add(u64::from(waking), Ordering::Relaxed);
+        c.parts.fetch_add(parts as u64, Ordering::Relaxed);
+        c.caller_parts.fetch_add(mine as u64, Ordering::Relaxed);
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) < parts {
             relax(&mut spins);
@@ -133,6 +195,19 @@ impl Pool {
         s.busy.store(false, Ordering::Release);
         if let Some(p) = panic {
             resume_unwind(p);
+        }
+    }
+
+    /// How its jobs ran since it started.
+    pub(crate) fn counters(&self) -> PoolCounters {
+        let c = &self.shared.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        PoolCounters {
+            jobs: get(&c.jobs),
+            jobs_waking: get(&c.jobs_waking),
+            parts: get(&c.parts),
+            caller_parts: get(&c.caller_parts),
+            inline_jobs: get(&c.inline_jobs),
         }
     }
 }
@@ -165,6 +240,7 @@ impl Shared {
             lock: Mutex::new(()),
             wake: Condvar::new(),
             panic: Mutex::new(None),
+            counters: Counters::default(),
         }
     }
 
@@ -209,9 +285,10 @@ pub(crate) fn first_part(w: usize, parts: usize, threads: usize) -> usize {
 }
 
 /// Runs parts of epoch `epoch` until none is left: thread `worker`'s own, first to last, then
-/// the others' from the back of their ranges.
-fn claim(s: &Shared, epoch: u64, worker: usize) {
+/// the others' from the back of their ranges. Returns how many it ran.
+fn claim(s: &Shared, epoch: u64, worker: usize) -> usize {
     let threads = s.ranges.len();
+    let mut ran = 0;
     for v in 0..threads {
         let owner = (worker + v) % threads;
         let range = &s.ranges[owner].0;
@@ -233,8 +310,10 @@ fn claim(s: &Shared, epoch: u64, worker: usize) {
                 continue;
             }
             run_part(s, part as usize, worker);
+            ran += 1;
         }
     }
+    ran
 }
 
 /// Runs part `part` of the current job (claimed by the caller) on thread `worker`.
@@ -378,6 +457,54 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    /// The counters count each job handed out, its parts, the caller's share of them (all of
+    /// them when every worker is held up elsewhere), the jobs that woke parked workers, and the
+    /// jobs run inline.
+    #[test]
+    fn counters_say_how_jobs_ran() {
+        let pool = Pool::new(3, || {}).expect("pool");
+        assert_eq!(pool.counters(), PoolCounters::default());
+        // Both workers parked (they park after their spin): the job wakes them.
+        let t = Instant::now();
+        while pool.shared.sleeping.load(Ordering::SeqCst) < 2 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the workers never parked"
+            );
+            std::thread::sleep(SPIN);
+        }
+        pool.run(6, &|_, _| {});
+        let c = pool.counters();
+        assert_eq!((c.jobs, c.parts, c.inline_jobs), (1, 6, 0));
+        assert_eq!(c.jobs_waking, 1, "{c:?}");
+        assert!((1..=6).contains(&c.caller_parts), "{c:?}");
+        // A one-part job is not a job of the pool.
+        pool.run(1, &|_, _| {});
+        assert_eq!(pool.counters(), c);
+        // Parts that wait (up to 5 s) until a worker runs one: the caller cannot run them all.
+        let before = pool.counters();
+        let by_worker = AtomicUsize::new(0);
+        pool.run(30, &|_, w| {
+            if w > 0 {
+                by_worker.fetch_add(1, Ordering::SeqCst);
+            }
+            let t = Instant::now();
+            while by_worker.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        });
+        let d = pool.counters().since(&before);
+        assert_eq!((d.jobs, d.parts), (1, 30));
+        assert!(d.caller_parts < 30, "{d:?}");
+        assert_eq!(d.caller_share(), Some(d.caller_parts as f64 / 30.0));
+        // A nested job runs inline and says so.
+        let before = pool.counters();
+        pool.run(2, &|_, _| pool.run(4, &|_, _| {}));
+        let d = pool.counters().since(&before);
+        assert_eq!((d.jobs, d.parts, d.inline_jobs), (1, 2, 2));
+        assert_eq!(PoolCounters::default().caller_share(), None);
     }
 
     /// A nested job and a job from a second thread while one is in flight run inline; a panic
