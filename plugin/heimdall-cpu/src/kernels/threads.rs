@@ -479,7 +479,8 @@ mod tests {
         let c = pool.counters();
         assert_eq!((c.jobs, c.parts, c.inline_jobs), (1, 6, 0));
         assert_eq!(c.jobs_waking, 1, "{c:?}");
-        assert!((1..=6).contains(&c.caller_parts), "{c:?}");
+        // Woken workers may take the caller's parts too (from the back of its range).
+        assert!(c.caller_parts <= 6, "{c:?}");
         // A one-part job is not a job of the pool.
         pool.run(1, &|_, _| {});
         assert_eq!(pool.counters(), c);
