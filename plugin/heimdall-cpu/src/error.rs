@@ -25,6 +25,16 @@ pub enum CpuError {
         /// Number of values given.
         got: usize,
     },
+    /// Rows of a length that does not divide an input ([`crate::CpuModel::fill_input`]).
+    #[error("input {index}: rows of {row_len} values do not divide its shape {expected:?}")]
+    InputRows {
+        /// Input index.
+        index: usize,
+        /// The model's input shape.
+        expected: Vec<usize>,
+        /// The row length given.
+        row_len: usize,
+    },
     /// An input or output index that does not exist.
     #[error("no {what} {index} (the model has {count})")]
     NoSuchTensor {

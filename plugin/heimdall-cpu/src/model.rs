@@ -380,6 +380,37 @@ impl CpuModel {
         }
     }
 
+    /// Writes input `index` in place, split over the model's threads: its values are rows of
+    /// `row_len` (an image input's `W × C`), and `f(rows, values)` fills the `values` of
+    /// `rows`, concurrently for disjoint ranges. For an input computed from another buffer (a
+    /// camera frame resampled into it) without a copy and on every thread. An error when the
+    /// input does not exist or `row_len` does not divide it.
+    pub fn fill_input<F>(&mut self, index: usize, row_len: usize, f: F) -> Result<(), CpuError>
+    where
+        F: Fn(std::ops::Range<usize>, &mut [f32]) + Sync,
+    {
+        let count = self.inputs.len();
+        let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor {
+            what: "input",
+            index,
+            count,
+        })?;
+        match *loc {
+            Loc::Arena { offset, len } if row_len > 0 && len % row_len == 0 => {
+                // Rows enough to be worth a part: about 16 KiB of values each.
+                let min_rows = (4096 / row_len).max(1);
+                self.par
+                    .for_rows(&mut self.arena[offset..offset + len], row_len, min_rows, f);
+                Ok(())
+            }
+            _ => Err(CpuError::InputRows {
+                index,
+                expected: shape.clone(),
+                row_len,
+            }),
+        }
+    }
+
     /// The values of output `index` (valid after the op producing it has run).
     pub fn output(&self, index: usize) -> Result<&[f32], CpuError> {
         let count = self.outputs.len();

@@ -36,7 +36,7 @@ pub use image_to_tensor::ImageToTensor;
 pub use normalization::Normalization;
 pub use pixel_format::{PixelFormat, RawFrame, to_rgba};
 pub use rect::Rect;
-pub use resample::resample;
+pub use resample::{resample, resample_into};
 pub use rgba::RgbaImage;
 
 /// The vector and affine types the crop is written in (glam's).

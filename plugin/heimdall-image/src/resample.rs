@@ -24,6 +24,38 @@ pub fn resample(
     norm: &Normalization,
     out_shape: [usize; 3],
 ) -> Result<Vec<f32>, ImageError> {
+    let [out_h, out_w, out_c] = out_shape;
+    let len = out_h
+        .checked_mul(out_w)
+        .and_then(|n| n.checked_mul(out_c))
+        .ok_or_else(|| {
+            ImageError::Parameters(format!("an output of {out_shape:?} is too large"))
+        })?;
+    let mut out = vec![0.0; len];
+    resample_into(
+        rgba,
+        (width, height),
+        crop,
+        norm,
+        out_shape,
+        0..out_h,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// The rows `rows` of [`resample`]'s output, into `out` (`rows.len() × out_w × out_c` values):
+/// each the same bits as in the whole output, so that disjoint ranges can be computed on
+/// several threads (`heimdall_cpu::CpuModel::fill_input`).
+pub fn resample_into(
+    rgba: &[u8],
+    (width, height): (usize, usize),
+    crop: &Crop,
+    norm: &Normalization,
+    out_shape: [usize; 3],
+    rows: std::ops::Range<usize>,
+    out: &mut [f32],
+) -> Result<(), ImageError> {
     if !crop.is_finite() || !norm.is_finite() {
         return Err(ImageError::Parameters(format!(
             "the crop {crop:?} or the normalisation {norm:?} is not finite"
@@ -47,23 +79,33 @@ pub fn resample(
             "a model input takes 1 to 4 channels of an RGBA frame, not {out_c}"
         )));
     }
-    let mut out = vec![0.0; out_h * out_w * out_c];
+    if rows.start > rows.end
+        || rows.end > out_h
+        || out_w
+            .checked_mul(out_c)
+            .and_then(|n| n.checked_mul(rows.len()))
+            != Some(out.len())
+    {
+        return Err(ImageError::Parameters(format!(
+            "rows {rows:?} of a {out_shape:?} output do not fill {} values",
+            out.len()
+        )));
+    }
     let src = Source::new(rgba, width, height, crop.border);
-    let rows = crop.transform.to_rows();
     let job = Job {
         src: &src,
-        rows,
+        rows: crop.transform.to_rows(),
         norm,
         out_w,
         out_h,
     };
     match out_c {
-        1 => job.run::<1>(&mut out),
-        2 => job.run::<2>(&mut out),
-        3 => job.run::<3>(&mut out),
-        _ => job.run::<4>(&mut out),
+        1 => job.run::<1>(rows, out),
+        2 => job.run::<2>(rows, out),
+        3 => job.run::<3>(rows, out),
+        _ => job.run::<4>(rows, out),
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The frame as the taps read it: bytes to `[0, 1]` through a table (the same division
@@ -176,13 +218,14 @@ impl Job<'_> {
         pixel * self.norm.scale[c] + self.norm.offset[c]
     }
 
-    fn run<const C: usize>(&self, out: &mut [f32]) {
+    /// Output rows `ys` into `out`.
+    fn run<const C: usize>(&self, ys: std::ops::Range<usize>, out: &mut [f32]) {
         // Without rotation or shear, a column's frame x and a row's frame y are the same on
         // every row and column: the bilinear blend separates.
         if self.rows[1] == 0.0 && self.rows[3] == 0.0 {
-            self.separable::<C>(out);
+            self.separable::<C>(ys, out);
         } else {
-            self.general::<C>(out);
+            self.general::<C>(ys, out);
         }
     }
 
@@ -190,7 +233,7 @@ impl Job<'_> {
     /// The position's terms that depend on one axis only are computed once per column and row
     /// (the same products, summed in the same order: the result is bit for bit the per-pixel
     /// formula's).
-    fn general<const C: usize>(&self, out: &mut [f32]) {
+    fn general<const C: usize>(&self, ys: std::ops::Range<usize>, out: &mut [f32]) {
         let (r, (limx, limy)) = (&self.rows, self.limits());
         let (wf, hf) = (self.src.width as f32, self.src.h as f32);
         let cols: Vec<(f32, f32)> = (0..self.out_w)
@@ -199,7 +242,7 @@ impl Job<'_> {
                 (r[0] * u, r[3] * u)
             })
             .collect();
-        for (y, line) in out.chunks_exact_mut(self.out_w * C).enumerate() {
+        for (y, line) in ys.zip(out.chunks_exact_mut(self.out_w * C)) {
             let (_, v) = self.uv(0, y);
             let (rv1, rv4) = (r[1] * v, r[4] * v);
             for (&(ru0, ru3), px) in cols.iter().zip(line.chunks_exact_mut(C)) {
@@ -221,7 +264,7 @@ impl Job<'_> {
     /// while consecutive output rows sample it), then each output row blends two of them
     /// along y. The same operations as the per-pixel formula on the same values: bit for bit
     /// its result.
-    fn separable<const C: usize>(&self, out: &mut [f32]) {
+    fn separable<const C: usize>(&self, ys: std::ops::Range<usize>, out: &mut [f32]) {
         let (limx, limy) = self.limits();
         // Any v gives a column's x (its term is a zero product) and any u a row's y.
         let cols: Vec<(i32, f32)> = (0..self.out_w)
@@ -232,7 +275,7 @@ impl Job<'_> {
             .collect();
         let n = self.out_w * C;
         let mut slots = [(None, vec![0.0; n]), (None, vec![0.0; n])];
-        for (y, line) in out.chunks_exact_mut(n).enumerate() {
+        for (y, line) in ys.zip(out.chunks_exact_mut(n)) {
             let (u, v) = self.uv(0, y);
             let (y0, fy) = split(self.position(u, v).1, limy);
             let top = self.frame_row::<C>(&mut slots, &cols, y0, y0 + 1);
@@ -437,6 +480,23 @@ mod tests {
             let plain = per_pixel(&rgba, (width, height), &crop, &norm, shape);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&fast), bits(&plain), "case {case}: {crop:?} {shape:?}");
+            // In bands (as on several threads): the same bits.
+            let cut = (unit() * shape[0] as f32) as usize;
+            let row = shape[1] * shape[2];
+            let mut banded = vec![f32::NAN; fast.len()];
+            let (a, b) = banded.split_at_mut(cut * row);
+            resample_into(&rgba, (width, height), &crop, &norm, shape, 0..cut, a).unwrap();
+            resample_into(
+                &rgba,
+                (width, height),
+                &crop,
+                &norm,
+                shape,
+                cut..shape[0],
+                b,
+            )
+            .unwrap();
+            assert_eq!(bits(&banded), bits(&plain), "case {case} cut at row {cut}");
         }
     }
 
@@ -448,5 +508,12 @@ mod tests {
         let mut nan = Crop::FULL;
         nan.transform = CropTransform::from_rows([f32::NAN, 0.0, 0.0, 0.0, 1.0, 0.0]);
         assert!(resample(&[0; 16], 2, 2, &nan, &n, [2, 2, 3]).is_err());
+        // Rows outside the output, or an output slice of another size.
+        let full = &Crop::FULL;
+        let mut out = vec![0.0; 7];
+        assert!(resample_into(&[0; 16], (2, 2), full, &n, [2, 2, 3], 1..2, &mut out).is_err());
+        assert!(resample_into(&[0; 16], (2, 2), full, &n, [2, 2, 3], 2..3, &mut []).is_err());
+        assert!(resample_into(&[0; 16], (2, 2), full, &n, [2, 2, 3], 1..2, &mut out[..6]).is_ok());
+        assert!(resample(&[0; 16], 2, 2, full, &n, [usize::MAX, 2, 3]).is_err());
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bevy::prelude::*;
 use crossbeam_channel::Sender;
 use heimdall_coordinator::CpuWork;
-use heimdall_vision::image::{Crop, Normalization, resample};
+use heimdall_vision::image::{Crop, Normalization, resample_into};
 
 use super::finish::Finish;
 use crate::clock::HeimdallClock;
@@ -113,16 +113,21 @@ pub(crate) fn start_cpu_piece(
     };
     spawn_cpu_run(pool, sink, run, move |m| {
         if start_op == 0 {
-            let x = resample(
-                &pixels,
-                size.x as usize,
-                size.y as usize,
-                &crop,
-                &norm,
-                [h, w, ch],
-            )
+            // The camera frame resampled straight into the model's input, its rows over the
+            // model's threads.
+            let failed = std::sync::Mutex::new(None);
+            let frame = (size.x as usize, size.y as usize);
+            m.fill_input(0, w * ch, |rows, values| {
+                if let Err(e) =
+                    resample_into(&pixels, frame, &crop, &norm, [h, w, ch], rows, values)
+                {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                }
+            })
             .map_err(|e| e.to_string())?;
-            m.set_input(0, &x).map_err(|e| e.to_string())?;
+            if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                return Err(e.to_string());
+            }
         }
         Ok(())
     });
