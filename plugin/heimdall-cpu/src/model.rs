@@ -359,15 +359,21 @@ impl CpuModel {
         self.outputs.iter().map(|(_, s)| s.clone()).collect()
     }
 
-    /// Copies `data` into input `index`; its length must match the input's shape.
-    pub fn set_input(&mut self, index: usize, data: &[f32]) -> Result<(), CpuError> {
+    /// Where input `index` lives and its shape.
+    fn input_slot(&self, index: usize) -> Result<(Loc, &Vec<usize>), CpuError> {
         let count = self.inputs.len();
         let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor {
             what: "input",
             index,
             count,
         })?;
-        match *loc {
+        Ok((*loc, shape))
+    }
+
+    /// Copies `data` into input `index`; its length must match the input's shape.
+    pub fn set_input(&mut self, index: usize, data: &[f32]) -> Result<(), CpuError> {
+        let (loc, shape) = self.input_slot(index)?;
+        match loc {
             Loc::Arena { offset, len } if len == data.len() => {
                 self.arena[offset..offset + len].copy_from_slice(data);
                 Ok(())
@@ -389,13 +395,8 @@ impl CpuModel {
     where
         F: Fn(std::ops::Range<usize>, &mut [f32]) + Sync,
     {
-        let count = self.inputs.len();
-        let (loc, shape) = self.inputs.get(index).ok_or(CpuError::NoSuchTensor {
-            what: "input",
-            index,
-            count,
-        })?;
-        match *loc {
+        let (loc, shape) = self.input_slot(index)?;
+        match loc {
             Loc::Arena { offset, len } if row_len > 0 && len % row_len == 0 => {
                 // Rows enough to be worth a part: about 16 KiB of values each.
                 let min_rows = (4096 / row_len).max(1);
