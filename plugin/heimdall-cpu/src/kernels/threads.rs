@@ -109,8 +109,10 @@ struct Shared {
     counters: Counters,
 }
 
-/// [`PoolCounters`] as the pool keeps them.
+/// [`PoolCounters`] as the pool keeps them: written by the caller once per job, in cache lines
+/// of their own (the workers spin on the job's state and count its parts done beside them).
 #[derive(Default)]
+#[repr(align(128))]
 struct Counters {
     jobs: AtomicU64,
     jobs_waking: AtomicU64,
