@@ -117,6 +117,9 @@ pub struct AppArgs {
     /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
     /// `HeimdallSettings::cpu_on_completion`).
     pub cpu_at_frame_start: bool,
+    /// `--no-late-delivery`: results reach the world only in `PreUpdate` (an ablation of
+    /// `HeimdallSettings::late_delivery`).
+    pub no_late_delivery: bool,
     /// `--camera-fps F`: the clip is paced like a camera at F Hz on its own clock
     /// (`FramePacing::Rate`) instead of one frame per update.
     pub camera_fps: Option<f64>,
@@ -170,6 +173,7 @@ impl Default for AppArgs {
             cpu_workers: 0,
             events_half_slots: false,
             cpu_at_frame_start: false,
+            no_late_delivery: false,
             camera_fps: None,
             no_camera_phase: false,
             palm_search_every_frame: false,
@@ -331,6 +335,10 @@ struct Cli {
     /// (HeimdallSettings::cpu_on_completion off).
     #[arg(long, help_heading = ABLATIONS)]
     cpu_at_frame_start: bool,
+    /// Results reach the world only in PreUpdate, not also at the start of PostUpdate
+    /// (HeimdallSettings::late_delivery off).
+    #[arg(long, help_heading = ABLATIONS)]
+    no_late_delivery: bool,
 }
 
 const RUN: &str = "Run";
@@ -440,6 +448,7 @@ impl From<Cli> for AppArgs {
             cpu_workers: c.cpu_workers,
             events_half_slots: c.events_half_slots,
             cpu_at_frame_start: c.cpu_at_frame_start,
+            no_late_delivery: c.no_late_delivery,
             camera_fps: c.camera_fps,
             no_camera_phase: c.no_camera_phase,
             palm_search_every_frame: c.palm_search_every_frame,
@@ -593,10 +602,11 @@ mod tests {
         let a = parse(
             "--headless --mode fifo --out /tmp/c/fifo-0 --save-every 0 --record-run \
              --frames 660 --warmup 60 --resolution 2560x1440 --quality high --fps 90 --events 1 \
-             --cpu-workers 4 --cpu-at-frame-start --no-offload",
+             --cpu-workers 4 --cpu-at-frame-start --no-offload --no-late-delivery",
         )
         .unwrap();
         assert!(a.headless && a.record_run && a.no_offload && a.cpu_at_frame_start);
+        assert!(a.no_late_delivery);
         assert_eq!(a.mode, CoordinationMode::Fifo);
         assert_eq!((a.frames, a.warmup, a.save_every), (Some(660), 60, 0));
         assert_eq!((a.width, a.height, a.fps), (2560, 1440, 90.0));

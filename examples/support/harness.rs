@@ -205,6 +205,7 @@ fn heimdall_settings(title: &str, args: &AppArgs) -> HeimdallSettings {
         cpu_workers: (args.cpu_workers > 0).then_some(args.cpu_workers),
         events_take_all_slots: !args.events_half_slots,
         cpu_on_completion: !args.cpu_at_frame_start,
+        late_delivery: !args.no_late_delivery,
         ..default()
     }
 }

@@ -41,6 +41,7 @@ pub fn report(
         "text_side": args.text_side,
         "cpu_workers": args.cpu_workers,
         "cpu_at_frame_start": args.cpu_at_frame_start,
+        "late_delivery": !args.no_late_delivery,
         "early_frame_start": args.early_frame_start,
         "camera_fps": args.camera_fps,
         "camera_phase": !args.early_frame_start && !args.no_camera_phase,

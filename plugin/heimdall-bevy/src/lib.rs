@@ -212,10 +212,11 @@ impl Plugin for HeimdallPlugin {
             .add_systems(
                 PostUpdate,
                 (
-                    main_phases::ours_begin.before(HeimdallSystems::Requests),
+                    main_phases::ours_begin.before(HeimdallSystems::Results),
                     main_phases::ours_end.after(HeimdallSystems::Requests),
                 ),
             );
+        results::receive::add_late_delivery(app);
         register_types(app);
         render::build(app, &self.settings, clock, outbox, failed);
     }

@@ -148,6 +148,13 @@ pub struct HeimdallSettings {
     /// mid-frame takes the next piece at once. `false`: CPU work goes out only at each frame's
     /// decision, at most one piece per slot per frame (for comparison).
     pub cpu_on_completion: bool,
+    /// Deliver results a second time each update, at the start of `PostUpdate` (the default):
+    /// a result that a CPU worker or the readback finishes while the update runs reaches its
+    /// entity before the frame is extracted, so the frame rendered next shows it, instead of
+    /// waiting for the next update's `PreUpdate` (a whole frame later). `false`: results arrive
+    /// only in `PreUpdate` (for comparison, or for an app that wants every result before its
+    /// `Update` systems and none after).
+    pub late_delivery: bool,
     /// Submit each frame's DNN work ahead of the scene's passes (the default): the GPU runs it
     /// first and its outputs are read back as soon as it is done, so a result reaches the world
     /// one frame after its last chunk even while the scene's GPU time fills most of the period.
@@ -200,6 +207,7 @@ impl Default for HeimdallSettings {
             offload: true,
             placement_rule: PlacementRule::Planner,
             cpu_on_completion: true,
+            late_delivery: true,
             dnn_work_first: true,
             free_at_readback: true,
             nonblocking_gpu_waits: true,

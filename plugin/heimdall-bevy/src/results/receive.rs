@@ -17,6 +17,7 @@ use crate::decoder::{Decoded, DecoderHandle};
 use crate::dnn::{Dnn, DnnFailed, DnnOutput, DnnPlacement, DnnResult, DnnStatus};
 use crate::guard::GuardStatus;
 use crate::stats::{Measured, ResultMeasured};
+use crate::systems::HeimdallSystems;
 
 /// What the main world updates from the render world's messages: the DNNs' components, the
 /// camera frames' pins and the plugin's resources; and the stream of measurements.
@@ -35,7 +36,8 @@ pub(crate) struct Receivers<'w, 's> {
     frames: Query<'w, 's, &'static CameraFrame>,
 }
 
-/// Drains the channel: statuses, results, GPU frame records, traces.
+/// Drains the channel (`PreUpdate`): statuses, results, GPU frame records, traces; the
+/// requests of the previous update (a trace, a recording) are cleared first.
 pub(crate) fn receive(inbox: Res<Inbox>, mut to: Receivers) {
     to.trace.requested = false;
     to.recording.start_requested = false;
@@ -43,6 +45,37 @@ pub(crate) fn receive(inbox: Res<Inbox>, mut to: Receivers) {
     for m in inbox.0.try_iter() {
         to.take(m);
     }
+}
+
+/// Drains the channel again at the start of `PostUpdate` (`HeimdallSettings::late_delivery`):
+/// what finished while the update ran reaches the world before this frame is extracted, so the
+/// frame rendered next shows it. The app's requests of this update are left as they are.
+pub(crate) fn receive_late(inbox: Res<Inbox>, mut to: Receivers) {
+    for m in inbox.0.try_iter() {
+        to.take(m);
+    }
+}
+
+/// Whether results are delivered a second time in the update ([`receive_late`]).
+fn late_delivery_on(settings: Option<Res<crate::HeimdallSettings>>) -> bool {
+    settings.is_none_or(|s| s.late_delivery)
+}
+
+/// Schedules [`receive_late`] at the start of `PostUpdate`, in [`HeimdallSystems::Results`]
+/// ahead of [`HeimdallSystems::Requests`] (a result's observer may ask for the next inference
+/// in the same update). Its measurements are read by the statistics in the next `PreUpdate`:
+/// one reader, or every message would count twice.
+pub(crate) fn add_late_delivery(app: &mut App) {
+    app.configure_sets(
+        PostUpdate,
+        (HeimdallSystems::Results, HeimdallSystems::Requests).chain(),
+    )
+    .add_systems(
+        PostUpdate,
+        receive_late
+            .run_if(late_delivery_on)
+            .in_set(HeimdallSystems::Results),
+    );
 }
 
 impl Receivers<'_, '_> {
@@ -194,4 +227,77 @@ fn set_status(
         });
     }
     *current = status;
+}
+
+#[cfg(test)]
+mod tests {
+    use crossbeam_channel::Sender;
+
+    use super::*;
+    use crate::HeimdallSettings;
+    use crate::dnn::Backend;
+
+    /// The main world's end of the channel as the plugin schedules it, and a DNN entity.
+    fn app(late: bool) -> (App, Sender<RenderMessage>, Entity) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut app = App::new();
+        app.insert_resource(Inbox(rx))
+            .insert_resource(HeimdallSettings {
+                late_delivery: late,
+                ..default()
+            })
+            .init_resource::<HeimdallClock>()
+            .init_resource::<HeimdallTrace>()
+            .init_resource::<HeimdallRecording>()
+            .init_resource::<HeimdallBackend>()
+            .add_message::<Measured>()
+            .add_systems(PreUpdate, receive.in_set(HeimdallSystems::Results));
+        add_late_delivery(&mut app);
+        let dnn = app.world_mut().spawn(DnnStatus::Loading).id();
+        (app, tx, dnn)
+    }
+
+    /// The status as an app's `Last` system sees it after an update during whose `Update` a
+    /// worker sends `Ready` (the render world and the workers send while the update runs).
+    fn status_at_the_end_of_the_update(late: bool) -> (DnnStatus, DnnStatus) {
+        let (mut app, tx, dnn) = app(late);
+        app.add_systems(Update, move || {
+            let _ = tx.send(RenderMessage::Status(dnn, DnnStatus::Ready(Backend::Cpu)));
+        });
+        #[derive(Resource, Default)]
+        struct Seen(Vec<DnnStatus>);
+        app.init_resource::<Seen>().add_systems(
+            Last,
+            move |s: Query<&DnnStatus>, mut seen: ResMut<Seen>| {
+                seen.0.push(s.get(dnn).cloned().unwrap_or_default());
+            },
+        );
+        app.update();
+        app.update();
+        let seen = &app.world().resource::<Seen>().0;
+        (seen[0].clone(), seen[1].clone())
+    }
+
+    #[test]
+    fn what_arrives_during_the_update_is_delivered_before_it_ends() {
+        let ready = DnnStatus::Ready(Backend::Cpu);
+        assert_eq!(
+            status_at_the_end_of_the_update(true),
+            (ready.clone(), ready.clone()),
+            "late delivery: the first update's end sees what arrived during it"
+        );
+        assert_eq!(
+            status_at_the_end_of_the_update(false),
+            (DnnStatus::Loading, ready),
+            "without it, the next update's PreUpdate delivers it"
+        );
+    }
+
+    #[test]
+    fn the_late_delivery_keeps_the_apps_requests_of_the_update() {
+        let (mut app, _tx, _dnn) = app(true);
+        app.add_systems(Update, |mut t: ResMut<HeimdallTrace>| t.requested = true);
+        app.add_systems(Last, |t: Res<HeimdallTrace>| assert!(t.requested));
+        app.update();
+    }
 }
