@@ -89,6 +89,49 @@ fn an_event_takes_the_processor_that_answers_it_soonest() {
     }
 }
 
+/// A style transfer that fits a frame's budget on the GPU (ten steps of 0.3 ms: 3 ms of the
+/// 11.67) and takes 46 ms on one CPU thread, 7.7 ms on 6 (x6). An event runs first on the GPU,
+/// so it answers in about its GPU time there: the GPU, not the CPU's 7.7 ms (the plan's share of
+/// the GPU, 3 x 16.67 / 11.67 + half a frame = 12.6 ms, would have sent it to the CPU, as it did
+/// multistyle26 at 1440p60 on the H200). Without GPU budget, the CPU.
+#[test]
+fn an_event_that_fits_the_frame_runs_on_the_gpu_before_a_faster_looking_cpu() {
+    for (budget, want) in [(true, Processor::Gpu), (false, Processor::Cpu)] {
+        let mut c = coordinator(8);
+        let id = c.register(ModelSpec {
+            name: "small style".into(),
+            steps: vec![StepCost::gpu_and_cpu(0.3, 4.6); 10],
+            utility: UtilityParams {
+                l0: 10.0,
+                beta: 1.0,
+                gamma: 1.0,
+            },
+            deadline_ms: Some(100.0),
+        });
+        c.set_on_demand(id, true);
+        c.set_cpu_parallelism(id, 6, 6.0);
+        if !budget {
+            for _ in 0..40 {
+                c.observe_render(20.0);
+            }
+        }
+        c.schedule(0.0, Event::Tick, window(0.0), 8);
+        c.submit(id, Request::default(), 10.0);
+        let d = c.schedule(10.0, Event::Request, window(10.0), 8);
+        let case = format!("budget {budget}: {d:?}");
+        match want {
+            Processor::Gpu => {
+                assert!(d.cpu.is_empty(), "{case}");
+                assert!(!d.gpu.is_empty(), "{case}");
+            }
+            Processor::Cpu => {
+                assert_eq!(d.cpu.len(), 1, "{case}");
+                assert!(d.gpu.is_empty(), "{case}");
+            }
+        }
+    }
+}
+
 /// Four slots; two continuous CPU models (eight 4 ms steps) and the style job on 4 threads. The
 /// first continuous model starts with 3 slots left, fewer than the style's 4: its work is cut
 /// into 8 ms pieces. The style job comes and needs 4 slots of the 3 free: it holds them, and the

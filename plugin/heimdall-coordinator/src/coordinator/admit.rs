@@ -58,8 +58,9 @@ impl Coordinator {
 
     /// Where model `i`'s new inference runs: where the plan puts the model, or, for an
     /// on-demand model under the planner, the processor expected to finish it soonest: the GPU
-    /// (its expected latency under the plan's load) against the CPU (its time at its threads
-    /// after the wait for that many free slots). Ties go to the GPU.
+    /// (its GPU time and one chunk's overhead when it fits the frame's budget, since an event
+    /// runs first; else its expected latency under the plan's load) against the CPU (its time
+    /// at its threads after the wait for that many free slots). Ties go to the GPU.
     fn admission_processor(&self, i: usize, now: f64) -> Processor {
         let m = &self.models[i];
         if !(m.on_demand && self.planner_active()) {
@@ -68,14 +69,24 @@ impl Coordinator {
         let a = &m.analysis;
         let b = self.cfg.budget;
         let gpu = if a.gpu_capable && b.budget_ms() > b.chunk_overhead_ms {
-            self.plan
-                .entry(crate::model::ModelId(i))
-                .and_then(|e| e.gpu_latency_ms)
-                .unwrap_or_else(|| {
-                    a.gpu_total() * b.frame_period_ms / b.budget_ms()
-                        + a.fallback_ms(0..a.len()) / m.cpu_speedup
-                        + 0.5 * b.frame_period_ms
-                })
+            let fallback = a.fallback_ms(0..a.len()) / m.cpu_speedup;
+            if a.gpu_total() + b.chunk_overhead_ms <= b.budget_ms() {
+                // It fits this frame's budget: an event ranks first, so it runs in the frame
+                // now being decided, not at the share of the GPU the plan gives continuous
+                // work (the plan's figure, which waits half a frame and spreads the model over
+                // the budget, was 12.6 ms for multistyle26 at 1440p60 where it took 5.5 from the
+                // decision to its outputs: docs/measurements/contention/2026-12-03c-h200).
+                a.gpu_total() + b.chunk_overhead_ms + fallback
+            } else {
+                self.plan
+                    .entry(crate::model::ModelId(i))
+                    .and_then(|e| e.gpu_latency_ms)
+                    .unwrap_or_else(|| {
+                        a.gpu_total() * b.frame_period_ms / b.budget_ms()
+                            + fallback
+                            + 0.5 * b.frame_period_ms
+                    })
+            }
         } else {
             f64::INFINITY
         };
