@@ -132,6 +132,87 @@ fn a_scene_past_the_period_exports() {
     assert!(out.report.dnns[0].completed > 0);
 }
 
+/// 60 frames of a 90 Hz run whose scene took 16 ms (the app's loop waits for the GPU: a frame
+/// every 16 ms, 0.96 s in all), one DNN asked at each frame.
+fn over_full_recording() -> RunRecorder {
+    let cfg = CoordinatorConfig::new(FrameBudget::new(90.0, 0.0, 1.0, 0.5));
+    let mut r = RunRecorder::new(&cfg);
+    r.set_frame_rate(90.0);
+    r.add_model(
+        ModelId(0),
+        "m",
+        &[StepCost::gpu_and_cpu(0.5, 2.0); 2],
+        Some(100.0),
+        UtilityParams::default(),
+    );
+    for k in 0..60 {
+        let t = 500.0 + k as f64 * 16.0;
+        r.frame(t, Some(16.0));
+        r.request(ModelId(0), t, 0.0);
+        r.cpu_chunk(ModelId(0), 0..2, 4.0);
+        r.finished(ModelId(0));
+    }
+    r
+}
+
+/// The window of a run whose frames took longer than their period is the time they spanned,
+/// not their count in periods: the export keeps every request (60 in 0.96 s; it kept the 42 of
+/// the first 0.667 s), and the simulator runs every replayed frame and answers the requests of
+/// all of them (55 of 60 here; at most the 42 of the first 0.667 s before).
+#[test]
+fn a_run_slower_than_its_frame_rate_exports_and_simulates_its_whole_window() {
+    let (s, rep) = over_full_recording().try_export().unwrap();
+    // 60 frames of 16 ms, not of 11.1.
+    assert!((s.duration_s - 0.96).abs() < 1e-9, "{}", s.duration_s);
+    let events = s.dnns[0].request.times(s.duration_s * 1000.0);
+    assert_eq!(events.len(), 60);
+    assert_eq!(rep.frame_start_ms.len(), 60);
+    let out = simulate(
+        &s,
+        &SimOptions {
+            replay: Some(rep.clone()),
+            ..SimOptions::default()
+        },
+    );
+    assert_eq!(out.report.frames.frames, 60);
+    // The last render may end past the window, as with any window.
+    assert!(out.report.frames.rendered >= 59, "{:?}", out.report.frames);
+    assert!(
+        out.report.dnns[0].completed >= 50,
+        "{:?}",
+        out.report.dnns[0]
+    );
+    // A recording made before (its duration the frames' count in periods): the simulator still
+    // runs to the last replayed frame.
+    let mut old = s.clone();
+    old.duration_s = 60.0 / 90.0;
+    let out = simulate(
+        &old,
+        &SimOptions {
+            replay: Some(rep),
+            ..SimOptions::default()
+        },
+    );
+    assert!(out.report.frames.rendered >= 59, "{:?}", out.report.frames);
+}
+
+/// A run on time exports its frames' count in periods, as before.
+#[test]
+fn a_run_on_time_keeps_its_window() {
+    let cfg = CoordinatorConfig::new(FrameBudget::new(60.0, 3.0, 1.0, 0.5));
+    let mut r = RunRecorder::new(&cfg);
+    r.set_frame_rate(60.0);
+    for k in 0..30 {
+        // A little jitter, less than half a period.
+        r.frame(
+            k as f64 * 1000.0 / 60.0 + if k == 29 { 5.0 } else { 0.0 },
+            Some(3.0),
+        );
+    }
+    let (s, _) = r.export();
+    assert!((s.duration_s - 0.5).abs() < 1e-9, "{}", s.duration_s);
+}
+
 /// The recorder exports how the run handed out CPU work (`set_cpu_dispatch_on_completion`),
 /// through a reset and through JSON.
 #[test]

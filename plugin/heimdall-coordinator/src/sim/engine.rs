@@ -270,7 +270,12 @@ pub fn simulate_opts(
     let cfg = coordinator_config(scenario, record_timeline, tweak);
     let n = scenario.dnns.len();
     let period = 1000.0 / scenario.frame_rate;
-    let end_ms = scenario.duration_s * 1000.0;
+    let end_ms = match &opts.replay {
+        Some(r) if scenario.decisions == Decisions::PerFrame => {
+            r.window_end_ms(scenario.duration_s * 1000.0, 1000.0 / scenario.frame_rate)
+        }
+        _ => scenario.duration_s * 1000.0,
+    };
     let mut recorder = opts
         .record_run
         .then(|| run_recorder(scenario, &cfg, end_ms));
@@ -359,7 +364,8 @@ fn coordinator_config(
 /// A run recorder with room for the whole run (`end_ms`): every vsync, and every request (at
 /// most one inference each).
 fn run_recorder(scenario: &Scenario, cfg: &CoordinatorConfig, end_ms: f64) -> RunRecorder {
-    let frames = (scenario.duration_s * scenario.frame_rate).round() as usize;
+    let frames = ((end_ms * scenario.frame_rate / 1000.0).round() as usize)
+        .max((scenario.duration_s * scenario.frame_rate).round() as usize);
     let requests: usize = scenario
         .dnns
         .iter()
@@ -433,10 +439,6 @@ impl Sim<'_> {
             seq: self.seq,
             kind,
         });
-    }
-
-    fn frames(&self) -> usize {
-        (self.sc.duration_s * self.sc.frame_rate).round() as usize
     }
 
     fn run(&mut self) {

@@ -275,6 +275,28 @@ impl Replay {
         self.vsync_phase_ms.unwrap_or(0.0)
     }
 
+    /// The end of a simulated window of `duration_ms` over these frame starts, ms: the
+    /// duration, or, where the frames run past it by more than half a period (`period_ms`; a
+    /// recording made before the recorder wrote the whole span of a run whose frames took longer
+    /// than their period), a mean interval after the last start (at least a period).
+    pub fn window_end_ms(&self, duration_ms: f64, period_ms: f64) -> f64 {
+        let Some(&last) = self.frame_start_ms.last() else {
+            return duration_ms;
+        };
+        let n = self.frame_start_ms.len();
+        let interval = if n > 1 {
+            last / (n - 1) as f64
+        } else {
+            period_ms
+        };
+        let spanned = last + interval.max(period_ms);
+        if spanned > duration_ms + 0.5 * period_ms {
+            spanned
+        } else {
+            duration_ms
+        }
+    }
+
     /// Start of frame `f`, if replayed.
     pub fn frame_start(&self, f: usize) -> Option<f64> {
         self.frame_start_ms.get(f).copied()

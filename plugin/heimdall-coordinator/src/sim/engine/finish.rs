@@ -23,7 +23,7 @@ impl Sim<'_> {
     fn frame_stats(&self) -> FrameStats {
         let sc = self.sc;
         let frames = self.frames();
-        let dur = sc.duration_s;
+        let dur = self.end_ms / 1000.0;
         // Frame rate per 1/3 s window, as in the paper; only whole windows count.
         let windows = (dur * 3.0 + 1e-9).floor() as usize;
         let mut per_window = vec![0usize; windows.max(1)];

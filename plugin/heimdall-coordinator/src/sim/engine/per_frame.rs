@@ -77,13 +77,40 @@ impl Sim<'_> {
         }
     }
 
-    /// When frame `k` starts: `k` periods, or per frame its replayed start.
+    /// The replayed frame starts (per frame with a replay that has them), else none.
+    fn replayed_starts(&self) -> &[f64] {
+        match &self.opts.replay {
+            Some(r) if self.per_frame => &r.frame_start_ms,
+            _ => &[],
+        }
+    }
+
+    /// The grid index of the first frame past the replayed ones: the first grid point at least
+    /// a period after the last replayed start (0 without any).
+    fn first_grid_frame(&self) -> usize {
+        let starts = self.replayed_starts();
+        starts.last().map_or(0, |&last| {
+            let next = ((last + self.period) / self.period - 1e-6).ceil().max(0.0) as usize;
+            starts.len().max(next)
+        })
+    }
+
+    /// When frame `k` starts: per frame its replayed start; past those (or without), on the
+    /// grid of periods, from the first grid point a period after the last replayed start.
     pub(super) fn vsync_at(&self, k: usize) -> f64 {
-        let replayed = match &self.opts.replay {
-            Some(r) if self.per_frame => r.frame_start(k),
-            _ => None,
-        };
-        replayed.unwrap_or(k as f64 * self.period)
+        let starts = self.replayed_starts();
+        match starts.get(k) {
+            Some(&t) => t,
+            None => (self.first_grid_frame() + k - starts.len()) as f64 * self.period,
+        }
+    }
+
+    /// The frames of the window: the replayed ones, then those of the grid up to the window's
+    /// end (without a replay of frame starts: the scenario's duration in periods).
+    pub(super) fn frames(&self) -> usize {
+        let n = self.replayed_starts().len();
+        let grid_end = (self.end_ms / self.period).round() as usize;
+        n + grid_end.saturating_sub(self.first_grid_frame())
     }
 
     /// Where the display's blanks fall in the period, ms (the replay's; 0: on the frame grid).
