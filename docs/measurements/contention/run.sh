@@ -17,7 +17,8 @@
 #   bash docs/measurements/contention/run.sh workspace   (carry .device/bin/workspace.gz; 24 runs, ~4.3 min)
 #   bash docs/measurements/contention/run.sh emoji       (carry .device/bin/emoji.gz; 4 runs, < 1 min)
 # Files: $OUT/contention_CONFIG.txz (the runs' stats.json, scenario.json, replay.json, the
-# compare_modes table) and $OUT/acceptance_APP.txt (the checks). env RUNS (3), CALM_RUNS (2),
+# compare_modes table), $OUT/acceptance_APP.txt (the checks) and $OUT/summary_APP.txt (each run's
+# DNNs, stages, CPU runs and host steal: scripts/contention_summary.py). env RUNS (3), CALM_RUNS (2),
 # FRAMES (660 = 60 warm-up + 600), MODES (heimdall,fifo; an ablation is MODE+flag[=value]...,
 # e.g. heimdall+margin-ms=0.3), MODES_4C (the modes of the taskset configs; default MODES),
 # SETS (a subset of the app's configs).
@@ -75,6 +76,7 @@ python3 scripts/pacing_acceptance.py --json $S/acceptance_$app.json $(for c in $
   > $S/acceptance_$app.txt 2>&1
 grep -E '^## |^- \[|ALL PASS|SOME FAIL|pacing_acceptance' $S/acceptance_$app.txt
 cp $S/acceptance_$app.txt $S/acceptance_$app.json $OUT/ 2>/dev/null
+python3 scripts/contention_summary.py $S > $OUT/summary_$app.txt 2>&1
 cd $S && for d in */; do d=${d%/}
   XZ_OPT=-T0 tar cJf $OUT/contention_$d.txz $d.md $d.json \
     $(find $d -name stats.json -o -name scenario.json -o -name replay.json)
