@@ -1,7 +1,8 @@
 //! CPU slots under the placement planner (issue 34): an on-demand job takes the processor that
 //! answers it soonest, multi-threaded CPU work occupies its threads' slots, a job that needs more
-//! slots than are free holds them, and continuous work goes in pieces when the slots run short so
-//! that an event waits at most one piece.
+//! slots than are free holds them (work that ends before it could start may use them), and
+//! continuous work goes in pieces when the slots run short so that an event waits at most one
+//! piece.
 
 use heimdall_coordinator::{
     Coordinator, CoordinatorConfig, Event, FrameBudget, GpuWindow, ModelId, ModelSpec, Processor,
@@ -165,6 +166,46 @@ fn a_job_needing_more_slots_holds_them_and_waits_one_piece() {
     assert_eq!(d.cpu.len(), 1, "{d:?}");
     assert_eq!((d.cpu[0].model, d.cpu[0].threads), (s, 4));
     assert!((d.cpu[0].est_ms - 46.0 / 3.0).abs() < 1e-9);
+}
+
+/// Two slots (a phone's four cores): a continuous model's 8 ms piece runs on one; the style job
+/// needs both and holds the other. A small continuous model that comes then (one step, 3 ms) ends
+/// before the piece does: it takes the held slot (backfilling) and the style job still starts
+/// when the piece ends. One of 10 ms would end after it: it waits. (Before, nothing ranked below
+/// a holding job started: the 3 ms one waited for the style job's whole run too.)
+#[test]
+fn short_work_uses_a_held_slot_when_it_ends_before_the_holder_could_start() {
+    for (hands_ms, backfilled) in [(3.0, true), (10.0, false)] {
+        let mut c = coordinator(2);
+        let s = style(&mut c);
+        c.set_cpu_parallelism(s, 2, 1.8);
+        let a = background(&mut c, "a", 8, 4.0);
+        let hands = background(&mut c, "hands", 1, hands_ms);
+        c.submit(a, Request::default(), 0.0);
+        let d = c.schedule(0.0, Event::Request, window(0.0), 2);
+        assert_eq!(d.cpu.len(), 1, "{d:?}");
+        assert_eq!((d.cpu[0].model, d.cpu[0].ops.clone()), (a, 0..2));
+        let piece = d.cpu[0].id;
+        c.submit(s, Request::default(), 1.0);
+        c.submit(hands, Request::default(), 1.0);
+        let d = c.schedule(1.0, Event::Request, window(1.0), 1);
+        let case = format!("{hands_ms} ms: {d:?}");
+        if backfilled {
+            assert_eq!(d.cpu.len(), 1, "{case}");
+            assert_eq!((d.cpu[0].model, d.cpu[0].threads), (hands, 1), "{case}");
+            c.cpu_done(d.cpu[0].id, 1, 1.0, 4.0);
+        } else {
+            assert!(d.cpu.is_empty(), "{case}");
+        }
+        c.cpu_done(piece, 0, 0.0, 8.0);
+        let d = c.schedule(8.0, Event::CpuWorkDone, window(8.0), 2);
+        assert_eq!(d.cpu.len(), 1, "{case} then {d:?}");
+        assert_eq!(
+            (d.cpu[0].model, d.cpu[0].threads),
+            (s, 2),
+            "{case} then {d:?}"
+        );
+    }
 }
 
 /// Threads beyond the slots occupy all of them, no more.
