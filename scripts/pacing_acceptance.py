@@ -28,8 +28,9 @@ one hand.
 
 Runs of other modes (`heimdall_FLAG-K`, ablations) are listed, not judged. Prints one table per
 configuration (a row per run: frames, the worst DNN's misses, the figures, the DNNs' share of
-inferences on the CPU, the DNNs granted less than they asked for) and each check with PASS or
-FAIL; `--json FILE` writes the checks.
+inferences on the CPU, the DNNs granted less than they asked for, and the host's steal time where
+compare_modes.py's JSON lies beside the directory: a noisy host, shown, not discounted) and each
+check with PASS or FAIL; `--json FILE` writes the checks.
 
 Usage: python3 scripts/pacing_acceptance.py [--misses R] [--json FILE] CONFIG_DIR [CONFIG_DIR...]
 Exit status 0 when every configuration passes, 1 otherwise, 2 on bad input.
@@ -276,19 +277,41 @@ def check_against_fifo(heimdall, fifo, checks):
                "; ".join(worse) or f"{len(names)} DNNs" + (" and the hands" if hand_slots else ""))
 
 
-def table(modes):
+def host_steal(config):
+    """{(mode, run): % of the host's CPU time the hypervisor stole during the run}, from the
+    `compare_modes.py` JSON beside the configuration directory (`CONFIG.json`), where there is
+    one: a run with steal is a run on a noisy host (no verdict changes for it)."""
+    path = config.rstrip("/") + ".json"
+    try:
+        with open(path) as f:
+            rows = json.load(f).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for r in rows:
+        host = r.get("host") or {}
+        if "steal_pct" in host:
+            name = str(r.get("mode", "")).replace(":", "").replace("+", "_")
+            out[(name, r.get("run"))] = host["steal_pct"]
+    return out
+
+
+def table(modes, steal=None):
+    steal = steal or {}
     print("| mode | run | on screen | worst DNN misses | style p99 ms | text Hz | hands Hz | mask Hz "
-          "| CPU slots | on the CPU (share x threads) | below the requested rate |")
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+          "| CPU slots | on the CPU (share x threads) | below the requested rate | host steal |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |")
     for mode, rs in modes.items():
         for run, s in rs:
+            st = steal.get((mode, run))
+            st = "-" if st is None else f"{st:.2f} %"
             f = figures(s)
             r, n = f["worst_miss"]
             miss = f"{100 * r:.1f} % ({short(n)})" if n else "0"
             hands = ",".join(fmt(x) for x in f["hands"]) if f["hands"] else "-"
             print(f"| {mode} | {run} | {100 * f['on_screen']:.1f} % | {miss} | {fmt(f['style_p99'])} "
                   f"| {fmt(f['text_hz'])} | {hands} | {fmt(f['mask_hz'])} | {s.get('cpu_slots', '-')} "
-                  f"| {cpu_share(s)} | {shortfalls(s)} |")
+                  f"| {cpu_share(s)} | {shortfalls(s)} | {st} |")
 
 
 def check(config, misses):
@@ -302,7 +325,7 @@ def check(config, misses):
         check_against_fifo(heimdall, fifo, checks)
     print(f"## {config}: {'PASS' if checks.ok else 'FAIL'}")
     print()
-    table(modes)
+    table(modes, host_steal(config))
     print()
     for c in checks.items:
         print(f"- [{'PASS' if c['ok'] else 'FAIL'}] {c['check']}: {c['detail']}")
