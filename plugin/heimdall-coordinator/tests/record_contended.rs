@@ -196,6 +196,28 @@ fn a_run_slower_than_its_frame_rate_exports_and_simulates_its_whole_window() {
     assert!(out.report.frames.rendered >= 59, "{:?}", out.report.frames);
 }
 
+/// A replay whose last frame starts far past the scenario's duration (a hostile or broken file:
+/// 1e12 ms) is refused with a typed error naming `frame_start_ms`, at once: the window it would
+/// make holds far more than the scenario's bounds on frames and periodic requests (without the
+/// check the simulator would try to queue 1e11 requests).
+#[test]
+fn a_replay_far_past_its_duration_is_refused() {
+    let (s, mut rep) = over_full_recording().try_export().unwrap();
+    rep.frame_start_ms.push(1e12);
+    let err = rep.check(&s).unwrap_err().to_string();
+    assert!(err.contains("frame_start_ms"), "{err}");
+    let out = simulate_opts(
+        &s,
+        policy_by_name("max_total_utility").unwrap(),
+        &SimOptions {
+            replay: Some(rep),
+            ..SimOptions::default()
+        },
+        |_| {},
+    );
+    assert!(out.is_err());
+}
+
 /// A run on time exports its frames' count in periods, as before.
 #[test]
 fn a_run_on_time_keeps_its_window() {

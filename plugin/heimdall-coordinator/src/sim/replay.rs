@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::scenario::Scenario;
+use super::scenario::{Decisions, MAX_FRAMES, MAX_REQUESTS, Scenario};
 
 /// The format tag of a replay file.
 pub const REPLAY_FORMAT: &str = "heimdall-replay/1";
@@ -212,6 +212,7 @@ impl Replay {
             }
             prev = t;
         }
+        self.check_window(scenario)?;
         for (name, m) in &self.models {
             let Some(d) = scenario.dnns.iter().find(|d| &d.name == name) else {
                 return Err(invalid(
@@ -273,6 +274,33 @@ impl Replay {
     /// Where the display's blanks fall in the period, ms (0 where not replayed).
     pub fn vsync_phase(&self) -> f64 {
         self.vsync_phase_ms.unwrap_or(0.0)
+    }
+
+    /// The window these frame starts make (per frame, [`Self::window_end_ms`]) keeps the
+    /// scenario's bounds on vsyncs and periodic requests: a frame start far past the duration
+    /// must not ask the simulator for unbounded memory.
+    fn check_window(&self, scenario: &Scenario) -> Result<(), ReplayError> {
+        if scenario.decisions != Decisions::PerFrame {
+            return Ok(());
+        }
+        let duration_ms = scenario.duration_s * 1000.0;
+        let period_ms = 1000.0 / scenario.frame_rate;
+        let end = self.window_end_ms(duration_ms, period_ms);
+        if end <= duration_ms {
+            return Ok(());
+        }
+        let requests_ok = scenario
+            .dnns
+            .iter()
+            .all(|d| d.request.period_ms.is_none_or(|p| end / p <= MAX_REQUESTS));
+        if end / period_ms > MAX_FRAMES || !requests_ok {
+            return Err(invalid(
+                "frame_start_ms".into(),
+                "runs so far past duration_s that the window would hold more than 4 000 000 \
+                 frames or requests of one DNN",
+            ));
+        }
+        Ok(())
     }
 
     /// The end of a simulated window of `duration_ms` over these frame starts, ms: the

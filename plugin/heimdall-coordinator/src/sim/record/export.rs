@@ -9,8 +9,8 @@ use crate::processor::Processor;
 use crate::sim::export_parts::{median, split, unique_name};
 use crate::sim::replay::{ModelTrace, REPLAY_FORMAT, Replay};
 use crate::sim::scenario::{
-    ConvCacheScenario, Decisions, DnnScenario, MAX_CPU_WORKERS, RequestPattern, Scenario,
-    ScenarioError,
+    ConvCacheScenario, Decisions, DnnScenario, MAX_CPU_WORKERS, MAX_FRAMES, RequestPattern,
+    Scenario, ScenarioError,
 };
 use crate::utility::UtilityParams;
 
@@ -324,7 +324,8 @@ fn window_s(frames: usize, last_start_ms: f64, frame_rate: f64) -> f64 {
     }
     let spanned = frames as f64 * last_start_ms / (frames - 1) as f64 / 1000.0;
     if spanned.is_finite() && spanned > nominal + 0.5 / frame_rate {
-        spanned
+        // Within the scenario's bound on vsyncs (a clock that jumped), as every export is.
+        spanned.min(MAX_FRAMES / frame_rate).max(nominal)
     } else {
         nominal
     }
