@@ -117,6 +117,9 @@ pub struct AppArgs {
     /// `--cpu-at-frame-start`: CPU work goes out only at each frame's decision (an ablation of
     /// `HeimdallSettings::cpu_on_completion`).
     pub cpu_at_frame_start: bool,
+    /// `--cpu-lend-at-frame-end`: the coordinator goes to the CPU workers only from the end of
+    /// the render frame (an ablation of `HeimdallSettings::cpu_lend_after_encode`).
+    pub cpu_lend_at_frame_end: bool,
     /// `--no-late-delivery`: results reach the world only in `PreUpdate` (an ablation of
     /// `HeimdallSettings::late_delivery`).
     pub no_late_delivery: bool,
@@ -173,6 +176,7 @@ impl Default for AppArgs {
             cpu_workers: 0,
             events_half_slots: false,
             cpu_at_frame_start: false,
+            cpu_lend_at_frame_end: false,
             no_late_delivery: false,
             camera_fps: None,
             no_camera_phase: false,
@@ -335,6 +339,10 @@ struct Cli {
     /// (HeimdallSettings::cpu_on_completion off).
     #[arg(long, help_heading = ABLATIONS)]
     cpu_at_frame_start: bool,
+    /// A worker that finishes gets its next CPU work at once only between render frames, not
+    /// also while the scene is drawn (HeimdallSettings::cpu_lend_after_encode off).
+    #[arg(long, help_heading = ABLATIONS)]
+    cpu_lend_at_frame_end: bool,
     /// Results reach the world only in PreUpdate, not also at the start of PostUpdate
     /// (HeimdallSettings::late_delivery off).
     #[arg(long, help_heading = ABLATIONS)]
@@ -448,6 +456,7 @@ impl From<Cli> for AppArgs {
             cpu_workers: c.cpu_workers,
             events_half_slots: c.events_half_slots,
             cpu_at_frame_start: c.cpu_at_frame_start,
+            cpu_lend_at_frame_end: c.cpu_lend_at_frame_end,
             no_late_delivery: c.no_late_delivery,
             camera_fps: c.camera_fps,
             no_camera_phase: c.no_camera_phase,
@@ -553,6 +562,12 @@ mod tests {
         assert_eq!(parse("").unwrap().margin_ms, None);
         assert!(!parse("").unwrap().cpu_at_frame_start);
         assert!(parse("--cpu-at-frame-start").unwrap().cpu_at_frame_start);
+        assert!(!parse("").unwrap().cpu_lend_at_frame_end);
+        assert!(
+            parse("--cpu-lend-at-frame-end")
+                .unwrap()
+                .cpu_lend_at_frame_end
+        );
         let camera = parse("--camera-fps 30 --no-camera-phase").unwrap();
         assert_eq!(
             (camera.camera_fps, camera.no_camera_phase),

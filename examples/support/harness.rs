@@ -205,6 +205,7 @@ fn heimdall_settings(title: &str, args: &AppArgs) -> HeimdallSettings {
         cpu_workers: (args.cpu_workers > 0).then_some(args.cpu_workers),
         events_take_all_slots: !args.events_half_slots,
         cpu_on_completion: !args.cpu_at_frame_start,
+        cpu_lend_after_encode: !args.cpu_lend_at_frame_end,
         late_delivery: !args.no_late_delivery,
         ..default()
     }

@@ -148,6 +148,14 @@ pub struct HeimdallSettings {
     /// mid-frame takes the next piece at once. `false`: CPU work goes out only at each frame's
     /// decision, at most one piece per slot per frame (for comparison).
     pub cpu_on_completion: bool,
+    /// With `cpu_on_completion`, lend the coordinator to the workers from the end of the frame's
+    /// DNN encoding (the default): while the render thread prepares, draws and presents the
+    /// scene and waits for the next update (most of a frame), a worker that finishes takes its
+    /// next piece at once; the render world has the coordinator only for its own preparation,
+    /// decision and encoding. `false`: only from the end of the render frame
+    /// (`RenderSystems::Cleanup`) to the next preparation, so a piece that ends while the frame
+    /// is drawn leaves its slot idle until then (for comparison).
+    pub cpu_lend_after_encode: bool,
     /// Deliver results a second time each update, at the start of `PostUpdate` (the default):
     /// a result that a CPU worker or the readback finishes while the update runs reaches its
     /// entity before the frame is extracted, so the frame rendered next shows it, instead of
@@ -207,6 +215,7 @@ impl Default for HeimdallSettings {
             offload: true,
             placement_rule: PlacementRule::Planner,
             cpu_on_completion: true,
+            cpu_lend_after_encode: true,
             late_delivery: true,
             dnn_work_first: true,
             free_at_readback: true,

@@ -630,6 +630,8 @@ impl HeimdallStats {
             "cpu_cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
             // CPU work handed out as workers finish, not only at each frame's decision.
             "cpu_dispatch_on_completion": settings.cpu_on_completion,
+            // ... from the end of the frame's DNN encoding, not only between render frames.
+            "cpu_lend_after_encode": settings.cpu_on_completion && settings.cpu_lend_after_encode,
             "frames": self.frame_ms.len(),
             "warmup_frames_skipped": skip,
             "render_fps_mean": fps_mean,

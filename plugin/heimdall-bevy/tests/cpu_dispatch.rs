@@ -136,30 +136,139 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
     }
 }
 
-/// Updates `app` every `1 / HZ` for `d`.
-fn paced(app: &mut App, d: Duration) {
+/// How long the render world's frame draws after the DNN work is encoded, in the test below (a
+/// scene and a present that take most of a frame, as a phone's do).
+const DRAW: Duration = Duration::from_millis(40);
+/// Palm detectors in the test below (a few milliseconds each on one core here: together more
+/// than the time between two render frames, less than [`DRAW`]).
+const DRAWN_DNNS: usize = 4;
+
+/// A CPU slot freed while the render world draws its frame takes the next piece at once: the
+/// coordinator is lent to the CPU workers from the end of the frame's DNN encoding
+/// (`HeimdallSettings::cpu_lend_after_encode`), not only from the end of the render frame.
+///
+/// One slot, no GPU budget, four palm detectors asking every frame, and a render world whose
+/// frame spends [`DRAW`] after its DNN work is encoded (a system in `RenderSystems::Render`).
+/// Lent only between render frames (the recording's `cpu_lend_ms` well under [`DRAW`]), a piece
+/// that ends while the frame is drawn leaves the slot idle until the frame ends, so the four
+/// fall behind the frame rate. Lent from the encoding on (`cpu_lend_ms` over [`DRAW`]), the slot
+/// runs the four back to back while the frame is drawn: each answers at nearly the frame rate.
+/// The same app runs both ways, the old one first.
+#[test]
+fn a_worker_that_finishes_while_the_frame_is_drawn_gets_work_at_once() {
+    if common::skip_gpu() {
+        eprintln!("HEIMDALL_SKIP_GPU=1: skipping");
+        return;
+    }
+    let settings = HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(HZ),
+        margin_ms: 60.0,
+        relaxation_ms: 0.0,
+        precision: heimdall_gpu::Precision::F32,
+        guard: None,
+        cpu_workers: Some(1),
+        cpu_on_completion: true,
+        cpu_lend_after_encode: false,
+        ..default()
+    };
+    let mut app = common::headless_app(settings);
+    app.init_resource::<Record>()
+        .add_systems(Update, ask_for_the_recording);
+    app.sub_app_mut(RenderApp).add_systems(
+        bevy::render::Render,
+        (|| std::thread::sleep(DRAW)).in_set(bevy::render::RenderSystems::Render),
+    );
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(128, 96))
+        .id();
+    let model = common::load_model(&app, "models/palm_detection_lite.tflite");
+    let dnns: Vec<Entity> = (0..DRAWN_DNNS)
+        .map(|_| {
+            app.world_mut()
+                .spawn(Dnn::new(model.clone(), camera).with_conv_cache(ConvCache::Off))
+                .id()
+        })
+        .collect();
+    let start = Instant::now();
+    while !dnns.iter().all(|&d| common::results_of(&app, d) >= 3) {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the DNNs never answered"
+        );
+        paced(&mut app, Duration::from_millis(200));
+    }
+    let (at_frame_end, fps_end, before) = rates_and_frames(&mut app, &dnns);
+    app.sub_app_mut(RenderApp)
+        .world_mut()
+        .resource_mut::<HeimdallSettings>()
+        .cpu_lend_after_encode = true;
+    paced(&mut app, Duration::from_secs(1));
+    let (after_encode, fps, after) = rates_and_frames(&mut app, &dnns);
+    let draw_ms = DRAW.as_secs_f64() * 1000.0;
+    eprintln!(
+        "lent at the frame's end ({:.1} ms a frame): {at_frame_end:.1?} Hz at {fps_end:.1} fps; \
+         from the encoding ({:.1} ms): {after_encode:.1?} Hz at {fps:.1} fps",
+        lend_ms(&before),
+        lend_ms(&after)
+    );
+    assert!(on_completion(&before) && on_completion(&after));
+    assert!(
+        lend_ms(&before) < 0.5 * draw_ms && lend_ms(&after) > draw_ms,
+        "lent {} then {} ms a frame",
+        lend_ms(&before),
+        lend_ms(&after)
+    );
+    for hz in &after_encode {
+        assert!(
+            *hz >= 0.7 * fps,
+            "lent from the encoding: {after_encode:?} Hz at {fps} fps"
+        );
+    }
+    let (old, new) = (
+        at_frame_end.iter().sum::<f64>() / fps_end,
+        after_encode.iter().sum::<f64>() / fps,
+    );
+    assert!(
+        new > old,
+        "inferences a frame: {old} lent at the frame's end, {new} from the encoding"
+    );
+}
+
+/// Updates `app` every `1 / HZ` (or as fast as its frames allow, when slower) for `d`; returns
+/// how many updates ran.
+fn paced(app: &mut App, d: Duration) -> usize {
     let start = Instant::now();
     let period = Duration::from_secs_f64(1.0 / HZ);
     let mut next = start;
+    let mut frames = 0;
     while start.elapsed() < d {
         app.update();
+        frames += 1;
         if let Some(exit) = app.should_exit() {
             panic!("the app asked to exit ({exit:?})");
         }
-        next += period;
+        next = (next + period).max(Instant::now() - period);
         if let Some(wait) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
     }
+    frames
 }
 
 /// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU, and
 /// the window's recorded `cpu_dispatch_on_completion`.
 fn rates(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, bool) {
+    let (hz, _, scenario) = rates_and_frames(app, dnns);
+    (hz, on_completion(&scenario))
+}
+
+/// [`rates`], with the window's frames per second and the recorded scenario.
+fn rates_and_frames(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, f64, serde_json::Value) {
     app.world_mut().resource_mut::<Record>().start = true;
     let before = app.world().resource::<common::Results>().0.len();
     let start = Instant::now();
-    paced(app, WINDOW);
+    let frames = paced(app, WINDOW);
     let secs = start.elapsed().as_secs_f64();
     let window = &app.world().resource::<common::Results>().0[before..];
     assert!(
@@ -181,10 +290,22 @@ fn rates(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, bool) {
     }
     let run = run.expect("the recording never arrived");
     let scenario: serde_json::Value = serde_json::from_str(&run.scenario_json).unwrap();
-    let on_completion = scenario
+    (hz, frames as f64 / secs, scenario)
+}
+
+/// The recording's `cpu_dispatch_on_completion`.
+fn on_completion(scenario: &serde_json::Value) -> bool {
+    scenario
         .get("cpu_dispatch_on_completion")
-        .is_some_and(|v| v == true);
-    (hz, on_completion)
+        .is_some_and(|v| v == true)
+}
+
+/// The recording's `cpu_lend_ms`: how long the coordinator was lent to the workers each frame.
+fn lend_ms(scenario: &serde_json::Value) -> f64 {
+    scenario
+        .get("cpu_lend_ms")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0)
 }
 
 /// What the test asks of the recording at the next update (the plugin reads

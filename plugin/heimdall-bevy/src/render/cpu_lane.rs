@@ -1,9 +1,11 @@
-//! CPU work handed out the moment a worker finishes, between the render world's frames.
+//! CPU work handed out the moment a worker finishes, while the render world does not need its
+//! coordinator.
 //!
 //! The render world decides once per frame; a CPU slot freed mid-frame would idle until the next
 //! decision, so a slot would run at most one piece of work a frame (on a phone's four cores, one
 //! slot: 60 pieces a second at 60 Hz, fewer than hands, mask and detector ask for together). So,
-//! from the end of one render frame (`RenderSystems::Cleanup`) to the start of the next one's
+//! from the end of the frame's DNN encoding (`HeimdallSettings::cpu_lend_after_encode`; else from
+//! the end of the render frame, `RenderSystems::Cleanup`) to the start of the next frame's
 //! preparation, the render world lends its coordinator and run log to the [`CpuLane`]: a worker
 //! that finishes a piece of CPU work then reports it itself and asks the coordinator for more
 //! (`Coordinator::schedule_cpu_only`), which it starts at once on the CPU models. Work that needs
@@ -32,7 +34,7 @@ use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
 
-/// The render world's coordinator, lent to the workers between frames (see the module).
+/// The render world's coordinator, lent to the workers for most of each frame (see the module).
 #[derive(Clone)]
 pub(crate) struct CpuLane(Arc<Mutex<LaneState>>);
 
@@ -122,13 +124,26 @@ impl CpuLane {
         }
     }
 
+    /// Runs `f` on the run log in use: the lent one while the lane has it, else `own` (the
+    /// render world's): what the render world records while its log is lent goes in the log.
+    pub fn with_log<R>(&self, own: &mut RunLog, f: impl FnOnce(&mut RunLog) -> R) -> R {
+        let mut st = self.lock();
+        if st.lent {
+            f(&mut st.log)
+        } else {
+            drop(st);
+            f(own)
+        }
+    }
+
     /// Where CPU work dispatched now reports: the lane, else the workers' mailbox.
     pub fn sink(&self, workers: &Workers) -> CpuSink {
         CpuSink::with_listener(Arc::new(self.clone()), workers.done.sender())
     }
 
-    /// Lends the render world's `coordinator` and `log` to the workers (end of render frame
-    /// `frame`; the lane's spares take their place): CPU work reported since the last decision
+    /// Lends the render world's `coordinator` and `log` to the workers (after the frame's DNN
+    /// encoding or at the end of the render frame; `frame`: the frame the work handed out counts
+    /// in; the lane's spares take their place): CPU work reported since the last decision
     /// is taken in, and work for the free slots goes out. `dnns`: each DNN's main-world entity
     /// and render-world state.
     pub fn lend<'a>(

@@ -132,7 +132,8 @@ fn insert_resources(
 }
 
 /// The plugin's sets in order in `Prepare`, the extract, the device's (re)start, and the end of
-/// each render frame: the presented stamp, then the coordinator lent to the CPU lane.
+/// each render frame: the presented stamp, then the coordinator lent to the CPU lane (where it
+/// was not lent at the end of the frame's DNN encoding already, `add_dnn_systems`).
 fn add_frame_systems(render_app: &mut SubApp) {
     render_app
         .configure_sets(
@@ -228,6 +229,12 @@ fn add_dnn_systems(render_app: &mut SubApp) {
                 encode::submit_dnn_work_first
                     .run_if(encode::work_first)
                     .in_set(HeimdallRenderSystems::Encode),
+                // The coordinator goes to the CPU lane for the rest of the frame.
+                schedule::lend_cpu_lane
+                    .run_if(encode::work_first)
+                    .run_if(schedule::lend_after_encode)
+                    .in_set(RenderSystems::Prepare)
+                    .after(HeimdallRenderSystems::Encode),
             )
                 .run_if(resource_exists::<schedule::Scheduler>),
         )
@@ -246,6 +253,11 @@ fn add_dnn_systems(render_app: &mut SubApp) {
                     .after(camera_driver)
                     .in_set(RenderGraphSystems::Render)
                     .in_set(HeimdallRenderSystems::Encode),
+                schedule::lend_cpu_lane
+                    .run_if(encode::work_after_scene)
+                    .run_if(schedule::lend_after_encode)
+                    .after(encode::encode_dnn_work)
+                    .in_set(RenderGraphSystems::Render),
                 readback::map_after_submit
                     .in_set(RenderGraphSystems::Finish)
                     .in_set(HeimdallRenderSystems::Readback),
@@ -289,14 +301,16 @@ fn stamp_presented(
             scene
         };
         let frame = s.frame.saturating_sub(1);
-        s.log.submits(frame, dnn, scene);
+        let lane = s.lane.clone();
+        lane.with_log(&mut s.log, |log| log.submits(frame, dnn, scene));
     }
     let given = shown.0.take();
     // Where the display's blanks fall, for the recording's display model.
     if let (Some(at), Some(s)) = (given, sched.as_mut()) {
         let since = at.saturating_duration_since(heimdall_clock.start());
         let frame = s.frame.saturating_sub(1);
-        s.log.shown(frame, HeimdallClock::ms(since));
+        let lane = s.lane.clone();
+        lane.with_log(&mut s.log, |log| log.shown(frame, HeimdallClock::ms(since)));
     }
     let at = given.unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));

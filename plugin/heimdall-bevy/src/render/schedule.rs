@@ -623,9 +623,11 @@ fn send_measured(sched: &mut Scheduler, dnns: &DnnQuery, outbox: &Outbox) {
     }
 }
 
-/// Lends the coordinator to the workers at the end of the render frame (`RenderSystems::Cleanup`,
-/// `render/cpu_lane.rs`), unless [`HeimdallSettings::cpu_on_completion`] is off (read every
-/// frame).
+/// Lends the coordinator to the workers (`render/cpu_lane.rs`) once the render world is done
+/// with it for the frame: after the frame's DNN encoding
+/// ([`HeimdallSettings::cpu_lend_after_encode`]), else at the end of the render frame
+/// (`RenderSystems::Cleanup`; there it does nothing if lent already); never while
+/// [`HeimdallSettings::cpu_on_completion`] is off (both read every frame).
 pub(crate) fn lend_cpu_lane(
     mut sched: ResMut<Scheduler>,
     dnns: DnnReadQuery,
@@ -645,6 +647,12 @@ pub(crate) fn lend_cpu_lane(
     } = &mut *sched;
     let dnns = dnns.iter().map(|(m, d)| (m.id(), d));
     lane.lend((coordinator, log, *frame), dnns, &workers, &outbox);
+}
+
+/// Whether the coordinator is lent to the CPU lane from the end of the frame's DNN encoding (a
+/// run condition).
+pub(crate) fn lend_after_encode(settings: Res<HeimdallSettings>) -> bool {
+    settings.cpu_on_completion && settings.cpu_lend_after_encode
 }
 
 /// Takes the coordinator back before the render world prepares the next frame; the CPU work the
