@@ -366,3 +366,57 @@ fn a_held_request_is_admitted_once_its_rate_cut_is_lifted() {
         "B ran {b_after} times after its cut was lifted at {held_at} ms, {expected} requests"
     );
 }
+
+/// A detector on demand: ten steps of 2 ms on the GPU (20 ms: two chunks of the frame's 11.67 ms
+/// of budget, 36.9 ms with the plan's share of the GPU) and 5 ms on one CPU thread (50 ms): its
+/// job goes to the GPU, whose first chunk runs. Then the scene's render time grows to leave 1.2 ms
+/// of budget a frame: the planner keeps the model on the GPU (it may run there), but the job,
+/// which the GPU would now advance a step a frame at best, moves to the CPU at the next
+/// decision and continues there from the step the GPU reached (a palm detection took 124 ms on the GPU this way at 1440p60 on the H200, where
+/// the CPU takes 8). With the budget left, the rest fits the frame and stays on the GPU.
+#[test]
+fn an_on_demand_job_the_gpu_stopped_advancing_moves_to_the_cpu() {
+    for budget_left in [false, true] {
+        let mut c = coordinator(8);
+        let id = c.register(ModelSpec {
+            name: "detector".into(),
+            steps: vec![StepCost::gpu_and_cpu(2.0, 5.0); 10],
+            utility: UtilityParams::default(),
+            deadline_ms: Some(100.0),
+        });
+        c.set_on_demand(id, true);
+        c.schedule(0.0, Event::Tick, window(0.0), 8);
+        c.submit(id, Request::default(), 10.0);
+        // This frame's window: its budget, 11.67 ms.
+        let budget = GpuWindow {
+            start_ms: 10.0,
+            end_ms: 10.0 + PERIOD - 5.0,
+        };
+        let d = c.schedule(10.0, Event::Request, budget, 8);
+        assert!(d.cpu.is_empty(), "admitted on the GPU: {d:?}");
+        assert_eq!(d.gpu.len(), 1, "{d:?}");
+        let reached = d.gpu[0].ops.end;
+        assert!(reached < 10, "one chunk of a few steps: {d:?}");
+        c.gpu_done(d.gpu[0].id, 10.0, 10.0 + 2.0 * reached as f64);
+        if !budget_left {
+            // 1.2 ms of budget a frame: the GPU may still run DNN work, a 2 ms step at most
+            // one a frame.
+            for _ in 0..100 {
+                c.observe_render(14.5);
+            }
+        }
+        let now = 10.0 + PERIOD;
+        let d = c.schedule(now, Event::FrameRendered, window(now), 8);
+        let case = format!("budget left {budget_left}: {d:?}");
+        if budget_left {
+            assert!(d.cpu.is_empty(), "{case}");
+            assert_eq!(d.gpu.last().map(|g| g.ops.end), Some(10), "{case}");
+            assert_eq!(c.status(id, now).jobs_moved_to_cpu, 0, "{case}");
+        } else {
+            assert!(d.gpu.is_empty(), "{case}");
+            assert_eq!(d.cpu.len(), 1, "{case}");
+            assert_eq!(d.cpu[0].ops, reached..10, "{case}: from the step reached");
+            assert_eq!(c.status(id, now).jobs_moved_to_cpu, 1, "{case}");
+        }
+    }
+}

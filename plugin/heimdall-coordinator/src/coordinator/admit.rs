@@ -4,7 +4,7 @@
 //! on-demand model, on the processor that answers this job soonest.
 
 use super::Coordinator;
-use super::state::Job;
+use super::state::{Job, resumes_at};
 use super::types::Request;
 use crate::processor::Processor;
 
@@ -57,41 +57,90 @@ impl Coordinator {
     }
 
     /// Where model `i`'s new inference runs: where the plan puts the model, or, for an
-    /// on-demand model under the planner, the processor expected to finish it soonest: the GPU
-    /// (its GPU time and one chunk's overhead when it fits the frame's budget, since an event
-    /// runs first; else its expected latency under the plan's load) against the CPU (its time
-    /// at its threads after the wait for that many free slots). Ties go to the GPU.
+    /// on-demand model under the planner, the processor expected to finish it soonest
+    /// ([`Self::soonest_processor`] from its first step).
     fn admission_processor(&self, i: usize, now: f64) -> Processor {
         let m = &self.models[i];
         if !(m.on_demand && self.planner_active()) {
             return m.mode;
         }
+        self.soonest_processor(i, 0, now)
+    }
+
+    /// Under the planner, an on-demand model's inference that waits on the GPU moves to the CPU
+    /// when the CPU would now finish it sooner (from the step the GPU reached where the caller
+    /// resumes there, else from its input): its processor was chosen at admission, when the GPU
+    /// seemed to have room, and a budget that shrank since leaves it a few steps a frame (a palm
+    /// detection took 124 ms on the GPU at 1440p60 where the CPU takes 8:
+    /// docs/measurements/contention/2026-12-03e-h200). Never back: a job the CPU took stays.
+    pub(super) fn reconsider_on_demand_jobs(&mut self, now: f64) {
+        if !self.planner_active() {
+            return;
+        }
+        for i in 0..self.models.len() {
+            let m = &self.models[i];
+            let waits_on_gpu = m.job.as_ref().is_some_and(|j| {
+                j.processor == Processor::Gpu && !j.cpu_inflight && j.planned < m.analysis.len()
+            });
+            if !m.on_demand || m.retired || !waits_on_gpu {
+                continue;
+            }
+            let from = m.job.as_ref().map_or(0, |j| j.planned);
+            if self.soonest_processor(i, from, now) == Processor::Cpu
+                && let Some(job) = self.models[i].job.as_mut()
+            {
+                job.processor = Processor::Cpu;
+                self.models[i].jobs_moved_to_cpu += 1;
+            }
+        }
+    }
+
+    /// The processor expected to finish model `i`'s inference soonest from step `from` on: the
+    /// GPU (its remaining GPU time and one chunk's overhead when that fits the frame's budget,
+    /// since an on-demand job ranks first; else, from the first step, its expected latency
+    /// under the plan's load, and from a later one its remaining time spread over the budget
+    /// of each frame) against the CPU (its time at its threads from the step it would resume
+    /// at, after the wait for that many free slots and for the job's GPU work in flight). Ties
+    /// go to the GPU.
+    fn soonest_processor(&self, i: usize, from: usize, now: f64) -> Processor {
+        let m = &self.models[i];
         let a = &m.analysis;
+        let n = a.len();
         let b = self.cfg.budget;
         let gpu = if a.gpu_capable && b.budget_ms() > b.chunk_overhead_ms {
-            let fallback = a.fallback_ms(0..a.len()) / m.cpu_speedup;
-            if a.gpu_total() + b.chunk_overhead_ms <= b.budget_ms() {
+            let rest = a.costs.range_ms(from..n, Processor::Gpu);
+            let fallback = a.fallback_ms(from..n) / m.cpu_speedup;
+            if rest + b.chunk_overhead_ms <= b.budget_ms() {
                 // It fits this frame's budget: an event ranks first, so it runs in the frame
                 // now being decided, not at the share of the GPU the plan gives continuous
                 // work (the plan's figure, which waits half a frame and spreads the model over
                 // the budget, was 12.6 ms for multistyle26 at 1440p60 where it took 5.5 from the
                 // decision to its outputs: docs/measurements/contention/2026-12-03c-h200).
-                a.gpu_total() + b.chunk_overhead_ms + fallback
+                rest + b.chunk_overhead_ms + fallback
             } else {
-                self.plan
-                    .entry(crate::model::ModelId(i))
-                    .and_then(|e| e.gpu_latency_ms)
-                    .unwrap_or_else(|| {
-                        a.gpu_total() * b.frame_period_ms / b.budget_ms()
-                            + fallback
-                            + 0.5 * b.frame_period_ms
-                    })
+                let spread = rest * b.frame_period_ms / b.budget_ms() + fallback;
+                let planned = (from == 0)
+                    .then(|| self.plan.entry(crate::model::ModelId(i)))
+                    .flatten()
+                    .and_then(|e| e.gpu_latency_ms);
+                planned.unwrap_or(spread + 0.5 * b.frame_period_ms)
             }
         } else {
             f64::INFINITY
         };
         let cpu = if a.cpu_capable {
-            a.cpu_total() / m.cpu_speedup + self.wait_for_slots(self.cpu_slots_of(m), now)
+            let resume =
+                from > 0 && resumes_at(&m.resumable, from, self.cfg.offload_resumes_from_gpu);
+            let start = if resume { from } else { 0 };
+            let gpu_queued = m
+                .job
+                .as_ref()
+                .filter(|j| j.gpu_inflight > 0)
+                .map_or(0.0, |j| (j.gpu_planned_end - now).max(0.0));
+            let wait = self
+                .wait_for_slots(self.cpu_slots_of(m), now)
+                .max(gpu_queued);
+            a.costs.range_ms(start..n, Processor::Cpu) / m.cpu_speedup + wait
         } else {
             f64::INFINITY
         };

@@ -189,6 +189,7 @@ impl Coordinator {
             deadline_overrides: m.overrides,
             resumed_from_gpu: m.resumed_from_gpu,
             finished_on_gpu_after_offload: m.finished_on_gpu_after_offload,
+            jobs_moved_to_cpu: m.jobs_moved_to_cpu,
             chunks: m.analysis.partition.chunks.len(),
             oversized_steps: m.analysis.partition.oversized_steps.clone(),
             utility: m.job.as_ref().map(|j| {
@@ -335,6 +336,7 @@ impl Coordinator {
             self.evaluate_offload(now_ms);
         }
         self.admit_due(now_ms);
+        self.reconsider_on_demand_jobs(now_ms);
         let ctx = self.context(now_ms, window.start_ms.max(now_ms), idle_cpu_slots);
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);
@@ -363,6 +365,7 @@ impl Coordinator {
             self.maybe_replan(now_ms);
         }
         self.admit_due(now_ms);
+        self.reconsider_on_demand_jobs(now_ms);
         let ctx = self.context(now_ms, now_ms, idle_cpu_slots);
         let mut decision = Decision::default();
         self.schedule_cpu(&ctx, idle_cpu_slots, coordinated, &mut decision);

@@ -73,6 +73,9 @@ pub(super) struct ModelState {
     pub overrides: u64,
     pub resumed_from_gpu: u64,
     pub finished_on_gpu_after_offload: u64,
+    /// On-demand inferences admitted on the GPU that moved to the CPU because it would finish
+    /// them sooner (`Coordinator::reconsider_on_demand_jobs`).
+    pub jobs_moved_to_cpu: u64,
     /// The boundaries at which the caller can continue an inference on the CPU from the GPU's
     /// activations (`resumable[k]`: after ops `0..k`); `None`: as
     /// `CoordinatorConfig::offload_resumes_from_gpu` says for every boundary.
@@ -139,6 +142,7 @@ impl ModelState {
             overrides: 0,
             resumed_from_gpu: 0,
             finished_on_gpu_after_offload: 0,
+            jobs_moved_to_cpu: 0,
             resumable: None,
             retired: false,
             cpu_threads: 1,

@@ -273,6 +273,9 @@ pub struct ModelStatus {
     /// Inferences the GPU had started that finished on the GPU after the model was offloaded,
     /// because that was sooner than the CPU.
     pub finished_on_gpu_after_offload: u64,
+    /// On-demand inferences admitted on the GPU that moved to the CPU, where they would finish
+    /// sooner, before the GPU had finished them.
+    pub jobs_moved_to_cpu: u64,
     /// Chunks of the current partition.
     pub chunks: usize,
     /// Steps that alone exceed the budget.
