@@ -6,8 +6,12 @@
 //! whose idle workers sleep after a few microseconds pays a futex wake-up per op and worker, about
 //! what splitting the op saves: on a 16-core host selfie_segmentation ran 5.8 ms on one thread
 //! and 5.8 ms on two with rayon. Here a worker that finished a part waits on the job counter for
-//! [`SPIN`] before it parks, so the next op of the same run finds it awake; it yields its core
-//! while it waits, so on a busy machine the threads with work run.
+//! [`SPIN`] before it parks, so the next op of the same run finds it awake. A waiting thread
+//! (a worker between jobs, the caller until the last part is done) spins on pause instructions
+//! for [`PAUSE_FOR`], about the spread of its threads' finishing times in an op, and only then
+//! yields its core at each turn (so that on a busy machine the threads with work run): a yield
+//! is a system call of 0.4–0.6 µs under KVM, and a thread that was in one when the job came or
+//! its last part finished starts or notices up to that much later, at every op of a model.
 //!
 //! Parts go to threads by position, as pthreadpool (XNNPACK's) hands them out: thread `w` of
 //! `T` first runs the parts whose middle lies in the `w`-th `T`-th of `0..parts`, in order, then
@@ -74,6 +78,10 @@ impl PoolCounters {
 /// How long a worker spins for the next job before it parks.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// How long a waiting thread spins on pause instructions before it yields its core at every
+/// turn ([`Wait`]).
+const PAUSE_FOR: Duration = Duration::from_micros(10);
+
 /// A job: call `f(part, worker)` for each part.
 struct Job<'a> {
     f: &'a (dyn Fn(usize, usize) + Sync),
@@ -94,8 +102,9 @@ struct Shared {
     ranges: Box<[Range]>,
     /// The current job (`*const Job`), valid while its parts are not all done.
     job: AtomicUsize,
-    /// Parts of the current job finished.
-    done: AtomicUsize,
+    /// Parts of the current job finished, in cache lines of its own: the threads still running
+    /// parts update it while the idle ones poll `state` for the next job.
+    done: Done,
     /// Whether a job is in flight (a second caller runs its parts inline).
     busy: AtomicBool,
     /// Workers parked on `wake`.
@@ -107,6 +116,17 @@ struct Shared {
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     /// How the jobs ran (written by callers only, once per job).
     counters: Counters,
+}
+
+/// [`Shared::done`], alone in its cache lines.
+#[repr(align(128))]
+struct Done(AtomicUsize);
+
+impl std::ops::Deref for Done {
+    type Target = AtomicUsize;
+    fn deref(&self) -> &AtomicUsize {
+        &self.0
+    }
 }
 
 /// [`PoolCounters`] as the pool keeps them: written by the caller once per job, in cache lines
@@ -189,9 +209,9 @@ impl Pool {
             .fetch_add(u64::from(waking), Ordering::Relaxed);
         c.parts.fetch_add(parts as u64, Ordering::Relaxed);
         c.caller_parts.fetch_add(mine as u64, Ordering::Relaxed);
-        let mut spins = 0u32;
+        let mut wait = Wait::new();
         while s.done.load(Ordering::Acquire) < parts {
-            relax(&mut spins);
+            wait.relax();
         }
         let panic = s.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
         s.busy.store(false, Ordering::Release);
@@ -235,7 +255,7 @@ impl Shared {
                 .map(|_| Range(AtomicU64::new(0)))
                 .collect(),
             job: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
+            done: Done(AtomicUsize::new(0)),
             busy: AtomicBool::new(false),
             sleeping: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
@@ -287,13 +307,17 @@ pub(crate) fn first_part(w: usize, parts: usize, threads: usize) -> usize {
 }
 
 /// Runs parts of epoch `epoch` until none is left: thread `worker`'s own, first to last, then
-/// the others' from the back of their ranges. Returns how many it ran.
+/// the others' from the back of their ranges. Returns how many it ran. Its own parts are
+/// counted done together once the last has run (one update of the shared count per thread and
+/// job instead of one per part: the caller cannot finish before then anyway), others' one by
+/// one.
 fn claim(s: &Shared, epoch: u64, worker: usize) -> usize {
     let threads = s.ranges.len();
     let mut ran = 0;
     for v in 0..threads {
         let owner = (worker + v) % threads;
         let range = &s.ranges[owner].0;
+        let mut pending = 0;
         loop {
             let r = range.load(Ordering::Acquire);
             let (first, end) = ((r >> 16) & 0xFFFF, r & 0xFFFF);
@@ -313,12 +337,21 @@ fn claim(s: &Shared, epoch: u64, worker: usize) -> usize {
             }
             run_part(s, part as usize, worker);
             ran += 1;
+            pending += 1;
+            if v != 0 {
+                s.done.fetch_add(pending, Ordering::Release);
+                pending = 0;
+            }
+        }
+        if pending > 0 {
+            s.done.fetch_add(pending, Ordering::Release);
         }
     }
     ran
 }
 
-/// Runs part `part` of the current job (claimed by the caller) on thread `worker`.
+/// Runs part `part` of the current job (claimed by the caller) on thread `worker`; the caller
+/// counts it done.
 fn run_part(s: &Shared, part: usize, worker: usize) {
     // SAFETY: `job` was stored before the ranges were set to this epoch (the claim's CAS
     // acquires the range's release store), and the job's frame lives until all its parts are
@@ -333,17 +366,46 @@ fn run_part(s: &Shared, part: usize, worker: usize) {
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert(p);
     }
-    s.done.fetch_add(1, Ordering::Release);
 }
 
-/// One turn of a wait: a pause instruction for the first 64 turns, then a yield of the core
-/// (on a busy machine, a waiting thread gives its core to the threads it waits for).
-fn relax(spins: &mut u32) {
-    if *spins < 64 {
-        *spins += 1;
+/// A thread waiting for a value another thread writes: pause instructions for [`PAUSE_FOR`]
+/// (the clock read every [`Wait::CHECK`] turns), then a yield of the core at every turn (on a
+/// busy machine, a waiting thread gives its core to the threads it waits for).
+struct Wait {
+    started: Instant,
+    turns: u32,
+    yielding: bool,
+}
+
+impl Wait {
+    /// Turns between two reads of the clock while pausing (a pause is 10–150 cycles).
+    const CHECK: u32 = 16;
+
+    fn new() -> Wait {
+        Wait {
+            started: Instant::now(),
+            turns: 0,
+            yielding: false,
+        }
+    }
+
+    /// One turn of the wait.
+    fn relax(&mut self) {
+        if self.yielding {
+            std::thread::yield_now();
+            return;
+        }
+        self.turns += 1;
+        if self.turns.is_multiple_of(Self::CHECK) && self.started.elapsed() > PAUSE_FOR {
+            self.yielding = true;
+        }
         std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
+    }
+
+    /// Whether the wait has lasted longer than `limit` (never while it pauses, for a `limit`
+    /// above [`PAUSE_FOR`]: the clock is read only once it yields).
+    fn longer_than(&self, limit: Duration) -> bool {
+        self.yielding && self.started.elapsed() > limit
     }
 }
 
@@ -351,11 +413,10 @@ fn relax(spins: &mut u32) {
 fn worker(s: &Shared, index: usize) {
     let mut seen = 0u64;
     loop {
-        let started = Instant::now();
-        let mut spins = 0u32;
+        let mut wait = Wait::new();
         let mut epoch = s.state.load(Ordering::Acquire) >> 32;
         while epoch == seen && !s.shutdown.load(Ordering::Relaxed) {
-            if started.elapsed() > SPIN {
+            if wait.longer_than(SPIN) {
                 let mut g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
                 s.sleeping.fetch_add(1, Ordering::SeqCst);
                 while s.state.load(Ordering::SeqCst) >> 32 == seen
@@ -365,7 +426,7 @@ fn worker(s: &Shared, index: usize) {
                 }
                 s.sleeping.fetch_sub(1, Ordering::SeqCst);
             } else {
-                relax(&mut spins);
+                wait.relax();
             }
             epoch = s.state.load(Ordering::Acquire) >> 32;
         }
@@ -437,6 +498,52 @@ mod tests {
         assert_eq!(s.done.load(Ordering::Relaxed), 0);
         claim(&s, epoch2, 2);
         assert_eq!(s.done.load(Ordering::Relaxed), 4);
+    }
+
+    /// A thread's own parts count as done together after its last one, each part it takes from
+    /// another thread's range as soon as it has run: what `done` reads while each part runs.
+    #[test]
+    fn own_parts_are_counted_done_together() {
+        let s = Shared::new(3);
+        let seen = Mutex::new(Vec::new());
+        let f = |p: usize, _: usize| {
+            seen.lock()
+                .unwrap()
+                .push((p, s.done.load(Ordering::Relaxed)))
+        };
+        let job = Job { f: &f };
+        let epoch = s.publish(&job, 9);
+        claim(&s, epoch, 1);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                (3, 0),
+                (4, 0),
+                (5, 0),
+                (8, 3),
+                (7, 4),
+                (6, 5),
+                (2, 6),
+                (1, 7),
+                (0, 8)
+            ]
+        );
+        assert_eq!(s.done.load(Ordering::Relaxed), 9);
+    }
+
+    /// A wait pauses for [`PAUSE_FOR`] before it yields, and says it has lasted longer than a
+    /// limit only once it yields.
+    #[test]
+    fn a_wait_pauses_then_yields() {
+        let mut w = Wait::new();
+        let t = Instant::now();
+        while !w.yielding {
+            assert!(!w.longer_than(Duration::ZERO));
+            w.relax();
+        }
+        assert!(t.elapsed() >= PAUSE_FOR);
+        assert!(w.longer_than(Duration::ZERO));
+        w.relax();
     }
 
     /// Every part of every job runs exactly once, on a worker index below the thread count,
