@@ -31,41 +31,15 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         return;
     }
     let settings = HeimdallSettings {
-        frame_rate: FrameRateTarget::Fixed(HZ),
-        // 50 ms - render - 60 ms: no GPU budget.
-        margin_ms: 60.0,
-        relaxation_ms: 0.0,
-        precision: heimdall_gpu::Precision::F32,
-        guard: None,
-        cpu_workers: Some(1),
         cpu_on_completion: false,
-        ..default()
+        ..one_slot_no_gpu_budget()
     };
-    let mut app = common::headless_app(settings);
-    app.init_resource::<Record>()
-        .add_systems(Update, ask_for_the_recording);
-    let camera = app
-        .world_mut()
-        .spawn(common::synthetic_camera(128, 96))
-        .id();
-    let model = common::load_model(&app, "models/face_detection_short_range.tflite");
-    let dnns: Vec<Entity> = (0..DNNS)
-        .map(|_| {
-            app.world_mut()
-                .spawn(Dnn::new(model.clone(), camera).with_conv_cache(ConvCache::Off))
-                .id()
-        })
-        .collect();
-    // Paced from the start: the DNNs' request rate is the frame rate (unpaced, the loop would
-    // ask for hundreds of inferences a second and the coordinator would cut their rates).
-    let start = Instant::now();
-    while !dnns.iter().all(|&d| common::results_of(&app, d) >= 3) {
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "the DNNs never answered"
-        );
-        paced(&mut app, Duration::from_millis(200));
-    }
+    let (mut app, dnns) = detectors(
+        settings,
+        "models/face_detection_short_range.tflite",
+        DNNS,
+        |_| {},
+    );
     let (per_frame, recorded_per_frame) = rates(&mut app, &dnns);
 
     app.sub_app_mut(RenderApp)
@@ -161,43 +135,21 @@ fn a_worker_that_finishes_while_the_frame_is_drawn_gets_work_at_once() {
         return;
     }
     let settings = HeimdallSettings {
-        frame_rate: FrameRateTarget::Fixed(HZ),
-        margin_ms: 60.0,
-        relaxation_ms: 0.0,
-        precision: heimdall_gpu::Precision::F32,
-        guard: None,
-        cpu_workers: Some(1),
         cpu_on_completion: true,
         cpu_lend_after_encode: false,
-        ..default()
+        ..one_slot_no_gpu_budget()
     };
-    let mut app = common::headless_app(settings);
-    app.init_resource::<Record>()
-        .add_systems(Update, ask_for_the_recording);
-    app.sub_app_mut(RenderApp).add_systems(
-        bevy::render::Render,
-        (|| std::thread::sleep(DRAW)).in_set(bevy::render::RenderSystems::Render),
+    let (mut app, dnns) = detectors(
+        settings,
+        "models/palm_detection_lite.tflite",
+        DRAWN_DNNS,
+        |app| {
+            app.sub_app_mut(RenderApp).add_systems(
+                bevy::render::Render,
+                (|| std::thread::sleep(DRAW)).in_set(bevy::render::RenderSystems::Render),
+            );
+        },
     );
-    let camera = app
-        .world_mut()
-        .spawn(common::synthetic_camera(128, 96))
-        .id();
-    let model = common::load_model(&app, "models/palm_detection_lite.tflite");
-    let dnns: Vec<Entity> = (0..DRAWN_DNNS)
-        .map(|_| {
-            app.world_mut()
-                .spawn(Dnn::new(model.clone(), camera).with_conv_cache(ConvCache::Off))
-                .id()
-        })
-        .collect();
-    let start = Instant::now();
-    while !dnns.iter().all(|&d| common::results_of(&app, d) >= 3) {
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "the DNNs never answered"
-        );
-        paced(&mut app, Duration::from_millis(200));
-    }
     let (at_frame_end, fps_end, before) = rates_and_frames(&mut app, &dnns);
     app.sub_app_mut(RenderApp)
         .world_mut()
@@ -233,6 +185,56 @@ fn a_worker_that_finishes_while_the_frame_is_drawn_gets_work_at_once() {
         new > old,
         "inferences a frame: {old} lent at the frame's end, {new} from the encoding"
     );
+}
+
+/// One CPU slot and no GPU budget (50 ms - render - 60 ms) at [`HZ`], f32, no guard.
+fn one_slot_no_gpu_budget() -> HeimdallSettings {
+    HeimdallSettings {
+        frame_rate: FrameRateTarget::Fixed(HZ),
+        margin_ms: 60.0,
+        relaxation_ms: 0.0,
+        precision: heimdall_gpu::Precision::F32,
+        guard: None,
+        cpu_workers: Some(1),
+        ..default()
+    }
+}
+
+/// A headless app with `settings` (and `setup` run on it) and `n` DNNs of `model` on one
+/// synthetic camera, each having answered three times, paced from the start: the DNNs' request
+/// rate is the frame rate (unpaced, the loop would ask for hundreds of inferences a second and
+/// the coordinator would cut their rates).
+fn detectors(
+    settings: HeimdallSettings,
+    model: &str,
+    n: usize,
+    setup: impl FnOnce(&mut App),
+) -> (App, Vec<Entity>) {
+    let mut app = common::headless_app(settings);
+    app.init_resource::<Record>()
+        .add_systems(Update, ask_for_the_recording);
+    setup(&mut app);
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(128, 96))
+        .id();
+    let model = common::load_model(&app, model.to_string());
+    let dnns: Vec<Entity> = (0..n)
+        .map(|_| {
+            app.world_mut()
+                .spawn(Dnn::new(model.clone(), camera).with_conv_cache(ConvCache::Off))
+                .id()
+        })
+        .collect();
+    let start = Instant::now();
+    while !dnns.iter().all(|&d| common::results_of(&app, d) >= 3) {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the DNNs never answered"
+        );
+        paced(&mut app, Duration::from_millis(200));
+    }
+    (app, dnns)
 }
 
 /// Updates `app` every `1 / HZ` (or as fast as its frames allow, when slower) for `d`; returns
