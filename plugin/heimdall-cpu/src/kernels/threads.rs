@@ -535,8 +535,9 @@ mod tests {
     /// limit only once it yields.
     #[test]
     fn a_wait_pauses_then_yields() {
-        let mut w = Wait::new();
+        // The test's clock starts first: the wait's own clock, started after it, decides.
         let t = Instant::now();
+        let mut w = Wait::new();
         while !w.yielding {
             assert!(!w.longer_than(Duration::ZERO));
             w.relax();

@@ -113,20 +113,27 @@ mod tests {
             let x = data(seed, rows * inputs);
             let wt = data(seed + 1, inputs * outputs);
             let b = bias.then(|| data(seed + 2, outputs));
+            // The result, and the sums of the terms' magnitudes: a sum whose terms cancel
+            // carries the rounding of its large terms (`assert_close_scaled`).
             let mut reference = vec![0.0; rows * outputs];
+            let mut magnitude = vec![0.0; rows * outputs];
             for r in 0..rows {
                 for o in 0..outputs {
-                    let mut s = b.as_ref().map_or(0.0, |b| b[o]) as f64;
+                    let bias = b.as_ref().map_or(0.0, |b| b[o]) as f64;
+                    let (mut s, mut m) = (bias, bias.abs());
                     for i in 0..inputs {
-                        s += x[r * inputs + i] as f64 * wt[o * inputs + i] as f64;
+                        let t = x[r * inputs + i] as f64 * wt[o * inputs + i] as f64;
+                        s += t;
+                        m += t.abs();
                     }
                     reference[r * outputs + o] = s.max(0.0) as f32;
+                    magnitude[r * outputs + o] = m as f32;
                 }
             }
             let fc = PackedFullyConnected::new(&wt, b.as_deref(), inputs, outputs);
             let mut out = vec![f32::NAN; rows * outputs];
             fc.run(&Par::new(1), &x, &mut out, &Epilogue::act(Act::Relu));
-            assert_close(&out, &reference);
+            assert_close_scaled(&out, &reference, &magnitude);
         }
     }
 }
