@@ -381,15 +381,37 @@ impl FramePins {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// DNN `dnn` started an inference on frame `index` (render world).
+    /// DNN `dnn` started an inference on frame `index` (render world). Two inferences on one
+    /// frame (a stalled camera) pin it twice: one given up leaves the other's.
     pub(crate) fn started(&self, dnn: Entity, index: u64) {
         let mut table = self.table();
         let pins = &mut table.entry(dnn).or_default().in_flight;
-        if !pins.contains(&index) {
-            pins.push(index);
-        }
+        pins.push(index);
         if pins.len() > MAX_IN_FLIGHT {
             pins.remove(0);
+        }
+    }
+
+    /// DNN `dnn`'s inference on frame `index` will deliver no result (its outputs were dropped
+    /// undecoded for a newer result's): its pin goes, so it takes no place among the
+    /// [`MAX_IN_FLIGHT`] that the inferences still coming need.
+    fn abandoned(&self, dnn: Entity, index: u64) {
+        let mut table = self.table();
+        if let Some(pins) = table.get_mut(&dnn)
+            && let Some(at) = pins.in_flight.iter().position(|&i| i == index)
+        {
+            pins.in_flight.remove(at);
+        }
+    }
+
+    /// A hold on DNN `dnn`'s pin of frame `index` for outputs on their way to a decode: dropped
+    /// without [`PendingPin::sent`], the inference is given up ([`FramePins::abandoned`]).
+    pub(crate) fn pending(&self, dnn: Entity, index: u64) -> PendingPin {
+        PendingPin {
+            pins: self.clone(),
+            dnn,
+            index,
+            sent: false,
         }
     }
 
@@ -413,6 +435,32 @@ impl FramePins {
         self.table()
             .values()
             .any(|p| p.result == Some(index) || p.in_flight.contains(&index))
+    }
+}
+
+/// An inference's outputs queued for a decode thread, holding its frame's pin: a decode queue
+/// drops a DNN's waiting outputs when newer ones come (`render/decode_pool.rs`), and a result
+/// that will never be delivered must not keep its pin, or the bound on a DNN's pins would let go
+/// of the frame of the result being decoded instead.
+pub(crate) struct PendingPin {
+    pins: FramePins,
+    dnn: Entity,
+    index: u64,
+    sent: bool,
+}
+
+impl PendingPin {
+    /// The outputs went to their decode: the result's delivery (main world) takes the pin over.
+    pub(crate) fn sent(mut self) {
+        self.sent = true;
+    }
+}
+
+impl Drop for PendingPin {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.pins.abandoned(self.dnn, self.index);
+        }
     }
 }
 

@@ -433,3 +433,42 @@ fn pins_in_flight_are_bounded_and_a_result_releases_the_older_ones() {
     );
     assert!(pins.pinned(5) && pins.pinned(6));
 }
+
+/// A DNN whose decoder is slower than its model: the decode queue keeps one result waiting and
+/// drops the older one undecoded when a newer one is read. The dropped results' pins go with
+/// them, so the bound on in-flight pins never lets go of the frame whose result is decoding.
+#[test]
+fn a_result_dropped_undecoded_releases_its_pin_not_the_decoding_ones() {
+    let pins = FramePins::default();
+    let dnn = Entity::from_raw_u32(1).expect("valid index");
+    // Frame 1's outputs decode; frames 2, 3 and 4 are read while it does, each replacing the
+    // one waiting (2 and 3 dropped); 5 and 6 start meanwhile.
+    pins.started(dnn, 1);
+    pins.pending(dnn, 1).sent();
+    for index in 2..=4 {
+        pins.started(dnn, index);
+        let waiting = pins.pending(dnn, index);
+        if index < 4 {
+            drop(waiting);
+        } else {
+            waiting.sent();
+        }
+    }
+    pins.started(dnn, 5);
+    pins.started(dnn, 6);
+    assert!(pins.pinned(1), "the decoding result's frame stays pinned");
+    assert!(
+        !pins.pinned(2) && !pins.pinned(3),
+        "dropped results keep no pin"
+    );
+    assert!((4..=6).all(|i| pins.pinned(i)));
+    // Two inferences on one frame (a stalled camera): one dropped leaves the other's pin.
+    pins.result(dnn, 6);
+    pins.started(dnn, 7);
+    pins.started(dnn, 7);
+    drop(pins.pending(dnn, 7));
+    assert!(
+        pins.pinned(7),
+        "the other inference on frame 7 still needs it"
+    );
+}

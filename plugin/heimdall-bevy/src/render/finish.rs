@@ -10,6 +10,7 @@ use bevy::prelude::*;
 use heimdall_vision::image::Crop;
 
 use crate::bridge::channel::{ConvCacheRun, FinishedInference, Outbox, RenderMessage};
+use crate::camera::FramePins;
 use crate::clock::HeimdallClock;
 use crate::decoder::{DecodeInput, DecoderHandle};
 use crate::dnn::Backend;
@@ -24,6 +25,8 @@ pub(crate) struct Finish {
     pub stages: StageTimes,
     pub name: String,
     pub frame_index: u64,
+    /// Its source's pinned frames.
+    pub pins: FramePins,
     pub capture_ms: f64,
     pub crop: Crop,
     pub frame_size: UVec2,

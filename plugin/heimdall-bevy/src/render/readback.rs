@@ -199,9 +199,15 @@ fn finish_one(
             let read = p.finish.clock.now_ms();
             let finish = p.finish.clone();
             match decoders {
-                Some(pool) => pool.run(dnn, move || {
-                    finish.send_ready_at(outputs, Backend::Gpu, cache, read)
-                }),
+                Some(pool) => {
+                    // Dropped undecoded (a newer result of the DNN takes its place), the
+                    // inference gives up its frame's pin.
+                    let pin = finish.pins.pending(dnn, finish.frame_index);
+                    pool.run(dnn, move || {
+                        pin.sent();
+                        finish.send_ready_at(outputs, Backend::Gpu, cache, read)
+                    })
+                }
                 None => finish.send_ready_at(outputs, Backend::Gpu, cache, read),
             }
             (None, hit, Some(read))

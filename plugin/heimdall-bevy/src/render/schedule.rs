@@ -473,6 +473,7 @@ fn start_inference(
     frame.pins.started(dnn, frame.index);
     d.job = Some(Job {
         frame_index: frame.index,
+        pins: frame.pins.clone(),
         capture_ms: frame.capture_ms,
         started_ms: now,
         crop,

@@ -27,6 +27,7 @@ use super::cache::GpuCompiled;
 use super::finish::Finish;
 use crate::asset::DnnModel;
 use crate::bridge::channel::Outbox;
+use crate::camera::FramePins;
 use crate::clock::HeimdallClock;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{ConvCache, DnnError};
@@ -105,6 +106,8 @@ pub(crate) enum ReadbackState {
 /// The inference a DNN has in flight.
 pub(crate) struct Job {
     pub frame_index: u64,
+    /// Its source's pinned frames (this inference pinned `frame_index` as it started).
+    pub pins: FramePins,
     pub capture_ms: f64,
     /// When the render world started it (ms on the plugin's clock).
     pub started_ms: f64,
@@ -185,6 +188,7 @@ impl RenderDnn {
             },
             name: self.name.clone(),
             frame_index: job.frame_index,
+            pins: job.pins.clone(),
             capture_ms: job.capture_ms,
             crop: job.crop,
             frame_size: job.frame_size,

@@ -62,6 +62,7 @@ fn dnn(graph: &heimdall_ir::Graph, pixels: Arc<Vec<u8>>, size: UVec2) -> RenderD
 fn job(pixels: Arc<Vec<u8>>, frame_size: UVec2) -> Job {
     Job {
         frame_index: 7,
+        pins: Default::default(),
         capture_ms: 0.0,
         started_ms: 0.0,
         crop: Crop::FULL,
