@@ -5,7 +5,7 @@
 //! `cargo bench -p heimdall-benches --bench cpu_kernels`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use heimdall_cpu::kernels::{Epilogue, PackedConv, PackedDepthwise, Par, Window};
+use heimdall_cpu::kernels::{Epilogue, PackedConv, PackedDepthwise, Par, Window, max_pool};
 use std::hint::black_box;
 
 fn data(len: usize) -> Vec<f32> {
@@ -77,6 +77,21 @@ fn depthwise(c: &mut Criterion, name: &str, w: Window, threads: usize) {
     g.finish();
 }
 
+/// A max pool, one window tap counted as one element.
+fn max_pool_bench(c: &mut Criterion, name: &str, w: Window) {
+    let par = Par::new(1);
+    let input = data(w.in_h * w.in_w * w.in_c);
+    let mut out = vec![0.0; w.out_h * w.out_w * w.out_c];
+    let mut g = c.benchmark_group("max_pool");
+    g.throughput(Throughput::Elements(
+        (w.out_h * w.out_w * w.out_c * w.k_h * w.k_w) as u64,
+    ));
+    g.bench_function(name, |b| {
+        b.iter(|| max_pool(&par, &w, black_box(&input), &mut out, &Epilogue::NONE))
+    });
+    g.finish();
+}
+
 fn kernels(c: &mut Criterion) {
     conv(c, "1x1_64x64x32_to_64", window(64, 64, 32, 64, 1, 1), 1);
     conv(c, "1x1_16x16x128_to_128", window(16, 16, 128, 128, 1, 1), 1);
@@ -86,6 +101,9 @@ fn kernels(c: &mut Criterion) {
     depthwise(c, "3x3_64x64x32", window(64, 64, 32, 32, 3, 1), 1);
     depthwise(c, "5x5_64x64x32", window(64, 64, 32, 32, 5, 1), 1);
     depthwise(c, "3x3s2_64x64x32", window(64, 64, 32, 32, 3, 2), 1);
+    // hand_landmark_lite's pool and its projection to 16 channels.
+    max_pool_bench(c, "2x2s2_112x112x16", window(112, 112, 16, 16, 2, 2));
+    conv(c, "1x1_56x56x96_to_16", window(56, 56, 96, 16, 1, 1), 1);
     conv(
         c,
         "1x1_64x64x32_to_64_2threads",
