@@ -104,6 +104,14 @@ fn kernels(c: &mut Criterion) {
     // hand_landmark_lite's pool and its projection to 16 channels.
     max_pool_bench(c, "2x2s2_112x112x16", window(112, 112, 16, 16, 2, 2));
     conv(c, "1x1_56x56x96_to_16", window(56, 56, 96, 16, 1, 1), 1);
+    // hand_landmark_lite's first expansion (its output, 3.2 MB, is the model's largest).
+    conv(c, "1x1_112x112x16_to_64", window(112, 112, 16, 64, 1, 1), 1);
+    conv(
+        c,
+        "1x1_112x112x16_to_64_2threads",
+        window(112, 112, 16, 64, 1, 1),
+        2,
+    );
     conv(
         c,
         "1x1_64x64x32_to_64_2threads",

@@ -13,6 +13,7 @@ mod conv_cache;
 mod cpu_ops;
 mod error;
 mod fuse;
+mod fuse_expand;
 mod fuse_tail;
 pub mod guard;
 pub mod kernels;

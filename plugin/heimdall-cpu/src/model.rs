@@ -12,6 +12,7 @@ use crate::arena::{ArenaPlan, plan_ops};
 use crate::conv_cache::{ConvCache, OpAction, skeleton};
 use crate::error::CpuError;
 use crate::fuse::{FusedPad, ReflectPads};
+use crate::fuse_expand::Expansions;
 use crate::fuse_tail::Tails;
 use crate::kernels::par::MAX_THREADS;
 use crate::kernels::{Act, Epilogue, Par};
@@ -232,6 +233,9 @@ pub struct CpuModel {
     pads: ReflectPads,
     /// The adds and GELUs fused into the convolutions before them (`crate::fuse_tail`).
     tails: Tails,
+    /// The 1x1 expansions fused into the depthwise convolutions after them
+    /// (`crate::fuse_expand`).
+    expansions: Expansions,
     conv_cache: Option<Box<ConvCache>>,
     /// Ops computing in half precision.
     f16_ops: usize,
@@ -274,8 +278,9 @@ impl CpuModel {
         let par = Par::new(options.threads.clamp(1, MAX_THREADS));
         let pads = ReflectPads::find(graph);
         let tails = Tails::find(graph, &pads);
+        let expansions = Expansions::find(graph, &pads, &tails);
         let ops: Vec<_> = (graph.ops.iter().enumerate())
-            .map(|(k, op)| tails.op(k, pads.op(k, op)))
+            .map(|(k, op)| expansions.op(k, tails.op(k, pads.op(k, op)), graph))
             .collect();
         let plan = plan_ops(graph, &ops);
         let (constants, locs) = tensor_locs(graph, &plan);
@@ -283,7 +288,7 @@ impl CpuModel {
         let mut scratch_len = 0;
         let mut f16_ops = 0;
         for (index, op) in ops.iter().enumerate() {
-            if pads.is_fused(index) || tails.is_fused(index) {
+            if pads.is_fused(index) || tails.is_fused(index) || expansions.is_fused(index) {
                 steps.push(Step::fused_pad());
                 continue;
             }
@@ -295,6 +300,7 @@ impl CpuModel {
                 pad_output: pads.padded_output(index).map(|(_, p)| p),
                 channel_padded: pads.channel_padded(index),
                 tail: tails.tail(index, graph),
+                expansion: (expansions.expansion(index)).map(|e| (&graph.ops[e], f16(e))),
                 f16: f16(index),
             })
             .map_err(|message| op_error(index, op, message))?;
@@ -316,6 +322,7 @@ impl CpuModel {
             skeleton: skeleton(graph),
             pads,
             tails,
+            expansions,
             conv_cache: None,
             f16_ops,
         })
@@ -462,11 +469,14 @@ impl CpuModel {
     /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
     pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
         let mut cache = ConvCache::new(&self.skeleton, config)?;
-        // A fused pad, add or GELU writes nothing, and an op writing one's output writes
-        // it, not its own: both run uncached (the convolutions reading them stay cached).
+        // A fused pad, add, GELU or expansion writes nothing, and an op writing one's output
+        // writes it, not its own, or reads one's input: both run uncached (the convolutions
+        // reading them stay cached).
         (0..self.steps.len())
             .filter(|&k| {
                 self.pads.is_fused(k)
+                    || self.expansions.is_fused(k)
+                    || self.expansions.expansion(k).is_some()
                     || self.pads.padded_output(k).is_some()
                     || self.tails.is_fused(k)
                     || self.tails.takes(k)

@@ -150,6 +150,10 @@ pub(crate) struct PrepareCx<'a> {
     /// `GELU`) after it into ([`crate::fuse_tail`]): what it applies after its products; the
     /// op writes the last fused op's output. `None` for every other op.
     pub tail: Option<Tail>,
+    /// For a depthwise convolution that took over the 1x1 expansion before it
+    /// ([`crate::fuse_expand`]): that op (as in the graph) and whether half-precision kernels
+    /// are wanted for it; the op's input 0 is the expansion's input. `None` for every other op.
+    pub expansion: Option<(&'a Op, bool)>,
     /// Whether half-precision kernels are wanted ([`crate::CpuPrecision::F16`]) where the CPU
     /// has them.
     pub f16: bool,

@@ -149,6 +149,68 @@ impl Par {
         });
     }
 
+    /// Like [`Par::for_rows_scratch`], with the rows cut at `cuts` (rising from 0 to the row
+    /// count, `out.len() / row_len`): part `i` holds rows `cuts[i]..cuts[i + 1]` (empty parts
+    /// are not called), handed out by position ([`Par::first_part`]).
+    pub fn for_cuts_scratch<F>(
+        &self,
+        out: &mut [f32],
+        row_len: usize,
+        cuts: &[usize],
+        scratch: &mut [f32],
+        scratch_per_part: usize,
+        f: F,
+    ) where
+        F: Fn(Range<usize>, &mut [f32], &mut [f32]) + Sync,
+    {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        assert!(
+            cuts.len() >= 2
+                && cuts[0] == 0
+                && cuts[cuts.len() - 1] == rows
+                && cuts.windows(2).all(|p| p[0] <= p[1]),
+            "Par::for_cuts_scratch: bad cuts"
+        );
+        let parts = cuts.len() - 1;
+        let pool = match &self.pool {
+            Some(pool) if parts > 1 => pool,
+            _ => {
+                for p in cuts.windows(2).filter(|p| p[0] < p[1]) {
+                    let o = &mut out[p[0] * row_len..p[1] * row_len];
+                    f(p[0]..p[1], o, &mut scratch[..scratch_per_part]);
+                }
+                return;
+            }
+        };
+        assert!(
+            scratch.len() >= scratch_per_part * self.threads,
+            "Par: scratch too short"
+        );
+        let (out, scratch) = (SendPtr(out.as_mut_ptr()), SendPtr(scratch.as_mut_ptr()));
+        pool.run(parts, &|part, worker| {
+            let r = cuts[part]..cuts[part + 1];
+            if r.is_empty() {
+                return;
+            }
+            // SAFETY: parts cover disjoint row ranges of `out` (checked cuts); worker `worker`
+            // < threads owns scratch slot `worker`, inside `scratch` (asserted above), and
+            // runs one part at a time.
+            let (o, sc) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(
+                        out.get().add(r.start * row_len),
+                        r.len() * row_len,
+                    ),
+                    std::slice::from_raw_parts_mut(
+                        scratch.get().add(worker * scratch_per_part),
+                        scratch_per_part,
+                    ),
+                )
+            };
+            f(r, o, sc);
+        });
+    }
+
     /// Splits `data` into chunks of `chunk_len` values (the last may be shorter) and calls
     /// `f(index, chunk)` for each, spread over the pool in contiguous runs of at least
     /// `min_chunks` chunks (inline when there is no pool). For per-block partial results of any
@@ -496,7 +558,20 @@ pub struct Tile<'a> {
     _out: std::marker::PhantomData<&'a mut [f32]>,
 }
 
-impl Tile<'_> {
+impl<'a> Tile<'a> {
+    /// The whole of `buf` as one tile of rows of `row_len` values (a part of an output a
+    /// kernel writes row by row itself).
+    pub(crate) fn whole(buf: &'a mut [f32], row_len: usize) -> Tile<'a> {
+        let row_len = row_len.max(1);
+        Tile {
+            ptr: buf.as_mut_ptr(),
+            rows: buf.len() / row_len,
+            cols: row_len,
+            stride: row_len,
+            _out: std::marker::PhantomData,
+        }
+    }
+
     /// Rows in this tile.
     pub fn rows(&self) -> usize {
         self.rows

@@ -10,6 +10,7 @@ pub(crate) mod conv;
 pub(crate) mod densify;
 pub(crate) mod depthwise;
 pub(crate) mod dequantize;
+pub(crate) mod expand_dw;
 pub(crate) mod fully_connected;
 pub(crate) mod instance_norm;
 pub(crate) mod landmarks_to_transform;
@@ -55,6 +56,9 @@ pub(crate) fn prepare(cx: &PrepareCx) -> Result<Prepared, String> {
     }
     if cx.channel_padded.is_some() && cx.op.kind != OpKind::Binary(heimdall_ir::BinaryFn::Add) {
         return Err("only an add can read through a fused channel pad".into());
+    }
+    if let Some((pw, pw_f16)) = cx.expansion {
+        return expand_dw::prepare(cx, pw, pw_f16);
     }
     match &cx.op.kind {
         OpKind::Conv2d(a) => conv::prepare(cx, a),

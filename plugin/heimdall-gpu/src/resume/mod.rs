@@ -19,7 +19,9 @@
 //!   a reflect pad that only convolutions read into them, which then read the pad's input: from
 //!   the pad to the last of those convolutions the CPU needs that input, whose GPU slot is free
 //!   once the pad has run ([`NotResumable::Overwritten`] where an op wrote over it before `k`;
-//!   checked write by write against the memory plan of the current run). Tensors stored inside
+//!   checked write by write against the memory plan of the current run). Likewise it fuses a
+//!   large 1x1 expansion into the depthwise convolution after it, which then reads the
+//!   expansion's input: between the two the CPU needs that input, not the expanded tensor. Tensors stored inside
 //!   another tensor's slot (the slot aliases: reshapes that keep the bytes, inputs of free
 //!   concatenations) are read at their offset, and are intact until a write to their byte range.
 //!

@@ -303,6 +303,59 @@ impl PackedConv {
         }
     }
 
+    /// Output pixels `rows` of a 1x1 stride-1 unpadded convolution from `a`, their input
+    /// (`rows.len()` pixels of `in_c` values), into `out` (`rows.len()` pixels of `out_c`),
+    /// `ep` applied as to the whole output: the values [`PackedConv::run`] computes there (the
+    /// same products, the epilogue in the micro-kernels' stores where they fuse it, after them
+    /// where not). For a kernel that consumes the output as it is made
+    /// (`crate::ops::expand_dw`).
+    pub(crate) fn direct_rows(
+        &self,
+        a: &[f32],
+        rows: std::ops::Range<usize>,
+        out: &mut [f32],
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        let (n, m) = (w.out_c, rows.len());
+        assert!(
+            self.direct
+                && a.len() >= m * w.in_c
+                && out.len() >= m * n
+                && rows.end <= w.out_h * w.out_w,
+            "conv: direct rows outside the output"
+        );
+        if m == 0 {
+            return;
+        }
+        let fused = self.b.fuses(ep) && self.tail.is_none();
+        let fused_ep = (fused && !ep.is_identity()).then_some((ep, rows.start * n));
+        // SAFETY: `a` holds `m` rows of `in_c` values and `out` `m` rows of `n` (asserted);
+        // the residual, if any, has the output's shape (the step's contract).
+        unsafe {
+            self.b.gemm_tile(
+                a.as_ptr(),
+                w.in_c,
+                &[0],
+                w.in_c,
+                m,
+                0..n,
+                out.as_mut_ptr(),
+                n,
+                fused_ep,
+            );
+        }
+        if !fused {
+            finish(self.tail.as_ref(), &mut out[..m * n], rows.start * n, n, ep);
+        }
+    }
+
+    /// Whether this is a 1x1 stride-1 unpadded convolution, one matrix product
+    /// ([`PackedConv::direct_rows`] computes its rows).
+    pub(crate) fn is_pointwise(&self) -> bool {
+        self.direct
+    }
+
     /// [`PackedConv::run`] of every other convolution: output rows split over `par`, each
     /// part with its share of `scratch` (an im2col row, or a ring of reflect-padded rows).
     fn run_rows(

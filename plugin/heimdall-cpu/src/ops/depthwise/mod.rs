@@ -142,27 +142,65 @@ impl PackedDepthwise {
             *cut = (blocks * j / split.cols * 16).min(c);
         }
         let (row_cuts, col_cuts) = (&row_cuts[..=split.rows], &col_cuts[..=split.cols]);
+        let src = InputRows::dense(input, w.in_w * w.in_c);
         par.for_tiles(output, c, row_cuts, col_cuts, |pixels, chans, tile| {
             let mut p = pixels.start;
             while p < pixels.end {
                 let (oy, ox0) = (p / w.out_w, p % w.out_w);
                 let ox1 = (pixels.end - oy * w.out_w).min(w.out_w);
                 let first = p - pixels.start;
-                self.row(input, oy, ox0..ox1, chans.clone(), tile, first);
-                let tail = self.tail.as_ref();
-                if !ep.is_identity() || tail.is_some() {
-                    if chans.len() == c {
-                        let span = tile.span(first..first + (ox1 - ox0));
-                        finish(tail, span, p * c, c, ep);
-                    } else {
-                        for i in 0..ox1 - ox0 {
-                            finish(tail, tile.row(first + i), (p + i) * c + chans.start, c, ep);
-                        }
-                    }
-                }
+                self.row(src, oy, ox0..ox1, chans.clone(), tile, first);
+                self.finish_row(tile, first, p..p + (ox1 - ox0), chans.clone(), ep);
                 p += ox1 - ox0;
             }
         });
+    }
+
+    /// Output row `oy` whole (every pixel and channel) from the input rows `src` into tile
+    /// rows `first..first + out_w`, the epilogue and tail applied as [`PackedDepthwise::run`]
+    /// applies them there: the values `run` computes for that row. For a kernel that makes
+    /// the input rows itself (`crate::ops::expand_dw`).
+    pub(crate) fn output_row(
+        &self,
+        src: InputRows<'_>,
+        oy: usize,
+        tile: &mut Tile<'_>,
+        first: usize,
+        ep: &Epilogue,
+    ) {
+        let w = &self.w;
+        assert!(
+            oy < w.out_h && first + w.out_w <= tile.rows() && tile.cols() == w.out_c,
+            "depthwise: row outside the output or the tile"
+        );
+        self.row(src, oy, 0..w.out_w, 0..w.out_c, tile, first);
+        let p = oy * w.out_w;
+        self.finish_row(tile, first, p..p + w.out_w, 0..w.out_c, ep);
+    }
+
+    /// The epilogue and tail on output pixels `pixels` (tile rows from `first`), channels
+    /// `chans`.
+    fn finish_row(
+        &self,
+        tile: &mut Tile<'_>,
+        first: usize,
+        pixels: Range<usize>,
+        chans: Range<usize>,
+        ep: &Epilogue,
+    ) {
+        let c = self.w.out_c;
+        let tail = self.tail.as_ref();
+        if ep.is_identity() && tail.is_none() {
+            return;
+        }
+        if chans.len() == c {
+            let span = tile.span(first..first + pixels.len());
+            finish(tail, span, pixels.start * c, c, ep);
+        } else {
+            for (i, p) in pixels.enumerate() {
+                finish(tail, tile.row(first + i), p * c + chans.start, c, ep);
+            }
+        }
     }
 
     /// How [`PackedDepthwise::run`] splits the output over `par`'s threads (computed once per
@@ -185,7 +223,7 @@ impl PackedDepthwise {
     /// pixel).
     fn row(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ox: Range<usize>,
         chans: Range<usize>,
@@ -200,29 +238,29 @@ impl PackedDepthwise {
             ox0: ox.start,
         };
         if self.mult != 1 {
-            self.row_multiplier(input, oy, ky_lo, ky_hi, ox, chans, &mut t);
+            self.row_multiplier(src, oy, ky_lo, ky_hi, ox, chans, &mut t);
             return;
         }
         #[cfg(target_arch = "x86_64")]
         if self.isa == Isa::Avx512 {
             // SAFETY: AVX-512F was detected at construction; shapes are checked by `run`, the
             // pixel and channel ranges lie inside the output and its tile.
-            unsafe { self.row_avx512(input, oy, ky_lo, ky_hi, ox, chans, &mut t) };
+            unsafe { self.row_avx512(src, oy, ky_lo, ky_hi, ox, chans, &mut t) };
             return;
         }
         #[cfg(target_arch = "aarch64")]
         if self.isa == Isa::Neon {
             // SAFETY: NEON was detected at construction; as above.
-            unsafe { self.row_neon(input, oy, ky_lo, ky_hi, ox, chans, &mut t) };
+            unsafe { self.row_neon(src, oy, ky_lo, ky_hi, ox, chans, &mut t) };
             return;
         }
-        self.row_portable(input, oy, ky_lo, ky_hi, ox, chans, &mut t);
+        self.row_portable(src, oy, ky_lo, ky_hi, ox, chans, &mut t);
     }
 
     #[allow(clippy::too_many_arguments)]
     fn row_portable(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
@@ -240,7 +278,7 @@ impl PackedDepthwise {
                 let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
                 for kx in kx_lo..kx_hi {
                     let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
-                    let x = &input[(iy * w.in_w + ix) * c..][chans.clone()];
+                    let x = &src.row(iy)[ix * c..][chans.clone()];
                     let f = &self.weights[(ky * w.k_w + kx) * c..][chans.clone()];
                     for ((o, x), f) in out.iter_mut().zip(x).zip(f) {
                         *o += x * f;
@@ -253,7 +291,7 @@ impl PackedDepthwise {
     #[allow(clippy::too_many_arguments)]
     fn row_multiplier(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
@@ -271,7 +309,7 @@ impl PackedDepthwise {
                 let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
                 for kx in kx_lo..kx_hi {
                     let ix = ox * w.stride_w + kx * w.dil_w - w.pad_left;
-                    let x = &input[(iy * w.in_w + ix) * w.in_c..][..w.in_c];
+                    let x = &src.row(iy)[ix * w.in_c..][..w.in_c];
                     let f = &self.weights[(ky * w.k_w + kx) * c..][..c];
                     for (o, oc) in out.iter_mut().zip(chans.clone()) {
                         *o += x[oc / self.mult] * f[oc];
@@ -288,7 +326,7 @@ impl PackedDepthwise {
     #[allow(clippy::too_many_arguments)]
     fn simd_row(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
@@ -298,7 +336,7 @@ impl PackedDepthwise {
     ) -> (DwRow, usize, usize) {
         let w = self.w;
         let c = w.out_c;
-        assert!(input.len() >= w.in_h * w.in_w * c && oxs.end <= w.out_w);
+        assert!(src.row_len >= w.in_w * c && oxs.end <= w.out_w);
         assert!(ky_hi <= w.k_h && w.k_h <= MAX_TAPS);
         assert!(chans.start.is_multiple_of(16) && chans.end <= c);
         assert!(t.first + oxs.len() <= t.tile.rows() && chans.len() == t.tile.cols());
@@ -308,7 +346,7 @@ impl PackedDepthwise {
         let nky = ky_hi - ky_lo;
         for (j, ky) in (ky_lo..ky_hi).enumerate() {
             let iy = oy * w.stride_h + ky * w.dil_h - w.pad_top;
-            rows[j] = input[iy * w.in_w * c..].as_ptr();
+            rows[j] = src.row(iy).as_ptr();
             wrows[j] = self.weights[ky * w.k_w * c..].as_ptr();
         }
         let stride = t.tile.stride();
@@ -345,7 +383,7 @@ impl PackedDepthwise {
     }
 
     /// # Safety
-    /// The CPU must support AVX-512F; `input` must have the window's size, `oxs` lie inside
+    /// The CPU must support AVX-512F; `src` must hold the window's rows, `oxs` lie inside
     /// the row and `t`'s tile, `chans` start at a multiple of 16 and lie inside the tile's
     /// columns.
     #[cfg(target_arch = "x86_64")]
@@ -353,7 +391,7 @@ impl PackedDepthwise {
     #[target_feature(enable = "avx512f")]
     unsafe fn row_avx512(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
@@ -362,7 +400,7 @@ impl PackedDepthwise {
         t: &mut DwTarget<'_, '_>,
     ) {
         let w = self.w;
-        let (tap, lo, hi) = self.simd_row(input, oy, ky_lo, ky_hi, &oxs, &chans, t);
+        let (tap, lo, hi) = self.simd_row(src, oy, ky_lo, ky_hi, &oxs, &chans, t);
         let bias = self.bias.as_ptr();
         // SAFETY: pointers come from the asserted slices; taps are restricted to valid input
         // columns (`valid_taps`, or the interior range), channels to the tile's blocks and `c`
@@ -403,7 +441,7 @@ impl PackedDepthwise {
     #[target_feature(enable = "neon")]
     unsafe fn row_neon(
         &self,
-        input: &[f32],
+        src: InputRows<'_>,
         oy: usize,
         ky_lo: usize,
         ky_hi: usize,
@@ -412,7 +450,7 @@ impl PackedDepthwise {
         t: &mut DwTarget<'_, '_>,
     ) {
         let w = self.w;
-        let (tap, lo, hi) = self.simd_row(input, oy, ky_lo, ky_hi, &oxs, &chans, t);
+        let (tap, lo, hi) = self.simd_row(src, oy, ky_lo, ky_hi, &oxs, &chans, t);
         let bias = self.bias.as_ptr();
         // SAFETY: as in `row_avx512`: taps restricted to valid input columns, channels to the
         // tile's (`chans`, whole vectors then single values), pixels to `oxs`.
@@ -471,6 +509,49 @@ struct DwRow {
 /// Most filter rows a depthwise filter may have on the SIMD paths.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const MAX_TAPS: usize = 16;
+
+/// Where a depthwise convolution reads its input rows: the whole input tensor, or a ring of
+/// rows a kernel computes as it goes (row `iy` in slot `iy % slots`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InputRows<'a> {
+    data: &'a [f32],
+    /// Values per input row (`in_w * in_c`).
+    row_len: usize,
+    /// Slots of the ring; 0 for the whole tensor.
+    slots: usize,
+}
+
+impl<'a> InputRows<'a> {
+    /// The whole input, rows of `row_len` values.
+    pub(crate) fn dense(data: &'a [f32], row_len: usize) -> InputRows<'a> {
+        InputRows {
+            data,
+            row_len,
+            slots: 0,
+        }
+    }
+
+    /// A ring of `slots` rows of `row_len` values in `data`: input row `iy` is slot
+    /// `iy % slots`.
+    pub(crate) fn ring(data: &'a [f32], row_len: usize, slots: usize) -> InputRows<'a> {
+        assert!(
+            slots > 0 && data.len() >= slots * row_len,
+            "depthwise: ring too short"
+        );
+        InputRows {
+            data,
+            row_len,
+            slots,
+        }
+    }
+
+    /// Input row `iy` (all its pixels and channels).
+    #[inline]
+    fn row(&self, iy: usize) -> &'a [f32] {
+        let slot = if self.slots == 0 { iy } else { iy % self.slots };
+        &self.data[slot * self.row_len..(slot + 1) * self.row_len]
+    }
+}
 
 /// Where one output row's pixels go: tile row `first + ox - ox0` holds pixel `ox`.
 struct DwTarget<'t, 'a> {
