@@ -30,9 +30,20 @@ fn round_f16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
 }
 
-/// The CPU backend with f16 storage emulated between ops (see the module comment).
+/// The CPU backend with f16 storage emulated between ops (see the module comment). Every
+/// activation is made a graph output of the model it compiles, so that the CPU fuses no ops
+/// (`heimdall_cpu::cpu_ops`: a tensor inside a fused pair, such as a large 1x1 expansion's output
+/// read by a depthwise convolution, has no storage to round) and each is stored, as on the GPU.
 fn cpu_with_f16_storage(graph: &Graph, input: &[f32]) -> Vec<Vec<f32>> {
-    let mut m = CpuModel::compile(graph, CpuOptions::default()).expect("cpu compile");
+    let mut unfused = graph.clone();
+    for op in &graph.ops {
+        for &o in &op.outputs {
+            if !unfused.outputs.contains(&o) {
+                unfused.outputs.push(o);
+            }
+        }
+    }
+    let mut m = CpuModel::compile(&unfused, CpuOptions::default()).expect("cpu compile");
     m.set_input(0, &round_f16(input)).expect("input");
     let mut keep = vec![false; graph.tensors.len()];
     for op in &graph.ops {
