@@ -431,8 +431,11 @@ impl CpuModel {
     }
 
     /// The values of any tensor of the graph (constants, or activations whose memory has not
-    /// been reused yet), for debugging and per-op comparisons; `None` for the output of a
-    /// reflect pad fused into the convolutions after it, which is never stored.
+    /// been reused yet), for debugging and per-op comparisons; `None` for a tensor inside a
+    /// fusion of the CPU backend, which is never stored (the output of a reflect pad fused into
+    /// the convolutions after it, of a convolution whose add or GELU it applies, of a 1x1
+    /// expansion fused into the depthwise convolution after it: [`crate::cpu_ops()`]). A caller
+    /// that reads every activation makes them graph outputs, which are never fused.
     pub fn tensor(&self, id: TensorId) -> Option<&[f32]> {
         self.locs
             .get(id.index())
@@ -469,14 +472,15 @@ impl CpuModel {
     /// whose first input is not an image `[1, H, W, C ≤ 4]` ([`CpuError::CacheInput`]).
     pub fn enable_conv_cache(&mut self, config: ConvCacheConfig) -> Result<(), CpuError> {
         let mut cache = ConvCache::new(&self.skeleton, config)?;
-        // A fused pad, add, GELU or expansion writes nothing, and an op writing one's output
-        // writes it, not its own, or reads one's input: both run uncached (the convolutions
-        // reading them stay cached).
+        // A fused pad, add, GELU or expansion writes nothing, and an op writing a fused pad's
+        // or tail's output writes it, not its own: both run uncached (the convolutions reading
+        // them stay cached). A depthwise convolution that took an expansion over stays cached:
+        // a 1x1 convolution does not widen a field, so the pair's field is the depthwise
+        // convolution's, and its pixels are recomputed where that is dirty.
         (0..self.steps.len())
             .filter(|&k| {
                 self.pads.is_fused(k)
                     || self.expansions.is_fused(k)
-                    || self.expansions.expansion(k).is_some()
                     || self.pads.padded_output(k).is_some()
                     || self.tails.is_fused(k)
                     || self.tails.takes(k)

@@ -12,7 +12,7 @@ mod common;
 use common::{
     Builder, RELU, assert_cached_bits, assert_cuts, assert_fused_bits, model, reference_output, run,
 };
-use heimdall_cpu::{CpuModel, CpuOptions, CpuPrecision};
+use heimdall_cpu::{ConvCacheConfig, CpuModel, CpuOptions, CpuPrecision};
 use heimdall_ir::{
     Activation, BinaryFn, ConvAttrs, Epilogue, Graph, OpKind, Pad2d, TensorId, UnaryKind,
 };
@@ -231,6 +231,31 @@ fn fused_expansions_under_the_convolution_cache() {
     let ((fused, _), (reference, _)) =
         (graph(hwc, &BLOCKS, false, 1), graph(hwc, &BLOCKS, true, 1));
     assert_cached_bits(&fused, &reference, hwc.iter().product());
+}
+
+/// Under the convolution cache the depthwise convolution that took an expansion over stays a
+/// cached op (only the expansion, which writes nothing, leaves the cache): on the first run of
+/// the fused graph the cached ops' pixels are the unfused graph's less the expansions' own.
+#[test]
+fn the_pair_stays_in_the_convolution_cache() {
+    let hwc = [100, 40, 3];
+    let ((fused, hidden), (reference, _)) =
+        (graph(hwc, &BLOCKS, false, 1), graph(hwc, &BLOCKS, true, 1));
+    let input = XorShift::values(7, hwc.iter().product());
+    let tiles = |g: &Graph| {
+        let mut m = model(g, 2);
+        m.enable_conv_cache(ConvCacheConfig::default())
+            .expect("cache");
+        run(&mut m, &input, None);
+        m.conv_cache_counts().expect("counts").tiles
+    };
+    let expanded: u64 = (hidden.iter())
+        .map(|&t| {
+            let s = &fused.tensor(t).shape;
+            (s[1] * s[2]) as u64
+        })
+        .sum();
+    assert_eq!(tiles(&fused), tiles(&reference) - expanded);
 }
 
 /// Where the expanded tensor is small (it stays in cache between the ops) or has too few rows
