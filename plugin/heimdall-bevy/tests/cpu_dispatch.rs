@@ -40,17 +40,20 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         DNNS,
         |_| {},
     );
-    let (per_frame, recorded_per_frame) = rates(&mut app, &dnns);
+    let (per_frame, fps_per_frame, scenario) = rates_and_frames(&mut app, &dnns);
+    let recorded_per_frame = on_completion(&scenario);
 
     app.sub_app_mut(RenderApp)
         .world_mut()
         .resource_mut::<HeimdallSettings>()
         .cpu_on_completion = true;
     paced(&mut app, Duration::from_secs(1));
-    let (on_completion, recorded_on_completion) = rates(&mut app, &dnns);
+    let (on_completion, fps, scenario) = rates_and_frames(&mut app, &dnns);
+    let recorded_on_completion = self::on_completion(&scenario);
 
     eprintln!(
-        "per frame: {per_frame:.1?} Hz (sum {:.1}); on completion: {on_completion:.1?} Hz",
+        "per frame: {per_frame:.1?} Hz (sum {:.1}) at {fps_per_frame:.1} fps; on completion: \
+         {on_completion:.1?} Hz at {fps:.1} fps",
         per_frame.iter().sum::<f64>()
     );
     assert_eq!(
@@ -58,14 +61,19 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         (false, true),
         "the recordings' cpu_dispatch_on_completion"
     );
-    // Per frame, the slot runs one inference a frame (within the pacing's jitter).
+    // Per frame, the slot runs one inference a frame (within the pacing's jitter). Both are
+    // held to the frames the window actually ran: paced at [`HZ`], a busy host (lavapipe
+    // drawing on the same two cores) runs fewer, and no DNN can answer more often than that.
     assert!(
-        per_frame.iter().sum::<f64>() <= 1.15 * HZ,
-        "per frame: {per_frame:?}"
+        per_frame.iter().sum::<f64>() <= 1.15 * fps_per_frame,
+        "per frame: {per_frame:?} Hz at {fps_per_frame} fps"
     );
     // On completion, each DNN gets most frames' inference.
     for hz in &on_completion {
-        assert!(*hz >= 0.7 * HZ, "on completion: {on_completion:?}");
+        assert!(
+            *hz >= 0.7 * fps,
+            "on completion: {on_completion:?} Hz at {fps} fps"
+        );
     }
     // Where the CPU runs' time went (`stats.json`'s `cpu_runs`): each DNN's inferences ran on
     // the CPU model, on one thread (no pool, so no parts), each measured from its queue to its
@@ -258,14 +266,8 @@ fn paced(app: &mut App, d: Duration) -> usize {
     frames
 }
 
-/// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU, and
-/// the window's recorded `cpu_dispatch_on_completion`.
-fn rates(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, bool) {
-    let (hz, _, scenario) = rates_and_frames(app, dnns);
-    (hz, on_completion(&scenario))
-}
-
-/// [`rates`], with the window's frames per second and the recorded scenario.
+/// Each DNN's results per second over [`WINDOW`] of paced frames, every one from the CPU, the
+/// window's frames per second and its recorded scenario.
 fn rates_and_frames(app: &mut App, dnns: &[Entity]) -> (Vec<f64>, f64, serde_json::Value) {
     app.world_mut().resource_mut::<Record>().start = true;
     let before = app.world().resource::<common::Results>().0.len();
