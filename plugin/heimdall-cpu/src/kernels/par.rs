@@ -123,30 +123,17 @@ impl Par {
                 return;
             }
         };
-        assert!(
-            scratch.len() >= scratch_per_part * self.threads,
-            "Par: scratch too short"
+        let part_rows = |part: usize| rows * part / chunks..rows * (part + 1) / chunks;
+        self.run_parts_scratch(
+            pool,
+            out,
+            row_len,
+            chunks,
+            part_rows,
+            scratch,
+            scratch_per_part,
+            f,
         );
-        let (out, scratch) = (SendPtr(out.as_mut_ptr()), SendPtr(scratch.as_mut_ptr()));
-        pool.run(chunks, &|part, worker| {
-            let r = rows * part / chunks..rows * (part + 1) / chunks;
-            // SAFETY: parts cover disjoint row ranges of `out` (rows * row_len values); worker
-            // `worker` < threads owns scratch slot `worker` (no two parts run at once on one
-            // worker), inside `scratch` (asserted above).
-            let (o, sc) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(
-                        out.get().add(r.start * row_len),
-                        r.len() * row_len,
-                    ),
-                    std::slice::from_raw_parts_mut(
-                        scratch.get().add(worker * scratch_per_part),
-                        scratch_per_part,
-                    ),
-                )
-            };
-            f(r, o, sc);
-        });
     }
 
     /// Like [`Par::for_rows_scratch`], with the rows cut at `cuts` (rising from 0 to the row
@@ -182,19 +169,51 @@ impl Par {
                 return;
             }
         };
+        let part_rows = |part: usize| cuts[part]..cuts[part + 1];
+        self.run_parts_scratch(
+            pool,
+            out,
+            row_len,
+            parts,
+            part_rows,
+            scratch,
+            scratch_per_part,
+            f,
+        );
+    }
+
+    /// Runs `parts` parts on `pool`: part `p` gets rows `part_rows(p)` of `out` (rows of
+    /// `row_len` values; empty parts are not called) and the scratch slot of the worker running
+    /// it. `part_rows` must give disjoint ranges inside `out`'s rows.
+    #[allow(clippy::too_many_arguments)]
+    fn run_parts_scratch<F>(
+        &self,
+        pool: &Pool,
+        out: &mut [f32],
+        row_len: usize,
+        parts: usize,
+        part_rows: impl Fn(usize) -> Range<usize> + Sync,
+        scratch: &mut [f32],
+        scratch_per_part: usize,
+        f: F,
+    ) where
+        F: Fn(Range<usize>, &mut [f32], &mut [f32]) + Sync,
+    {
         assert!(
             scratch.len() >= scratch_per_part * self.threads,
             "Par: scratch too short"
         );
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
         let (out, scratch) = (SendPtr(out.as_mut_ptr()), SendPtr(scratch.as_mut_ptr()));
         pool.run(parts, &|part, worker| {
-            let r = cuts[part]..cuts[part + 1];
+            let r = part_rows(part);
             if r.is_empty() {
                 return;
             }
-            // SAFETY: parts cover disjoint row ranges of `out` (checked cuts); worker `worker`
-            // < threads owns scratch slot `worker`, inside `scratch` (asserted above), and
-            // runs one part at a time.
+            assert!(r.end <= rows, "Par: a part past the rows");
+            // SAFETY: parts cover disjoint row ranges of `out` (the callers' cuts, inside its
+            // rows: asserted); worker `worker` < threads owns scratch slot `worker`, inside
+            // `scratch` (asserted above), and runs one part at a time.
             let (o, sc) = unsafe {
                 (
                     std::slice::from_raw_parts_mut(
