@@ -331,6 +331,34 @@ fn conv_even_split_matches() {
     }
 }
 
+/// An expansion whose weights outweigh the values it reads and writes (hand_landmark_lite's
+/// 7x7 112 -> 672: 75 264 weights, 5 488 values in, 32 928 out) is cut into one band of output
+/// channels a thread, so that no thread reads another's weights; the projection back and the
+/// 14x14 expansions (more pixels than weights) keep [`Par::even_grid`]'s rows. Each split's
+/// values are one thread's (`conv_even_split_matches`, the same shapes).
+#[test]
+fn weight_bound_expansions_split_into_channel_bands() {
+    let split = |h: usize, c_in: usize, c_out: usize, threads: usize| {
+        let w = window(h, h, c_in, c_out, (1, 1), (1, 1), 1, Padding::Valid);
+        let filter = data(3, c_in * c_out);
+        PackedConv::new(&filter, None, w).direct_split(&Par::new(threads))
+    };
+    for threads in [2, 3, 4] {
+        assert_eq!(split(7, 112, 672, threads), (1, threads), "7x7 112 -> 672");
+        let (rows, _) = split(7, 672, 112, threads);
+        assert!(
+            rows > 1,
+            "7x7 672 -> 112 on {threads} threads: {rows} row parts"
+        );
+        let (rows, cols) = split(14, 64, 384, threads);
+        assert!(
+            rows > 1 && cols == 1,
+            "14x14 64 -> 384 on {threads}: {rows} x {cols}"
+        );
+    }
+    assert_eq!(split(7, 112, 672, 1), (1, 1));
+}
+
 #[test]
 fn conv_threads_bit_identical() {
     for w in [
