@@ -1,4 +1,5 @@
-//! Criterion benchmarks of the f32 CPU kernels (heimdall-cpu), single-threaded, with the
+//! Criterion benchmarks of the f32 CPU kernels (heimdall-cpu), single-threaded unless the name
+//! says how many threads, and of the thread pool's fixed cost per job, with the
 //! throughput reported as elements/s where one element is one FLOP (one multiply-add = 2
 //! FLOP), so criterion's "Gelem/s" reads as GFLOP/s.
 //!
@@ -77,6 +78,22 @@ fn depthwise(c: &mut Criterion, name: &str, w: Window, threads: usize) {
     g.finish();
 }
 
+/// The fixed cost of one job of `threads` parts on a pool of `threads` threads (each part
+/// writes one value): what every split op pays on top of its work.
+fn pool_job(c: &mut Criterion, threads: usize) {
+    let par = Par::new(threads);
+    let mut out = vec![0.0f32; threads * 16];
+    let mut g = c.benchmark_group("pool");
+    g.bench_function(format!("job_of_{threads}_parts"), |b| {
+        b.iter(|| {
+            par.for_even_grid(&mut out, 16, (threads, 1), (1, 16), |rows, _, tile| {
+                tile.row(0)[0] = black_box(rows.start as f32);
+            })
+        })
+    });
+    g.finish();
+}
+
 /// A max pool, one window tap counted as one element.
 fn max_pool_bench(c: &mut Criterion, name: &str, w: Window) {
     let par = Par::new(1);
@@ -118,6 +135,26 @@ fn kernels(c: &mut Criterion) {
         window(64, 64, 32, 64, 1, 1),
         2,
     );
+    // hand_landmark_lite's 7x7 expansion, cut into one band of channels a thread.
+    for threads in [1, 2, 4] {
+        conv(
+            c,
+            &format!("1x1_7x7x112_to_672_{threads}threads"),
+            window(7, 7, 112, 672, 1, 1),
+            threads,
+        );
+    }
+    for threads in [2, 4] {
+        pool_job(c, threads);
+    }
+    for threads in [1, 2, 4] {
+        depthwise(
+            c,
+            &format!("3x3_14x14x288_{threads}threads"),
+            window(14, 14, 288, 288, 3, 1),
+            threads,
+        );
+    }
 }
 
 criterion_group! {
