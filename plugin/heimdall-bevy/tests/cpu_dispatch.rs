@@ -48,12 +48,12 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         .resource_mut::<HeimdallSettings>()
         .cpu_on_completion = true;
     paced(&mut app, Duration::from_secs(1));
-    let (on_completion, fps, scenario) = rates_and_frames(&mut app, &dnns);
-    let recorded_on_completion = self::on_completion(&scenario);
+    let (completion_hz, fps, scenario) = rates_and_frames(&mut app, &dnns);
+    let recorded_on_completion = on_completion(&scenario);
 
     eprintln!(
         "per frame: {per_frame:.1?} Hz (sum {:.1}) at {fps_per_frame:.1} fps; on completion: \
-         {on_completion:.1?} Hz at {fps:.1} fps",
+         {completion_hz:.1?} Hz at {fps:.1} fps",
         per_frame.iter().sum::<f64>()
     );
     assert_eq!(
@@ -69,10 +69,10 @@ fn cpu_work_goes_out_when_a_worker_finishes() {
         "per frame: {per_frame:?} Hz at {fps_per_frame} fps"
     );
     // On completion, each DNN gets most frames' inference.
-    for hz in &on_completion {
+    for hz in &completion_hz {
         assert!(
             *hz >= 0.7 * fps,
-            "on completion: {on_completion:?} Hz at {fps} fps"
+            "on completion: {completion_hz:?} Hz at {fps} fps"
         );
     }
     // Where the CPU runs' time went (`stats.json`'s `cpu_runs`): each DNN's inferences ran on
