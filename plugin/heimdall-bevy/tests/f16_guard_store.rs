@@ -13,7 +13,8 @@ mod common;
 mod decoders_support;
 mod guard_support;
 
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use bevy::prelude::*;
 use guard_support as g;
@@ -23,7 +24,7 @@ use heimdall_gpu::Precision;
 const TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The store's files.
-fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+fn files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
         .unwrap_or_default();
@@ -43,22 +44,59 @@ fn a_stored_decision_is_reused_without_a_search() {
     let _ = std::fs::remove_dir_all(&dir);
 
     // 1. Checked and stored.
-    let mut app = g::app(Some(GuardConfig::default()), Some(dir.clone()));
-    let camera = g::camera(&mut app);
-    let model = common::add_model(
-        &mut app,
-        common::overflow_graph("overflow", g::SIDE, g::SIDE),
-    );
-    let dnn = app.world_mut().spawn(Dnn::new(model, camera)).id();
-    let watched = g::run_until_guarded(&mut app, &[dnn], TIMEOUT);
+    let (app, dnn, w) = run_guarded_app(&dir, "overflow");
     let first = g::guard_of(&app, dnn);
-    println!("first run: states {:?}; {first:?}", watched[&dnn].states);
+    println!("first run: states {:?}; {first:?}", w.states);
     let GuardStatus::Decided(first) = first else {
         panic!("first run not decided: {first:?}");
     };
     assert!(!first.reused && first.decision.trials > 0, "{first:?}");
-    assert!(watched[&dnn].states.contains(&"pending"));
-    let stored = files(&dir);
+    assert!(w.states.contains(&"pending"));
+    let (stored, modified) = check_stored_file(&dir);
+    println!("first app: {:.1} s", start.elapsed().as_secs_f64());
+    drop(app);
+
+    // 2. Reused: decided from the start, never pending.
+    let second_start = std::time::Instant::now();
+    let (mut app, dnn, w) = run_guarded_app(&dir, "overflow_again");
+    check_reused(&mut app, dnn, &w, &first);
+    assert_eq!(files(&dir), stored, "no other file");
+    assert_eq!(
+        std::fs::metadata(&stored[0])
+            .and_then(|m| m.modified())
+            .ok(),
+        modified,
+        "the stored decision was rewritten"
+    );
+    let json =
+        app.world()
+            .resource::<HeimdallStats>()
+            .to_json(&HeimdallSettings::default(), "gpu", 0);
+    assert_eq!(json["models"]["overflow_again"]["guard"]["reused"], true);
+    println!(
+        "second app: {:.1} s (first {:.1} s)",
+        second_start.elapsed().as_secs_f64(),
+        start.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An app with the guard on and its store in `dir`, running the overflow graph (named `name`) on
+/// the photo until guarded; returns the app, the DNN and what it went through.
+fn run_guarded_app(dir: &Path, name: &str) -> (App, Entity, g::Watched) {
+    let mut app = g::app(Some(GuardConfig::default()), Some(dir.to_path_buf()));
+    let camera = g::camera(&mut app);
+    let model = common::add_model(&mut app, common::overflow_graph(name, g::SIDE, g::SIDE));
+    let dnn = app.world_mut().spawn(Dnn::new(model, camera)).id();
+    let mut watched = g::run_until_guarded(&mut app, &[dnn], TIMEOUT);
+    let w = watched.remove(&dnn).expect("watched");
+    (app, dnn, w)
+}
+
+/// The store after the first app: one `guard-*.json` file, of the store's format, with the
+/// search's decision (op 1 in f32); returns the files and the file's modification time.
+fn check_stored_file(dir: &Path) -> (Vec<PathBuf>, Option<SystemTime>) {
+    let stored = files(dir);
     println!("stored: {stored:?}");
     assert_eq!(stored.len(), 1, "one decision file: {stored:?}");
     let name = stored[0]
@@ -77,21 +115,13 @@ fn a_stored_decision_is_reused_without_a_search() {
     let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(json["format"], "heimdall-guard/1");
     assert_eq!(json["decision"]["f32_ranges"], serde_json::json!([[1, 2]]));
-    println!("first app: {:.1} s", start.elapsed().as_secs_f64());
-    drop(app);
+    (stored, modified)
+}
 
-    // 2. Reused: decided from the start, never pending.
-    let second_start = std::time::Instant::now();
-    let mut app = g::app(Some(GuardConfig::default()), Some(dir.clone()));
-    let camera = g::camera(&mut app);
-    let model = common::add_model(
-        &mut app,
-        common::overflow_graph("overflow_again", g::SIDE, g::SIDE),
-    );
-    let dnn = app.world_mut().spawn(Dnn::new(model, camera)).id();
-    let watched = g::run_until_guarded(&mut app, &[dnn], TIMEOUT);
-    let w = &watched[&dnn];
-    let second = g::guard_of(&app, dnn);
+/// The second app's DNN `dnn` (watched as `w`): decided from the start with the `first` app's
+/// stored decision, in reduced precision, and its first result within the bound.
+fn check_reused(app: &mut App, dnn: Entity, w: &g::Watched, first: &GuardOutcome) {
+    let second = g::guard_of(app, dnn);
     println!("second run: states {:?}; {second:?}", w.states);
     let states: Vec<&str> = w
         .states
@@ -115,7 +145,7 @@ fn a_stored_decision_is_reused_without_a_search() {
         second.decision.trials, first.decision.trials,
         "the stored trials"
     );
-    let p = g::precision_of(&mut app, dnn);
+    let p = g::precision_of(app, dnn);
     assert!(
         matches!(p, Some(Precision::F16 | Precision::PackedF16)),
         "{p:?}"
@@ -129,23 +159,4 @@ fn a_stored_decision_is_reused_without_a_search() {
         r.output.frame_index
     );
     assert!(err <= g::BOUND, "error {err:.3e}");
-    assert_eq!(files(&dir), stored, "no other file");
-    assert_eq!(
-        std::fs::metadata(&stored[0])
-            .and_then(|m| m.modified())
-            .ok(),
-        modified,
-        "the stored decision was rewritten"
-    );
-    let json =
-        app.world()
-            .resource::<HeimdallStats>()
-            .to_json(&HeimdallSettings::default(), "gpu", 0);
-    assert_eq!(json["models"]["overflow_again"]["guard"]["reused"], true);
-    println!(
-        "second app: {:.1} s (first {:.1} s)",
-        second_start.elapsed().as_secs_f64(),
-        start.elapsed().as_secs_f64()
-    );
-    let _ = std::fs::remove_dir_all(&dir);
 }
