@@ -38,6 +38,7 @@ fn load_as(app: &mut App, file: &str, name: &str) -> Handle<DnnModel> {
     common::add_model(app, graph)
 }
 
+/// The stats of the model `name`, once it has some.
 fn stats_of<'a>(app: &'a App, name: &str) -> Option<&'a heimdall_bevy::stats::ModelStats> {
     app.world().resource::<HeimdallStats>().models.get(name)
 }
@@ -49,20 +50,40 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
         return;
     }
     let mut app = support::app();
-    let palm = support::load_model(
-        &mut app,
-        &common::assets_dir().join("models/palm_detection_lite.tflite"),
-        Vec::new(),
-    );
-    let (hands, _source) = support::spawn_camera(&mut app, support::image("two_hands.jpg"));
     // No expiry by time: on a slow software GPU a run may take longer than DeepMon's second.
     let by_runs = ConvCacheConfig {
         expiry_ms: 0,
         expiry_runs: 30,
         ..default()
     };
-    let palm = app
-        .world_mut()
+    let palm = spawn_palm(&mut app, by_runs);
+    spawn_face_dnns(&mut app, by_runs);
+
+    let palm_guarded_from = run_until_cached(&mut app, palm);
+    let stats = app.world().resource::<HeimdallStats>();
+    let json = stats.to_json(&HeimdallSettings::default(), "gpu", 0);
+    print_cache_stats(stats);
+
+    check_forced(stats, &json);
+    check_kept(stats, &json);
+    check_roi_has_none(stats);
+    check_dropped(stats, &json);
+
+    // The cached runs give the outputs of the model's first run (the same still frame).
+    let from = palm_guarded_from.expect("the palm detector's guard decided");
+    check_outputs_match_first(&app, palm, from);
+}
+
+/// Spawns the two-hands camera and the palm detector on it, letterbox crop, the cache forced on
+/// (with `by_runs`' settings, no expiry); returns the DNN.
+fn spawn_palm(app: &mut App, by_runs: ConvCacheConfig) -> Entity {
+    let palm = support::load_model(
+        app,
+        &common::assets_dir().join("models/palm_detection_lite.tflite"),
+        Vec::new(),
+    );
+    let (hands, _source) = support::spawn_camera(app, support::image("two_hands.jpg"));
+    app.world_mut()
         .spawn(
             Dnn::new(palm, hands)
                 .with_crop(InputCrop::Letterbox)
@@ -72,11 +93,16 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
                     ..by_runs
                 })),
         )
-        .id();
+        .id()
+}
 
-    let (face, _source) = support::spawn_camera(&mut app, support::image("astronaut.png"));
+/// Spawns the astronaut camera and its three DNNs with the default cache: face detection on the
+/// full frame (`face_auto`), the identity on a region of interest, and face detection with
+/// every block expiring after one run (`face_dropped`).
+fn spawn_face_dnns(app: &mut App, by_runs: ConvCacheConfig) {
+    let (face, _source) = support::spawn_camera(app, support::image("astronaut.png"));
     let kept = Dnn::new(
-        load_as(&mut app, "face_detection_short_range.tflite", "face_auto"),
+        load_as(app, "face_detection_short_range.tflite", "face_auto"),
         face,
     )
     .with_normalization(Normalization::MINUS_ONE_TO_ONE);
@@ -101,16 +127,12 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
             },
         })
         .id();
-    let identity = common::add_model(&mut app, common::identity_graph(32, 32));
+    let identity = common::add_model(app, common::identity_graph(32, 32));
     // The default, as `Dnn::new` makes it.
     app.world_mut()
         .spawn(Dnn::new(identity, face).with_crop(InputCrop::Roi(roi)));
 
-    let dropped = load_as(
-        &mut app,
-        "face_detection_short_range.tflite",
-        "face_dropped",
-    );
+    let dropped = load_as(app, "face_detection_short_range.tflite", "face_dropped");
     app.world_mut().spawn(
         Dnn::new(dropped, face)
             .with_normalization(Normalization::MINUS_ONE_TO_ONE)
@@ -119,13 +141,16 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
                 ..by_runs
             })),
     );
+}
 
+/// Updates `app` until both cached models have [`RUNS`] cached runs and the other two two
+/// results; returns the index in `common::Results` from which the palm detector's results come
+/// from its guarded model (the one with the cache), if its guard decided.
+fn run_until_cached(app: &mut App, palm: Entity) -> Option<usize> {
     let cache_runs = |app: &App, name: &str| stats_of(app, name).map_or(0, |m| m.cache_runs);
     let results = |app: &App, name: &str| stats_of(app, name).map_or(0, |m| m.results);
-    // The index in `common::Results` from which the palm detector's results come from its
-    // guarded model (the one with the cache).
     let mut palm_guarded_from = None;
-    common::run_until(&mut app, TIMEOUT, |app| {
+    common::run_until(app, TIMEOUT, |app| {
         if palm_guarded_from.is_none()
             && app
                 .world()
@@ -139,8 +164,11 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
             && results(app, "identity") >= 2
             && results(app, "face_dropped") >= 2
     });
-    let stats = app.world().resource::<HeimdallStats>();
-    let json = stats.to_json(&HeimdallSettings::default(), "gpu", 0);
+    palm_guarded_from
+}
+
+/// Prints each model's cache statistics.
+fn print_cache_stats(stats: &HeimdallStats) {
     for (name, m) in &stats.models {
         println!(
             "{name}: {} results, {} cached runs, {} cached ops, mean hit rate {:.3}, mean dirty \
@@ -153,8 +181,10 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
             m.cache_decision
         );
     }
+}
 
-    // Forced on.
+/// Forced on: the palm detector's cached runs hit the still frame, in its stats and `json`.
+fn check_forced(stats: &HeimdallStats, json: &serde_json::Value) {
     let m = &stats.models["palm_detection_lite"];
     assert!(m.cache_runs >= RUNS, "only {} cached runs", m.cache_runs);
     assert!(m.cached_ops > 0, "no op is cached");
@@ -173,8 +203,10 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
     let c = &json["models"]["palm_detection_lite"]["conv_cache"];
     assert_eq!(c["runs"], m.cache_runs);
     assert!(c["hit_rate_mean"].as_f64().unwrap() > 0.5, "{c}");
+}
 
-    // (a) The default on a full frame: kept by the calibration, and hit on the still frame.
+/// (a) The default on a full frame: kept by the calibration, and hit on the still frame.
+fn check_kept(stats: &HeimdallStats, json: &serde_json::Value) {
     let m = &stats.models["face_auto"];
     let decision = m.cache_decision.as_deref().unwrap_or_default();
     assert!(decision.starts_with("kept: "), "{decision}");
@@ -188,8 +220,10 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
     let c = &json["models"]["face_auto"]["conv_cache"];
     assert_eq!(c["decision"], decision);
     assert!(c["hit_rate_mean"].as_f64().unwrap() > 0.5, "{c}");
+}
 
-    // (b) The default on a region of interest: no cache, and it runs.
+/// (b) The default on a region of interest: no cache, and it runs.
+fn check_roi_has_none(stats: &HeimdallStats) {
     let m = &stats.models["identity"];
     let decision = m.cache_decision.as_deref().unwrap_or_default();
     assert!(
@@ -198,8 +232,10 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
     );
     assert!(m.results >= 2);
     assert_eq!((m.cache_runs, m.cached_ops), (0, 0));
+}
 
-    // (c) Where a still scene cannot reuse anything: calibrated, then dropped.
+/// (c) Where a still scene cannot reuse anything: calibrated, then dropped.
+fn check_dropped(stats: &HeimdallStats, json: &serde_json::Value) {
     let m = &stats.models["face_dropped"];
     let decision = m.cache_decision.as_deref().unwrap_or_default();
     assert!(
@@ -211,9 +247,11 @@ fn forced_default_and_dropped_caches_on_still_cameras() {
     let c = &json["models"]["face_dropped"]["conv_cache"];
     assert_eq!(c["decision"], decision);
     assert_eq!(c["runs"], 0);
+}
 
-    // The cached runs give the outputs of the model's first run (the same still frame).
-    let from = palm_guarded_from.expect("the palm detector's guard decided");
+/// The palm detector's results from index `from` of `common::Results` on (its cached runs): the
+/// last one's outputs are the first one's, within 1e-3.
+fn check_outputs_match_first(app: &App, palm: Entity, from: usize) {
     let palm_results: Vec<_> = app.world().resource::<common::Results>().0[from..]
         .iter()
         .filter(|r| r.entity == palm)
