@@ -11,7 +11,7 @@ use common::{Case, GraphBuilder, gpu, kernel_tolerance, run_cpu, with_trailer};
 use heimdall_gpu::{GpuError, GpuModel, GpuOptions, Placement, Precision};
 use heimdall_ir::{
     BinaryFn, BlockOrder, CoordMode, Epilogue, Graph, OpKind, PadMode, ReduceKind, ResizeAttrs,
-    ResizeMode, ResizeScale, UnaryKind,
+    ResizeMode, ResizeScale, TensorId, UnaryKind,
 };
 use heimdall_testkit::rel_l2;
 
@@ -34,8 +34,29 @@ fn assert_all_gpu(graph: &Graph) {
 /// Every ONNX-only op kind is placed on the GPU (no CPU step), in a graph chaining them.
 #[test]
 fn onnx_op_kinds_run_on_the_gpu() {
+    let g = onnx_op_kinds_graph();
+    assert_all_gpu(&g);
+    Case::new("ONNX op kinds", g.clone(), 5)
+        .strict(true)
+        .check()
+        .unwrap();
+    check_mixed_storage(g);
+}
+
+/// A graph chaining every ONNX-only op kind on a `[1, 4, 6, 5]` input: transpose, erf, max,
+/// instance norm, resize, reflect pad, space-to-depth and back, softmax, sum, matmul, greater
+/// and where.
+fn onnx_op_kinds_graph() -> Graph {
     let mut b = GraphBuilder::default();
     let x = b.input(&[1, 4, 6, 5]);
+    let p = elementwise_norm_resize_pad(&mut b, x);
+    let out = blocks_reduce_matmul_where(&mut b, p);
+    b.finish(vec![out])
+}
+
+/// The first half of [`onnx_op_kinds_graph`] on its input `x`: transpose, erf, max with a
+/// constant, instance norm, a 2x linear resize and a reflect pad, to `[1, 14, 12, 5]`.
+fn elementwise_norm_resize_pad(b: &mut GraphBuilder, x: TensorId) -> TensorId {
     let t = b.op(
         OpKind::Transpose {
             perm: vec![0, 2, 1, 3],
@@ -73,7 +94,7 @@ fn onnx_op_kinds_run_on_the_gpu() {
         &[1, 12, 8, 5],
         Epilogue::default(),
     );
-    let p = b.op(
+    b.op(
         OpKind::Pad {
             pads: vec![[0, 0], [1, 1], [2, 2], [0, 0]],
             mode: PadMode::Reflect,
@@ -81,7 +102,12 @@ fn onnx_op_kinds_run_on_the_gpu() {
         vec![r],
         &[1, 14, 12, 5],
         Epilogue::default(),
-    );
+    )
+}
+
+/// The second half of [`onnx_op_kinds_graph`] on `p` (`[1, 14, 12, 5]`): space-to-depth and
+/// back, softmax, a sum over rows, matmul with a constant, then greater and where, to `[1, 12, 3]`.
+fn blocks_reduce_matmul_where(b: &mut GraphBuilder, p: TensorId) -> TensorId {
     let s2d = b.op(
         OpKind::SpaceToDepth { block: 2 },
         vec![p],
@@ -130,20 +156,17 @@ fn onnx_op_kinds_run_on_the_gpu() {
         &[1, 12, 3],
         Epilogue::default(),
     );
-    let out = b.op(
+    b.op(
         OpKind::Where,
         vec![cond, mm, zero],
         &[1, 12, 3],
         Epilogue::default(),
-    );
-    let g = b.finish(vec![out]);
-    assert_all_gpu(&g);
-    Case::new("ONNX op kinds", g.clone(), 5)
-        .strict(true)
-        .check()
-        .unwrap();
-    // Mixed storage: every other op in f32 inside an f16 model (each kernel reading and writing
-    // different precisions), against the CPU at the f16 bound.
+    )
+}
+
+/// Mixed storage: every other op of `g` in f32 inside an f16 model (each kernel reading and
+/// writing different precisions), against the CPU at the f16 bound.
+fn check_mixed_storage(g: Graph) {
     let Some(gpu) = gpu() else { return };
     let g = with_trailer(g);
     let inputs = common::inputs_for(&g, 5);

@@ -355,30 +355,51 @@ fn extended_format_errors_are_typed() {
     solid(16, 16, STAGE)
         .save_png(dir.join("stage.png"))
         .unwrap();
+    check_layer_image_errors(&dir);
+    check_wrong_shapes(&dir);
+    // Well-formed but invalid.
+    for bad in invalid_variants() {
+        assert_ne!(bad, GOOD);
+        assert!(
+            matches!(load_json(&dir, &bad), Err(ClipError::Invalid(_))),
+            "{bad}"
+        );
+    }
+    check_specs_and_images_that_do_not_match();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Loads [`GOOD`] in `dir` with its layer image missing, corrupt, then good: typed image errors
+/// naming the layer, then the clip.
+fn check_layer_image_errors(dir: &Path) {
     // Layer image missing, corrupt, then good.
     assert!(matches!(
-        load_json(&dir, GOOD),
+        load_json(dir, GOOD),
         Err(ClipError::LayerImage {
             layer: 0,
             source: ImageError::Io { .. }
         })
     ));
-    let msg = load_json(&dir, GOOD).unwrap_err().to_string();
+    let msg = load_json(dir, GOOD).unwrap_err().to_string();
     assert!(msg.contains("layer 0") && msg.contains("hand.png"), "{msg}");
     std::fs::write(dir.join("hand.png"), b"\x89PNG\r\n\x1a\n garbage").unwrap();
     assert!(matches!(
-        load_json(&dir, GOOD),
+        load_json(dir, GOOD),
         Err(ClipError::LayerImage {
             layer: 0,
             source: ImageError::Decode { .. }
         })
     ));
     layer_image().save_png(dir.join("hand.png")).unwrap();
-    let clip = load_json(&dir, GOOD).unwrap();
+    let clip = load_json(dir, GOOD).unwrap();
     assert_eq!(clip.layer_count(), 1);
     assert_eq!(clip.layer_image(0).width, 40);
     assert!(clip.layer_path(0).ends_with("hand.png"));
+}
 
+/// JSON of the wrong shape in `dir`: an unknown kind, a point without px, a scale that is not a
+/// number: `ClipError::Json`.
+fn check_wrong_shapes(dir: &Path) {
     // Wrong shape: an unknown kind, a point without px.
     for bad in [
         GOOD.replace("\"kind\": \"hand\"", "\"kind\": \"paw\""),
@@ -386,13 +407,16 @@ fn extended_format_errors_are_typed() {
         GOOD.replace("\"scale\": 1", "\"scale\": \"big\""),
     ] {
         assert!(
-            matches!(load_json(&dir, &bad), Err(ClipError::Json { .. })),
+            matches!(load_json(dir, &bad), Err(ClipError::Json { .. })),
             "{bad}"
         );
     }
-    // Well-formed but invalid.
+}
+
+/// Variants of [`GOOD`] that are well-formed JSON but invalid clips (`ClipError::Invalid`).
+fn invalid_variants() -> Vec<String> {
     let layer_key = r#"[{"frame": 0, "center": [8, 8], "scale": 1, "rotation_deg": 0}]"#;
-    for bad in [
+    vec![
         // No layer keyframes; scale ≤ 0; non-finite (1e39 overflows f32 to infinity).
         GOOD.replace(layer_key, "[]"),
         GOOD.replace("\"scale\": 1", "\"scale\": 0"),
@@ -439,13 +463,12 @@ fn extended_format_errors_are_typed() {
             "\"frames\": 10, \"face_box_px\": [1, 2, 3, 0],",
         ),
         GOOD.replace("\"width\": 64", "\"width\": 5000"),
-    ] {
-        assert_ne!(bad, GOOD);
-        assert!(
-            matches!(load_json(&dir, &bad), Err(ClipError::Invalid(_))),
-            "{bad}"
-        );
-    }
+    ]
+}
+
+/// Specs and images given directly that do not match: too many layers, a missing layer image,
+/// a layer image or a stage too large.
+fn check_specs_and_images_that_do_not_match() {
     // Too many layers.
     let mut many = spec();
     many.layers = vec![many.layers[0].clone(); heimdall_testkit::clip::MAX_LAYERS + 1];
@@ -470,7 +493,6 @@ fn extended_format_errors_are_typed() {
         Clip::from_images(spec(), solid(16385, 1, STAGE), vec![layer_image()]),
         Err(ClipError::Invalid(_))
     ));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A busier scene for timing: a 1280x960 textured stage, two 256x256 round "hands" (alpha
