@@ -67,26 +67,14 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
         ..default()
     };
     let mut app = common::headless_app(settings);
-    let camera = app.world_mut().spawn(common::synthetic_camera(64, 48)).id();
-    let no_camera = app.world_mut().spawn_empty().id();
-    let healthy_model = common::add_model(&mut app, common::identity_graph(48, 64));
-    let vector_model = common::add_model(&mut app, vector_graph());
-    app.init_resource::<Failures>()
-        .add_observer(|f: On<DnnFailed>, mut all: ResMut<Failures>| all.0.push(f.entity));
-    let missing = common::load_model(&app, "models/does_not_exist.tflite");
-    let healthy = app
-        .world_mut()
-        .spawn(Dnn::new(healthy_model.clone(), camera))
-        .id();
-    let not_an_image = app.world_mut().spawn(Dnn::new(vector_model, camera)).id();
-    let missing_file = app
-        .world_mut()
-        .spawn(Dnn::new(missing.clone(), camera))
-        .id();
-    let cameraless = app
-        .world_mut()
-        .spawn(Dnn::new(healthy_model, no_camera))
-        .id();
+    let dnns = spawn_dnns(&mut app);
+    let Dnns {
+        healthy,
+        not_an_image,
+        missing_file,
+        cameraless,
+        ..
+    } = dnns;
 
     let healthy_results = |app: &App| {
         app.world()
@@ -122,8 +110,64 @@ fn bad_dnns_fail_alone_and_the_healthy_one_keeps_running() {
             "a broken DNN produced a result"
         );
     }
+    check_failures(&app, &dnns);
+}
+
+/// The test's DNNs, and the model handle of the missing file.
+struct Dnns {
+    healthy: Entity,
+    not_an_image: Entity,
+    missing_file: Entity,
+    cameraless: Entity,
+    missing: Handle<DnnModel>,
+}
+
+/// Spawns a synthetic camera and the DNNs: the identity (healthy), a model whose input is not an
+/// image, a missing model file, and the identity without a camera; collects `DnnFailed` events
+/// in [`Failures`].
+fn spawn_dnns(app: &mut App) -> Dnns {
+    let camera = app.world_mut().spawn(common::synthetic_camera(64, 48)).id();
+    let no_camera = app.world_mut().spawn_empty().id();
+    let healthy_model = common::add_model(app, common::identity_graph(48, 64));
+    let vector_model = common::add_model(app, vector_graph());
+    app.init_resource::<Failures>()
+        .add_observer(|f: On<DnnFailed>, mut all: ResMut<Failures>| all.0.push(f.entity));
+    let missing = common::load_model(app, "models/does_not_exist.tflite");
+    let healthy = app
+        .world_mut()
+        .spawn(Dnn::new(healthy_model.clone(), camera))
+        .id();
+    let not_an_image = app.world_mut().spawn(Dnn::new(vector_model, camera)).id();
+    let missing_file = app
+        .world_mut()
+        .spawn(Dnn::new(missing.clone(), camera))
+        .id();
+    let cameraless = app
+        .world_mut()
+        .spawn(Dnn::new(healthy_model, no_camera))
+        .id();
+    Dnns {
+        healthy,
+        not_an_image,
+        missing_file,
+        cameraless,
+        missing,
+    }
+}
+
+/// The failures: the missing file (a failed asset load, its status naming the file) and the
+/// model the camera cannot feed are failed with the reason, each announced once; the healthy
+/// and the cameraless DNNs are ready.
+fn check_failures(app: &App, dnns: &Dnns) {
+    let Dnns {
+        healthy,
+        not_an_image,
+        missing_file,
+        cameraless,
+        ref missing,
+    } = *dnns;
     // The missing file is a failed asset load, and its DNN's status says so, naming the file.
-    let state = app.world().resource::<AssetServer>().load_state(&missing);
+    let state = app.world().resource::<AssetServer>().load_state(missing);
     assert!(matches!(state, LoadState::Failed(_)), "{state:?}");
     let status = |e: Entity| app.world().get::<DnnStatus>(e).cloned();
     match status(missing_file) {

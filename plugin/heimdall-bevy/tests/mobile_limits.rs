@@ -57,22 +57,7 @@ fn kernels_over_a_phones_limits_run_on_the_cpu_and_say_why() {
     assert!(!device.features().contains(wgpu::Features::TIMESTAMP_QUERY));
     assert!(!device.features().contains(wgpu::Features::SHADER_F16));
 
-    let camera = app
-        .world_mut()
-        .spawn(common::synthetic_camera(128, 128))
-        .id();
-    let faces = common::load_model(&app, "models/face_detection_short_range.tflite");
-    let detector = app
-        .world_mut()
-        .spawn(
-            Dnn::new(faces, camera)
-                .with_crop(InputCrop::Letterbox)
-                .with_normalization(Normalization::MINUS_ONE_TO_ONE)
-                .with_decoder(FaceDecoder::default()),
-        )
-        .id();
-    let identity = common::add_model(&mut app, common::identity_graph(128, 128));
-    let small = app.world_mut().spawn(Dnn::new(identity, camera)).id();
+    let (detector, small) = spawn_dnns(&mut app);
     common::run_until(&mut app, Duration::from_secs(300), |app| {
         common::results_of(app, detector) >= 3 && common::results_of(app, small) >= 3
     });
@@ -134,7 +119,6 @@ fn kernels_over_a_phones_limits_run_on_the_cpu_and_say_why() {
 /// other limits), a lit 3D scene rendered beside the plugin's DNNs: no validation error.
 #[test]
 fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
-    const SIZE: u32 = 128;
     if common::skip_gpu() {
         common::skipping("HEIMDALL_SKIP_GPU=1");
         return;
@@ -159,8 +143,62 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
     let limits = app.world().resource::<RenderDevice>().limits();
     assert_eq!(limits.max_storage_buffers_per_shader_stage, 4);
 
-    // The scene: a lit cube seen by a camera rendering into an image.
-    let world = app.world_mut();
+    spawn_lit_scene(app.world_mut());
+
+    let (detector, small) = spawn_dnns(&mut app);
+    let mut frames = 0;
+    common::run_until(&mut app, Duration::from_secs(300), |app| {
+        frames += 1;
+        frames > 30
+            && !app.world().resource::<Picture>().0.is_empty()
+            && common::results_of(app, detector) >= 3
+            && common::results_of(app, small) >= 3
+    });
+    for e in [detector, small] {
+        assert!(common::results_of(&app, e) >= 3, "{e}: too few results");
+    }
+    check_red_centre(&app);
+    assert_eq!(
+        app.world().get::<DnnStatus>(detector),
+        Some(&DnnStatus::Ready(Backend::Cpu))
+    );
+    assert_eq!(
+        app.world().get::<DnnStatus>(small),
+        Some(&DnnStatus::Ready(Backend::Gpu))
+    );
+    let stats = app.world().resource::<HeimdallStats>();
+    let json = stats.to_json(&settings, "gpu", 0);
+    assert_eq!(json["faults"]["validation_errors"], 0, "{json:#}");
+}
+
+/// The side of the lit scene's picture.
+const SIZE: u32 = 128;
+
+/// A synthetic 128x128 camera with two DNNs on it: the face detector (its convolutions bind 5
+/// or more buffers) and the identity (within the limits); returns them.
+fn spawn_dnns(app: &mut App) -> (Entity, Entity) {
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(128, 128))
+        .id();
+    let faces = common::load_model(app, "models/face_detection_short_range.tflite");
+    let detector = app
+        .world_mut()
+        .spawn(
+            Dnn::new(faces, camera)
+                .with_crop(InputCrop::Letterbox)
+                .with_normalization(Normalization::MINUS_ONE_TO_ONE)
+                .with_decoder(FaceDecoder::default()),
+        )
+        .id();
+    let identity = common::add_model(app, common::identity_graph(128, 128));
+    let small = app.world_mut().spawn(Dnn::new(identity, camera)).id();
+    (detector, small)
+}
+
+/// The scene: a lit cube (a point and a directional light, with shadows) seen by a camera
+/// rendering into a [`SIZE`]² image, read back into [`Picture`].
+fn spawn_lit_scene(world: &mut World) {
     let mut image = Image::new_target_texture(SIZE, SIZE, TextureFormat::Rgba8UnormSrgb, None);
     image.texture_descriptor.usage |= TextureUsages::COPY_SRC;
     let target = world.resource_mut::<Assets<Image>>().add(image);
@@ -196,35 +234,10 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
         },
         Transform::from_xyz(-1.0, 2.0, 1.0).looking_at(Vec3::ZERO, Vec3::Y),
     ));
+}
 
-    let camera = app
-        .world_mut()
-        .spawn(common::synthetic_camera(128, 128))
-        .id();
-    let faces = common::load_model(&app, "models/face_detection_short_range.tflite");
-    let detector = app
-        .world_mut()
-        .spawn(
-            Dnn::new(faces, camera)
-                .with_crop(InputCrop::Letterbox)
-                .with_normalization(Normalization::MINUS_ONE_TO_ONE)
-                .with_decoder(FaceDecoder::default()),
-        )
-        .id();
-    let identity = common::add_model(&mut app, common::identity_graph(128, 128));
-    let small = app.world_mut().spawn(Dnn::new(identity, camera)).id();
-    let mut frames = 0;
-    common::run_until(&mut app, Duration::from_secs(300), |app| {
-        frames += 1;
-        frames > 30
-            && !app.world().resource::<Picture>().0.is_empty()
-            && common::results_of(app, detector) >= 3
-            && common::results_of(app, small) >= 3
-    });
-    for e in [detector, small] {
-        assert!(common::results_of(&app, e) >= 3, "{e}: too few results");
-    }
-    // The lit cube is drawn: the picture's centre is red, not the grey clear colour.
+/// The lit cube is drawn: the picture's centre is red, not the grey clear colour.
+fn check_red_centre(app: &App) {
     let picture = &app.world().resource::<Picture>().0;
     let centre = ((SIZE / 2 * SIZE + SIZE / 2) * 4) as usize;
     let [r, g, b] = [0, 1, 2].map(|c| i32::from(picture.get(centre + c).copied().unwrap_or(0)));
@@ -233,17 +246,6 @@ fn bevy_renders_a_lit_scene_on_a_device_with_four_storage_buffers() {
         r > g + 30 && r > b + 30,
         "the centre is rgb {r} {g} {b}, not the red cube"
     );
-    assert_eq!(
-        app.world().get::<DnnStatus>(detector),
-        Some(&DnnStatus::Ready(Backend::Cpu))
-    );
-    assert_eq!(
-        app.world().get::<DnnStatus>(small),
-        Some(&DnnStatus::Ready(Backend::Gpu))
-    );
-    let stats = app.world().resource::<HeimdallStats>();
-    let json = stats.to_json(&settings, "gpu", 0);
-    assert_eq!(json["faults"]["validation_errors"], 0, "{json:#}");
 }
 
 /// `common::headless_app_with` with Bevy's mesh instance buffers built on the CPU

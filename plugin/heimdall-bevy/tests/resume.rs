@@ -50,6 +50,29 @@ fn an_offloaded_inference_goes_on_from_the_gpus_step() {
         return;
     }
     let (h, w) = (48usize, 64usize);
+    let mut app = offload_app();
+    let scales: Vec<f32> = [2.0, 0.5].repeat(20);
+    let model = common::add_model(&mut app, common::scale_graph("chain", h, w, &scales));
+    let camera = app
+        .world_mut()
+        .spawn(common::synthetic_camera(w as u32, h as u32))
+        .id();
+    // The budget goes while an inference is part way on the GPU: its chunks take a few frames
+    // from its request, on the grid of the request period. Each attempt is a new DNN (registered
+    // anew, so it starts on the GPU while there is a budget) aimed a little later into its
+    // next inference, until one resumes: a slow frame can still put the move between two.
+    let mut attempts = 0;
+    let mut dnn = Entity::PLACEHOLDER;
+    while resumed(&app) == 0 && attempts < ATTEMPTS {
+        attempts += 1;
+        dnn = attempt_resume(&mut app, model.clone(), camera, attempts);
+    }
+    check_results(&app, dnn, attempts, scales.len());
+}
+
+/// The headless app of the test, collecting results in [`Seen`]: f32, no guard, offload by the
+/// rule the planner replaced, at [`CALM_HZ`] with a 32.8 ms margin.
+fn offload_app() -> App {
     // At 30 Hz a 32 ms margin leaves the DNNs about 1 ms of GPU a frame: the model runs on the
     // GPU, a few steps a frame. At 32 Hz it leaves none: the planner moves the model to the CPU
     // at once, with the inference the GPU has part way.
@@ -65,65 +88,69 @@ fn an_offloaded_inference_goes_on_from_the_gpus_step() {
     };
     let mut app = common::headless_app(settings);
     app.init_resource::<Seen>();
-    let scales: Vec<f32> = [2.0, 0.5].repeat(20);
-    let model = common::add_model(&mut app, common::scale_graph("chain", h, w, &scales));
-    let camera = app
-        .world_mut()
-        .spawn(common::synthetic_camera(w as u32, h as u32))
-        .id();
-    let resumed = |app: &App| {
-        app.world()
-            .resource::<Seen>()
-            .0
+    app
+}
+
+/// How many results so far were resumed on the CPU from a GPU step.
+fn resumed(app: &App) -> usize {
+    app.world()
+        .resource::<Seen>()
+        .0
+        .iter()
+        .filter(|s| s.from.is_some())
+        .count()
+}
+
+/// Attempt number `attempt`: a new DNN of `model` on `camera`, run on the GPU, then the budget
+/// taken away part way into an inference; a DNN whose attempt missed is despawned. Returns it.
+fn attempt_resume(
+    app: &mut App,
+    model: Handle<DnnModel>,
+    camera: Entity,
+    attempt: usize,
+) -> Entity {
+    set_rate(app, CALM_HZ);
+    let dnn = spawn_dnn(app, model, camera);
+    let before = app.world().resource::<Seen>().0.len();
+    let on_gpu = |app: &App| {
+        app.world().resource::<Seen>().0[before..]
             .iter()
-            .filter(|s| s.from.is_some())
+            .filter(|s| s.backend == Backend::Gpu)
             .count()
     };
-    // The budget goes while an inference is part way on the GPU: its chunks take a few frames
-    // from its request, on the grid of the request period. Each attempt is a new DNN (registered
-    // anew, so it starts on the GPU while there is a budget) aimed a little later into its
-    // next inference, until one resumes: a slow frame can still put the move between two.
-    let mut attempts = 0;
-    let mut dnn = Entity::PLACEHOLDER;
-    while resumed(&app) == 0 && attempts < ATTEMPTS {
-        attempts += 1;
-        set_rate(&mut app, CALM_HZ);
-        dnn = spawn_dnn(&mut app, model.clone(), camera);
-        let before = app.world().resource::<Seen>().0.len();
-        let on_gpu = |app: &App| {
-            app.world().resource::<Seen>().0[before..]
-                .iter()
-                .filter(|s| s.backend == Backend::Gpu)
-                .count()
-        };
-        common::run_until(&mut app, Duration::from_secs(20), |app| on_gpu(app) >= 2);
-        // The next inference is requested a period after this one's frame and its GPU chunks
-        // end a little before its latency (which adds the readback): the budget goes a
-        // fraction of that latency into it.
-        let last = app.world().resource::<Seen>().0[before..]
-            .iter()
-            .rfind(|s| s.backend == Backend::Gpu)
-            .map(|s| (s.capture, s.latency));
-        let Some((capture, latency)) = last else {
-            app.world_mut().despawn(dnn);
-            continue;
-        };
-        let into = latency.mul_f64(AIM[attempts % AIM.len()]);
-        let at = capture + REQUEST + into;
-        let clock = *app.world().resource::<HeimdallClock>();
-        common::run_until(&mut app, REQUEST * 2, |_| clock.elapsed() >= at);
-        set_rate(&mut app, CONTENDED_HZ);
-        let before = app.world().resource::<Seen>().0.len();
-        // A resume comes with the next result; without one, the attempt has missed.
-        common::run_until(&mut app, Duration::from_secs(20), |app| {
-            let n = app.world().resource::<Seen>().0.len() - before;
-            (resumed(app) >= 1 && n >= 10) || (resumed(app) == 0 && n >= 4)
-        });
-        if resumed(&app) == 0 {
-            app.world_mut().despawn(dnn);
-            app.update();
-        }
+    common::run_until(app, Duration::from_secs(20), |app| on_gpu(app) >= 2);
+    // The next inference is requested a period after this one's frame and its GPU chunks
+    // end a little before its latency (which adds the readback): the budget goes a
+    // fraction of that latency into it.
+    let last = app.world().resource::<Seen>().0[before..]
+        .iter()
+        .rfind(|s| s.backend == Backend::Gpu)
+        .map(|s| (s.capture, s.latency));
+    let Some((capture, latency)) = last else {
+        app.world_mut().despawn(dnn);
+        return dnn;
+    };
+    let into = latency.mul_f64(AIM[attempt % AIM.len()]);
+    let at = capture + REQUEST + into;
+    let clock = *app.world().resource::<HeimdallClock>();
+    common::run_until(app, REQUEST * 2, |_| clock.elapsed() >= at);
+    set_rate(app, CONTENDED_HZ);
+    let before = app.world().resource::<Seen>().0.len();
+    // A resume comes with the next result; without one, the attempt has missed.
+    common::run_until(app, Duration::from_secs(20), |app| {
+        let n = app.world().resource::<Seen>().0.len() - before;
+        (resumed(app) >= 1 && n >= 10) || (resumed(app) == 0 && n >= 4)
+    });
+    if resumed(app) == 0 {
+        app.world_mut().despawn(dnn);
+        app.update();
     }
+    dnn
+}
+
+/// Every result of the last DNN `dnn` is decoded, each to the frame it is stamped with; some were
+/// resumed, on the CPU, from a step inside the chain of `chain_len` scales; the stats count them.
+fn check_results(app: &App, dnn: Entity, attempts: usize, chain_len: usize) {
     let seen = &app.world().resource::<Seen>().0;
     let of_last = |e: Entity| e == dnn;
     let results = app.world().resource::<common::Results>().0.iter();
@@ -155,7 +182,7 @@ fn an_offloaded_inference_goes_on_from_the_gpus_step() {
         "no inference was resumed from the GPU's step in {attempts} attempts ({} results)",
         seen.len()
     );
-    assert!(steps.iter().all(|&k| k > 0 && k < scales.len() + 2));
+    assert!(steps.iter().all(|&k| k > 0 && k < chain_len + 2));
     let stats = app.world().resource::<HeimdallStats>();
     let counted: usize = stats.models.values().map(|m| m.resumed_from_gpu).sum();
     assert_eq!(counted, steps.len());
