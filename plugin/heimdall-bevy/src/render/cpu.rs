@@ -9,10 +9,10 @@ use heimdall_gpu::Placement;
 use super::cpu_run::{
     CpuInput, CpuRun, CpuSink, SharedCpuModel, spawn_cpu_run, start_cpu_piece, work_slots,
 };
-use super::models::{DnnQuery, ModelState};
+use super::models::{DnnQuery, DnnSetup, Inference, ModelState, RenderModel};
 use super::schedule::Scheduler;
 use super::state::ResumeJob;
-use super::state::dnn_of_model;
+use super::state::{dnn_of_model, finish_of};
 use crate::bridge::channel::Outbox;
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
@@ -37,9 +37,8 @@ pub(crate) fn dispatch_cpu(
         return;
     };
     let worker = workers.pool.size() - workers.pool.idle();
-    let d = &mut *d;
     let finish = d.finish(e, outbox, clock);
-    let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+    let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
         sched.cpu_done(work.id, worker, now, now);
         return;
     };
@@ -76,7 +75,7 @@ pub(crate) fn dispatch_cpu(
             Ok(download) => {
                 debug!(
                     "heimdall: {}: the CPU goes on from the GPU's step {}",
-                    d.name, work.ops.start
+                    d.setup.name, work.ops.start
                 );
                 job.on_cpu = true;
                 job.resume = Some(ResumeJob {
@@ -91,12 +90,13 @@ pub(crate) fn dispatch_cpu(
             }
             Err(e) => warn!(
                 "heimdall: {}: resuming at step {} on the CPU: {e}; starting again from the input",
-                d.name, work.ops.start
+                d.setup.name, work.ops.start
             ),
         }
     }
     let sink = sched.lane.sink(workers);
-    run_on_cpu_model(&work, e, d, &workers.pool, sink, clock, outbox);
+    let parts = (d.setup, &*d.model, &mut *d.run);
+    run_on_cpu_model(&work, e, parts, &workers.pool, sink, clock, outbox);
 }
 
 /// Runs `work` on DNN `e`'s CPU model, on `work.threads` slots: the rest of its inference, or
@@ -108,15 +108,15 @@ pub(crate) fn dispatch_cpu(
 fn run_on_cpu_model(
     work: &CpuWork,
     e: Entity,
-    d: &mut super::models::RenderDnn,
+    (setup, model, run): (&DnnSetup, &RenderModel, &mut Inference),
     pool: &WorkerPool,
     sink: CpuSink,
     clock: HeimdallClock,
     outbox: &Outbox,
 ) {
-    let finish = d.finish(e, outbox, clock);
-    let norm = d.normalization;
-    let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+    let finish = finish_of(e, setup, model, run, outbox, clock);
+    let norm = setup.normalization;
+    let (Some(job), ModelState::Ready(c)) = (run.job.as_mut(), &model.state) else {
         return;
     };
     let input = CpuInput {
@@ -135,8 +135,8 @@ fn run_on_cpu_model(
 /// run them on a worker.
 pub(crate) fn run_ready_cpu_steps(dnns: &mut DnnQuery, workers: &Workers, clock: HeimdallClock) {
     for (main, mut d) in dnns.iter_mut() {
-        let (e, d) = (main.id(), &mut *d);
-        let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        let e = main.id();
+        let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
             continue;
         };
         if job

@@ -27,7 +27,7 @@ use heimdall_vision::image::{Crop, Normalization};
 
 use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_piece};
 use super::finish::Finish;
-use super::models::{DnnQuery, RenderDnn};
+use super::models::{DnnQuery, RenderDnnReadOnlyItem};
 use super::record::RunLog;
 use super::state::{dnn_mut, name_of};
 use crate::bridge::channel::{Outbox, RenderMessage};
@@ -149,7 +149,7 @@ impl CpuLane {
     pub fn lend<'a>(
         &self,
         (coordinator, log, frame): (&mut Coordinator, &mut RunLog, u64),
-        dnns: impl Iterator<Item = (Entity, &'a RenderDnn)>,
+        dnns: impl Iterator<Item = (Entity, RenderDnnReadOnlyItem<'a, 'a>)>,
         workers: &Workers,
         out: &Outbox,
     ) {
@@ -193,7 +193,7 @@ impl CpuLane {
         for (id, j) in &st.jobs {
             let Some(m) = st.models.get(id) else { continue };
             if let Some(mut d) = dnn_mut(dnns, m.entity)
-                && let Some(job) = d.job.as_mut()
+                && let Some(job) = d.run.job.as_mut()
                 && (job.frame_index, job.started_ms) == (j.frame_index, j.started_ms)
             {
                 job.on_cpu |= j.on_cpu;
@@ -216,7 +216,7 @@ impl CpuLane {
             if (r.error.is_some() || r.finished)
                 && let Some(mut d) = dnn_mut(dnns, r.entity)
             {
-                d.job = None;
+                d.run.job = None;
             }
         }
         std::mem::take(&mut st.held)
@@ -239,11 +239,15 @@ impl CpuListener for CpuLane {
 
 impl LaneState {
     /// The DNNs' models and inferences in flight, as the render world has them now.
-    fn refresh<'a>(&mut self, dnns: impl Iterator<Item = (Entity, &'a RenderDnn)>, out: &Outbox) {
+    fn refresh<'a>(
+        &mut self,
+        dnns: impl Iterator<Item = (Entity, RenderDnnReadOnlyItem<'a, 'a>)>,
+        out: &Outbox,
+    ) {
         let clock = self.clock;
         let mut live = Vec::with_capacity(dnns.size_hint().0);
         for (e, d) in dnns {
-            let (Some(id), Some(c)) = (d.model_id, d.compiled()) else {
+            let (Some(id), Some(c)) = (d.model.model_id, d.model.compiled()) else {
                 continue;
             };
             live.push(id);
@@ -252,11 +256,11 @@ impl LaneState {
                 cpu: c.cpu.clone(),
                 steps: c.steps,
                 input: c.input,
-                norm: d.normalization,
+                norm: d.setup.normalization,
                 gpu: c.gpu.clone(),
                 fallback: c.placement.iter().map(|p| *p == Placement::Cpu).collect(),
             });
-            match &d.job {
+            match &d.run.job {
                 Some(j) => {
                     let same = self.jobs.get(&id).is_some_and(|l| {
                         (l.frame_index, l.started_ms) == (j.frame_index, j.started_ms)

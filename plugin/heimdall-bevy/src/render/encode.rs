@@ -17,7 +17,7 @@ use heimdall_coordinator::GpuWork;
 
 use super::backend::InferenceBackend;
 use super::cpu::dispatch_cpu;
-use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn};
+use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnnItem};
 use super::readback::{ReadbackWaiter, map_outputs};
 use super::schedule::{FramePlan, Scheduler};
 use super::state::dnn_of_model;
@@ -162,8 +162,7 @@ fn record(encoder: &mut wgpu::CommandEncoder, work: &mut DnnWork) -> bool {
 fn encode_preprocessing(encoder: &mut wgpu::CommandEncoder, dnns: &mut DnnQuery) -> bool {
     let mut preprocessed = false;
     for (_, mut d) in dnns.iter_mut() {
-        let d = &mut *d;
-        let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
             continue;
         };
         let Some(texture) = job.preprocess.take() else {
@@ -205,7 +204,7 @@ fn encode_chunks(
                         encoder,
                         Mark::Chunk {
                             work: g.id.0,
-                            instance: d.index,
+                            instance: d.setup.index,
                         },
                     );
                 }
@@ -213,8 +212,8 @@ fn encode_chunks(
             }
             Ok(()) => sched.untimed.push((g.id, now, now + g.est_ms)),
             Err(err) => {
-                error!("heimdall: encoding {} ops {:?}: {err}", d.name, g.ops);
-                d.job = None;
+                error!("heimdall: encoding {} ops {:?}: {err}", d.setup.name, g.ops);
+                d.run.job = None;
                 sched.gpu_done(g.id, now, now);
             }
         }
@@ -229,10 +228,10 @@ fn encode_chunks(
 /// copy.
 fn encode_chunk(
     encoder: &mut wgpu::CommandEncoder,
-    d: &mut RenderDnn,
+    d: &mut RenderDnnItem,
     g: &GpuWork,
 ) -> Result<(), String> {
-    match (d.job.as_mut(), &d.state) {
+    match (d.run.job.as_mut(), &d.model.state) {
         (Some(job), ModelState::Ready(c)) if !job.on_cpu => match &c.gpu {
             Some(gpu) => gpu
                 .encode(encoder, g.ops.clone())
@@ -254,8 +253,7 @@ fn encode_chunk(
 fn encode_output_copies(encoder: &mut wgpu::CommandEncoder, dnns: &mut DnnQuery) -> bool {
     let mut recorded = false;
     for (_, mut d) in dnns.iter_mut() {
-        let d = &mut *d;
-        let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
             continue;
         };
         if !job.need_readback || job.readback != ReadbackState::None {
@@ -268,7 +266,7 @@ fn encode_output_copies(encoder: &mut wgpu::CommandEncoder, dnns: &mut DnnQuery)
                 job.need_readback = false;
                 recorded = true;
             }
-            Err(err) => error!("heimdall: {}: readback: {err}", d.name),
+            Err(err) => error!("heimdall: {}: readback: {err}", d.setup.name),
         }
     }
     recorded

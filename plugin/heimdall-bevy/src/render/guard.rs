@@ -21,7 +21,8 @@ pub(crate) use super::state::{
     CalibrationFrame, GuardJob, GuardPhase, GuardPlan, GuardStart, Guarded,
 };
 use super::state::{
-    Compiled, DnnQuery, ExtractedDnn, ModelState, RenderDnn, RenderDnns, min_interval_ms,
+    Compiled, DnnQuery, DnnSetup, ExtractedDnn, ModelState, RenderDnns, RenderModel,
+    min_interval_ms,
 };
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::guard::{GuardOutcome, GuardStatus};
@@ -151,7 +152,7 @@ pub(crate) fn run(job: GuardJob) -> Result<Box<Guarded>, String> {
 /// calibration image where it waits for one, starts the check whose input arrived, and
 /// collects the finished one (a failed check leaves the DNN in f32 and says why).
 pub(crate) fn advance(
-    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    (e, x, d, model): (Entity, &ExtractedDnn, &DnnSetup, &RenderModel),
     guard: &mut GuardPhase,
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
@@ -170,7 +171,7 @@ pub(crate) fn advance(
         };
     }
     if matches!(guard, GuardPhase::Input { .. }) {
-        start_check((e, x, d), guard, ctx, settings, outbox, work);
+        start_check((e, x, d, model), guard, ctx, settings, outbox, work);
     }
     if let GuardPhase::Running(task) = &mut *guard
         && let Some(result) = check_ready(task)
@@ -185,7 +186,7 @@ pub(crate) fn advance(
 /// Starts the check of DNN `d`, whose calibration input arrived (in `guard`), on the compile
 /// task.
 fn start_check(
-    (e, x, d): (Entity, &ExtractedDnn, &RenderDnn),
+    (e, x, d, model): (Entity, &ExtractedDnn, &DnnSetup, &RenderModel),
     guard: &mut GuardPhase,
     ctx: Option<&GpuContext>,
     settings: &HeimdallSettings,
@@ -195,7 +196,7 @@ fn start_check(
     let GuardPhase::Input { frame, key } = std::mem::replace(guard, GuardPhase::Idle) else {
         return;
     };
-    let (Some(ctx), Some(c), Some(config)) = (ctx, d.compiled(), settings.guard.clone()) else {
+    let (Some(ctx), Some(c), Some(config)) = (ctx, model.compiled(), settings.guard.clone()) else {
         return; // the device changed: recompiled anyway
     };
     let Some(graph) = x.graph.clone() else {
@@ -257,7 +258,7 @@ pub(crate) fn swap_when_idle(
         let Ok((main, mut d)) = dnns.get_mut(r) else {
             continue;
         };
-        if d.job.is_some() || !guard.swap_waiting() {
+        if d.run.job.is_some() || !guard.swap_waiting() {
             continue;
         }
         let e = main.id();
@@ -269,13 +270,13 @@ pub(crate) fn swap_when_idle(
             info!(
                 "heimdall: {}: the guarded model ({}) replaces the f32 one; compiled for {} in \
                  {:.0} ms",
-                d.name,
+                d.setup.name,
                 decision.summary(),
                 gpu.context().info.name,
                 gpu.report().compile_time.as_secs_f64() * 1e3
             );
             if let Some(c) = &compiled.cache_decision {
-                info!("heimdall: {}: convolution cache {c}", d.name);
+                info!("heimdall: {}: convolution cache {c}", d.setup.name);
                 outbox.send(RenderMessage::ConvCacheDecision {
                     dnn: e,
                     decision: c.clone(),
@@ -283,9 +284,9 @@ pub(crate) fn swap_when_idle(
                 });
             }
         }
-        d.state = ModelState::Ready(Box::new(compiled));
-        retired.extend(d.model_id.take());
-        d.last_crop = None;
+        d.model.state = ModelState::Ready(Box::new(compiled));
+        retired.extend(d.model.model_id.take());
+        d.run.last_crop = None;
         book.newly_ready.push(e);
         outbox.send(RenderMessage::Guard(
             e,

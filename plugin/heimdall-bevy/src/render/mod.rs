@@ -350,13 +350,13 @@ fn install(world: &mut World) {
     world.insert_resource(live_settings::AppliedSettings::of(&settings));
     // Every DNN compiles again for the new device (its render entity stays, as extracted).
     let compiled: Vec<Entity> = world
-        .query_filtered::<Entity, With<models::RenderDnn>>()
+        .query_filtered::<Entity, With<models::RenderModel>>()
         .iter(world)
         .collect();
     for e in compiled {
         world
             .entity_mut(e)
-            .remove::<(models::RenderDnn, guard::GuardPhase)>();
+            .remove::<(models::RenderDnnBundle, guard::GuardPhase)>();
     }
     world.insert_resource(models::RenderDnns::default());
 }
@@ -377,7 +377,7 @@ fn on_render_startup(world: &mut World, mut started: Local<bool>) {
 /// The devices the DNNs' GPU models were compiled on, one entry per compiled GPU model (read
 /// from the render world; for diagnostics and tests).
 pub fn compiled_devices(render_world: &World) -> Vec<wgpu::Device> {
-    let Some(mut dnns) = render_world.try_query::<&models::RenderDnn>() else {
+    let Some(mut dnns) = render_world.try_query::<&models::RenderModel>() else {
         return Vec::new();
     };
     dnns.iter(render_world)
@@ -391,7 +391,7 @@ pub fn compiled_devices(render_world: &World) -> Vec<wgpu::Device> {
 /// the accuracy guard runs `F32` until its guarded model replaces that one
 /// ([`crate::guard::GuardStatus`]); its f32 op ranges are in the guard's decision.
 pub fn compiled_precision(render_world: &World, dnn: Entity) -> Option<heimdall_gpu::Precision> {
-    let mut dnns = render_world.try_query::<(&MainEntity, &models::RenderDnn)>()?;
+    let mut dnns = render_world.try_query::<(&MainEntity, &models::RenderModel)>()?;
     let (_, d) = dnns.iter(render_world).find(|(m, _)| m.id() == dnn)?;
     let gpu = d.compiled()?.gpu.as_ref()?;
     Some(gpu.report().precision)

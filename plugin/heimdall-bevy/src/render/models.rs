@@ -20,8 +20,9 @@ use super::background::BackgroundWork;
 use super::cache::{GpuJob, compile_gpu};
 use super::state::{CalibrationFrame, GuardPhase, GuardPlan, GuardStart};
 pub(crate) use super::state::{
-    Compiled, CpuPart, DnnQuery, ExtractedDnn, Job, ModelState, ReadbackState, RenderDnn,
-    RenderDnns, min_interval_ms,
+    Compiled, CpuPart, DnnQuery, DnnSetup, ExtractedDnn, Inference, Job, ModelState, ReadbackState,
+    RenderDnnBundle, RenderDnnItem, RenderDnnReadOnlyItem, RenderDnns, RenderModel,
+    min_interval_ms,
 };
 use crate::asset::DnnModel;
 use crate::bridge::channel::{Outbox, RenderMessage};
@@ -38,7 +39,7 @@ type ExtractedDnns<'w, 's> = Query<
         Entity,
         &'static MainEntity,
         &'static mut ExtractedDnn,
-        Option<&'static RenderDnn>,
+        Option<&'static RenderModel>,
         Option<&'static GuardPhase>,
     ),
 >;
@@ -401,8 +402,8 @@ fn compile(
     Ok((Compiled::assemble(cpu, Some(gpu)), start))
 }
 
-/// The render entities of the DNNs, each with its main world's entity, as extracted, and its
-/// model and guard once it compiles.
+/// The render entities of the DNNs, each with its main world's entity, as extracted, and what
+/// it was compiled with, its model and guard once it compiles.
 type PreparedDnns<'w, 's> = Query<
     'w,
     's,
@@ -410,7 +411,12 @@ type PreparedDnns<'w, 's> = Query<
         Entity,
         &'static MainEntity,
         &'static ExtractedDnn,
-        Option<(&'static mut RenderDnn, &'static mut GuardPhase)>,
+        Option<(
+            &'static mut DnnSetup,
+            &'static mut RenderModel,
+            &'static Inference,
+            &'static mut GuardPhase,
+        )>,
     ),
 >;
 
@@ -433,7 +439,7 @@ pub(crate) fn prepare_models(
     let mut dropped = Vec::new();
     let mut added = Vec::new();
     for (r, main, x, d) in &mut dnns {
-        if let Some((mut existing, _)) = d {
+        if let Some((mut existing, model, ..)) = d {
             if same_model(x, &existing) {
                 // Settings that may change while it runs.
                 existing.decoder = x.decoder.clone();
@@ -442,7 +448,7 @@ pub(crate) fn prepare_models(
                 existing.on_demand = x.on_demand;
                 continue;
             }
-            book.removed.extend(existing.model_id);
+            book.removed.extend(model.model_id);
             dropped.push(r);
         }
         let Some(graph) = x.graph.clone() else {
@@ -457,53 +463,57 @@ pub(crate) fn prepare_models(
         ));
     }
     for (r, main, _, d) in &mut dnns {
-        if let Some((mut d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
-            poll_compile(main.id(), &mut d, &mut guard, book, &outbox);
+        if let Some((setup, mut model, run, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            let on = (main.id(), &*setup, run);
+            poll_compile(on, &mut model, &mut guard, book, &outbox);
         }
     }
-    for (_, main, d, guard) in &mut added {
-        poll_compile(*main, d, guard, book, &outbox);
+    for (_, main, (setup, model, run), guard) in &mut added {
+        poll_compile((*main, setup, run), model, guard, book, &outbox);
     }
     let ctx = backend.gpu();
     for (r, main, x, d) in &mut dnns {
-        if let Some((d, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
-            let on = (main.id(), x, &*d);
+        if let Some((setup, model, _, mut guard)) = d.filter(|_| !dropped.contains(&r)) {
+            let on = (main.id(), x, &*setup, &*model);
             super::guard::advance(on, &mut guard, ctx, &settings, &outbox, &work);
         }
     }
-    for (r, main, d, mut guard) in added {
+    for (r, main, dnn, mut guard) in added {
         if let Ok((.., x, _)) = dnns.get(r) {
-            super::guard::advance((main, x, &d), &mut guard, ctx, &settings, &outbox, &work);
+            let on = (main, x, &dnn.0, &dnn.1);
+            super::guard::advance(on, &mut guard, ctx, &settings, &outbox, &work);
         }
         dropped.retain(|&e| e != r);
-        commands.entity(r).insert((d, guard));
+        commands.entity(r).insert((dnn, guard));
     }
     for r in dropped {
-        commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
+        commands.entity(r).remove::<(RenderDnnBundle, GuardPhase)>();
     }
 }
 
-/// Whether DNN `d` was compiled for the model, source and convolution cache extracted as `x`.
-fn same_model(x: &ExtractedDnn, d: &RenderDnn) -> bool {
+/// Whether a DNN compiled as `d` was compiled for the model, source and convolution cache
+/// extracted as `x`.
+fn same_model(x: &ExtractedDnn, d: &DnnSetup) -> bool {
     x.model == d.model && x.source == d.source && (x.conv_cache, x.roi) == d.conv_cache
 }
 
-/// Picks up DNN `d`'s compilation (`main`: its main-world entity) if it finished; a ready one
-/// is registered with the coordinator at this frame's planning (`RenderDnns::newly_ready`).
+/// Picks up the compilation of DNN `main` (its main-world entity, compiled as `setup`, its
+/// inference `run`) into `model` if it finished; a ready one is registered with the
+/// coordinator at this frame's planning (`RenderDnns::newly_ready`).
 fn poll_compile(
-    main: Entity,
-    d: &mut RenderDnn,
+    (main, setup, run): (Entity, &DnnSetup, &Inference),
+    model: &mut RenderModel,
     guard: &mut GuardPhase,
     book: &mut RenderDnns,
     outbox: &Outbox,
 ) {
-    let ModelState::Compiling(task) = &mut d.state else {
+    let ModelState::Compiling(task) = &mut model.state else {
         return;
     };
     let Some(result) = check_ready(task) else {
         return;
     };
-    if on_compiled(main, d, guard, result, outbox) {
+    if on_compiled((main, setup, run), model, guard, result, outbox) {
         book.newly_ready.push(main);
     }
 }
@@ -569,12 +579,12 @@ fn compiling_dnn(
     d: &ExtractedDnn,
     task: CompileTask,
     outbox: &Outbox,
-) -> RenderDnn {
+) -> RenderDnnBundle {
     let index = book.next_index;
     book.next_index += 1;
     outbox.send(RenderMessage::Status(e, DnnStatus::Compiling));
     outbox.send(RenderMessage::Instance(index, d.name.clone()));
-    RenderDnn {
+    let setup = DnnSetup {
         index,
         name: d.name.clone(),
         model: d.model,
@@ -585,21 +595,20 @@ fn compiling_dnn(
         deadline_ms: d.deadline_ms,
         utility: d.utility,
         on_demand: d.on_demand,
-        state: ModelState::Compiling(task),
-        model_id: None,
-        job: None,
-        pending: None,
-        last_crop: None,
+    };
+    let run = Inference {
         calibrate_on_frame: d.calibrate_on_frame,
-    }
+        ..Inference::default()
+    };
+    (setup, RenderModel::compiling(task), run)
 }
 
 /// DNN `e`'s compilation finished with `result`: it becomes ready (the main world hears its
 /// backend, convolution cache, CPU fallback and guard, which starts in `guard`) or failed.
 /// Whether it is ready (to register with the coordinator).
 fn on_compiled(
-    e: Entity,
-    d: &mut RenderDnn,
+    (e, d, run): (Entity, &DnnSetup, &Inference),
+    model: &mut RenderModel,
     guard: &mut GuardPhase,
     result: Result<(Compiled, GuardStart), DnnError>,
     outbox: &Outbox,
@@ -608,7 +617,7 @@ fn on_compiled(
         Ok(ready) => ready,
         Err(error) => {
             error!("heimdall: {} cannot run: {error}", d.name);
-            d.state = ModelState::Failed;
+            model.state = ModelState::Failed;
             outbox.send(RenderMessage::Status(e, DnnStatus::Failed(error)));
             return false;
         }
@@ -619,9 +628,9 @@ fn on_compiled(
         Backend::Cpu
     };
     report_compiled(e, &d.name, &compiled, outbox);
-    d.state = ModelState::Ready(Box::new(compiled));
+    model.state = ModelState::Ready(Box::new(compiled));
     outbox.send(RenderMessage::Status(e, DnnStatus::Ready(on)));
-    let status = guard_status(d, guard, start);
+    let status = guard_status((&d.name, run.calibrate_on_frame), guard, start);
     outbox.send(RenderMessage::Guard(e, status));
     true
 }
@@ -654,15 +663,20 @@ fn report_compiled(e: Entity, name: &str, compiled: &Compiled, outbox: &Outbox) 
 }
 
 /// Where a newly compiled DNN's accuracy guard starts: off, waiting for its calibration input
-/// (the DNN runs in f32 meanwhile), or decided by a stored decision.
-fn guard_status(d: &RenderDnn, guard: &mut GuardPhase, start: GuardStart) -> GuardStatus {
+/// (the DNN runs in f32 meanwhile), or decided by a stored decision, for DNN `name` (`on_frame`:
+/// its guard calibrates on its first input).
+fn guard_status(
+    (name, on_frame): (&str, bool),
+    guard: &mut GuardPhase,
+    start: GuardStart,
+) -> GuardStatus {
     match start {
         GuardStart::Off => GuardStatus::Off,
         GuardStart::Pending { key } => {
             info!(
                 "heimdall: {}: f16 guard: runs in f32 until checked on its {}",
-                d.name,
-                if d.calibrate_on_frame {
+                name,
+                if on_frame {
                     "first input"
                 } else {
                     "calibration image"
@@ -672,7 +686,7 @@ fn guard_status(d: &RenderDnn, guard: &mut GuardPhase, start: GuardStart) -> Gua
             GuardStatus::Pending
         }
         GuardStart::Reused(decision) => {
-            info!("{} (stored: no check)", decision.log_line(&d.name));
+            info!("{} (stored: no check)", decision.log_line(name));
             GuardStatus::Decided(GuardOutcome {
                 decision: Arc::new(*decision),
                 reused: true,

@@ -19,7 +19,9 @@ use super::cpu::run_ready_cpu_steps;
 use super::decode_pool::DecodePool;
 use super::finish::Finish;
 use super::guard::GuardPhase;
-use super::models::{DnnQuery, ModelState, ReadbackState, RenderDnn, RenderDnns};
+use super::models::{
+    DnnQuery, ModelState, ReadbackState, RenderDnnBundle, RenderDnns, RenderModel,
+};
 use super::schedule::Scheduler;
 use super::state::{dnn_mut, name_of};
 use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox, RenderMessage};
@@ -283,10 +285,11 @@ pub(crate) fn map_outputs(
 ) {
     let submitted_ms = clock.now_ms();
     for (main, mut d) in dnns.iter_mut() {
-        let (e, d) = (main.id(), &mut *d);
+        let e = main.id();
         // What the readback thread needs to finish the inference: only for a readback to hand
         // over (it clones the name, shapes and decoder).
         let finish = d
+            .run
             .job
             .as_ref()
             .is_some_and(|j| j.readback == ReadbackState::Encoded)
@@ -296,7 +299,7 @@ pub(crate) fn map_outputs(
                 f.stages.submitted_ms = Some(submitted_ms);
                 f
             });
-        let (Some(job), ModelState::Ready(c)) = (d.job.as_mut(), &d.state) else {
+        let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
             continue;
         };
         let Some(gpu) = &c.gpu else { continue };
@@ -332,7 +335,7 @@ pub(crate) fn map_outputs(
                         }
                     }
                 }
-                Err(e) => error!("heimdall: {}: readback: {e}", d.name),
+                Err(e) => error!("heimdall: {}: readback: {e}", d.setup.name),
             }
         }
         if let Some((_, step, requested)) = job.cpu_step.as_mut()
@@ -340,7 +343,7 @@ pub(crate) fn map_outputs(
         {
             match gpu.cpu_steps().request_inputs(*step) {
                 Ok(()) => *requested = true,
-                Err(e) => error!("heimdall: {}: CPU step {step}: {e}", d.name),
+                Err(e) => error!("heimdall: {}: CPU step {step}: {e}", d.setup.name),
             }
         }
         if let Some(r) = job.resume.as_mut()
@@ -348,7 +351,7 @@ pub(crate) fn map_outputs(
         {
             match r.download.request() {
                 Ok(()) => r.requested = true,
-                Err(e) => error!("heimdall: {}: resuming on the CPU: {e}", d.name),
+                Err(e) => error!("heimdall: {}: resuming on the CPU: {e}", d.setup.name),
             }
         }
     }
@@ -363,13 +366,13 @@ pub(crate) fn map_outputs(
 pub(crate) fn restart_dnns(
     mut commands: Commands,
     restarts: Res<ExtractedRestarts>,
-    dnns: Query<(Entity, &MainEntity, &RenderDnn)>,
+    dnns: Query<(Entity, &MainEntity, &RenderModel)>,
     mut book: ResMut<RenderDnns>,
 ) {
-    for (r, main, d) in &dnns {
+    for (r, main, model) in &dnns {
         if restarts.0.contains(&main.id()) {
-            book.removed.extend(d.model_id);
-            commands.entity(r).remove::<(RenderDnn, GuardPhase)>();
+            book.removed.extend(model.model_id);
+            commands.entity(r).remove::<(RenderDnnBundle, GuardPhase)>();
         }
     }
 }
@@ -377,10 +380,10 @@ pub(crate) fn restart_dnns(
 /// Stops `dnn` for good (until it restarts): no job, no coordinator model, no compiled model.
 fn stop(dnns: &mut DnnQuery, book: &mut RenderDnns, dnn: Entity) {
     if let Some(mut d) = dnn_mut(dnns, dnn) {
-        d.job = None;
-        d.pending = None;
-        book.removed.extend(d.model_id.take());
-        d.state = ModelState::Failed;
+        d.run.job = None;
+        d.run.pending = None;
+        book.removed.extend(d.model.model_id.take());
+        d.model.state = ModelState::Failed;
     }
 }
 
@@ -405,21 +408,21 @@ pub(crate) fn collect_outputs(
             error!("heimdall: {}: readback: {err}", name_of(&dnns, done.dnn));
         }
         if let Some(mut d) = dnn_mut(&mut dnns, done.dnn) {
-            d.job = None;
+            d.run.job = None;
             // The recording's hit rate of this inference, before it completes there.
-            if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
+            if let (Some(hit), Some(id)) = (done.cache_hit, d.model.model_id) {
                 sched.log.recorder.cache_hit(id, hit);
             }
             // Read outputs mean the GPU finished the whole inference: the coordinator frees the
             // model now, not when the frame's timestamps come back (after the scene), which
             // made a DNN asked every frame run every other frame.
             if let (true, Some(read), Some(id)) =
-                (settings.free_at_readback, done.read_ms, d.model_id)
+                (settings.free_at_readback, done.read_ms, d.model.model_id)
             {
                 sched.gpu_outputs_read(id, read);
             }
             // Cached runs get cheaper: the coordinator's expected costs follow the hit rate.
-            if let (Some(hit), Some(id)) = (done.cache_hit, d.model_id) {
+            if let (Some(hit), Some(id)) = (done.cache_hit, d.model.model_id) {
                 sched.coordinator.report_cache_hits(id, hit);
             }
         }
@@ -444,7 +447,7 @@ pub(crate) fn collect_outputs(
         if (report.error.is_some() || report.finished)
             && let Some(mut d) = dnn_mut(&mut dnns, report.entity)
         {
-            d.job = None;
+            d.run.job = None;
         }
     }
     for (dnn, _) in failed.0.try_iter() {

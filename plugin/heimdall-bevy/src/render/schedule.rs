@@ -22,7 +22,9 @@ use super::backend::InferenceBackend;
 use super::cpu_lane::CpuLane;
 use super::extract::{ExtractedDisplay, ExtractedRecording, ExtractedTraceRequest};
 use super::guard::{CalibrationFrame, GuardPhase};
-use super::models::{Compiled, DnnQuery, Job, ModelState, ReadbackState, RenderDnn, RenderDnns};
+use super::models::{
+    Compiled, DnnQuery, Job, ModelState, ReadbackState, RenderDnnItem, RenderDnns,
+};
 use super::pacing::PacingMargin;
 use super::record::RunLog;
 use super::state::{DnnReadQuery, dnn_mut, entity_of};
@@ -105,7 +107,7 @@ impl Scheduler {
         p.sent.retain(|e, _| dnns.iter().any(|(m, _)| m.id() == *e));
         for (m, d) in dnns.iter() {
             let e = m.id();
-            let Some(id) = d.model_id else { continue };
+            let Some(id) = d.model.model_id else { continue };
             let placement = placement_of(&self.coordinator.status(id, now));
             if p.sent.get(&e) != Some(&placement) {
                 outbox.send(RenderMessage::Placement(e, placement.clone()));
@@ -342,17 +344,22 @@ fn retire_models(
 
 /// Registers a newly compiled model with the coordinator and the run's recording: its costs,
 /// CPU threads, on-demand requests, resumable steps and convolution cache.
-fn register_model(sched: &mut Scheduler, d: &mut RenderDnn) {
-    let Some(c) = d.compiled() else { return };
-    let profile = ModelProfile::new(d.name.clone(), c.costs.clone());
-    let id =
-        sched
-            .coordinator
-            .register_with_profile(d.name.clone(), profile, d.utility, d.deadline_ms);
-    sched
-        .log
-        .recorder
-        .add_model(id, &d.name, &c.costs, d.deadline_ms, d.utility);
+fn register_model(sched: &mut Scheduler, d: &mut RenderDnnItem) {
+    let Some(c) = d.model.compiled() else { return };
+    let profile = ModelProfile::new(d.setup.name.clone(), c.costs.clone());
+    let id = sched.coordinator.register_with_profile(
+        d.setup.name.clone(),
+        profile,
+        d.setup.utility,
+        d.setup.deadline_ms,
+    );
+    sched.log.recorder.add_model(
+        id,
+        &d.setup.name,
+        &c.costs,
+        d.setup.deadline_ms,
+        d.setup.utility,
+    );
     // Its CPU model's threads (the slots a CPU inference occupies) and their measured
     // speedup (`render/models.rs`); whether the app asks for it on demand.
     sched
@@ -362,8 +369,8 @@ fn register_model(sched: &mut Scheduler, d: &mut RenderDnn) {
         .log
         .recorder
         .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
-    sched.coordinator.set_on_demand(id, d.on_demand);
-    sched.log.recorder.set_on_demand(id, d.on_demand);
+    sched.coordinator.set_on_demand(id, d.setup.on_demand);
+    sched.log.recorder.set_on_demand(id, d.setup.on_demand);
     // Where an offloaded inference can go on from the GPU's activations
     // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
     if let Some(g) = &c.gpu {
@@ -376,10 +383,10 @@ fn register_model(sched: &mut Scheduler, d: &mut RenderDnn) {
         // The recording carries it too: the simulator's costs follow the cache as these do.
         sched.log.recorder.set_conv_cache(id, Some(&spec));
         if let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec)) {
-            warn!("heimdall: {}: conv cache costs: {e}", d.name);
+            warn!("heimdall: {}: conv cache costs: {e}", d.setup.name);
         }
     }
-    d.model_id = Some(id);
+    d.model.model_id = Some(id);
 }
 
 /// The ops a compiled model caches, and what the coordinator counts for them.
@@ -412,20 +419,20 @@ fn conv_cache_spec(c: &Compiled) -> (Vec<usize>, CacheSpec) {
 fn take_requests(sched: &mut Scheduler, dnns: &mut DnnQuery, inputs: &FrameInputs, now: f64) {
     for r in &inputs.requests.0 {
         if let Some(mut d) = dnn_mut(dnns, r.dnn) {
-            d.pending = Some(r.crop);
+            d.run.pending = Some(r.crop);
             // The plugin holds a request until its DNN is idle: the coordinator counts the
             // app's request rate from here, not from the submissions.
-            if let Some(id) = d.model_id {
+            if let Some(id) = d.model.model_id {
                 sched.coordinator.requested(id, now);
             }
-            if let (Some(id), Some(f)) = (d.model_id, inputs.frames.0.get(&d.source)) {
+            if let (Some(id), Some(f)) = (d.model.model_id, inputs.frames.0.get(&d.setup.source)) {
                 sched.log.request(id, f.capture_ms, f.content_variation);
             }
         }
     }
     for (_, d) in dnns.iter() {
-        if let Some(id) = d.model_id {
-            sched.coordinator.set_on_demand(id, d.on_demand);
+        if let Some(id) = d.model.model_id {
+            sched.coordinator.set_on_demand(id, d.setup.on_demand);
         }
     }
 }
@@ -435,25 +442,25 @@ fn take_requests(sched: &mut Scheduler, dnns: &mut DnnQuery, inputs: &FrameInput
 /// calibration input, and the coordinator admits the request.
 fn start_inference(
     sched: &mut Scheduler,
-    (dnn, d, guard): (Entity, &mut RenderDnn, &mut GuardPhase),
+    (dnn, d, guard): (Entity, &mut RenderDnnItem, &mut GuardPhase),
     inputs: &FrameInputs,
     now: f64,
 ) {
-    let (Some(id), Some(crop)) = (d.model_id, d.pending) else {
+    let (Some(id), Some(crop)) = (d.model.model_id, d.run.pending) else {
         return;
     };
     // A guarded model waiting to replace this one: no new inference until the swap.
-    if d.job.is_some() || sched.coordinator.busy(id) || guard.swap_waiting() {
+    if d.run.job.is_some() || sched.coordinator.busy(id) || guard.swap_waiting() {
         return;
     }
-    let Some(frame) = inputs.frames.0.get(&d.source) else {
+    let Some(frame) = inputs.frames.0.get(&d.setup.source) else {
         return;
     };
     let Some(preprocess) = set_up_preprocessing(d, frame, inputs, crop) else {
         return;
     };
-    d.pending = None;
-    if d.calibrate_on_frame
+    d.run.pending = None;
+    if d.run.calibrate_on_frame
         && let GuardPhase::AwaitingInput { key } = &*guard
         && super::guard::has_content(&frame.pixels)
     {
@@ -471,7 +478,7 @@ fn start_inference(
     // The frame's texture stays out of the source's ring until the DNN's result from it is
     // delivered (main world), so a synced background can show it.
     frame.pins.started(dnn, frame.index);
-    d.job = Some(Job {
+    d.run.job = Some(Job {
         frame_index: frame.index,
         pins: frame.pins.clone(),
         capture_ms: frame.capture_ms,
@@ -498,12 +505,12 @@ fn start_inference(
 /// to preprocess (`Some(None)` without GPU preprocessing), or `None` when the DNN cannot start
 /// this frame (the texture is not uploaded yet; a failed binding or crop drops the request).
 fn set_up_preprocessing(
-    d: &mut RenderDnn,
+    d: &mut RenderDnnItem,
     frame: &ExtractedFrame,
     inputs: &FrameInputs,
     crop: Crop,
 ) -> Option<Option<TextureId>> {
-    let ModelState::Ready(c) = &mut d.state else {
+    let ModelState::Ready(c) = &mut d.model.state else {
         return None;
     };
     let (Some(gpu), Some(pre), Some(_)) = (&c.gpu, &c.pre, &inputs.queue) else {
@@ -518,25 +525,28 @@ fn set_up_preprocessing(
                 slot.insert(b);
             }
             Err(err) => {
-                error!("heimdall: {}: binding the camera texture: {err}", d.name);
-                d.pending = None;
+                error!(
+                    "heimdall: {}: binding the camera texture: {err}",
+                    d.setup.name
+                );
+                d.run.pending = None;
                 return None;
             }
         }
     }
-    if d.last_crop != Some(crop) {
+    if d.run.last_crop != Some(crop) {
         // Another region of the frame: the cached activations are of the old one (a
         // tracked ROI moves every frame, so its cache never hits; a full frame's crop
         // never changes).
         gpu.invalidate_conv_cache();
-        d.last_crop = None;
+        d.run.last_crop = None;
     }
     if let Err(err) = pre.set_crop(&gpu.context().queue, &crop) {
-        warn!("heimdall: {}: crop {crop:?}: {err}", d.name);
-        d.pending = None;
+        warn!("heimdall: {}: crop {crop:?}: {err}", d.setup.name);
+        d.run.pending = None;
         return None;
     }
-    d.last_crop = Some(crop);
+    d.run.last_crop = Some(crop);
     Some(Some(key))
 }
 

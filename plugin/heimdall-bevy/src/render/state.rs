@@ -2,8 +2,9 @@
 //! ([`super::models`]), guard them ([`super::guard`]), schedule, encode and read them back.
 //! Each [`Dnn`] of the main world is an entity of the render world (spawned and despawned by
 //! `extract_dnns` with its main world's entity, a [`MainEntity`]) carrying its components: the
-//! DNN as extracted ([`ExtractedDnn`], every frame) and, once its model compiles, its model and
-//! inference in flight ([`RenderDnn`]) and its guard ([`GuardPhase`]). The systems query them;
+//! DNN as extracted ([`ExtractedDnn`], every frame) and, once its model starts compiling, what
+//! it was compiled with ([`DnnSetup`]), its model ([`RenderModel`]), its inference in flight
+//! ([`Inference`]; the three queried together as [`RenderDnn`]) and its guard ([`GuardPhase`]). The systems query them;
 //! [`RenderDnns`] keeps what is not one DNN's.
 
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bevy::ecs::query::QueryData;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureId;
 use bevy::render::sync_world::MainEntity;
@@ -143,11 +145,12 @@ pub(crate) struct ResumeJob {
     pub slots: usize,
 }
 
-/// A DNN's model, inference in flight and guard: a component of its render entity from the
-/// moment its model starts compiling (removed when the DNN restarts, its model changes or the
-/// device does, and compiled again).
+/// What a DNN's model was compiled with: a component of its render entity from the moment its
+/// model starts compiling, with [`RenderModel`] and [`Inference`] (the three are inserted and
+/// removed together: when the DNN restarts, its model changes or the device does, and it
+/// compiles again). A change of any of it recompiles, so it never changes in place.
 #[derive(Component)]
-pub(crate) struct RenderDnn {
+pub(crate) struct DnnSetup {
     pub index: u32,
     pub name: String,
     pub model: AssetId<DnnModel>,
@@ -162,9 +165,37 @@ pub(crate) struct RenderDnn {
     /// Requested on demand (`RequestMode::OnDemand`): the coordinator answers each request on
     /// the processor that is soonest.
     pub on_demand: bool,
+}
+
+/// A DNN's model: compiling, ready or failed, and its id in the coordinator.
+#[derive(Component)]
+pub(crate) struct RenderModel {
     pub state: ModelState,
     /// Set once the coordinator knows the model.
     pub model_id: Option<ModelId>,
+}
+
+impl RenderModel {
+    /// A model starting to compile (not yet known to the coordinator).
+    pub fn compiling(task: Task<Result<(Compiled, GuardStart), DnnError>>) -> RenderModel {
+        RenderModel {
+            state: ModelState::Compiling(task),
+            model_id: None,
+        }
+    }
+
+    /// The compiled model, once ready.
+    pub fn compiled(&self) -> Option<&Compiled> {
+        match &self.state {
+            ModelState::Ready(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// A DNN's inference in flight (its job, with its readback) and the request waiting for it.
+#[derive(Component, Default)]
+pub(crate) struct Inference {
     pub job: Option<Job>,
     /// A request waiting for the DNN to be idle.
     pub pending: Option<Crop>,
@@ -175,39 +206,66 @@ pub(crate) struct RenderDnn {
     pub calibrate_on_frame: bool,
 }
 
-impl RenderDnn {
-    /// How to finish its current inference away from the render world.
-    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
-        let job = self.job.as_ref()?;
-        Some(Finish {
-            dnn,
-            clock,
-            stages: StageTimes {
-                started_ms: job.started_ms,
-                ..StageTimes::default()
-            },
-            name: self.name.clone(),
-            frame_index: job.frame_index,
-            pins: job.pins.clone(),
-            capture_ms: job.capture_ms,
-            crop: job.crop,
-            frame_size: job.frame_size,
-            decoder: self.decoder.clone(),
-            shapes: self
-                .compiled()
-                .map(|c| c.output_shapes.clone())
-                .unwrap_or_default(),
-            outbox: outbox.clone(),
-            resumed_from_step: None,
-        })
-    }
+/// A compiled (or compiling) DNN as the render world's systems query it: what it was compiled
+/// with, its model and its inference ([`DnnSetup`], [`RenderModel`], [`Inference`]). Systems
+/// that need only some of them query those alone.
+#[derive(QueryData)]
+#[query_data(mutable)]
+pub(crate) struct RenderDnn {
+    pub setup: &'static DnnSetup,
+    pub model: &'static mut RenderModel,
+    pub run: &'static mut Inference,
+}
 
-    /// The compiled model, once ready.
-    pub fn compiled(&self) -> Option<&Compiled> {
-        match &self.state {
-            ModelState::Ready(c) => Some(c),
-            _ => None,
-        }
+/// The components a compiled DNN's render entity carries besides its [`GuardPhase`] (to insert
+/// them together and remove them together).
+pub(crate) type RenderDnnBundle = (DnnSetup, RenderModel, Inference);
+
+/// How to finish the current inference `run` of DNN `dnn` (its main-world entity) away from
+/// the render world.
+pub(crate) fn finish_of(
+    dnn: Entity,
+    setup: &DnnSetup,
+    model: &RenderModel,
+    run: &Inference,
+    outbox: &Outbox,
+    clock: HeimdallClock,
+) -> Option<Finish> {
+    let job = run.job.as_ref()?;
+    Some(Finish {
+        dnn,
+        clock,
+        stages: StageTimes {
+            started_ms: job.started_ms,
+            ..StageTimes::default()
+        },
+        name: setup.name.clone(),
+        frame_index: job.frame_index,
+        pins: job.pins.clone(),
+        capture_ms: job.capture_ms,
+        crop: job.crop,
+        frame_size: job.frame_size,
+        decoder: setup.decoder.clone(),
+        shapes: model
+            .compiled()
+            .map(|c| c.output_shapes.clone())
+            .unwrap_or_default(),
+        outbox: outbox.clone(),
+        resumed_from_step: None,
+    })
+}
+
+impl RenderDnnItem<'_, '_> {
+    /// How to finish its current inference away from the render world ([`finish_of`]).
+    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
+        finish_of(dnn, self.setup, &self.model, &self.run, outbox, clock)
+    }
+}
+
+impl RenderDnnReadOnlyItem<'_, '_> {
+    /// How to finish its current inference away from the render world ([`finish_of`]).
+    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
+        finish_of(dnn, self.setup, self.model, self.run, outbox, clock)
     }
 }
 
@@ -224,13 +282,16 @@ pub(crate) struct RenderDnns {
 
 /// The render world's DNNs with a model (compiling, ready or failed): each one's main-world
 /// entity (the one messages to the main world name) and its [`RenderDnn`].
-pub(crate) type DnnQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, &'static mut RenderDnn)>;
+pub(crate) type DnnQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, RenderDnn)>;
 
 /// [`DnnQuery`], read only.
-pub(crate) type DnnReadQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, &'static RenderDnn)>;
+pub(crate) type DnnReadQuery<'w, 's> = Query<'w, 's, (&'static MainEntity, RenderDnnReadOnly)>;
 
 /// The render-world state of the DNN whose main-world entity is `main`.
-pub(crate) fn dnn_mut<'a>(dnns: &'a mut DnnQuery, main: Entity) -> Option<Mut<'a, RenderDnn>> {
+pub(crate) fn dnn_mut<'a, 's>(
+    dnns: &'a mut DnnQuery<'_, 's>,
+    main: Entity,
+) -> Option<RenderDnnItem<'a, 's>> {
     dnns.iter_mut()
         .find(|(m, _)| m.id() == main)
         .map(|(_, d)| d)
@@ -239,17 +300,17 @@ pub(crate) fn dnn_mut<'a>(dnns: &'a mut DnnQuery, main: Entity) -> Option<Mut<'a
 /// The main-world entity of the DNN the coordinator knows as `model`.
 pub(crate) fn entity_of(dnns: &DnnQuery, model: ModelId) -> Option<Entity> {
     dnns.iter()
-        .find(|(_, d)| d.model_id == Some(model))
+        .find(|(_, d)| d.model.model_id == Some(model))
         .map(|(m, _)| m.id())
 }
 
 /// The DNN the coordinator knows as `model`: its main-world entity and render-world state.
-pub(crate) fn dnn_of_model<'a>(
-    dnns: &'a mut DnnQuery,
+pub(crate) fn dnn_of_model<'a, 's>(
+    dnns: &'a mut DnnQuery<'_, 's>,
     model: ModelId,
-) -> Option<(Entity, Mut<'a, RenderDnn>)> {
+) -> Option<(Entity, RenderDnnItem<'a, 's>)> {
     dnns.iter_mut()
-        .find(|(_, d)| d.model_id == Some(model))
+        .find(|(_, d)| d.model.model_id == Some(model))
         .map(|(m, d)| (m.id(), d))
 }
 
@@ -257,7 +318,7 @@ pub(crate) fn dnn_of_model<'a>(
 pub(crate) fn name_of(dnns: &DnnQuery, main: Entity) -> String {
     dnns.iter()
         .find(|(m, _)| m.id() == main)
-        .map_or_else(|| format!("{main}"), |(_, d)| d.name.clone())
+        .map_or_else(|| format!("{main}"), |(_, d)| d.setup.name.clone())
 }
 
 /// The CPU model of a DNN and what was measured on it: the fallback and offload target of every

@@ -20,7 +20,8 @@ use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, ConvCache};
 use crate::render::cpu_run::CpuSink;
 use crate::render::models::{
-    Compiled, CpuShare, Job, ModelState, ReadbackState, RenderDnn, compile_cpu,
+    Compiled, CpuShare, DnnSetup, Inference, Job, ModelState, ReadbackState, RenderModel,
+    compile_cpu,
 };
 use crate::workers::{CpuDone, Workers};
 
@@ -31,31 +32,42 @@ fn graph() -> heimdall_ir::Graph {
     crate::asset::import(&bytes, "face", None, &Default::default()).expect("imports")
 }
 
+/// A DNN entity's render-world components.
+struct TestDnn {
+    setup: DnnSetup,
+    model: RenderModel,
+    run: Inference,
+}
+
 /// A DNN entity's render-world state, compiled for the CPU only, with an inference of `pixels`
 /// in flight.
-fn dnn(graph: &heimdall_ir::Graph, pixels: Arc<Vec<u8>>, size: UVec2) -> RenderDnn {
+fn dnn(graph: &heimdall_ir::Graph, pixels: Arc<Vec<u8>>, size: UVec2) -> TestDnn {
     let share = CpuShare {
         slots: 1,
         all_slots: false,
     };
     let cpu = compile_cpu(graph, share).expect("compiles");
-    RenderDnn {
-        index: 0,
-        name: "face".into(),
-        model: AssetId::default(),
-        source: Entity::PLACEHOLDER,
-        decoder: None,
-        normalization: Normalization::MINUS_ONE_TO_ONE,
-        conv_cache: (ConvCache::Off, false),
-        deadline_ms: None,
-        utility: Default::default(),
-        on_demand: false,
-        state: ModelState::Ready(Box::new(Compiled::assemble(cpu, None))),
-        model_id: Some(ModelId(0)),
-        job: Some(job(pixels, size)),
-        pending: None,
-        last_crop: None,
-        calibrate_on_frame: false,
+    TestDnn {
+        setup: DnnSetup {
+            index: 0,
+            name: "face".into(),
+            model: AssetId::default(),
+            source: Entity::PLACEHOLDER,
+            decoder: None,
+            normalization: Normalization::MINUS_ONE_TO_ONE,
+            conv_cache: (ConvCache::Off, false),
+            deadline_ms: None,
+            utility: Default::default(),
+            on_demand: false,
+        },
+        model: RenderModel {
+            state: ModelState::Ready(Box::new(Compiled::assemble(cpu, None))),
+            model_id: Some(ModelId(0)),
+        },
+        run: Inference {
+            job: Some(job(pixels, size)),
+            ..Inference::default()
+        },
     }
 }
 
@@ -113,7 +125,7 @@ fn reference(graph: &heimdall_ir::Graph, pixels: &[u8], size: UVec2) -> Vec<Vec<
 /// `later`, the job's frame is replaced by it after the first piece: a piece that went on from
 /// the CPU model's state does not read it, one that started again from the input would.
 fn run_pieces(
-    d: &mut RenderDnn,
+    d: &mut TestDnn,
     pieces: &[(std::ops::Range<usize>, Resume)],
     later: Option<Arc<Vec<u8>>>,
 ) -> (Vec<CpuDone>, Vec<RenderMessage>) {
@@ -137,7 +149,7 @@ fn run_pieces(
         run_on_cpu_model(
             &work,
             e,
-            d,
+            (&d.setup, &d.model, &mut d.run),
             &workers.pool,
             CpuSink::plain(&workers),
             clock,
@@ -157,7 +169,7 @@ fn run_pieces(
         assert_eq!(report.error, None, "piece {k}");
         assert_eq!(report.work, work.id);
         reports.push(report);
-        if let (0, Some(pixels), Some(job)) = (k, &later, d.job.as_mut()) {
+        if let (0, Some(pixels), Some(job)) = (k, &later, d.run.job.as_mut()) {
             job.pixels = pixels.clone();
         }
     }
@@ -184,7 +196,7 @@ fn an_inference_in_pieces_goes_on_from_the_cpu_models_state() {
     let size = UVec2::new(64, 48);
     let pixels = frame(size.x, size.y, 1);
     let mut d = dnn(&graph, pixels.clone(), size);
-    let n = d.compiled().unwrap().steps;
+    let n = d.model.compiled().unwrap().steps;
     assert!(n > 20, "{n} steps");
     let (a, b) = (n / 3, 2 * n / 3);
     let pieces = [
@@ -213,7 +225,7 @@ fn an_inference_in_pieces_goes_on_from_the_cpu_models_state() {
     // The next inference (another frame) starts again from its input: in two pieces, as a
     // whole run of that frame.
     let next = frame(size.x, size.y, 2);
-    d.job = Some(job(next.clone(), size));
+    d.run.job = Some(job(next.clone(), size));
     let (_, messages) = run_pieces(
         &mut d,
         &[(0..a, Resume::Input), (a..n, Resume::FromCpu)],
@@ -232,12 +244,12 @@ fn a_first_piece_without_cpu_state_starts_from_the_input() {
     let size = UVec2::new(40, 40);
     let pixels = frame(size.x, size.y, 3);
     let mut d = dnn(&graph, pixels.clone(), size);
-    let n = d.compiled().unwrap().steps;
+    let n = d.model.compiled().unwrap().steps;
     // The model's state from another frame, as a stale CPU model would hold it.
     let stale = frame(size.x, size.y, 4);
-    d.job = Some(job(stale, size));
+    d.run.job = Some(job(stale, size));
     run_pieces(&mut d, &[(0..n / 2, Resume::Input)], None);
-    d.job = Some(job(pixels.clone(), size));
+    d.run.job = Some(job(pixels.clone(), size));
     let (reports, messages) = run_pieces(&mut d, &[(n / 2..n, Resume::FromCpu)], None);
     assert!(reports[0].finished);
     assert_eq!(outputs(&messages), [reference(&graph, &pixels, size)]);
