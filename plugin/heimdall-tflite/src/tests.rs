@@ -1,7 +1,7 @@
 //! Import errors on small hand-built models: each names the op index, the op name and what is
 //! wrong.
 
-use flatbuffers::FlatBufferBuilder;
+use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use crate::schema_generated::tflite::*;
 use crate::{ImportError, import};
@@ -23,76 +23,13 @@ fn model(
     outputs: &[i32],
 ) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
-    let mut buffers = vec![Buffer::create(&mut b, &BufferArgs::default())];
-    let mut ts = Vec::new();
-    for (shape, data) in tensors {
-        let buffer = match data {
-            Some(values) => {
-                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-                let data = b.create_vector(&bytes);
-                buffers.push(Buffer::create(
-                    &mut b,
-                    &BufferArgs {
-                        data: Some(data),
-                        ..Default::default()
-                    },
-                ));
-                buffers.len() as u32 - 1
-            }
-            None => 0,
-        };
-        let shape = b.create_vector(shape);
-        let name = b.create_string("t");
-        ts.push(Tensor::create(
-            &mut b,
-            &TensorArgs {
-                shape: Some(shape),
-                type_: TensorType::FLOAT32,
-                buffer,
-                name: Some(name),
-                ..Default::default()
-            },
-        ));
-    }
+    let (buffers, ts) = tensors_and_buffers(&mut b, tensors);
     let mut codes = Vec::new();
     let mut operators = Vec::new();
     for (i, op) in ops.iter().enumerate() {
-        codes.push(OperatorCode::create(
-            &mut b,
-            &OperatorCodeArgs {
-                deprecated_builtin_code: op.code.min(127) as i8,
-                custom_code: None,
-                version: op.version,
-                builtin_code: op.code,
-            },
-        ));
-        let inputs = b.create_vector(&op.inputs);
-        let outputs = b.create_vector(&op.outputs);
-        let (options_type, options) = if op.conv {
-            let o = Conv2DOptions::create(
-                &mut b,
-                &Conv2DOptionsArgs {
-                    padding: Padding::VALID,
-                    stride_w: 1,
-                    stride_h: 1,
-                    ..Default::default()
-                },
-            );
-            (BuiltinOptions::Conv2DOptions, Some(o.as_union_value()))
-        } else {
-            (BuiltinOptions::NONE, None)
-        };
-        operators.push(Operator::create(
-            &mut b,
-            &OperatorArgs {
-                opcode_index: i as u32,
-                inputs: Some(inputs),
-                outputs: Some(outputs),
-                builtin_options_type: options_type,
-                builtin_options: options,
-                ..Default::default()
-            },
-        ));
+        let (code, operator) = build_op(&mut b, i, op);
+        codes.push(code);
+        operators.push(operator);
     }
     let ts = b.create_vector(&ts);
     let operators = b.create_vector(&operators);
@@ -122,6 +59,92 @@ fn model(
     );
     finish_model_buffer(&mut b, m);
     b.finished_data().to_vec()
+}
+
+/// The model's tensors, FLOAT32 and named `t`, and its buffers: buffer 0 empty, then one per
+/// constant tensor, in the tensors' order.
+fn tensors_and_buffers<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    tensors: &[(Vec<i32>, Option<Vec<f32>>)],
+) -> (Vec<WIPOffset<Buffer<'b>>>, Vec<WIPOffset<Tensor<'b>>>) {
+    let mut buffers = vec![Buffer::create(b, &BufferArgs::default())];
+    let mut ts = Vec::new();
+    for (shape, data) in tensors {
+        let buffer = match data {
+            Some(values) => {
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let data = b.create_vector(&bytes);
+                buffers.push(Buffer::create(
+                    b,
+                    &BufferArgs {
+                        data: Some(data),
+                        ..Default::default()
+                    },
+                ));
+                buffers.len() as u32 - 1
+            }
+            None => 0,
+        };
+        let shape = b.create_vector(shape);
+        let name = b.create_string("t");
+        ts.push(Tensor::create(
+            b,
+            &TensorArgs {
+                shape: Some(shape),
+                type_: TensorType::FLOAT32,
+                buffer,
+                name: Some(name),
+                ..Default::default()
+            },
+        ));
+    }
+    (buffers, ts)
+}
+
+/// The model's op `i`: its operator code (index `i`) and the operator on its tensors, with
+/// VALID stride-1 Conv2D options when `op.conv`.
+fn build_op<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    i: usize,
+    op: &TestOp,
+) -> (WIPOffset<OperatorCode<'b>>, WIPOffset<Operator<'b>>) {
+    let code = OperatorCode::create(
+        b,
+        &OperatorCodeArgs {
+            deprecated_builtin_code: op.code.min(127) as i8,
+            custom_code: None,
+            version: op.version,
+            builtin_code: op.code,
+        },
+    );
+    let inputs = b.create_vector(&op.inputs);
+    let outputs = b.create_vector(&op.outputs);
+    let (options_type, options) = if op.conv {
+        let o = Conv2DOptions::create(
+            b,
+            &Conv2DOptionsArgs {
+                padding: Padding::VALID,
+                stride_w: 1,
+                stride_h: 1,
+                ..Default::default()
+            },
+        );
+        (BuiltinOptions::Conv2DOptions, Some(o.as_union_value()))
+    } else {
+        (BuiltinOptions::NONE, None)
+    };
+    let operator = Operator::create(
+        b,
+        &OperatorArgs {
+            opcode_index: i as u32,
+            inputs: Some(inputs),
+            outputs: Some(outputs),
+            builtin_options_type: options_type,
+            builtin_options: options,
+            ..Default::default()
+        },
+    );
+    (code, operator)
 }
 
 fn conv_model(version: i32, out_channels: i32) -> Vec<u8> {

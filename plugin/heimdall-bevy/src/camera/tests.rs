@@ -224,15 +224,12 @@ fn rgba(pixels: &[(u8, u8, u8)]) -> Vec<u8> {
         .collect()
 }
 
-/// Every layout a webcam delivers, with odd sizes and padded rows, reaches the app as the RGBA
-/// frame computed by hand (BT.601 limited range: luma 16 is black, 235 white, chroma 128 grey);
-/// the texture follows each frame's size; a frame that cannot be read (a truncated YUYV frame,
-/// a Motion-JPEG frame that is not a JPEG) is a retried `CameraError`, after which frames go on.
-#[test]
-fn raw_camera_frames_in_every_layout_reach_the_app_as_rgba() {
+/// The frames the raw camera delivers, in order: every webcam layout, with odd sizes and padded
+/// rows (`k` is black, `w` white); the fifth and sixth cannot be read.
+fn raw_frames() -> Vec<Raw> {
     const PAD: u8 = 0xAB;
     let (k, w) = (16u8, 235u8);
-    let frames = vec![
+    vec![
         // RGBA, 2x2, rows padded to 12 bytes.
         (
             PixelFormat::Rgba8,
@@ -289,9 +286,14 @@ fn raw_camera_frames_in_every_layout_reach_the_app_as_rgba() {
             ]
             .concat(),
         ),
-    ];
+    ]
+}
+
+/// The RGBA frames the app gets from [`raw_frames`], computed by hand (none for the two that
+/// cannot be read).
+fn expected_rgba() -> Vec<(UVec2, Vec<u8>)> {
     let (b, white) = ((0, 0, 0), (255, 255, 255));
-    let expected: Vec<(UVec2, Vec<u8>)> = vec![
+    vec![
         (
             UVec2::new(2, 2),
             rgba(&[(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12)]),
@@ -306,7 +308,17 @@ fn raw_camera_frames_in_every_layout_reach_the_app_as_rgba() {
             UVec2::new(3, 3),
             rgba(&[b, white, b, white, b, white, b, b, white]),
         ),
-    ];
+    ]
+}
+
+/// Every layout a webcam delivers, with odd sizes and padded rows, reaches the app as the RGBA
+/// frame computed by hand (BT.601 limited range: luma 16 is black, 235 white, chroma 128 grey);
+/// the texture follows each frame's size; a frame that cannot be read (a truncated YUYV frame,
+/// a Motion-JPEG frame that is not a JPEG) is a retried `CameraError`, after which frames go on.
+#[test]
+fn raw_camera_frames_in_every_layout_reach_the_app_as_rgba() {
+    let frames = raw_frames();
+    let expected = expected_rgba();
     let mut world = World::new();
     let faults = HeimdallFaults::default();
     world.insert_resource(HeimdallClock::default());
