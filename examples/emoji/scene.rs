@@ -179,6 +179,7 @@ fn smiley(size: u32) -> Image {
     )
 }
 
+/// The scene: the view's camera, the camera source and its DNNs, the background, the emoji.
 #[allow(clippy::too_many_arguments)]
 fn setup(
     mut commands: Commands,
@@ -191,12 +192,34 @@ fn setup(
     mut materials: ResMut<Assets<BackgroundMaterial>>,
 ) {
     let (w, h) = (args.width as f32, args.height as f32);
-    // The overlay's UI draws on this camera (there is no window to default to when headless).
+    spawn_view_camera(&mut commands, &target, w, h);
+    let camera_source = spawn_camera_source(&mut commands, &args, &truth);
+    let (detector, mesh, selfie) = spawn_face_dnns(&mut commands, &args, &assets, camera_source);
+    let (background, background_quad) = spawn_background(
+        &mut commands,
+        &args,
+        &mut images,
+        &mut meshes,
+        &mut materials,
+    );
+    spawn_emoji(&mut commands, &mut images);
+    commands.insert_resource(Scene {
+        camera_source,
+        detector,
+        mesh,
+        selfie,
+        background,
+        background_quad,
+    });
+}
+
+/// The 2D camera, showing the frame at `w × h` world units whatever the window size; the
+/// overlay's UI draws on it (there is no window to default to when headless).
+fn spawn_view_camera(commands: &mut Commands, target: &HarnessTarget, w: f32, h: f32) {
     let mut camera = commands.spawn((Camera2d, IsDefaultUiCamera));
     if let Some(t) = target.render_target() {
         camera.insert(t);
     }
-    // The view shows the frame at w x h world units, whatever the window size.
     camera.insert(Projection::Orthographic(OrthographicProjection {
         scaling_mode: bevy::camera::ScalingMode::Fixed {
             width: w,
@@ -204,7 +227,10 @@ fn setup(
         },
         ..OrthographicProjection::default_2d()
     }));
+}
 
+/// The camera (the clip or a webcam), keeping past frames with `--synced-background`.
+fn spawn_camera_source(commands: &mut Commands, args: &AppArgs, truth: &GroundTruth) -> Entity {
     let mut source = clip_source::camera(
         args.webcam,
         args.camera_fps,
@@ -215,7 +241,17 @@ fn setup(
         // Enough frames to cover the capture-to-result latency: half a second of them.
         source = source.with_history((args.fps * 0.5).ceil().max(4.0) as usize);
     }
-    let camera_source = harness::spawn_camera(&mut commands, source);
+    harness::spawn_camera(commands, source)
+}
+
+/// The face detector, the face mesh on its crops and the selfie mask (then `--extra-models`
+/// copies of the selfie model): `(detector, mesh, selfie)`.
+fn spawn_face_dnns(
+    commands: &mut Commands,
+    args: &AppArgs,
+    assets: &AssetServer,
+    camera_source: Entity,
+) -> (Entity, Entity, Entity) {
     let detector = commands
         .spawn(
             Dnn::new(
@@ -256,6 +292,19 @@ fn setup(
             .with_deadline(Duration::from_millis(200)),
         );
     }
+    (detector, mesh, selfie)
+}
+
+/// The background: a unit quad (scaled to cover the view with the camera frame's aspect once it
+/// is known) with the effect's material, on 1×1 placeholders until the first frame and mask.
+fn spawn_background(
+    commands: &mut Commands,
+    args: &AppArgs,
+    images: &mut Assets<Image>,
+    meshes: &mut Assets<Mesh>,
+    materials: &mut Assets<BackgroundMaterial>,
+) -> (Handle<BackgroundMaterial>, Entity) {
+    let (w, h) = (args.width as f32, args.height as f32);
     let placeholder = images.add(Image::new_fill(
         Extent3d {
             width: 1,
@@ -272,7 +321,6 @@ fn setup(
         camera: placeholder.clone(),
         mask: placeholder,
     });
-    // A unit quad, scaled to cover the view with the camera frame's aspect once it is known.
     let background_quad = commands
         .spawn((
             Mesh2d(meshes.add(Rectangle::new(1.0, 1.0))),
@@ -280,6 +328,11 @@ fn setup(
             Transform::from_scale(Vec3::new(w, h, 1.0)),
         ))
         .id();
+    (background, background_quad)
+}
+
+/// The emoji sprite, hidden until a face is found.
+fn spawn_emoji(commands: &mut Commands, images: &mut Assets<Image>) {
     commands.spawn((
         Emoji,
         Sprite {
@@ -290,14 +343,6 @@ fn setup(
         Transform::from_xyz(0.0, 0.0, 1.0),
         Visibility::Hidden,
     ));
-    commands.insert_resource(Scene {
-        camera_source,
-        detector,
-        mesh,
-        selfie,
-        background,
-        background_quad,
-    });
 }
 
 /// Frame uv to world (the frame spans `size` world units, centred, y up).

@@ -124,6 +124,7 @@ impl Plugin for ShoppingScene {
     }
 }
 
+/// The scene: the camera and its DNNs, the AR view, the couch.
 #[allow(clippy::too_many_arguments)]
 fn setup(
     mut commands: Commands,
@@ -147,65 +148,15 @@ fn setup(
     );
     let camera = harness::spawn_camera(&mut commands, source);
 
-    // Continuous DNNs, each with its own rate and deadline.
-    let objects = commands
-        .spawn(
-            Dnn::new(dnn_models.add(models.objects.clone()), camera)
-                .with_crop(InputCrop::Full)
-                .with_normalization(Normalization::MINUS_ONE_TO_ONE)
-                .with_decoder(ObjectDecoder::default())
-                .with_request(RequestMode::Every(Duration::from_millis(100)))
-                .with_deadline(Duration::from_millis(200)),
-        )
-        .id();
-    let selfie = commands
-        .spawn(
-            Dnn::new(
-                asset_server.load("models/selfie_segmentation.tflite"),
-                camera,
-            )
-            .with_decoder(PersonMaskDecoder)
-            .with_request(RequestMode::Every(Duration::from_millis(66)))
-            .with_deadline(Duration::from_millis(150)),
-        )
-        .id();
-    let palms = spawn_hand_tracking(
+    let (objects, selfie, palms) = spawn_continuous_dnns(
         &mut commands,
+        &args,
+        &asset_server,
+        &mut dnn_models,
+        &models,
         camera,
-        asset_server.load("models/palm_detection_lite.tflite"),
-        asset_server.load("models/hand_landmark_lite.tflite"),
-        2,
     );
-    let search = args.palm_search_interval();
-    commands
-        .entity(palms)
-        .entry::<HandTracking>()
-        .and_modify(move |mut t| t.search_interval = search);
-    for _ in 0..args.extra_models {
-        commands.spawn(
-            Dnn::new(
-                asset_server.load("models/selfie_segmentation.tflite"),
-                camera,
-            )
-            .with_deadline(Duration::from_millis(200)),
-        );
-    }
-    // The event-driven DNN: high priority, the paper's 100 ms response.
-    let style_dnn = commands
-        .spawn(
-            Dnn::new(dnn_models.add(models.style.clone()), camera)
-                .with_crop(InputCrop::Full)
-                .with_decoder(StyleDecoder)
-                .with_request(RequestMode::OnDemand)
-                .with_deadline(Duration::from_millis(100))
-                .with_utility(UtilityParams {
-                    l0: 10.0,
-                    beta: 1.0,
-                    gamma: 1.0,
-                }),
-        )
-        .observe(style::on_style)
-        .id();
+    let style_dnn = spawn_style_dnn(&mut commands, &mut dnn_models, &models, camera);
     commands.insert_resource(Styling::new(style_dnn));
     commands.insert_resource(Sensors { objects, palms });
 
@@ -237,6 +188,85 @@ fn setup(
         &view,
     );
     commands.insert_resource(couch);
+}
+
+/// The continuous DNNs on `camera`, each with its own rate and deadline: objects, the person
+/// mask, hand tracking, then `--extra-models` selfie models; `(objects, selfie, palms)`.
+fn spawn_continuous_dnns(
+    commands: &mut Commands,
+    args: &AppArgs,
+    asset_server: &AssetServer,
+    dnn_models: &mut Assets<DnnModel>,
+    models: &Models,
+    camera: Entity,
+) -> (Entity, Entity, Entity) {
+    let objects = commands
+        .spawn(
+            Dnn::new(dnn_models.add(models.objects.clone()), camera)
+                .with_crop(InputCrop::Full)
+                .with_normalization(Normalization::MINUS_ONE_TO_ONE)
+                .with_decoder(ObjectDecoder::default())
+                .with_request(RequestMode::Every(Duration::from_millis(100)))
+                .with_deadline(Duration::from_millis(200)),
+        )
+        .id();
+    let selfie = commands
+        .spawn(
+            Dnn::new(
+                asset_server.load("models/selfie_segmentation.tflite"),
+                camera,
+            )
+            .with_decoder(PersonMaskDecoder)
+            .with_request(RequestMode::Every(Duration::from_millis(66)))
+            .with_deadline(Duration::from_millis(150)),
+        )
+        .id();
+    let palms = spawn_hand_tracking(
+        commands,
+        camera,
+        asset_server.load("models/palm_detection_lite.tflite"),
+        asset_server.load("models/hand_landmark_lite.tflite"),
+        2,
+    );
+    let search = args.palm_search_interval();
+    commands
+        .entity(palms)
+        .entry::<HandTracking>()
+        .and_modify(move |mut t| t.search_interval = search);
+    for _ in 0..args.extra_models {
+        commands.spawn(
+            Dnn::new(
+                asset_server.load("models/selfie_segmentation.tflite"),
+                camera,
+            )
+            .with_deadline(Duration::from_millis(200)),
+        );
+    }
+    (objects, selfie, palms)
+}
+
+/// The event-driven style transfer DNN: high priority, the paper's 100 ms response.
+fn spawn_style_dnn(
+    commands: &mut Commands,
+    dnn_models: &mut Assets<DnnModel>,
+    models: &Models,
+    camera: Entity,
+) -> Entity {
+    commands
+        .spawn(
+            Dnn::new(dnn_models.add(models.style.clone()), camera)
+                .with_crop(InputCrop::Full)
+                .with_decoder(StyleDecoder)
+                .with_request(RequestMode::OnDemand)
+                .with_deadline(Duration::from_millis(100))
+                .with_utility(UtilityParams {
+                    l0: 10.0,
+                    beta: 1.0,
+                    gamma: 1.0,
+                }),
+        )
+        .observe(style::on_style)
+        .id()
 }
 
 /// The hand DNNs' deadlines, once `spawn_hand_tracking`'s entities exist: landmarks 50 ms (the
