@@ -53,10 +53,22 @@ fn tensor(img: &RgbaImage, crop: &Crop, n: &Normalization, shape: [usize; 3]) ->
     img.to_tensor(crop, n, shape).expect("preprocess")
 }
 
+/// Every decoder's benchmark, each model run once on its photo first.
 fn decoders(c: &mut Criterion) {
-    let mp = |n: &str| heimdall_testkit::model_path(n).expect("model");
+    faces(c);
+    hands(c);
+    objects(c);
+    text(c);
+    style(c);
+}
 
-    // Faces: the astronaut portrait.
+/// A MediaPipe model's path (bundled, cached, or fetched now).
+fn model_path(name: &str) -> PathBuf {
+    heimdall_testkit::model_path(name).expect("model")
+}
+
+/// BlazeFace on the astronaut portrait.
+fn faces(c: &mut Criterion) {
     let astronaut = image("astronaut.png");
     let crop = ImageToTensor::new(
         None,
@@ -71,7 +83,7 @@ fn decoders(c: &mut Criterion) {
         &Normalization::MINUS_ONE_TO_ONE,
         [128, 128, 3],
     );
-    let face = run(mp("face_detection_short_range"), vec![], &[&x]);
+    let face = run(model_path("face_detection_short_range"), vec![], &[&x]);
     let blazeface = BlazeFaceDecoder::short_range();
     assert_eq!(blazeface.decode(&face[0], &face[1]).unwrap().len(), 1);
     c.bench_function("blazeface decode + weighted NMS (896 boxes)", |b| {
@@ -81,8 +93,10 @@ fn decoders(c: &mut Criterion) {
                 .unwrap()
         })
     });
+}
 
-    // Palms and hand landmarks: a hand photo.
+/// Palm detection and hand landmarks on a hand photo.
+fn hands(c: &mut Criterion) {
     let hand = image("hand_dst.jpg");
     let (w, h) = (hand.width, hand.height);
     let pc = palm_detection_crop(w, h);
@@ -92,7 +106,7 @@ fn decoders(c: &mut Criterion) {
         &Normalization::ZERO_TO_ONE,
         [192, 192, 3],
     );
-    let palm = run(mp("palm_detection_lite"), vec![], &[&x]);
+    let palm = run(model_path("palm_detection_lite"), vec![], &[&x]);
     let pd = palm_decoder();
     let palms = pd.decode(&palm[0], &palm[1]).unwrap();
     assert!(!palms.is_empty());
@@ -112,15 +126,17 @@ fn decoders(c: &mut Criterion) {
         &Normalization::ZERO_TO_ONE,
         [224, 224, 3],
     );
-    let lm = run(mp("hand_landmark_lite"), vec![], &[&x]);
+    let lm = run(model_path("hand_landmark_lite"), vec![], &[&x]);
     c.bench_function("hand landmarks decode + next ROI", |b| {
         b.iter(|| {
             let hl = decode_hand_landmarks(black_box(&lm[0]), &lm[1], &lm[2], &lc).unwrap();
             landmarks_to_roi(&hl.points, w, h)
         })
     });
+}
 
-    // Objects: the cat.
+/// OIDv4 objects on the cat.
+fn objects(c: &mut Criterion) {
     let cat = image("chelsea.jpg");
     let det = ObjectDetector::oidv4();
     let oc = det.crop(cat.width, cat.height);
@@ -143,8 +159,10 @@ fn decoders(c: &mut Criterion) {
             })
         },
     );
+}
 
-    // Text: the book page stretched to 640x640 (BGR as RapidOCR).
+/// DB text post-processing on the book page stretched to 640x640 (BGR as RapidOCR).
+fn text(c: &mut Criterion) {
     let mut page = image("page.png");
     for px in page.data.chunks_exact_mut(4) {
         px.swap(0, 2);
@@ -164,8 +182,10 @@ fn decoders(c: &mut Criterion) {
                 .unwrap()
         })
     });
+}
 
-    // Style output to pixels.
+/// Style output to pixels.
+fn style(c: &mut Criterion) {
     let styled: Vec<f32> = (0..256 * 256 * 3)
         .map(|i| (i % 997) as f32 / 997.0)
         .collect();
