@@ -37,7 +37,7 @@ pub(crate) fn dispatch_cpu(
         return;
     };
     let worker = workers.pool.size() - workers.pool.idle();
-    let finish = d.finish(e, outbox, clock);
+    let finish = finish_of(e, d.setup, &d.model, &d.run, outbox, clock);
     let (Some(job), ModelState::Ready(c)) = (d.run.job.as_mut(), &d.model.state) else {
         sched.cpu_done(work.id, worker, now, now);
         return;

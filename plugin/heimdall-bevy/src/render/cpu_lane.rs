@@ -29,7 +29,7 @@ use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_p
 use super::finish::Finish;
 use super::models::{DnnQuery, RenderDnnReadOnlyItem};
 use super::record::RunLog;
-use super::state::{dnn_mut, name_of};
+use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
 use crate::workers::{CpuDone, WorkerPool, Workers};
@@ -278,7 +278,7 @@ impl LaneState {
                                 pixels: j.pixels.clone(),
                                 size: j.frame_size,
                                 crop: j.crop,
-                                finish: d.finish(e, out, clock),
+                                finish: finish_of(e, d.setup, d.model, d.run, out, clock),
                                 on_cpu: j.on_cpu,
                             },
                         );

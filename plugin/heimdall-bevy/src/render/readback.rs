@@ -23,7 +23,7 @@ use super::models::{
     DnnQuery, ModelState, ReadbackState, RenderDnnBundle, RenderDnns, RenderModel,
 };
 use super::schedule::Scheduler;
-use super::state::{dnn_mut, name_of};
+use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox, RenderMessage};
 use crate::bridge::readback_device::ReadbackDevice;
 use crate::clock::HeimdallClock;
@@ -293,7 +293,7 @@ pub(crate) fn map_outputs(
             .job
             .as_ref()
             .is_some_and(|j| j.readback == ReadbackState::Encoded)
-            .then(|| d.finish(e, outbox, clock))
+            .then(|| finish_of(e, d.setup, &d.model, &d.run, outbox, clock))
             .flatten()
             .map(|mut f| {
                 f.stages.submitted_ms = Some(submitted_ms);

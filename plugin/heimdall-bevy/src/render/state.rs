@@ -255,20 +255,6 @@ pub(crate) fn finish_of(
     })
 }
 
-impl RenderDnnItem<'_, '_> {
-    /// How to finish its current inference away from the render world ([`finish_of`]).
-    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
-        finish_of(dnn, self.setup, &self.model, &self.run, outbox, clock)
-    }
-}
-
-impl RenderDnnReadOnlyItem<'_, '_> {
-    /// How to finish its current inference away from the render world ([`finish_of`]).
-    pub fn finish(&self, dnn: Entity, outbox: &Outbox, clock: HeimdallClock) -> Option<Finish> {
-        finish_of(dnn, self.setup, self.model, self.run, outbox, clock)
-    }
-}
-
 /// The render world's bookkeeping of its DNNs that is no one DNN's.
 #[derive(Resource, Default)]
 pub(crate) struct RenderDnns {
