@@ -6,8 +6,8 @@
 //! slot: 60 pieces a second at 60 Hz, fewer than hands, mask and detector ask for together). So,
 //! from the end of the frame's DNN encoding (`HeimdallSettings::cpu_lend_after_encode`; else from
 //! the end of the render frame, `RenderSystems::Cleanup`) to the start of the next frame's
-//! preparation, the render world lends its coordinator to the [`CpuLane`]: a worker
-//! that finishes a piece of CPU work then reports it itself and asks the coordinator for more
+//! preparation, the render world lends its coordinator to the [`CpuLane`]: a worker that
+//! finishes a piece of CPU work then reports it itself and asks the coordinator for more
 //! (`Coordinator::schedule_cpu_only`), which it starts at once on the CPU models. Work that needs
 //! the GPU (a fallback step's inputs, the GPU's activations to resume from) is held for the next
 //! frame's encoder. The render world takes the coordinator back before it prepares the next frame
@@ -160,8 +160,9 @@ impl CpuLane {
         st.hand_out(self, 0);
     }
 
-    /// Takes the coordinator back into `coordinator` (start of a render frame): the DNNs whose inference ended while lent are free again, the others keep how far
-    /// the CPU got; returns the work that needs this frame's encoder.
+    /// Takes the coordinator back into `coordinator` (start of a render frame): the DNNs whose
+    /// inference ended while lent are free again, the others keep how far the CPU got; returns
+    /// the work that needs this frame's encoder.
     pub fn take_back(&self, coordinator: &mut Coordinator, dnns: &mut DnnQuery) -> Vec<CpuWork> {
         let mut st = self.lock();
         if !st.lent {
