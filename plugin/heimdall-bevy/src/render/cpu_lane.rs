@@ -6,8 +6,8 @@
 //! slot: 60 pieces a second at 60 Hz, fewer than hands, mask and detector ask for together). So,
 //! from the end of the frame's DNN encoding (`HeimdallSettings::cpu_lend_after_encode`; else from
 //! the end of the render frame, `RenderSystems::Cleanup`) to the start of the next frame's
-//! preparation, the render world lends its coordinator and run log to the [`CpuLane`]: a worker
-//! that finishes a piece of CPU work then reports it itself and asks the coordinator for more
+//! preparation, the render world lends its coordinator to the [`CpuLane`]: a worker that
+//! finishes a piece of CPU work then reports it itself and asks the coordinator for more
 //! (`Coordinator::schedule_cpu_only`), which it starts at once on the CPU models. Work that needs
 //! the GPU (a fallback step's inputs, the GPU's activations to resume from) is held for the next
 //! frame's encoder. The render world takes the coordinator back before it prepares the next frame
@@ -28,7 +28,7 @@ use heimdall_vision::image::{Crop, Normalization};
 use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_piece};
 use super::finish::Finish;
 use super::models::{DnnQuery, RenderDnnReadOnlyItem};
-use super::record::RunLog;
+use super::run_events::{RunEvent, RunEvents};
 use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;
@@ -64,12 +64,12 @@ struct LaneJob {
 }
 
 struct LaneState {
-    /// The render world's coordinator and log are here (between its frames).
+    /// The render world's coordinator is here (between its frames).
     lent: bool,
     /// The coordinator while lent; a spare while not (swapped, never rebuilt).
     coordinator: Coordinator,
-    /// The run log while lent; a spare while not.
-    log: RunLog,
+    /// Where the run's events go (the render world's stream).
+    events: RunEvents,
     /// The frame the work handed out now counts in (the render world's next).
     frame: u64,
     models: HashMap<ModelId, LaneModel>,
@@ -89,12 +89,13 @@ struct LaneState {
 }
 
 impl CpuLane {
-    /// A lane with a spare coordinator and log (the render world's are swapped in and out).
-    pub fn new(spare: Coordinator, log: RunLog, clock: HeimdallClock) -> Self {
+    /// A lane with a spare coordinator (the render world's is swapped in and out) that tells
+    /// the run's `events`.
+    pub fn new(spare: Coordinator, events: RunEvents, clock: HeimdallClock) -> Self {
         CpuLane(Arc::new(Mutex::new(LaneState {
             lent: false,
             coordinator: spare,
-            log,
+            events,
             frame: 0,
             models: HashMap::new(),
             jobs: HashMap::new(),
@@ -124,31 +125,19 @@ impl CpuLane {
         }
     }
 
-    /// Runs `f` on the run log in use: the lent one while the lane has it, else `own` (the
-    /// render world's): what the render world records while its log is lent goes in the log.
-    pub fn with_log<R>(&self, own: &mut RunLog, f: impl FnOnce(&mut RunLog) -> R) -> R {
-        let mut st = self.lock();
-        if st.lent {
-            f(&mut st.log)
-        } else {
-            drop(st);
-            f(own)
-        }
-    }
-
     /// Where CPU work dispatched now reports: the lane, else the workers' mailbox.
     pub fn sink(&self, workers: &Workers) -> CpuSink {
         CpuSink::with_listener(Arc::new(self.clone()), workers.done.sender())
     }
 
-    /// Lends the render world's `coordinator` and `log` to the workers (after the frame's DNN
-    /// encoding or at the end of the render frame; `frame`: the frame the work handed out counts
-    /// in; the lane's spares take their place): CPU work reported since the last decision
+    /// Lends the render world's `coordinator` to the workers (after the frame's DNN encoding or
+    /// at the end of the render frame; `frame`: the frame the work handed out counts in; the
+    /// lane's spare takes its place): CPU work reported since the last decision
     /// is taken in, and work for the free slots goes out. `dnns`: each DNN's main-world entity
     /// and render-world state.
     pub fn lend<'a>(
         &self,
-        (coordinator, log, frame): (&mut Coordinator, &mut RunLog, u64),
+        (coordinator, frame): (&mut Coordinator, u64),
         dnns: impl Iterator<Item = (Entity, RenderDnnReadOnlyItem<'a, 'a>)>,
         workers: &Workers,
         out: &Outbox,
@@ -163,7 +152,6 @@ impl CpuLane {
         st.frame = frame;
         st.refresh(dnns, out);
         std::mem::swap(&mut st.coordinator, coordinator);
-        std::mem::swap(&mut st.log, log);
         st.lent = true;
         st.lent_at = st.clock.now_ms();
         for report in workers.done.drain() {
@@ -172,24 +160,19 @@ impl CpuLane {
         st.hand_out(self, 0);
     }
 
-    /// Takes the coordinator and log back into `coordinator` and `log` (start of a render
-    /// frame): the DNNs whose inference ended while lent are free again, the others keep how far
-    /// the CPU got; returns the work that needs this frame's encoder.
-    pub fn take_back(
-        &self,
-        coordinator: &mut Coordinator,
-        log: &mut RunLog,
-        dnns: &mut DnnQuery,
-    ) -> Vec<CpuWork> {
+    /// Takes the coordinator back into `coordinator` (start of a render frame): the DNNs whose
+    /// inference ended while lent are free again, the others keep how far the CPU got; returns
+    /// the work that needs this frame's encoder.
+    pub fn take_back(&self, coordinator: &mut Coordinator, dnns: &mut DnnQuery) -> Vec<CpuWork> {
         let mut st = self.lock();
         if !st.lent {
             return Vec::new();
         }
         std::mem::swap(&mut st.coordinator, coordinator);
-        std::mem::swap(&mut st.log, log);
         st.lent = false;
         // The recording's `cpu_lend_ms` (the simulator hands out CPU work at once only then).
-        log.lent_for(st.clock.now_ms() - st.lent_at);
+        let lent_ms = st.clock.now_ms() - st.lent_at;
+        st.events.record(|| RunEvent::LentFor(lent_ms));
         for (id, j) in &st.jobs {
             let Some(m) = st.models.get(id) else { continue };
             if let Some(mut d) = dnn_mut(dnns, m.entity)
@@ -293,14 +276,13 @@ impl LaneState {
         self.jobs.retain(|id, _| live.contains(id));
     }
 
-    /// Tells the coordinator (and the run log) that `report`'s work ended.
+    /// Tells the coordinator (and the run's events) that `report`'s work ended.
     fn report(&mut self, report: CpuDone) {
         let end = report.end_ms.max(report.start_ms);
         let c = self
             .coordinator
             .cpu_done(report.work, report.worker, report.start_ms, end);
-        self.log.work_done(report.work, report.start_ms, end);
-        self.log.completed(c);
+        self.events.work_done(report.work, report.start_ms, end, c);
         self.reported.push(report);
     }
 
@@ -319,7 +301,9 @@ impl LaneState {
         if works.is_empty() {
             return;
         }
-        self.log.handed_out(self.frame, &[], &works);
+        let frame = self.frame;
+        self.events
+            .record(|| RunEvent::HandedOut(frame, works.clone()));
         for work in works {
             self.dispatch(work, &pool, lane, &done, now);
         }
@@ -338,8 +322,7 @@ impl LaneState {
         else {
             // Removed or replaced since the render world lent the lane.
             let c = self.coordinator.cpu_done(work.id, 0, now, now);
-            self.log.work_done(work.id, now, now);
-            self.log.completed(c);
+            self.events.work_done(work.id, now, now, c);
             return;
         };
         let fallback_step =

@@ -35,6 +35,7 @@ pub mod pacing;
 pub mod phases;
 pub(crate) mod readback;
 pub(crate) mod record;
+pub(crate) mod run_events;
 pub(crate) mod schedule;
 pub(crate) mod state;
 pub mod timer;
@@ -225,7 +226,9 @@ fn add_dnn_systems(render_app: &mut SubApp) {
                 )
                     .chain()
                     .in_set(HeimdallRenderSystems::Prepare),
-                schedule::plan_frame.in_set(HeimdallRenderSystems::Schedule),
+                (schedule::plan_frame, run_events::observe_run)
+                    .chain()
+                    .in_set(HeimdallRenderSystems::Schedule),
                 encode::submit_dnn_work_first
                     .run_if(encode::work_first)
                     .in_set(HeimdallRenderSystems::Encode),
@@ -301,16 +304,16 @@ fn stamp_presented(
             scene
         };
         let frame = s.frame.saturating_sub(1);
-        let lane = s.lane.clone();
-        lane.with_log(&mut s.log, |log| log.submits(frame, dnn, scene));
+        s.events
+            .record(|| run_events::RunEvent::Submits(frame, dnn, scene));
     }
     let given = shown.0.take();
     // Where the display's blanks fall, for the recording's display model.
     if let (Some(at), Some(s)) = (given, sched.as_mut()) {
-        let since = at.saturating_duration_since(heimdall_clock.start());
+        let since = HeimdallClock::ms(at.saturating_duration_since(heimdall_clock.start()));
         let frame = s.frame.saturating_sub(1);
-        let lane = s.lane.clone();
-        lane.with_log(&mut s.log, |log| log.shown(frame, HeimdallClock::ms(since)));
+        s.events
+            .record(|| run_events::RunEvent::Shown(frame, since));
     }
     let at = given.unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));
@@ -346,7 +349,11 @@ fn install(world: &mut World) {
         .send(RenderMessage::Backend(info));
     world.insert_resource(backend);
     let clock = *world.resource::<HeimdallClock>();
-    world.insert_resource(schedule::Scheduler::new(&settings, gpu, clock));
+    let sched = schedule::Scheduler::new(&settings, gpu, clock);
+    // The run's events and their observer, new with the coordinator.
+    world.insert_resource(record::RunLog::new(sched.coordinator.config()));
+    world.insert_resource(sched.events.clone());
+    world.insert_resource(sched);
     world.insert_resource(live_settings::AppliedSettings::of(&settings));
     // Every DNN compiles again for the new device (its render entity stays, as extracted).
     let compiled: Vec<Entity> = world

@@ -22,6 +22,7 @@ use super::guard::GuardPhase;
 use super::models::{
     DnnQuery, ModelState, ReadbackState, RenderDnnBundle, RenderDnns, RenderModel,
 };
+use super::run_events::RunEvent;
 use super::schedule::Scheduler;
 use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox, RenderMessage};
@@ -411,7 +412,7 @@ pub(crate) fn collect_outputs(
             d.run.job = None;
             // The recording's hit rate of this inference, before it completes there.
             if let (Some(hit), Some(id)) = (done.cache_hit, d.model.model_id) {
-                sched.log.recorder.cache_hit(id, hit);
+                sched.events.record(|| RunEvent::CacheHit(id, hit));
             }
             // Read outputs mean the GPU finished the whole inference: the coordinator frees the
             // model now, not when the frame's timestamps come back (after the scene), which

@@ -4,6 +4,9 @@
 //! (issue #15: the simulator checked against a real run). Also the coordinator's own latency of
 //! every inference (admission → last op, as the simulator measures it), for `stats.json`.
 //!
+//! It observes the run's events (`run_events.rs`): the render world and the CPU lane send them,
+//! `observe_run` hands them over once a frame, after the decision.
+//!
 //! An inference's chunk times come back after it completed (the outputs are read before the
 //! frame's timestamps), so they are kept per inference until every piece has reported and only
 //! then handed to the recorder, in order, followed by its end.
@@ -70,7 +73,9 @@ struct WorkInfo {
     frame: u64,
 }
 
-/// The render world's record of the run (inside [`super::schedule::Scheduler`]).
+/// The render world's record of the run: the observer of the run's events
+/// (`render/run_events.rs`), a render-world resource.
+#[derive(bevy::prelude::Resource)]
 pub(crate) struct RunLog {
     /// Knows the DNNs from the start (`add_model` as the coordinator registers them,
     /// `remove_model` when a guarded model replaces one); records frames, requests and

@@ -26,15 +26,14 @@ use super::models::{
     Compiled, DnnQuery, Job, ModelState, ReadbackState, RenderDnnItem, RenderDnns,
 };
 use super::pacing::PacingMargin;
-use super::record::RunLog;
-use super::state::{DnnReadQuery, dnn_mut, entity_of};
+use super::run_events::{RegisteredModel, RunEvent, RunEvents};
+use super::state::{DnnReadQuery, dnn_mut};
 use super::timer::{FrameMarks, FrameTimer};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::camera::{ExtractedFrame, ExtractedFrames};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement, RateShortfall};
 use crate::requests::ExtractedRequests;
-use crate::results::RecordedRun;
 use crate::settings::{CoordinationMode, HeimdallSettings};
 use crate::stats::FrameRecord;
 use crate::workers::Workers;
@@ -51,8 +50,9 @@ pub(crate) struct Scheduler {
     pub timed: HashMap<u64, (f64, Vec<(WorkId, f64)>)>,
     /// The margin learned from the wall clock (`Heimdall` mode with `adaptive_margin`).
     pub pacing: PacingMargin,
-    /// The run as the simulator will replay it, and each inference's scheduler latency.
-    pub log: RunLog,
+    /// Where the run's events go (`render/run_events.rs`: the recording and the scheduler
+    /// latencies observe them).
+    pub events: RunEvents,
     /// Each DNN's placement as last sent to the main world, and the plan it came from.
     placements: Placements,
     /// Where the coordinator goes between frames, to hand out CPU work as workers finish.
@@ -79,14 +79,15 @@ impl Scheduler {
         cfg.offload_resumes_from_gpu = false;
         let policy = settings.coordinator_policy().build();
         let spare = Coordinator::new(cfg, Box::new(heimdall_coordinator::policy::MaxTotalUtility));
-        let lane = CpuLane::new(spare, RunLog::new(&cfg), clock);
+        let events = RunEvents::default();
+        let lane = CpuLane::new(spare, events.clone(), clock);
         Scheduler {
             coordinator: Coordinator::new(cfg, policy),
             frame: 0,
             untimed: Vec::new(),
             timed: HashMap::new(),
             pacing: PacingMargin::default(),
-            log: RunLog::new(&cfg),
+            events,
             placements: Placements::default(),
             lane,
             held_cpu: Vec::new(),
@@ -116,24 +117,23 @@ impl Scheduler {
         }
     }
 
-    /// Reports GPU work `id` done (see [`Coordinator::gpu_done`]), to the run's log too.
+    /// Reports GPU work `id` done (see [`Coordinator::gpu_done`]), to the run's events too.
     pub fn gpu_done(&mut self, id: WorkId, start_ms: f64, end_ms: f64) {
         let c = self.coordinator.gpu_done(id, start_ms, end_ms);
-        self.log.work_done(id, start_ms, end_ms);
-        self.log.completed(c);
+        self.events.work_done(id, start_ms, end_ms, c);
     }
 
-    /// Reports CPU work `id` of `worker` done (see [`Coordinator::cpu_done`]), to the log too.
+    /// Reports CPU work `id` of `worker` done (see [`Coordinator::cpu_done`]), to the events
+    /// too.
     pub fn cpu_done(&mut self, id: WorkId, worker: usize, start_ms: f64, end_ms: f64) {
         let c = self.coordinator.cpu_done(id, worker, start_ms, end_ms);
-        self.log.work_done(id, start_ms, end_ms);
-        self.log.completed(c);
+        self.events.work_done(id, start_ms, end_ms, c);
     }
 
     /// `model`'s outputs were read at `at_ms` (see [`Coordinator::gpu_outputs_read`]).
     pub fn gpu_outputs_read(&mut self, model: ModelId, at_ms: f64) {
         let c = self.coordinator.gpu_outputs_read(model, at_ms);
-        self.log.completed(c);
+        self.events.completed(c);
     }
 
     /// Feeds one frame's timestamps back: the scene's GPU time and each chunk's.
@@ -142,7 +142,7 @@ impl Scheduler {
             return;
         };
         let scene = marks.scene_ms();
-        self.log.scene(marks.frame, scene);
+        self.events.record(|| RunEvent::Scene(marks.frame, scene));
         if heimdall_mode {
             self.coordinator.observe_render(scene);
         }
@@ -302,11 +302,14 @@ pub(crate) fn plan_frame(
     if inputs.recording.start {
         let cfg = *sched.coordinator.config();
         sched
-            .log
-            .start(&cfg, settings.dnn_work_first, settings.free_at_readback);
+            .events
+            .start(cfg, settings.dnn_work_first, settings.free_at_readback);
     }
     // The setting is read every frame (`render/cpu_lane.rs`): the recording says how it was.
-    sched.log.set_cpu_on_completion(settings.cpu_on_completion);
+    let on_completion = settings.cpu_on_completion;
+    sched
+        .events
+        .record(|| RunEvent::CpuOnCompletion(on_completion));
     take_requests(sched, &mut dnns, &inputs, now);
     // `FollowDisplay`: the budget follows the primary monitor's refresh rate once known.
     let hz = settings.frame_rate_hz(inputs.display.0);
@@ -335,7 +338,7 @@ fn retire_models(
 ) {
     for old in super::guard::swap_when_idle(dnns, guards, book, outbox) {
         sched.coordinator.retire(old);
-        sched.log.recorder.remove_model(old);
+        sched.events.send(RunEvent::Retired(old));
     }
     for old in std::mem::take(&mut book.removed) {
         sched.coordinator.retire(old);
@@ -353,39 +356,41 @@ fn register_model(sched: &mut Scheduler, d: &mut RenderDnnItem) {
         d.setup.utility,
         d.setup.deadline_ms,
     );
-    sched.log.recorder.add_model(
-        id,
-        &d.setup.name,
-        &c.costs,
-        d.setup.deadline_ms,
-        d.setup.utility,
-    );
     // Its CPU model's threads (the slots a CPU inference occupies) and their measured
     // speedup (`render/models.rs`); whether the app asks for it on demand.
     sched
         .coordinator
         .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
-    sched
-        .log
-        .recorder
-        .set_cpu_parallelism(id, c.cpu_threads, c.cpu_speedup);
     sched.coordinator.set_on_demand(id, d.setup.on_demand);
-    sched.log.recorder.set_on_demand(id, d.setup.on_demand);
     // Where an offloaded inference can go on from the GPU's activations
     // (`render/cpu.rs` downloads them); elsewhere it starts again from its input.
-    if let Some(g) = &c.gpu {
-        let steps = g.resume().steps();
-        sched.coordinator.set_resumable_steps(id, Some(&steps));
-        sched.log.recorder.set_resumable_steps(id, Some(&steps));
+    let resumable_steps = c.gpu.as_ref().map(|g| g.resume().steps());
+    if let Some(steps) = &resumable_steps {
+        sched.coordinator.set_resumable_steps(id, Some(steps));
     }
     let (cached, spec) = conv_cache_spec(c);
-    if !cached.is_empty() {
-        // The recording carries it too: the simulator's costs follow the cache as these do.
-        sched.log.recorder.set_conv_cache(id, Some(&spec));
-        if let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec)) {
-            warn!("heimdall: {}: conv cache costs: {e}", d.setup.name);
-        }
+    let conv_cache = (!cached.is_empty()).then_some(spec);
+    if let Some(spec) = &conv_cache
+        && let Err(e) = sched.coordinator.set_conv_cache(id, Some(spec.clone()))
+    {
+        warn!("heimdall: {}: conv cache costs: {e}", d.setup.name);
     }
+    // The recording knows every model from the start (the simulator's costs follow the cache
+    // as the coordinator's do).
+    sched
+        .events
+        .send(RunEvent::Registered(Box::new(RegisteredModel {
+            id,
+            name: d.setup.name.clone(),
+            costs: c.costs.clone(),
+            deadline_ms: d.setup.deadline_ms,
+            utility: d.setup.utility,
+            cpu_threads: c.cpu_threads,
+            cpu_speedup: c.cpu_speedup,
+            on_demand: d.setup.on_demand,
+            resumable_steps,
+            conv_cache,
+        })));
     d.model.model_id = Some(id);
 }
 
@@ -426,7 +431,10 @@ fn take_requests(sched: &mut Scheduler, dnns: &mut DnnQuery, inputs: &FrameInput
                 sched.coordinator.requested(id, now);
             }
             if let (Some(id), Some(f)) = (d.model.model_id, inputs.frames.0.get(&d.setup.source)) {
-                sched.log.request(id, f.capture_ms, f.content_variation);
+                let (capture, variation) = (f.capture_ms, f.content_variation);
+                sched
+                    .events
+                    .record(|| RunEvent::Request(id, capture, variation));
             }
         }
     }
@@ -498,7 +506,7 @@ fn start_inference(
         content_variation: frame.content_variation,
     };
     sched.coordinator.submit(id, request, now);
-    sched.log.admitted(id);
+    sched.events.record(|| RunEvent::Admitted(id));
 }
 
 /// Binds the frame's texture to a ready DNN's GPU preprocessing and sets its crop: the texture
@@ -574,8 +582,8 @@ fn gpu_window(
 }
 
 /// Asks the coordinator for this frame's work in `window` (CPU work for the idle workers the
-/// lane's held work leaves), sends the main world what the recording measured, the recording
-/// and the trace when asked, and the placements, and fills the [`FramePlan`].
+/// lane's held work leaves), tells the run's events, sends the main world the trace when asked
+/// and the placements, and fills the [`FramePlan`].
 #[allow(clippy::too_many_arguments)]
 fn decide(
     sched: &mut Scheduler,
@@ -595,16 +603,9 @@ fn decide(
         .schedule(now, Event::FrameRendered, window, idle);
     sched.pacing.planned(!decision.gpu.is_empty());
     let frame = sched.frame;
-    sched.log.planned(frame, now, &decision.gpu, &decision.cpu);
-    send_measured(sched, dnns, outbox);
-    if inputs.recording.export
-        && let Some((scenario, replay)) = sched.log.export()
-    {
-        outbox.send(RenderMessage::Recording(Box::new(RecordedRun {
-            scenario_json: scenario,
-            replay_json: replay,
-        })));
-    }
+    sched
+        .events
+        .record(|| RunEvent::Planned(frame, now, decision.gpu.clone(), decision.cpu.clone()));
     sched.report_placements(dnns, now, outbox);
     let mut cpu = std::mem::take(&mut sched.held_cpu);
     cpu.extend(decision.cpu);
@@ -617,20 +618,6 @@ fn decide(
         outbox.send(RenderMessage::Trace(
             sched.coordinator.timeline().to_chrome_trace_string(),
         ));
-    }
-}
-
-/// Sends the main world the scheduler latencies and readback times the run's log measured.
-fn send_measured(sched: &mut Scheduler, dnns: &DnnQuery, outbox: &Outbox) {
-    for (model, latency_ms) in sched.log.latencies.drain(..) {
-        if let Some(dnn) = entity_of(dnns, model) {
-            outbox.send(RenderMessage::Scheduled { dnn, latency_ms });
-        }
-    }
-    for (model, ms) in sched.log.measured_readbacks.drain(..) {
-        if let Some(dnn) = entity_of(dnns, model) {
-            outbox.send(RenderMessage::Readback { dnn, ms });
-        }
     }
 }
 
@@ -651,13 +638,10 @@ pub(crate) fn lend_cpu_lane(
     }
     let lane = sched.lane.clone();
     let Scheduler {
-        coordinator,
-        log,
-        frame,
-        ..
+        coordinator, frame, ..
     } = &mut *sched;
     let dnns = dnns.iter().map(|(m, d)| (m.id(), d));
-    lane.lend((coordinator, log, *frame), dnns, &workers, &outbox);
+    lane.lend((coordinator, *frame), dnns, &workers, &outbox);
 }
 
 /// Whether the coordinator is lent to the CPU lane from the end of the frame's DNN encoding (a
@@ -670,10 +654,7 @@ pub(crate) fn lend_after_encode(settings: Res<HeimdallSettings>) -> bool {
 /// lane handed out that needs this frame's encoder goes out with this frame's.
 pub(crate) fn take_back_cpu_lane(mut sched: ResMut<Scheduler>, mut dnns: DnnQuery) {
     let lane = sched.lane.clone();
-    let Scheduler {
-        coordinator, log, ..
-    } = &mut *sched;
-    let held = lane.take_back(coordinator, log, &mut dnns);
+    let held = lane.take_back(&mut sched.coordinator, &mut dnns);
     sched.held_cpu.extend(held);
 }
 

@@ -283,13 +283,6 @@ pub(crate) fn dnn_mut<'a, 's>(
         .map(|(_, d)| d)
 }
 
-/// The main-world entity of the DNN the coordinator knows as `model`.
-pub(crate) fn entity_of(dnns: &DnnQuery, model: ModelId) -> Option<Entity> {
-    dnns.iter()
-        .find(|(_, d)| d.model.model_id == Some(model))
-        .map(|(m, _)| m.id())
-}
-
 /// The DNN the coordinator knows as `model`: its main-world entity and render-world state.
 pub(crate) fn dnn_of_model<'a, 's>(
     dnns: &'a mut DnnQuery<'_, 's>,
