@@ -86,7 +86,7 @@ impl Plugin for HeimdallPacingPlugin {
             .init_resource::<CameraPhaseLock>()
             .add_systems(
                 First,
-                start_frame.before(crate::main_phases::update_started),
+                start_frame.before(crate::stats::main_phases::update_started),
             )
             .add_systems(Last, end_frame.after(crate::stats::record_frame));
     }

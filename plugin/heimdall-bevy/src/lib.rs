@@ -70,15 +70,12 @@ pub mod dnn;
 pub mod faults;
 pub mod frame_start;
 pub mod guard;
-mod history;
-mod main_phases;
 #[cfg(feature = "overlay")]
 pub mod overlay;
 pub mod render;
 pub mod requests;
 pub mod results;
 pub mod settings;
-pub mod stages;
 mod start_delay;
 pub mod stats;
 mod systems;
@@ -196,8 +193,8 @@ impl Plugin for HeimdallPlugin {
                 requests::issue_requests.in_set(HeimdallSystems::Requests),
             )
             .add_systems(Last, (stats::record_frame, device::count_render_errors))
-            .init_resource::<main_phases::MainClock>()
-            .add_systems(First, main_phases::update_started)
+            .init_resource::<stats::main_phases::MainClock>()
+            .add_systems(First, stats::main_phases::update_started)
             .add_systems(
                 PreUpdate,
                 diagnostics::publish.after(HeimdallSystems::Results),
@@ -205,15 +202,15 @@ impl Plugin for HeimdallPlugin {
             .add_systems(
                 PreUpdate,
                 (
-                    main_phases::ours_begin.before(HeimdallSystems::Results),
-                    main_phases::ours_end.after(HeimdallSystems::Camera),
+                    stats::main_phases::ours_begin.before(HeimdallSystems::Results),
+                    stats::main_phases::ours_end.after(HeimdallSystems::Camera),
                 ),
             )
             .add_systems(
                 PostUpdate,
                 (
-                    main_phases::ours_begin.before(HeimdallSystems::Results),
-                    main_phases::ours_end.after(HeimdallSystems::Requests),
+                    stats::main_phases::ours_begin.before(HeimdallSystems::Results),
+                    stats::main_phases::ours_end.after(HeimdallSystems::Requests),
                 ),
             );
         results::receive::add_late_delivery(app);

@@ -2,6 +2,11 @@
 //! headline: frames on time by wall clock), each model's latency (camera capture to result in the
 //! main world) and rate, and, as a named proxy beside them, what the GPU timestamps measured per
 //! frame (scene passes and DNN chunks). [`HeimdallStats::to_json`] summarises a run.
+//!
+//! The main world's measurement lives here: the statistics fold the stream of measurements the
+//! results and the render world's messages make (`feed.rs`), in bounded histories
+//! (`history.rs`); a result's latency by stage (`stages.rs`), the CPU runs' times
+//! (`cpu_runs.rs`) and the main world's own update time (`main_phases.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,16 +20,19 @@ use crate::bridge::phases::{FramePhases, PHASES};
 use crate::clock::HeimdallClock;
 use crate::dnn::{Backend, DnnPlacement};
 use crate::guard::GuardStatus;
-pub use crate::history::MAX_HISTORY;
-use crate::history::{history, low_summary, summary, trim, trim_to};
 use crate::settings::HeimdallSettings;
-use crate::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
+pub use crate::stats::history::MAX_HISTORY;
+use crate::stats::history::{history, low_summary, summary, trim, trim_to};
+use crate::stats::stages::{LatencyStages, STAGE_HISTORY, StageTimes};
 
 pub(crate) use cpu_runs::thread_sched_ms;
 pub use cpu_runs::{CPU_RUN_HISTORY, CpuRunTimes, CpuRuns};
 
 mod cpu_runs;
 mod feed;
+pub(crate) mod history;
+pub(crate) mod main_phases;
+pub mod stages;
 pub(crate) use feed::{Measured, ResultMeasured, record_measurements};
 
 /// What the GPU did in one frame (from its timestamps).
@@ -105,7 +113,7 @@ pub struct ModelStats {
     pub stages: LatencyStages,
     /// The coordinator's latency of its latest inferences: admission to last op (outputs read,
     /// or the CPU's end), ms, as `heimdall simulate` measures it (a proxy of the scheduler's
-    /// part, not what the user sees; the latest [`crate::stages::STAGE_HISTORY`]).
+    /// part, not what the user sees; the latest [`crate::stats::stages::STAGE_HISTORY`]).
     pub scheduled_ms: Vec<f64>,
     /// While a run is recorded: its latest GPU inferences' readbacks, from the end of the GPU
     /// work of the submission holding their last chunk to their outputs read, ms (a proxy: the
@@ -721,7 +729,7 @@ fn phase_summaries(frames: &[FramePhases]) -> Value {
 /// Records the main world's update interval.
 pub(crate) fn record_frame(
     mut stats: ResMut<HeimdallStats>,
-    mut main: ResMut<crate::main_phases::MainClock>,
+    mut main: ResMut<crate::stats::main_phases::MainClock>,
     clock: Res<HeimdallClock>,
     settings: Res<HeimdallSettings>,
     monitors: Query<&bevy::window::Monitor, With<bevy::window::PrimaryMonitor>>,

@@ -16,8 +16,8 @@ use crate::dnn::{Backend, DnnError, DnnPlacement, DnnStatus};
 use crate::faults::{HeimdallFaults, RESULTS_QUEUE};
 use crate::guard::GuardStatus;
 use crate::results::{HeimdallBackend, RecordedRun};
-use crate::stages::StageTimes;
 use crate::stats::FrameRecord;
+use crate::stats::stages::StageTimes;
 
 /// A finished inference on its way to the main world.
 pub(crate) struct FinishedInference {

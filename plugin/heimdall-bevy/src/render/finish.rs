@@ -14,7 +14,7 @@ use crate::camera::FramePins;
 use crate::clock::HeimdallClock;
 use crate::decoder::{DecodeInput, DecoderHandle};
 use crate::dnn::Backend;
-use crate::stages::StageTimes;
+use crate::stats::stages::StageTimes;
 
 /// What is needed to finish an inference away from the render world.
 #[derive(Clone)]

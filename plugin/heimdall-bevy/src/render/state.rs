@@ -34,7 +34,7 @@ use crate::clock::HeimdallClock;
 use crate::decoder::DecoderHandle;
 use crate::dnn::{ConvCache, DnnError};
 use crate::settings::HeimdallSettings;
-use crate::stages::StageTimes;
+use crate::stats::stages::StageTimes;
 
 /// A [`Dnn`] as the render world sees it: a component of its render entity, extracted every
 /// frame.

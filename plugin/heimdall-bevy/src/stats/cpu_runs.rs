@@ -12,7 +12,7 @@
 use heimdall_cpu::PoolCounters;
 use serde_json::{Value, json};
 
-use crate::history::{summary, trim_to};
+use crate::stats::history::{summary, trim_to};
 
 /// Runs each history keeps (the latest).
 pub const CPU_RUN_HISTORY: usize = 1024;

@@ -15,7 +15,7 @@ use crate::bridge::channel::ConvCacheRun;
 use crate::bridge::phases::FramePhases;
 use crate::dnn::{Backend, Dnn, DnnPlacement};
 use crate::guard::GuardStatus;
-use crate::stages::StageTimes;
+use crate::stats::stages::StageTimes;
 
 /// One measurement, in the order the main world received it.
 #[derive(Message, Clone, Debug)]

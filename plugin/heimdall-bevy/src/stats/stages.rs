@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::history::{summary, trim_to};
+use crate::stats::history::{summary, trim_to};
 
 /// When an inference passed each stage (ms on the plugin's clock, [`crate::clock::HeimdallClock`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
