@@ -410,12 +410,13 @@ fn median(v: &[f64]) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use heimdall_coordinator::{FrameBudget, Request, StepCost, UtilityParams};
 
     use super::*;
 
-    fn gpu(id: u64, model: ModelId, ops: Range<usize>) -> GpuWork {
+    /// GPU work `id` of `model`'s `ops` (1 ms estimated).
+    pub(crate) fn gpu(id: u64, model: ModelId, ops: Range<usize>) -> GpuWork {
         GpuWork {
             id: WorkId(id),
             model,

@@ -241,26 +241,13 @@ fn entity_of(dnns: &Query<(&MainEntity, &RenderModel)>, model: ModelId) -> Optio
 
 #[cfg(test)]
 mod tests {
-    use std::ops::Range;
-
     use heimdall_coordinator::{FrameBudget, Request};
 
+    use super::super::record::tests::gpu;
     use super::*;
 
     fn cfg() -> CoordinatorConfig {
         CoordinatorConfig::new(FrameBudget::new(60.0, 2.0, 1.0, 0.5))
-    }
-
-    fn gpu(id: u64, model: ModelId, ops: Range<usize>) -> GpuWork {
-        GpuWork {
-            id: WorkId(id),
-            model,
-            ops,
-            est_ms: 1.0,
-            planned_start_ms: 0.0,
-            oversized: false,
-            deadline_override: false,
-        }
     }
 
     fn done(model: ModelId, finished_ms: f64) -> Completion {
