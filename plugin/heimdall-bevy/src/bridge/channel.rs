@@ -88,7 +88,7 @@ pub(crate) enum RenderMessage {
         latency_ms: f64,
     },
     /// While recording: a GPU inference of `dnn` had its outputs read `ms` after its
-    /// submission's GPU work ended (`render/record.rs`).
+    /// submission's GPU work ended (`render/recording/log.rs`).
     Readback {
         /// The DNN.
         dnn: Entity,

@@ -28,7 +28,7 @@ use heimdall_vision::image::{Crop, Normalization};
 use super::cpu_run::{CpuInput, CpuListener, CpuSink, SharedCpuModel, start_cpu_piece};
 use super::finish::Finish;
 use super::models::{DnnQuery, RenderDnnReadOnlyItem};
-use super::run_events::{RunEvent, RunEvents};
+use super::recording::{RunEvent, RunEvents};
 use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{Outbox, RenderMessage};
 use crate::clock::HeimdallClock;

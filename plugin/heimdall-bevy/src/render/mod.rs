@@ -34,8 +34,7 @@ pub(crate) mod models;
 pub mod pacing;
 pub mod phases;
 pub(crate) mod readback;
-pub(crate) mod record;
-pub(crate) mod run_events;
+pub(crate) mod recording;
 pub(crate) mod schedule;
 pub(crate) mod state;
 pub mod timer;
@@ -226,7 +225,7 @@ fn add_dnn_systems(render_app: &mut SubApp) {
                 )
                     .chain()
                     .in_set(HeimdallRenderSystems::Prepare),
-                (schedule::plan_frame, run_events::observe_run)
+                (schedule::plan_frame, recording::observe_run)
                     .chain()
                     .in_set(HeimdallRenderSystems::Schedule),
                 encode::submit_dnn_work_first
@@ -305,15 +304,14 @@ fn stamp_presented(
         };
         let frame = s.frame.saturating_sub(1);
         s.events
-            .record(|| run_events::RunEvent::Submits(frame, dnn, scene));
+            .record(|| recording::RunEvent::Submits(frame, dnn, scene));
     }
     let given = shown.0.take();
     // Where the display's blanks fall, for the recording's display model.
     if let (Some(at), Some(s)) = (given, sched.as_mut()) {
         let since = HeimdallClock::ms(at.saturating_duration_since(heimdall_clock.start()));
         let frame = s.frame.saturating_sub(1);
-        s.events
-            .record(|| run_events::RunEvent::Shown(frame, since));
+        s.events.record(|| recording::RunEvent::Shown(frame, since));
     }
     let at = given.unwrap_or(now);
     outbox.send(RenderMessage::Presented(at, phases));
@@ -351,7 +349,7 @@ fn install(world: &mut World) {
     let clock = *world.resource::<HeimdallClock>();
     let sched = schedule::Scheduler::new(&settings, gpu, clock);
     // The run's events and their observer, new with the coordinator.
-    world.insert_resource(record::RunLog::new(sched.coordinator.config()));
+    world.insert_resource(recording::RunLog::new(sched.coordinator.config()));
     world.insert_resource(sched.events.clone());
     world.insert_resource(sched);
     world.insert_resource(live_settings::AppliedSettings::of(&settings));

@@ -22,7 +22,7 @@ use super::guard::GuardPhase;
 use super::models::{
     DnnQuery, ModelState, ReadbackState, RenderDnnBundle, RenderDnns, RenderModel,
 };
-use super::run_events::RunEvent;
+use super::recording::RunEvent;
 use super::schedule::Scheduler;
 use super::state::{dnn_mut, finish_of, name_of};
 use crate::bridge::channel::{ConvCacheRun, FailedDnns, Outbox, RenderMessage};

@@ -26,7 +26,7 @@ use super::models::{
     Compiled, DnnQuery, Job, ModelState, ReadbackState, RenderDnnItem, RenderDnns,
 };
 use super::pacing::PacingMargin;
-use super::run_events::{RegisteredModel, RunEvent, RunEvents};
+use super::recording::{RegisteredModel, RunEvent, RunEvents};
 use super::state::{DnnReadQuery, dnn_mut};
 use super::timer::{FrameMarks, FrameTimer};
 use crate::bridge::channel::{Outbox, RenderMessage};
@@ -50,7 +50,7 @@ pub(crate) struct Scheduler {
     pub timed: HashMap<u64, (f64, Vec<(WorkId, f64)>)>,
     /// The margin learned from the wall clock (`Heimdall` mode with `adaptive_margin`).
     pub pacing: PacingMargin,
-    /// Where the run's events go (`render/run_events.rs`: the recording and the scheduler
+    /// Where the run's events go (`render/recording/events.rs`: the recording and the scheduler
     /// latencies observe them).
     pub events: RunEvents,
     /// Each DNN's placement as last sent to the main world, and the plan it came from.

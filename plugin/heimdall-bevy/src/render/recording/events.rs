@@ -4,7 +4,7 @@
 //! The frame path says what happened (a model registered, a request, an admission, the work a
 //! frame planned, work done with its measured times, a completion, the GPU's scene time, when a
 //! frame was submitted and shown) and nothing else: it does not know who listens. The observer,
-//! [`RunLog`] (`record.rs`), turns the stream into the simulator's recording and into the
+//! [`RunLog`] (`log.rs`), turns the stream into the simulator's recording and into the
 //! scheduler's latencies and readbacks for `stats.json`; [`observe_run`] drains the stream once a
 //! frame, after the frame's decision, and sends the main world what it measured.
 //!
@@ -24,10 +24,10 @@ use heimdall_coordinator::{
     WorkId,
 };
 
-use super::extract::ExtractedRecording;
-use super::record::RunLog;
-use super::state::RenderModel;
+use super::log::RunLog;
 use crate::bridge::channel::{Outbox, RenderMessage};
+use crate::render::extract::ExtractedRecording;
+use crate::render::state::RenderModel;
 use crate::results::RecordedRun;
 
 /// A model the coordinator registered: what the recording's scenario says of it.
@@ -243,7 +243,7 @@ fn entity_of(dnns: &Query<(&MainEntity, &RenderModel)>, model: ModelId) -> Optio
 mod tests {
     use heimdall_coordinator::{FrameBudget, Request};
 
-    use super::super::record::tests::gpu;
+    use super::super::log::tests::gpu;
     use super::*;
 
     fn cfg() -> CoordinatorConfig {

@@ -4,7 +4,7 @@
 //! (issue #15: the simulator checked against a real run). Also the coordinator's own latency of
 //! every inference (admission → last op, as the simulator measures it), for `stats.json`.
 //!
-//! It observes the run's events (`run_events.rs`): the render world and the CPU lane send them,
+//! It observes the run's events (`events.rs`): the render world and the CPU lane send them,
 //! `observe_run` hands them over once a frame, after the decision.
 //!
 //! An inference's chunk times come back after it completed (the outputs are read before the
@@ -74,7 +74,7 @@ struct WorkInfo {
 }
 
 /// The render world's record of the run: the observer of the run's events
-/// (`render/run_events.rs`), a render-world resource.
+/// (`render/recording/events.rs`), a render-world resource.
 #[derive(bevy::prelude::Resource)]
 pub(crate) struct RunLog {
     /// Knows the DNNs from the start (`add_model` as the coordinator registers them,
