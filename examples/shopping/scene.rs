@@ -117,8 +117,7 @@ impl Plugin for ShoppingScene {
                 )
                     .chain()
                     .after(ArViewSystems),
-            )
-            .add_systems(Update, hand_deadlines);
+            );
         couch::build(app);
         style::build(app);
     }
@@ -221,18 +220,19 @@ fn spawn_continuous_dnns(
             .with_deadline(Duration::from_millis(150)),
         )
         .id();
-    let palms = spawn_hand_tracking(
+    // Landmarks 50 ms (the hands drive the couch), palm detection 100 ms.
+    let palms = spawn_hand_tracking_with(
         commands,
         camera,
         asset_server.load("models/palm_detection_lite.tflite"),
         asset_server.load("models/hand_landmark_lite.tflite"),
-        2,
+        &HandTrackingOptions {
+            max_hands: 2,
+            palm_deadline: Some(Duration::from_millis(100)),
+            landmark_deadline: Some(Duration::from_millis(50)),
+            search_interval: args.palm_search_interval(),
+        },
     );
-    let search = args.palm_search_interval();
-    commands
-        .entity(palms)
-        .entry::<HandTracking>()
-        .and_modify(move |mut t| t.search_interval = search);
     for _ in 0..args.extra_models {
         commands.spawn(
             Dnn::new(
@@ -267,32 +267,6 @@ fn spawn_style_dnn(
         )
         .observe(style::on_style)
         .id()
-}
-
-/// The hand DNNs' deadlines, once `spawn_hand_tracking`'s entities exist: landmarks 50 ms (the
-/// hands drive the couch), palm detection 100 ms.
-fn hand_deadlines(
-    sensors: Option<Res<Sensors>>,
-    mut done: Local<bool>,
-    tracking: Query<&HandTracking>,
-    mut dnns: Query<&mut Dnn>,
-) {
-    let Some(sensors) = sensors else { return };
-    if *done {
-        return;
-    }
-    let Ok(t) = tracking.get(sensors.palms) else {
-        return;
-    };
-    for &h in &t.hands {
-        if let Ok(mut d) = dnns.get_mut(h) {
-            d.deadline = Some(Duration::from_millis(50));
-        }
-    }
-    if let Ok(mut d) = dnns.get_mut(sensors.palms) {
-        d.deadline = Some(Duration::from_millis(100));
-    }
-    *done = true;
 }
 
 /// The app's entries of `stats.json`: the couch (where, placed by whom, its box on screen),

@@ -106,9 +106,10 @@ pub mod prelude {
     pub use crate::decoder::{DecodeError, DecodeInput, DnnDecoder};
     pub use crate::decoders::{
         DetectedObjects, FaceDecoder, FaceDetections, FaceMeshDecoder, FaceMeshResult,
-        HandLandmarkDecoder, HandTracking, HandTrackingPlugin, ObjectDecoder, PalmDecoder,
-        PalmDetections, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage, TextDecoder,
-        TextRegions, TrackedHand, spawn_hand_tracking, style_transfer_model, text_detection_model,
+        HandLandmarkDecoder, HandTracking, HandTrackingOptions, HandTrackingPlugin, ObjectDecoder,
+        PalmDecoder, PalmDetections, PersonMask, PersonMaskDecoder, StyleDecoder, StylizedImage,
+        TextDecoder, TextRegions, TrackedHand, spawn_hand_tracking, spawn_hand_tracking_with,
+        style_transfer_model, text_detection_model,
     };
     pub use crate::dnn::{
         Backend, ConvCache, CpuFallback, Dnn, DnnError, DnnFailed, DnnOutput, DnnPlacement,

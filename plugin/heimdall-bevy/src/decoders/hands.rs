@@ -315,10 +315,33 @@ fn track_hands(
     }
 }
 
-/// Spawns MediaPipe's hand tracking on `camera` for up to `max_hands` hands: the palm detector
-/// (letterboxed, `[0, 1]`, on demand, [`PalmDecoder`], [`HandTracking`]) and one landmark DNN
-/// per hand (`[0, 1]`, its own ROI, [`HandLandmarkDecoder`]). Returns the palm detector's
-/// entity; the hands are its [`HandTracking::hands`]. Needs [`HandTrackingPlugin`].
+/// How [`spawn_hand_tracking_with`] sets up MediaPipe's hand tracking.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandTrackingOptions {
+    /// Hands tracked at most (MediaPipe's `max_num_hands`): one landmark DNN each.
+    pub max_hands: usize,
+    /// The palm detector's deadline ([`Dnn::deadline`]; `None`: the plugin's default).
+    pub palm_deadline: Option<Duration>,
+    /// Each landmark DNN's deadline (`None`: the plugin's default).
+    pub landmark_deadline: Option<Duration>,
+    /// [`HandTracking::search_interval`].
+    pub search_interval: Duration,
+}
+
+impl Default for HandTrackingOptions {
+    /// Two hands (MediaPipe's default), the plugin's deadlines, [`DEFAULT_SEARCH_INTERVAL`].
+    fn default() -> Self {
+        HandTrackingOptions {
+            max_hands: 2,
+            palm_deadline: None,
+            landmark_deadline: None,
+            search_interval: DEFAULT_SEARCH_INTERVAL,
+        }
+    }
+}
+
+/// Spawns MediaPipe's hand tracking on `camera` for up to `max_hands` hands with the other
+/// [`HandTrackingOptions`] at their defaults ([`spawn_hand_tracking_with`]).
 pub fn spawn_hand_tracking(
     commands: &mut Commands,
     camera: Entity,
@@ -326,28 +349,46 @@ pub fn spawn_hand_tracking(
     landmark_model: Handle<DnnModel>,
     max_hands: usize,
 ) -> Entity {
-    let hands: Vec<Entity> = (0..max_hands)
+    let options = HandTrackingOptions {
+        max_hands,
+        ..HandTrackingOptions::default()
+    };
+    spawn_hand_tracking_with(commands, camera, palm_model, landmark_model, &options)
+}
+
+/// Spawns MediaPipe's hand tracking on `camera`: the palm detector (letterboxed, `[0, 1]`, on
+/// demand, [`PalmDecoder`], [`HandTracking`]) and one landmark DNN per hand (`[0, 1]`, its own
+/// ROI, [`HandLandmarkDecoder`]), with `options`' deadlines and search interval. Returns the
+/// palm detector's entity; the hands are its [`HandTracking::hands`]. Needs
+/// [`HandTrackingPlugin`].
+pub fn spawn_hand_tracking_with(
+    commands: &mut Commands,
+    camera: Entity,
+    palm_model: Handle<DnnModel>,
+    landmark_model: Handle<DnnModel>,
+    options: &HandTrackingOptions,
+) -> Entity {
+    let hands: Vec<Entity> = (0..options.max_hands)
         .map(|_| {
             let e = commands.spawn_empty().id();
-            commands.entity(e).insert(
-                Dnn::new(landmark_model.clone(), camera)
-                    .with_crop(InputCrop::Roi(e))
-                    .with_normalization(Normalization::ZERO_TO_ONE)
-                    .with_decoder(HandLandmarkDecoder::default()),
-            );
+            let mut dnn = Dnn::new(landmark_model.clone(), camera)
+                .with_crop(InputCrop::Roi(e))
+                .with_normalization(Normalization::ZERO_TO_ONE)
+                .with_decoder(HandLandmarkDecoder::default());
+            dnn.deadline = options.landmark_deadline.or(dnn.deadline);
+            commands.entity(e).insert(dnn);
             e
         })
         .collect();
-    commands
-        .spawn((
-            Dnn::new(palm_model, camera)
-                .with_crop(InputCrop::Letterbox)
-                .with_normalization(Normalization::ZERO_TO_ONE)
-                .with_request(RequestMode::OnDemand)
-                .with_decoder(PalmDecoder::default()),
-            HandTracking::new(hands),
-        ))
-        .id()
+    let mut palms = Dnn::new(palm_model, camera)
+        .with_crop(InputCrop::Letterbox)
+        .with_normalization(Normalization::ZERO_TO_ONE)
+        .with_request(RequestMode::OnDemand)
+        .with_decoder(PalmDecoder::default());
+    palms.deadline = options.palm_deadline.or(palms.deadline);
+    let mut tracking = HandTracking::new(hands);
+    tracking.search_interval = options.search_interval;
+    commands.spawn((palms, tracking)).id()
 }
 
 #[cfg(test)]
@@ -355,6 +396,51 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn the_options_reach_the_spawned_dnns() {
+        let mut world = World::new();
+        let camera = world.spawn_empty().id();
+        let options = HandTrackingOptions {
+            max_hands: 3,
+            palm_deadline: Some(100 * MS),
+            landmark_deadline: Some(50 * MS),
+            search_interval: 250 * MS,
+        };
+        let palms = spawn_hand_tracking_with(
+            &mut world.commands(),
+            camera,
+            Handle::default(),
+            Handle::default(),
+            &options,
+        );
+        world.flush();
+        let palm_dnn = world.get::<Dnn>(palms).expect("the palm detector");
+        assert_eq!(palm_dnn.deadline, Some(100 * MS));
+        assert_eq!(palm_dnn.request, RequestMode::OnDemand);
+        let tracking = world.get::<HandTracking>(palms).expect("its tracking");
+        assert_eq!(tracking.search_interval, 250 * MS);
+        assert_eq!(tracking.hands.len(), 3);
+        for &h in &tracking.hands {
+            let d = world.get::<Dnn>(h).expect("a landmark DNN");
+            assert_eq!(d.deadline, Some(50 * MS));
+            assert_eq!(d.crop, InputCrop::Roi(h), "each hand crops its own ROI");
+        }
+        // The plain spawn keeps the plugin's defaults.
+        let plain = spawn_hand_tracking(
+            &mut world.commands(),
+            camera,
+            Handle::default(),
+            Handle::default(),
+            1,
+        );
+        world.flush();
+        let defaults = Dnn::new(Handle::default(), camera);
+        assert_eq!(world.get::<Dnn>(plain).unwrap().deadline, defaults.deadline);
+        let t = world.get::<HandTracking>(plain).unwrap();
+        assert_eq!(t.search_interval, DEFAULT_SEARCH_INTERVAL);
+        assert_eq!(t.hands.len(), 1);
+    }
 
     #[test]
     fn with_no_hand_tracked_palm_detection_runs_every_frame() {

@@ -14,8 +14,8 @@ pub mod text;
 pub use face::{FaceDecoder, FaceDetections};
 pub use face_mesh::{FaceMeshDecoder, FaceMeshResult};
 pub use hands::{
-    HandLandmarkDecoder, HandTracking, HandTrackingPlugin, PalmDecoder, PalmDetections,
-    TrackedHand, spawn_hand_tracking,
+    HandLandmarkDecoder, HandTracking, HandTrackingOptions, HandTrackingPlugin, PalmDecoder,
+    PalmDetections, TrackedHand, spawn_hand_tracking, spawn_hand_tracking_with,
 };
 pub use objects::{DetectedObjects, ObjectDecoder};
 pub use person_mask::{PersonMask, PersonMaskDecoder};
